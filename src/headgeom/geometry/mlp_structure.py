@@ -1,0 +1,139 @@
+"""The structured block path for MLP heads: exact per-sample J, and the second-order term.
+
+For a head that is a chain of Linear layers, eval-mode BatchNorm (an affine map per channel)
+and element-wise activations σ, the per-sample blocks follow the layer structure:
+
+    J_i   = ∂u_i/∂z_i                      (forward propagation of the d-dim identity)
+    M_i   = Σ_l  A_lᵀ diag(σ_l''(a_l) ⊙ g_l) A_l
+
+where a_l is the pre-activation of the l-th activation, A_l = ∂a_l/∂z its Jacobian, and
+g_l = ∂⟨ρ, u⟩/∂σ_l(a_l) the residual gradient back-propagated to that activation's output
+(linear and affine layers have no second derivative). This costs a few dense matrix products
+per layer and sample, instead of the d reverse passes of a generic Hessian. σ' and σ'' come
+from autograd on the activation module itself, so every element-wise module is exact,
+including ReLU (σ'' = 0) and thresholded softplus.
+
+Jacobians are kept transposed, Jt_i = J_iᵀ of shape (d, width), so that a Linear layer is one
+large matrix product (s·d, w_in) @ (w_in, w_out) for a chunk of s samples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+ELEMENTWISE: tuple[type[nn.Module], ...] = (
+    nn.ReLU, nn.GELU, nn.SiLU, nn.Softplus, nn.Tanh, nn.ELU, nn.LeakyReLU, nn.Sigmoid,
+    nn.Mish, nn.CELU, nn.SELU, nn.Hardtanh, nn.ReLU6, nn.Softsign, nn.Tanhshrink,
+)
+
+
+def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
+    """The leaf layers of a chain head in forward order, or None if it is not such a chain.
+
+    Accepted: nn.Sequential (nested too), and a module whose only child is an
+    nn.Sequential (headgeom's ProjectionHead keeps its layers in ``head.layers``). The
+    caller checks numerically that the chain reproduces the head's output.
+    """
+    if isinstance(module, nn.Sequential):
+        out: list[nn.Module] = []
+        for child in module:
+            sub = flatten_layers(child)
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out
+    if isinstance(module, nn.Linear) or isinstance(module, ELEMENTWISE) or isinstance(module, nn.Identity):
+        return [module]
+    if isinstance(module, nn.Dropout):
+        return [] if (not module.training or module.p == 0) else None
+    if isinstance(module, nn.BatchNorm1d):
+        if module.training or module.running_mean is None:
+            return None
+        return [module]
+    children = list(module.children())
+    if len(children) == 1 and isinstance(children[0], nn.Sequential):
+        return flatten_layers(children[0])
+    return None
+
+
+def _bn_affine(bn: nn.BatchNorm1d) -> tuple[Tensor, Tensor]:
+    """Eval-mode BatchNorm as x * scale + shift."""
+    scale = torch.rsqrt(bn.running_var + bn.eps)
+    shift = -bn.running_mean * scale
+    if bn.affine:
+        scale, shift = scale * bn.weight, shift * bn.weight + bn.bias
+    return scale, shift
+
+
+def _activation_derivatives(act: nn.Module, a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """σ(a), σ'(a), σ''(a) element-wise, from autograd on the module itself."""
+    with torch.enable_grad():
+        a_ = a.detach().requires_grad_(True)
+        y = act(a_)
+        (d1,) = torch.autograd.grad(y.sum(), a_, create_graph=True)
+        if d1.requires_grad:
+            (d2,) = torch.autograd.grad(d1.sum(), a_, allow_unused=True)
+        else:
+            d2 = None
+    d2 = torch.zeros_like(a) if d2 is None else d2.detach()
+    return y.detach(), d1.detach(), d2
+
+
+@dataclass
+class ChainPass:
+    """Outputs of one structured pass over a chunk of s samples."""
+
+    u: Tensor  # (s, k)
+    jt: Tensor  # (s, d, k): J_iᵀ
+    interaction: Tensor | None  # (s, d, d): M_i, when ρ was given
+
+
+def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainPass:
+    """Exact u_i, J_iᵀ and (given ρ_i) M_i for a chunk z (s, d) of a chain head."""
+    s, d = z.shape
+    x = z
+    jt: Tensor | None = None  # None: the identity (no layer yet)
+    saved: list[tuple[int, Tensor, Tensor, Tensor]] = []  # (layer index, σ', σ'', A_lᵀ)
+    for idx, layer in enumerate(layers):
+        if isinstance(layer, nn.Linear):
+            w = layer.weight
+            x = x @ w.T if layer.bias is None else torch.addmm(layer.bias, x, w.T)
+            jt = w.T.expand(s, d, w.shape[0]) if jt is None else jt @ w.T
+        elif isinstance(layer, nn.BatchNorm1d):
+            scale, shift = _bn_affine(layer)
+            x = x * scale + shift
+            jt = torch.diag(scale).expand(s, d, d) if jt is None else jt * scale
+        elif isinstance(layer, nn.Identity):
+            continue
+        else:  # element-wise activation
+            if jt is None:
+                jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
+            y, d1, d2 = _activation_derivatives(layer, x)
+            if rho is not None:
+                saved.append((idx, d1, d2, jt))
+            x = y
+            jt = jt * d1[:, None, :]
+    if jt is None:
+        jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
+    if rho is None:
+        return ChainPass(u=x, jt=jt, interaction=None)
+
+    # back-propagate ρ through the chain, collecting g_l at each activation's output
+    interaction = torch.zeros(s, d, d, dtype=z.dtype, device=z.device)
+    g = rho
+    pending = {idx: (d1, d2, at) for idx, d1, d2, at in saved}
+    for idx in range(len(layers) - 1, -1, -1):
+        layer = layers[idx]
+        if isinstance(layer, nn.Linear):
+            g = g @ layer.weight
+        elif isinstance(layer, nn.BatchNorm1d):
+            g = g * _bn_affine(layer)[0]
+        elif idx in pending:
+            d1, d2, at = pending.pop(idx)
+            c = d2 * g  # (s, width)
+            if bool((c != 0).any()):
+                interaction = interaction + torch.bmm(at * c[:, None, :], at.transpose(1, 2))
+            g = g * d1
+    return ChainPass(u=x, jt=jt, interaction=interaction)
