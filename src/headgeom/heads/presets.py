@@ -100,7 +100,11 @@ def byol(in_dim: int = 2048, hidden_dim: int = 4096, out_dim: int = 256) -> Head
 
 
 def byol_predictor(in_dim: int = 256, hidden_dim: int = 4096, out_dim: int = 256) -> HeadSpec:
-    """BYOL predictor: the same MLP as the projector on 256-d inputs (deepmind-research byol, same MLP class)."""
+    """BYOL predictor (arXiv 2006.07733 §3.3: "The predictor q_θ uses the same architecture as g_θ").
+
+    deepmind-research byol/byol_experiment.py builds it from the same networks.py MLP class,
+    on the 256-d projection: 256 → 4096 → 256.
+    """
     return byol(in_dim=in_dim, hidden_dim=hidden_dim, out_dim=out_dim)
 
 
