@@ -11,6 +11,10 @@ Stopping rules (Golub & Van Loan §10.1; Parlett, "The Symmetric Eigenvalue Prob
 the residual of Ritz pair (θ_j, Q s_j) is ‖A Q s_j − θ_j Q s_j‖ = |β_m s_{m,j}|; it stops when
 the k lowest and/or k highest satisfy |β_m s_{m,j}| ≤ tol · max|θ|, when β_m ≈ 0 (the Krylov
 space is invariant: its Ritz values are exact eigenvalues), or when m = n (exact).
+
+Limitation (any single-vector Krylov method): an eigenvalue of multiplicity > 1 appears once
+among the Ritz values until m = n, so `lowest`/`highest` are the k extreme *distinct*
+eigenvalues of a spectrum with exact repeats; λ_min and λ_max are unaffected.
 """
 
 from __future__ import annotations
