@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
-from .mlp_structure import chain_pass, flatten_layers
+from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
 from .readings import READINGS, Loss, check_reading, loss_hvp
 
 DEFAULT_MAX_DENSE = 6144
@@ -77,6 +77,7 @@ class EffectiveHessian:
         if self.row_wise_head and self.head.module is not None:
             layers = flatten_layers(self.head.module)
             if layers is not None:
+                layers = fuse_affine_runs(layers)
                 probe = chain_pass(layers, self.z[: min(4, self.n)], None).u
                 if torch.allclose(probe, self.u[: probe.shape[0]], rtol=1e-9, atol=1e-12):
                     self._layers = layers
@@ -240,6 +241,8 @@ class EffectiveHessian:
     def _blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
         if not self.row_wise_head:
             return self._coupled_blocks(want_g, want_m)
+        if self.separable_loss:
+            return self._separable_blocks(want_g, want_m)
         gs, ms = [], []
         for start in range(0, self.n, self.chunk_size):
             idx = torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
@@ -249,6 +252,30 @@ class EffectiveHessian:
             if want_m:
                 ms.append(m)
         return (torch.cat(gs) if want_g else None), (torch.cat(ms) if want_m else None)
+
+    def _separable_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
+        """Row-wise head and block-diagonal loss Hessian: J_iᵀ for all samples, then one loss
+        HVP per column of J carries every sample at once: G_i = J_iᵀ [∇²_u L]_ii J_i."""
+        n, d, k = self.n, self.d, self.k
+        jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
+        ms = []
+        for start in range(0, n, self.chunk_size):
+            idx = torch.arange(start, min(start + self.chunk_size, n), device=self.z.device)
+            jt, m = self._row_jacobian(idx, want_m)
+            if want_g:
+                jt_all[idx] = jt
+            if want_m:
+                ms.append(m)
+        g = None
+        if want_g:
+            hvp = loss_hvp(self.loss, self.u, self.reading)
+            g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
+            step = max(1, min(d, (1 << 20) // max(1, n * k)))  # ~8 MB of tangents: cache-sized chunks run fastest
+            for c0 in range(0, d, step):
+                cols = slice(c0, min(c0 + step, d))
+                hj = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1))  # (c, N, k): [∇²L]_ii J_i[:, c]
+                g[:, :, cols] = torch.bmm(jt_all, hj.permute(1, 2, 0))
+        return g, (torch.cat(ms) if want_m else None)
 
     def _row_jacobian(self, idx: Tensor, want_m: bool) -> tuple[Tensor, Tensor | None]:
         """J_iᵀ (s, d, k) and M_i (s, d, d) for the samples idx of a row-wise head."""

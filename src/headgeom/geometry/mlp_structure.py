@@ -58,6 +58,62 @@ def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
     return None
 
 
+def _affine_of(layer: nn.Module) -> tuple[Tensor, Tensor] | None:
+    """(W, b) of an affine leaf layer (Linear or eval-mode BatchNorm), else None."""
+    if isinstance(layer, nn.Linear):
+        w = layer.weight
+        b = layer.bias if layer.bias is not None else torch.zeros(w.shape[0], dtype=w.dtype, device=w.device)
+        return w, b
+    if isinstance(layer, nn.BatchNorm1d):
+        scale, shift = _bn_affine(layer)
+        return torch.diag(scale), shift
+    return None
+
+
+def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
+    """Fold consecutive affine layers (Linear, eval BatchNorm, Identity) into one Linear.
+
+    Between two activations the head is one affine map, so its Jacobian is a single product
+    per sample. Two maps are folded when the folded width product w_in·w_out is no larger
+    than the sum of the separate ones (a 2048→2048→512 pair becomes one 2048→512 map; a
+    2048→8→2048 bottleneck stays as it is). Exact up to float rounding of the reassociation.
+    """
+    out: list[nn.Module] = []
+    pending: tuple[Tensor, Tensor] | None = None
+    pending_cost = 0
+
+    def flush() -> None:
+        nonlocal pending, pending_cost
+        if pending is not None:
+            w, b = pending
+            lin = nn.Linear(w.shape[1], w.shape[0], dtype=w.dtype, device=w.device)
+            lin.weight = nn.Parameter(w.detach(), requires_grad=False)
+            lin.bias = nn.Parameter(b.detach(), requires_grad=False)
+            out.append(lin)
+        pending, pending_cost = None, 0
+
+    for layer in layers:
+        if isinstance(layer, nn.Identity):
+            continue
+        wb = _affine_of(layer)
+        if wb is None:
+            flush()
+            out.append(layer)
+            continue
+        w, b = wb
+        if pending is None:
+            pending, pending_cost = (w, b), w.numel()
+            continue
+        pw, pb = pending
+        if w.shape[0] * pw.shape[1] <= pending_cost + w.numel():
+            pending, pending_cost = (w @ pw, w @ pb + b), w.shape[0] * pw.shape[1]
+        else:
+            flush()
+            pending, pending_cost = (w, b), w.numel()
+    flush()
+    return out
+
+
 def _bn_affine(bn: nn.BatchNorm1d) -> tuple[Tensor, Tensor]:
     """Eval-mode BatchNorm as x * scale + shift."""
     scale = torch.rsqrt(bn.running_var + bn.eps)
