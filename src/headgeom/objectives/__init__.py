@@ -1,0 +1,27 @@
+"""SSL objectives as pure functions of tensors (PAPER.md §1, §3), one file per family.
+
+All are differentiable twice, free of in-place ops and value-dependent branches, so they run
+inside ``torch.func.hessian`` / ``jvp`` / ``vmap``; stop-gradients are ``.detach()``. Stateful
+parts (DINO centre, EMA teacher) live elsewhere.
+
+>>> import torch
+>>> from headgeom.objectives import analysis_loss
+>>> other = torch.randn(8, 16, dtype=torch.float64)
+>>> L = analysis_loss("vicreg", other)          # u ↦ vicreg(u, other), other fixed
+>>> torch.func.hessian(L)(torch.randn(8, 16, dtype=torch.float64)).shape
+torch.Size([8, 16, 8, 16])
+"""
+from headgeom.objectives.barlow_twins import barlow_twins, batch_standardize, cross_correlation
+from headgeom.objectives.contrastive import info_nce, nt_xent
+from headgeom.objectives.cosine import negative_cosine, simsiam_loss
+from headgeom.objectives.dino import dino, dino_pair, teacher_probs
+from headgeom.objectives.mse import mse_to_target
+from headgeom.objectives.registry import OBJECTIVES, ObjectiveSpec, analysis_loss, get_objective
+from headgeom.objectives.vicreg import covariance_loss, off_diagonal_sq_sum, variance_loss, vicreg
+
+__all__ = [
+    "barlow_twins", "batch_standardize", "cross_correlation", "info_nce", "nt_xent",
+    "negative_cosine", "simsiam_loss", "dino", "dino_pair", "teacher_probs", "mse_to_target",
+    "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective", "covariance_loss",
+    "off_diagonal_sq_sum", "variance_loss", "vicreg",
+]

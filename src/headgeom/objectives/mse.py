@@ -1,0 +1,16 @@
+"""Squared error to a stop-gradient target: the MSE premise of the collapse theorem (PAPER.md §1).
+
+½‖u_i − sg(c_i)‖² per sample, averaged over the batch, so ∇²_u L = I / N (the ``mse``
+reading of :mod:`headgeom.geometry.readings`).
+"""
+from __future__ import annotations
+
+from torch import Tensor
+
+from headgeom.objectives._checks import check_pair
+
+
+def mse_to_target(u: Tensor, c: Tensor) -> Tensor:
+    """mean_i ½‖u_i − sg(c_i)‖²: u (N, D) head output, c (N, D) target (no gradient) -> scalar."""
+    u, c = check_pair("u", u, "c", c)
+    return 0.5 * (u - c.detach()).pow(2).sum(dim=1).mean()

@@ -1,0 +1,57 @@
+"""VICReg (Bardes, Ponce, LeCun 2022), as in facebookresearch/vicreg main_vicreg.py VICReg.forward.
+
+Invariance F.mse_loss(a, b) (mean over all N·D entries); variance: std = sqrt(var(dim=0, unbiased) + eps) of the centred
+embeddings, hinge mean(relu(1 − std)) / 2 per branch; covariance: cov = xᵀx / (N − 1) of the
+centred embeddings, sum of squared off-diagonal entries / D per branch, summed. Written
+without in-place ops (the official ``pow_`` / ``div`` chain is rewritten functionally), and
+the invariance term as ``(a − b).pow(2).mean()``, equal to F.mse_loss(a, b) but safe under
+forward-over-reverse AD: torch's mse_loss double-backward fails inside ``jvp(grad(...))``
+("ZeroTensors are immutable") when one argument is a constant.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from headgeom.objectives._checks import check_batch, check_nonnegative, check_pair
+
+
+def off_diagonal_sq_sum(m: Tensor) -> Tensor:
+    """Σ_{i≠j} m_ij² of a square matrix (D, D) -> scalar."""
+    return m.pow(2).sum() - torch.diagonal(m).pow(2).sum()
+
+
+def variance_loss(x: Tensor, eps: float = 1e-4) -> Tensor:
+    """mean_d relu(1 − sqrt(var_d(x) + eps)), unbiased variance over the batch; x (N, D)."""
+    std = torch.sqrt(x.var(dim=0) + eps)
+    return F.relu(1 - std).mean()
+
+
+def covariance_loss(x: Tensor) -> Tensor:
+    """Σ_{i≠j} cov_ij² / D with cov = x̄ᵀx̄ / (N − 1), x̄ the centred x (N, D)."""
+    n, d = x.shape
+    xc = x - x.mean(dim=0)
+    cov = xc.T @ xc / (n - 1)
+    return off_diagonal_sq_sum(cov) / d
+
+
+def vicreg(
+    a: Tensor,
+    b: Tensor,
+    sim_coeff: float = 25.0,
+    std_coeff: float = 25.0,
+    cov_coeff: float = 1.0,
+    eps: float = 1e-4,
+) -> Tensor:
+    """VICReg loss of two views' embeddings a, b (N, D) -> scalar (official defaults 25/25/1)."""
+    a, b = check_pair("a", a, "b", b)
+    check_batch("vicreg", a)
+    for name, value in (("sim_coeff", sim_coeff), ("std_coeff", std_coeff),
+                        ("cov_coeff", cov_coeff), ("eps", eps)):
+        check_nonnegative(name, value)
+    invariance = (a - b).pow(2).mean()  # F.mse_loss(a, b); see the module docstring
+    ac, bc = a - a.mean(dim=0), b - b.mean(dim=0)
+    std_loss = variance_loss(ac, eps) / 2 + variance_loss(bc, eps) / 2
+    cov_loss = covariance_loss(ac) + covariance_loss(bc)
+    return sim_coeff * invariance + std_coeff * std_loss + cov_coeff * cov_loss
