@@ -1,0 +1,75 @@
+"""The command line: version, hessian (table and JSON), clear errors."""
+import json
+
+import pytest
+import torch
+
+from headgeom.cli import main
+from headgeom.geometry import effective_hessian
+from headgeom.geometry.report import hessian_report
+from headgeom.heads import head_from
+from headgeom.io import atomic_write_json
+
+
+def test_version(capsys):
+    assert main(["version"]) == 0
+    assert "headgeom" in capsys.readouterr().out
+
+
+def test_hessian_prints_table_and_writes_json(tmp_path, capsys):
+    out = tmp_path / "h.json"
+    assert main(["hessian", "--head", "6-12-5:silu", "--objective", "negative_cosine", "--batch", "4",
+                 "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    for word in ("H_eff", "G", "M", "lambda_min", "reading: ambient", "|M| / |H_eff|"):
+        assert word in text
+    data = json.loads(out.read_text())
+    assert set(data["spectra"]) == {"H_eff", "G", "M"}
+    assert data["setting"]["reading"] == "ambient" and data["engine"]["N"] == 4
+    # the JSON's spectrum is the spectrum of the engine's blocks for the same setting
+    torch.manual_seed(0)
+    lam = torch.tensor(data["spectra"]["H_eff"]["eigenvalues"])
+    assert lam.shape == (4, 6)
+    assert data["summary"]["H_eff"]["lambda_min"] == pytest.approx(float(lam.min()))
+
+
+def test_hessian_report_matches_engine_blocks():
+    rep = hessian_report("5-9-4:gelu", "mse", batch=3, seed=2)
+    # rebuild the documented setting by hand
+    torch.manual_seed(2)
+    head = head_from("5-9-4:gelu").double().eval()
+    g = torch.Generator().manual_seed(2)
+    z = torch.randn(3, 5, generator=g, dtype=torch.float64)
+    z2 = z + 0.1 * torch.randn(3, 5, generator=g, dtype=torch.float64)
+    with torch.no_grad():
+        c = head(z2)
+    eh = effective_hessian(head, lambda u: 0.5 * ((u - c) ** 2).sum(1).mean(), z)
+    lam = torch.linalg.eigvalsh(eh.blocks())
+    assert torch.allclose(torch.tensor(rep["spectra"]["H_eff"]["eigenvalues"], dtype=torch.float64), lam, rtol=1e-9, atol=1e-14)
+
+
+def test_pseudo_collapsed_and_dense_and_operator_scopes(capsys):
+    for scope in ("dense", "operator"):
+        assert main(["hessian", "--head", "4-8-3:tanh", "--objective", "vicreg", "--batch", "3",
+                     "--state", "pseudo-collapsed", "--scope", scope]) == 0
+    assert "pseudo-collapsed" in capsys.readouterr().out
+
+
+def test_hessian_errors_are_clear(capsys):
+    assert main(["hessian", "--head", "nonsense", "--objective", "mse"]) == 2
+    assert "head preset" in capsys.readouterr().err
+    assert main(["hessian", "--head", "4-8-3:silu", "--objective", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--batch", "0"]) == 2
+    with pytest.raises(SystemExit):
+        main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--reading", "bogus"])
+
+
+def test_atomic_write_leaves_old_file_on_failure(tmp_path):
+    path = tmp_path / "r.json"
+    atomic_write_json(path, {"a": 1.0, "nan": float("nan")})
+    assert json.loads(path.read_text()) == {"a": 1.0, "nan": None}
+    with pytest.raises(TypeError):
+        atomic_write_json(path, {"bad": object()})
+    assert json.loads(path.read_text())["a"] == 1.0
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
