@@ -22,7 +22,9 @@ SHAPE_CLASSES: tuple[str, ...] = ("disk", "square", "triangle", "ring", "cross",
 DEFAULT_SIZES = {"train": 10_000, "test": 2_000}
 _CHUNK = 2048
 
-# Shape geometry in local units (the shape fits in the unit disk before scaling).
+# Shape geometry in local units: every shape lies within radius √2·0.8 ≈ 1.13 of its centre,
+# so with scale ≤ 0.62 and |centre| ≤ 0.3 it stays (almost always wholly) inside the image.
+MAX_RADIUS = math.sqrt(2) * 0.8
 DISK_R = 0.9
 SQUARE_HALF = 0.75
 TRIANGLE_INRADIUS = 0.5           # equilateral, apex up, circumradius 1
