@@ -1,0 +1,110 @@
+"""Experiments by id: each claim of PAPER.md §2 (C1…C12) is checked by a registered experiment.
+
+An experiment is data (big_vision style): presets are functions returning a frozen config
+dataclass; the work is split into *cells* (one setting × one seed, JSON-able parameters), each
+run independently into its own run directory so that a re-run skips finished cells; a
+``summarize`` step turns the cells' metrics into claims, tables and figures.
+
+    EXPERIMENT = Experiment(
+        id="C4", title="...", statement="...",                     # statement quotes PAPER.md
+        presets={"quick": quick, "small": small, "paper": paper},  # () -> frozen dataclass
+        cells=lambda config, seeds: [{"head": "silu", "seed": s} for s in range(seeds)],
+        run_cell=lambda config, cell: {"lambda_min": -1e-3, ...},   # JSON-able metrics
+        summarize=lambda config, results: Summary(...),            # results: [(cell, metrics)]
+    )
+    register(EXPERIMENT)
+
+Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statement, setting
+(objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
+verdict (one of ``VERDICTS``) and criterion (the rule the verdict used, in words).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+VERDICTS = ("supported", "not supported", "inconclusive")
+CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion")
+PRESETS = ("quick", "small", "paper")
+
+Cell = dict[str, Any]
+Metrics = dict[str, Any]
+
+
+@dataclass
+class Summary:
+    """What an experiment reports: claim entries, markdown tables, and figure builders.
+
+    figures: (file name, function(results) -> matplotlib Figure); plotting stays apart from
+    computing, the runner saves each figure as PNG beside the report.
+    """
+
+    claims: list[dict[str, Any]] = field(default_factory=list)
+    tables: list[tuple[str, str]] = field(default_factory=list)  # (title, markdown table)
+    figures: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Experiment:
+    id: str
+    title: str
+    statement: str
+    presets: dict[str, Callable[[], Any]]
+    cells: Callable[[Any, int], list[Cell]]
+    run_cell: Callable[[Any, Cell], Metrics]
+    summarize: Callable[[Any, list[tuple[Cell, Metrics]]], Summary]
+    theory: bool = False  # part of `headgeom theory`
+
+    def config(self, preset: str) -> Any:
+        if preset not in self.presets:
+            raise ValueError(f"experiment {self.id} has no preset {preset!r}; it has {sorted(self.presets)}")
+        return self.presets[preset]()
+
+
+EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register(experiment: Experiment) -> Experiment:
+    if experiment.id in EXPERIMENTS and EXPERIMENTS[experiment.id] is not experiment:
+        raise ValueError(f"experiment id {experiment.id!r} is registered twice")
+    EXPERIMENTS[experiment.id] = experiment
+    return experiment
+
+
+def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
+    """Validate one claim entry (keys, verdict); returns it."""
+    missing = [k for k in CLAIM_KEYS if k not in claim]
+    if missing:
+        raise ValueError(f"claim entry {claim.get('id', '?')} lacks keys {missing}; it needs {list(CLAIM_KEYS)}")
+    if claim["verdict"] not in VERDICTS:
+        raise ValueError(f"claim {claim['id']}: verdict {claim['verdict']!r} is not one of {VERDICTS}")
+    return claim
+
+
+def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
+    """A measured value with n and spread: mean, std (ddof=1 when n > 1), min, max."""
+    import math
+
+    xs = [float(values)] if isinstance(values, (int, float)) else [float(v) for v in values]
+    n = len(xs)
+    finite = [x for x in xs if math.isfinite(x)]
+    mean = sum(finite) / len(finite) if finite else float("nan")
+    std = (math.sqrt(sum((x - mean) ** 2 for x in finite) / (len(finite) - 1)) if len(finite) > 1 else 0.0)
+    out = {"value": mean, "n": n, "spread": std, "spread_kind": "std over n (ddof=1)",
+           "min": min(finite) if finite else None, "max": max(finite) if finite else None}
+    out.update(extra)
+    return out
+
+
+def load_all() -> dict[str, Experiment]:
+    """Import every experiment module so that it registers itself."""
+    import importlib
+    import pkgutil
+
+    import headgeom.experiments as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if info.name[:1] == "c" and info.name[1:2].isdigit():
+            importlib.import_module(f"headgeom.experiments.{info.name}")
+    return EXPERIMENTS
