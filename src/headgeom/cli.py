@@ -34,6 +34,45 @@ def _cmd_hessian(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace, theory_only: bool) -> int:
+    from pathlib import Path
+
+    from headgeom.experiments.runner import run_experiments
+    from headgeom.report.markdown import format_claims_short
+
+    ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
+    res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
+                          progress=not args.no_progress, theory_only=theory_only)
+    print("\n" + format_claims_short(res["claims"]))
+    paths = res["paths"]
+    print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")
+    if paths["figures"]:
+        print(f"figures: {len(paths['figures'])} PNG under {Path(paths['figures'][0]).parent}")
+    if res["n_failed"]:
+        print(f"headgeom {args.command}: {res['n_failed']} cell(s) or summary step(s) failed; "
+              f"see {paths['report']}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    return _run(args, theory_only=False)
+
+
+def _cmd_theory(args: argparse.Namespace) -> int:
+    return _run(args, theory_only=True)
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=["quick", "small", "paper"], default="quick",
+                   help="experiment sizes: quick (minutes on 2 CPU cores, default), small, paper")
+    p.add_argument("--only", default=None, metavar="ID[,ID...]", help="run only these experiment ids (e.g. C1,C4)")
+    p.add_argument("--out", default="reproduce-out", metavar="DIR",
+                   help="output folder for report.md, results.json, figures/ and runs/ (default reproduce-out)")
+    p.add_argument("--seeds", type=int, default=None, metavar="N", help="override the presets' number of seeds")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from headgeom.geometry.readings import READINGS
 
@@ -67,6 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--seed", type=int, default=0)
     h.add_argument("--json", default=None, metavar="PATH", help="also write the full result as JSON")
     h.set_defaults(func=_cmd_hessian)
+
+    r = sub.add_parser(
+        "reproduce", help="run registered experiments and write report.md, results.json, figures",
+        description="Run the registered experiments (claims C1...C12 of the paper) cell by cell into "
+        "DIR/runs/, skipping finished cells, and write DIR/report.md, DIR/results.json and DIR/figures/. "
+        "Exits 1 when a cell failed.",
+    )
+    _add_run_options(r)
+    r.set_defaults(func=_cmd_reproduce)
+    t = sub.add_parser(
+        "theory", help="reproduce restricted to the theory experiments (C1-C7)",
+        description="Same as `headgeom reproduce`, restricted to experiments marked theory=True (C1-C7).",
+    )
+    _add_run_options(t)
+    t.set_defaults(func=_cmd_theory)
     return p
 
 

@@ -1,0 +1,390 @@
+"""Run registered experiments cell by cell into run directories, then write the claims report.
+
+``headgeom reproduce`` and ``headgeom theory`` call :func:`run_experiments`. Layout of ``OUT``::
+
+    OUT/runs/<ID>/<cell-key>/config.json    resolved config, cell, preset, git revision, versions, start
+    OUT/runs/<ID>/<cell-key>/metrics.jsonl  JSON lines {"kind": "log"|"final", "t": s, "metrics": {...}}
+    OUT/runs/<ID>/<cell-key>/done.json      written atomically LAST: the cell is finished
+    OUT/runs/<ID>/<cell-key>/error.json     the traceback of a cell that raised
+    OUT/figures/<ID>_<name>.png             figures of the summaries
+    OUT/results.json                        {"preset", "seeds", "experiments", "claims", "environment", ...}
+    OUT/report.md                           readable on its own; the claims table leads
+
+A cell key is readable and deterministic: ``head=silu_seed=0-<hash>``, the hash (8 hex digits of
+SHA-1) covering the cell and the resolved config without its ``seeds`` field (which only sets
+how many cells there are). A changed setting therefore gets a new directory instead of reusing
+stale results, while raising ``--seeds`` reuses the seeds already run. A re-run skips every cell
+whose ``done.json`` exists and reads its metrics from there (nanoGPT-style: a run's log carries
+its own config, code version and environment).
+"""
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import datetime as _dt
+import hashlib
+import importlib
+import json
+import math
+import platform
+import re
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from headgeom.experiments.registry import EXPERIMENTS, Experiment, load_all
+from headgeom.io import atomic_write_json
+
+_LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
+
+
+# ----------------------------------------------------------------------------- JSON and keys
+def jsonable(x: Any) -> Any:
+    """``x`` as plain JSON types: numpy/torch scalars and arrays become numbers and lists,
+    dataclasses dicts, tuples lists, paths strings; NaN -> null and ±inf -> "inf"/"-inf"
+    (the convention of :func:`headgeom.io.atomic_write_json`). Raises TypeError otherwise."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [jsonable(v) for v in (sorted(x, key=repr) if isinstance(x, (set, frozenset)) else x)]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return jsonable(dataclasses.asdict(x))
+    if isinstance(x, Path):
+        return str(x)
+    if hasattr(x, "tolist") and callable(x.tolist):  # numpy arrays/scalars, torch tensors
+        return jsonable(x.tolist())
+    if hasattr(x, "item") and callable(x.item):
+        return jsonable(x.item())
+    raise TypeError(f"value {x!r} of type {type(x).__name__} cannot be written as JSON; "
+                    "return numbers, strings, lists or dicts from run_cell")
+
+
+def config_dict(config: Any) -> Any:
+    """The resolved config as JSON (``dataclasses.asdict`` for the usual frozen dataclass)."""
+    return jsonable(dataclasses.asdict(config) if dataclasses.is_dataclass(config) else config)
+
+
+def cell_key(cell: dict[str, Any], config: Any = None) -> str:
+    """Filesystem-safe, deterministic directory name: ``k=v_k=v-<8 hex digits>``.
+
+    The readable part is cut to 80 characters; the hash covers the whole cell and the config
+    (without ``seeds``), so distinct cells or settings never share a directory."""
+    cfg = config_dict(config) if config is not None else None
+    if isinstance(cfg, dict):
+        cfg = {k: v for k, v in cfg.items() if k != "seeds"}
+    blob = json.dumps({"cell": jsonable(cell), "config": cfg}, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha1(blob.encode("utf-8")).hexdigest()[:8]
+    parts = []
+    for k, v in cell.items():
+        v = json.dumps(jsonable(v), sort_keys=True) if not isinstance(v, str) else v
+        parts.append(f"{k}={v}")
+    slug = re.sub(r"[^A-Za-z0-9=.+-]+", "_", "_".join(parts)).strip("_.")[:80] or "cell"
+    return f"{slug}-{digest}"
+
+
+def log_metrics(record: dict[str, Any]) -> bool:
+    """Append one ``{"kind": "log", ...}`` line to the running cell's metrics.jsonl.
+
+    Experiments call this from ``run_cell`` to log curves (one line per step or epoch).
+    Outside the runner (a test calling ``run_cell`` directly) it does nothing and returns False."""
+    current = _LOG_FILE.get()
+    if current is None:
+        return False
+    path, t0 = current
+    _append_jsonl(path, {"kind": "log", "t": round(time.perf_counter() - t0, 6), "metrics": jsonable(record)})
+    return True
+
+
+def _append_jsonl(path: Path, obj: Any) -> None:
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(obj, allow_nan=False) + "\n")
+
+
+# ----------------------------------------------------------------------------- environment
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True,
+                             text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def environment() -> dict[str, Any]:
+    """Git revision of the headgeom source ("unknown" outside a checkout), a dirty flag
+    (tracked files changed; None when unknown), and library versions."""
+    import numpy
+    import scipy
+    import torch
+
+    import headgeom
+
+    rev = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no") if rev else None
+    return {
+        "git_revision": rev or "unknown",
+        "git_dirty": (bool(status) if status is not None else None),
+        "versions": {"headgeom": headgeom.__version__, "torch": torch.__version__, "numpy": numpy.__version__,
+                     "scipy": scipy.__version__, "python": platform.python_version()},
+        "platform": platform.platform(),
+        "torch_threads": torch.get_num_threads(),
+        "cuda": torch.cuda.is_available(),
+    }
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# ----------------------------------------------------------------------------- selection
+def _natural(key: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", key)]
+
+
+def _load() -> dict[str, str]:
+    """Import every experiment module; returns {module: error} for those that failed to import,
+    so one broken module does not stop the others from running."""
+    try:
+        load_all()
+        return {}
+    except Exception:  # noqa: BLE001 - fall back to importing module by module
+        import pkgutil
+
+        import headgeom.experiments as pkg
+
+        errors = {}
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if info.name[:1] == "c" and info.name[1:2].isdigit():
+                try:
+                    importlib.import_module(f"headgeom.experiments.{info.name}")
+                except Exception as err:  # noqa: BLE001
+                    errors[info.name] = f"{type(err).__name__}: {err}"
+        return errors
+
+
+def select_experiments(ids: list[str] | None, theory_only: bool = False) -> list[Experiment]:
+    """Registered experiments by id (case-insensitive, in the given order), or all of them in
+    id order; ``theory_only`` keeps those with ``theory=True``. Raises ValueError when an id is
+    unknown or nothing is left to run."""
+    pool = {k: e for k, e in EXPERIMENTS.items() if e.theory or not theory_only}
+    what = "theory experiment (theory=True)" if theory_only else "experiment"
+    if not pool:
+        raise ValueError(f"no {what} is registered; experiment modules live in "
+                         "src/headgeom/experiments/cN_name.py and call register(EXPERIMENT)")
+    if not ids:
+        return [pool[k] for k in sorted(pool, key=_natural)]
+    by_upper = {k.upper(): k for k in pool}
+    chosen: list[str] = []
+    for raw in ids:
+        i = raw.strip()
+        if not i:
+            continue
+        if i.upper() not in by_upper:
+            extra = (f" ({i!r} is registered but is not a theory experiment)"
+                     if theory_only and i.upper() in {k.upper() for k in EXPERIMENTS} else "")
+            raise ValueError(f"unknown {what} id {i!r}{extra}; registered: {', '.join(sorted(pool, key=_natural))}")
+        if by_upper[i.upper()] not in chosen:
+            chosen.append(by_upper[i.upper()])
+    if not chosen:
+        raise ValueError(f"no experiment selected from {ids!r}; registered: {', '.join(sorted(pool, key=_natural))}")
+    return [pool[k] for k in chosen]
+
+
+def resolve_config(exp: Experiment, preset: str, seeds: int | None) -> tuple[Any, int, list[str]]:
+    """(config, number of seeds, notes): the preset's config with ``seeds`` replaced when given."""
+    config = exp.config(preset)
+    notes: list[str] = []
+    has_seeds = dataclasses.is_dataclass(config) and any(f.name == "seeds" for f in dataclasses.fields(config))
+    if seeds is not None:
+        if has_seeds:
+            config = dataclasses.replace(config, seeds=seeds)
+        else:
+            notes.append(f"--seeds {seeds} was given but the config of {exp.id} has no `seeds` field; "
+                         f"its cells are enumerated with n_seeds={seeds}")
+    n_seeds = int(config.seeds) if has_seeds else (seeds if seeds is not None else 1)
+    return config, n_seeds, notes
+
+
+# ----------------------------------------------------------------------------- one cell
+def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
+                 env: dict[str, Any]) -> dict[str, Any]:
+    """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}."""
+    done = run_dir / "done.json"
+    if done.exists():
+        try:
+            rec = json.loads(done.read_text(encoding="utf-8"))
+            return {"status": "reused", "metrics": rec["metrics"], "elapsed_s": rec.get("elapsed_s")}
+        except (OSError, ValueError, KeyError):
+            pass  # unreadable done.json: run the cell again
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("error.json", "metrics.jsonl"):
+        (run_dir / stale).unlink(missing_ok=True)
+    atomic_write_json(run_dir / "config.json", {
+        "experiment": exp.id, "preset": preset, "cell": jsonable(cell), "config": config_dict(config),
+        "git_revision": env["git_revision"], "git_dirty": env["git_dirty"], "versions": env["versions"],
+        "platform": env["platform"], "started": _now(),
+    })
+    metrics_path = run_dir / "metrics.jsonl"
+    metrics_path.touch()
+    t0 = time.perf_counter()
+    token = _LOG_FILE.set((metrics_path, t0))
+    try:
+        metrics = exp.run_cell(config, cell)
+        if not isinstance(metrics, dict):
+            raise TypeError(f"run_cell of {exp.id} returned {type(metrics).__name__}; it must return a dict of metrics")
+        metrics = jsonable(metrics)
+        elapsed = time.perf_counter() - t0
+        _append_jsonl(metrics_path, {"kind": "final", "t": round(elapsed, 6), "metrics": metrics})
+    except Exception as err:  # noqa: BLE001 - a failing cell is reported, the run goes on
+        elapsed = time.perf_counter() - t0
+        atomic_write_json(run_dir / "error.json", {
+            "experiment": exp.id, "cell": jsonable(cell), "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(), "elapsed_s": elapsed, "finished": _now(),
+        })
+        return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": elapsed}
+    finally:
+        _LOG_FILE.reset(token)
+    atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
+                             "elapsed_s": elapsed, "finished": _now()})
+    return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
+
+
+# ----------------------------------------------------------------------------- summaries
+def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
+               n_failed: int, n_cells: int) -> tuple[list[dict], list[tuple[str, str]], list[str], list[str], list[str]]:
+    """(claims, tables, figure paths relative to OUT, notes, errors) of one experiment."""
+    from headgeom.experiments.registry import check_claim
+    from headgeom.report.figures import figure_file_name, make_figure, save_figure
+
+    errors: list[str] = []
+    try:
+        summary = exp.summarize(config, results)
+    except Exception:  # noqa: BLE001
+        return [], [], [], [], [f"summarize raised:\n{traceback.format_exc()}"]
+    claims = []
+    for claim in summary.claims:
+        try:
+            claim = dict(check_claim(jsonable(claim)))
+        except (ValueError, TypeError) as err:
+            errors.append(f"invalid claim entry: {err}")
+            continue
+        claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
+        claim["experiment"] = exp.id
+        if n_failed:
+            claim["incomplete"] = f"{n_failed} of {n_cells} cells failed; measured on the others"
+        claims.append(claim)
+    figures = []
+    for name, build in summary.figures:
+        rel = Path("figures") / figure_file_name(exp.id, name)
+        try:
+            save_figure(make_figure(build, results), out / rel)
+            figures.append(rel.as_posix())
+        except Exception:  # noqa: BLE001
+            errors.append(f"figure {name!r} failed:\n{traceback.format_exc()}")
+    tables = [(str(t), str(md)) for t, md in summary.tables]
+    return claims, tables, figures, [str(n) for n in summary.notes], errors
+
+
+def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool) -> str:
+    parts = ["headgeom", "theory" if theory_only else "reproduce", "--preset", preset]
+    if ids:
+        parts += ["--only", ",".join(ids)]
+    parts += ["--out", str(out)]
+    if seeds is not None:
+        parts += ["--seeds", str(seeds)]
+    return " ".join(parts)
+
+
+# ----------------------------------------------------------------------------- the runner
+def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
+                    seeds: int | None = None, progress: bool = True, theory_only: bool = False) -> dict:
+    """Run the selected experiments' cells, summarise them, write results.json and report.md.
+
+    Returns the results.json content plus ``n_failed`` (failed cells + failed summaries or
+    figures + experiment modules that did not import when everything was selected) and
+    ``paths``. Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
+    from tqdm.auto import tqdm
+
+    from headgeom.experiments.registry import PRESETS
+    from headgeom.report.figures import use_agg
+    from headgeom.report.markdown import write_report
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1):
+        raise ValueError(f"seeds must be a positive integer; got {seeds!r}")
+    out = Path(out)
+    use_agg()
+    load_errors = _load()
+    try:
+        selected = select_experiments(ids, theory_only=theory_only)
+    except ValueError as err:
+        if load_errors:
+            raise ValueError(f"{err}\nexperiment modules that failed to import: {load_errors}") from err
+        raise
+    env = environment()
+    plan = []
+    for exp in selected:
+        config, n_seeds, notes = resolve_config(exp, preset, seeds)
+        plan.append((exp, config, list(exp.cells(config, n_seeds)), n_seeds, notes))
+
+    total = sum(len(cells) for _, _, cells, _, _ in plan)
+    bar = tqdm(total=total, unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
+    experiments: dict[str, Any] = {}
+    all_claims: list[dict] = []
+    n_failed_total = len(load_errors) if not ids else 0
+    try:
+        for exp, config, cells, n_seeds, notes in plan:
+            t_exp = time.perf_counter()
+            bar.set_description(exp.id)
+            results, failed, reused, cell_time = [], [], 0, 0.0
+            for cell in cells:
+                key = cell_key(cell, config)
+                run_dir = out / "runs" / exp.id / key
+                res = run_one_cell(exp, config, cell, run_dir, preset, env)
+                cell_time += float(res.get("elapsed_s") or 0.0)
+                if res["status"] == "failed":
+                    failed.append({"key": key, "cell": jsonable(cell), "error": res["error"],
+                                   "error_file": (run_dir / "error.json").relative_to(out).as_posix()})
+                else:
+                    reused += res["status"] == "reused"
+                    results.append((cell, res["metrics"]))
+                bar.update(1)
+            claims, tables, figures, s_notes, errors = _summarize(exp, config, results, preset, out,
+                                                                  len(failed), len(cells))
+            elapsed = time.perf_counter() - t_exp
+            experiments[exp.id] = {
+                "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
+                "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
+                "elapsed_s": elapsed, "cells_elapsed_s": cell_time, "tables": tables, "notes": notes + s_notes,
+                "figures": figures, "failed_cells": failed, "errors": errors,
+                "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
+            }
+            all_claims += claims
+            n_failed_total += len(failed) + len(errors)
+            verdicts = ", ".join(f"{c['id']} {c['verdict']}" for c in claims) or "no claims"
+            tqdm.write(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {elapsed:.1f} s"
+                       f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout)
+    finally:
+        bar.close()
+
+    results_json = {
+        "preset": preset, "seeds": seeds, "command": _command(ids, preset, out, seeds, theory_only),
+        "experiments": experiments, "claims": all_claims, "environment": env, "load_errors": load_errors,
+        "finished": _now(),
+    }
+    atomic_write_json(out / "results.json", results_json)
+    write_report(out / "report.md", results_json)
+    figures = [out / f for e in experiments.values() for f in e["figures"]]
+    return {**results_json, "n_failed": n_failed_total,
+            "paths": {"report": out / "report.md", "results": out / "results.json", "runs": out / "runs",
+                      "figures": figures}}

@@ -1,0 +1,10 @@
+"""Reports of ``headgeom reproduce``: markdown (report.md) and figures (PNG, Agg backend).
+
+Plotting stays apart from computing: experiments hand figure builders to the runner, which
+saves them here; the markdown writer reads only the results.json content.
+"""
+from .figures import figure_file_name, make_figure, save_figure, use_agg
+from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report
+
+__all__ = ["claims_table", "figure_file_name", "format_claims_short", "format_measured", "make_figure",
+           "render_report", "save_figure", "use_agg", "write_report"]

@@ -1,0 +1,75 @@
+"""Saving experiment figures as PNG with matplotlib's Agg backend (no display needed).
+
+An experiment's ``Summary.figures`` holds ``(name, build)`` pairs; ``build`` is called with no
+argument (a closure over the results, as ``Summary`` types it) or, when it takes one, with the
+results list ``[(cell, metrics)]`` (as the registry's docstring describes), and returns a
+``matplotlib.figure.Figure``. The runner saves it to ``OUT/figures/<ID>_<name>.png`` and closes it.
+"""
+from __future__ import annotations
+
+import inspect
+import io
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+DPI = 120
+
+
+def use_agg() -> None:
+    """Select matplotlib's Agg backend: headless PNGs on servers and CI, no window ever opens.
+
+    The runner calls this before importing experiment modules (a library import of
+    ``headgeom.report`` alone leaves the user's backend untouched)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+
+
+def figure_file_name(experiment_id: str, name: str) -> str:
+    """``<ID>_<name>.png`` with the name made filesystem-safe (a trailing .png is dropped)."""
+    stem = re.sub(r"\.png$", "", str(name), flags=re.IGNORECASE)
+    stem = re.sub(r"[^A-Za-z0-9_.+-]+", "_", stem).strip("_.")
+    if not stem:
+        raise ValueError(f"figure name {name!r} of {experiment_id} has no usable characters; use e.g. 'spectra'")
+    return f"{experiment_id}_{stem}.png"
+
+
+def make_figure(build: Callable[..., Any], results: list[tuple[dict, dict]]) -> Any:
+    """Call a figure builder (with no argument, or with ``results`` when it takes one)."""
+    try:
+        params = [p for p in inspect.signature(build).parameters.values()
+                  if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    fig = build(results) if params else build()
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"figure builder returned {type(fig).__name__}; it must return a matplotlib Figure")
+    return fig
+
+
+def save_figure(fig: Any, path: str | os.PathLike) -> Path:
+    """Write ``fig`` as PNG to ``path`` atomically (temporary file + os.replace) and close it."""
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    buf = io.BytesIO()
+    try:
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(buf.getvalue())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path

@@ -1,0 +1,161 @@
+"""report.md from the results.json content: the claims table first, then one section per experiment.
+
+The report is readable on its own: the command that produced it, the code version and
+environment, every claim with its measured values as ``value ± spread (n=…)``, verdict and
+criterion, then per experiment what was run (config, cells, time), its tables, figures
+(relative links into ``figures/``), notes and failed cells.
+"""
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from headgeom.io import atomic_write_text
+
+DEFAULT_SPREAD_KIND = "std over n (ddof=1)"
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "nan"
+    if isinstance(x, bool) or isinstance(x, str):
+        return str(x)
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        return f"{x:.4g}" if math.isfinite(x) else str(x)
+    return str(x)
+
+
+def _secs(s: Any) -> str:
+    return f"{s:.3g} s" if isinstance(s, (int, float)) else "? s"
+
+
+def _cell(text: Any) -> str:
+    """Text safe inside a markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def format_measured(m: Any) -> str:
+    """``value ± spread (n=…)`` for a :func:`headgeom.experiments.measured` entry; other values as text."""
+    if not isinstance(m, dict) or "value" not in m:
+        return _num(m)
+    text = _num(m["value"])
+    if m.get("spread") is not None:
+        text += f" ± {_num(m['spread'])}"
+    text += f" (n={m.get('n', '?')})"
+    kind = m.get("spread_kind")
+    if kind and kind != DEFAULT_SPREAD_KIND:
+        text += f" [{kind}]"
+    return text
+
+
+def _setting(setting: Any) -> str:
+    if isinstance(setting, dict):
+        return "; ".join(f"{k}={v}" for k, v in setting.items())
+    return str(setting)
+
+
+def claims_table(claims: list[dict[str, Any]]) -> str:
+    """The markdown claims table: id, statement, setting, measured, verdict, criterion."""
+    if not claims:
+        return "_No claim entries were produced._\n"
+    lines = ["| id | statement | setting | measured | verdict | criterion |", "|---|---|---|---|---|---|"]
+    for c in claims:
+        meas = "<br>".join(f"{k}: {format_measured(v)}" for k, v in (c.get("measured") or {}).items())
+        verdict = f"**{c['verdict']}**" + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+        lines.append("| " + " | ".join(_cell(x) for x in (
+            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", verdict, c["criterion"])) + " |")
+    return "\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets.\n"
+
+
+def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
+    """A plain-text claims table for the terminal: id, verdict, measured (cut to ``width``)."""
+    if not claims:
+        return "no claim entries were produced"
+    rows = [("id", "verdict", "measured")]
+    for c in claims:
+        meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
+        verdict = c["verdict"] + (" (incomplete)" if c.get("incomplete") else "")
+        rows.append((str(c["id"]), verdict, meas if len(meas) <= width else meas[: width - 3] + "..."))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {m}".rstrip() for a, b, m in rows)
+
+
+def _config_table(config: Any) -> str:
+    if not isinstance(config, dict):
+        return f"`{_cell(config)}`\n"
+    if not config:
+        return "_(empty config)_\n"
+    lines = ["| field | value |", "|---|---|"]
+    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in config.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _environment(env: dict[str, Any]) -> str:
+    v = env.get("versions", {})
+    dirty = {True: " (uncommitted changes to tracked files)", False: "", None: " (dirty state unknown)"}
+    rev = env.get("git_revision", "unknown")
+    versions = ", ".join(f"{k} {val}" for k, val in v.items())
+    return (f"Code: git `{rev}`{dirty.get(env.get('git_dirty'), '')}. Versions: {versions}. "
+            f"Platform: {env.get('platform', '?')}, torch threads {env.get('torch_threads', '?')}, "
+            f"CUDA {'available' if env.get('cuda') else 'not used/available'}.")
+
+
+def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
+    out = [f"## {eid}: {e['title']}", "", f"> {e['statement']}", ""]
+    reused = f", {e['n_reused']} reused from an earlier run" if e.get("n_reused") else ""
+    out += [f"**Run:** {e['n_cells']} cells ({e['n_failed']} failed{reused}), seeds {e.get('seeds', '?')}; "
+            f"{_secs(e['elapsed_s'])} in this invocation, {_secs(e.get('cells_elapsed_s', 0.0))} of cell time "
+            f"in total; run directories `{e.get('runs', '')}/`.", ""]
+    out += ["<details><summary>Resolved config</summary>", "", _config_table(e.get("config")), "</details>", ""]
+    mine = [c for c in claims if c.get("experiment") == eid]
+    if mine:
+        out += ["Claims: " + "; ".join(f"{c['id']} **{c['verdict']}**" for c in mine), ""]
+    for title, table in e.get("tables", []):
+        out += [f"### {title}", "", table.rstrip(), ""]
+    if e.get("figures"):
+        out += ["### Figures", ""]
+        out += [f"![{Path(f).stem}]({f})" for f in e["figures"]] + [""]
+    if e.get("notes"):
+        out += ["### Notes", ""] + [f"- {n}" for n in e["notes"]] + [""]
+    if e.get("failed_cells"):
+        out += ["### Failed cells", ""]
+        out += [f"- `{f['key']}`: {f['error']} (traceback in `{f['error_file']}`)" for f in e["failed_cells"]]
+        out += [""]
+    if e.get("errors"):
+        out += ["### Errors in the summary", ""] + ["```\n" + err.rstrip() + "\n```" for err in e["errors"]] + [""]
+    return out
+
+
+def render_report(results: dict[str, Any]) -> str:
+    """The whole report.md text from the results.json dict."""
+    exps = results.get("experiments", {})
+    claims = results.get("claims", [])
+    seeds = results.get("seeds")
+    n_failed = sum(e.get("n_failed", 0) for e in exps.values())
+    n_errors = sum(len(e.get("errors", [])) for e in exps.values())
+    lines = ["# headgeom: claims report", "",
+             f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}).",
+             "", _environment(results.get("environment", {})), "",
+             f"Preset **{results.get('preset')}**; seeds: "
+             + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + "; "
+             f"experiments: {', '.join(exps) or 'none'}.", ""]
+    if n_failed or n_errors:
+        lines += [f"**Warning:** {n_failed} cell(s) failed and {n_errors} summary step(s) raised; see the "
+                  "experiment sections. Verdicts marked incomplete were measured on the remaining cells.", ""]
+    if results.get("load_errors"):
+        lines += ["**Experiment modules that failed to import:** "
+                  + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()), ""]
+    lines += ["## Claims", "", claims_table(claims)]
+    for eid, e in exps.items():
+        lines += _experiment_section(eid, e, claims)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(path: str | os.PathLike, results: dict[str, Any]) -> Path:
+    """Write report.md atomically; figure links are relative to its folder."""
+    return atomic_write_text(path, render_report(results))
