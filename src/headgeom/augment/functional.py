@@ -110,8 +110,8 @@ def grid_sample(x: Tensor, grid: Tensor, padding_mode: str = "zeros") -> Tensor:
     Bilinear interpolation has a kink at every pixel centre, and the identity (and every
     90° rotation or whole-pixel shift) samples exactly there, so the one-sided derivative
     that autodiff of ``floor`` gives would be a forward difference. The value is therefore
-    computed from both adjacent cells (``floor`` and ``ceil - 1``, equal off the grid) and
-    averaged: the same value, and at pixel centres the symmetric derivative (central
+    computed from both cells adjacent to a centre (equal off the grid) and averaged: the
+    same value, and at pixel centres the symmetric derivative (central
     differences), which is what central finite differences and the smooth limit give.
     """
     _check_padding(padding_mode)
@@ -123,8 +123,14 @@ def grid_sample(x: Tensor, grid: Tensor, padding_mode: str = "zeros") -> Tensor:
     elif padding_mode == "border":
         ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
     flat = x.reshape(n, c, h * w)
-    right = _bilinear(flat, ix, iy, torch.floor(ix), torch.floor(iy), h, w)
-    left = _bilinear(flat, ix, iy, torch.ceil(ix) - 1, torch.ceil(iy) - 1, h, w)
+    # Coordinates within rounding of a pixel centre count as on it (affine_grid is exact only
+    # to a few ulps of the side length), so that the symmetric derivative is not lost there.
+    tol = 8 * torch.finfo(x.dtype).eps * max(h, w)
+    rx, ry = torch.round(ix), torch.round(iy)
+    on_x, on_y = (ix - rx).abs() <= tol, (iy - ry).abs() <= tol
+    fx, fy = torch.floor(ix), torch.floor(iy)
+    right = _bilinear(flat, ix, iy, torch.where(on_x, rx, fx), torch.where(on_y, ry, fy), h, w)
+    left = _bilinear(flat, ix, iy, torch.where(on_x, rx - 1, fx), torch.where(on_y, ry - 1, fy), h, w)
     return 0.5 * (right + left)
 
 
