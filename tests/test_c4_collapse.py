@@ -1,0 +1,133 @@
+"""C4 experiment: registration, cells, metric keys, robust facts on tiny configs, the verdict rule.
+
+No test asserts the paper's numbers or a verdict on real smooth-head measurements; the verdict
+rule is tested on fabricated metrics whose answer follows from the stated criterion.
+"""
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from headgeom.experiments.c4_collapse import (
+    EQUILIBRIUM_STATES,
+    METRIC_KEYS,
+    READINGS,
+    STATES,
+    C4Config,
+    cells,
+    run_cell,
+    summarize,
+)
+from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+
+TINY = C4Config(preset="quick", d=3, hidden=6, k=5, n_samples=2, activations=("linear", "relu", "silu"), seeds=2)
+
+
+@pytest.fixture(scope="module")
+def tiny_results():
+    return [(c, run_cell(TINY, c)) for c in cells(TINY, None)]
+
+
+def test_registered_as_theory_experiment_with_documented_presets():
+    exp = load_all()["C4"]
+    assert exp.theory and set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        cfg = exp.config(name)
+        assert isinstance(cfg, C4Config) and cfg.preset == name and cfg.k > cfg.d and cfg.seeds >= 5
+        assert "headgeom reproduce --only C4" in preset.__doc__ and "CPU" in preset.__doc__
+    paper = exp.config("paper")
+    assert (paper.d, paper.hidden, paper.k, paper.bias) == (512, 2048, 2048, False)
+
+
+def test_cells_enumerate_every_setting_and_validate():
+    cs = cells(TINY, None)
+    assert len(cs) == len(TINY.activations) * len(STATES) * len(READINGS) * TINY.seeds
+    assert len({json.dumps(c, sort_keys=True) for c in cs}) == len(cs)
+    assert {c["seed"] for c in cells(TINY, 4)} == {0, 1, 2, 3}
+    with pytest.raises(ValueError, match="unknown entries"):
+        cells(dataclasses.replace(TINY, states=("collapsed",)), None)
+    with pytest.raises(ValueError, match="expander head"):
+        cells(dataclasses.replace(TINY, k=3), None)
+    with pytest.raises(ValueError, match="at least one seed"):
+        cells(TINY, 0)
+
+
+def test_run_cell_returns_the_documented_keys(tiny_results):
+    for cell, m in tiny_results:
+        assert set(m) == set(METRIC_KEYS), set(m) ^ set(METRIC_KEYS)
+        json.dumps(m)
+        assert m["objective"] == ("mse" if cell["reading"] == "mse" else "negative_cosine")
+
+
+def test_tiny_run_robust_facts(tiny_results):
+    for cell, m in tiny_results:
+        if cell["state"] in EQUILIBRIUM_STATES:
+            assert m["equilibrium"] and m["grad_z_rel"] <= 1e-10 and m["rho_norm"] > 0
+        else:
+            assert not m["equilibrium"]
+        if cell["activation"] in ("linear", "relu"):
+            assert m["M_fro"] <= 1e-14 * max(abs(m["lambda_max_H"]), 1e-300)
+        else:
+            assert m["M_fro"] > 0
+        if cell["activation"] == "linear" and cell["reading"] == "mse":
+            assert m["n_negative_H"] == 0 and m["lambda_min_H"] >= -m["floor"]
+        # dense cross-check: stop-gradient losses and row-wise heads give a block-diagonal H_eff
+        assert m["dense"] and m["dense_offblock_max"] <= 1e-13 * abs(m["lambda_max_H"]) + 1e-300
+        assert m["dense_block_gap"] <= 1e-10
+
+
+def test_run_cell_leaves_torch_threads_as_they_were():
+    before = torch.get_num_threads()
+    run_cell(TINY, {"activation": "silu", "state": "equilibrium", "reading": "mse", "seed": 0})
+    assert torch.get_num_threads() == before
+
+
+def test_summarize_claims_tables_and_figure(tiny_results):
+    s = summarize(TINY, tiny_results)
+    assert len(s.claims) == len(EQUILIBRIUM_STATES) * len(READINGS)
+    for claim in s.claims:
+        check_claim(claim)
+        assert claim["id"] == "C4" and claim["verdict"] in VERDICTS and claim["criterion"]
+        assert {"objective", "head", "reading", "preset", "state"} <= set(claim["setting"])
+        for value in claim["measured"].values():
+            assert {"value", "n", "spread"} <= set(value)
+    json.dumps(s.claims)
+    assert {(c["setting"]["state"], c["setting"]["reading"]) for c in s.claims} == {
+        (st, r) for st in EQUILIBRIUM_STATES for r in READINGS}
+    assert len(s.tables) == len(STATES) and all(t.startswith("| activation | reading |") for _, t in s.tables)
+    (name, build), = s.figures
+    fig = build()
+    assert hasattr(fig, "savefig")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def _fake(n_negative, equilibrium=True):
+    m = {k: 0.0 for k in METRIC_KEYS}
+    m.update(n_negative_H=n_negative, equilibrium=equilibrium, lambda_min_H=-1.0 if n_negative else 1.0,
+             lambda_max_H=2.0, M_ratio_fro=0.5, M_fro=1.0, kink_distance=1.0, grad_z_rel=0.0 if equilibrium else 1.0)
+    return m
+
+
+def _verdict(reading, linear_neg, smooth_neg, equilibrium=True):
+    """smooth_neg: per-seed n_negative of the (only) smooth head; linear_neg likewise."""
+    cfg = dataclasses.replace(TINY, activations=("linear", "silu"), states=("equilibrium",), readings=(reading,),
+                              seeds=len(smooth_neg))
+    results = []
+    for seed, (ln, sn) in enumerate(zip(linear_neg, smooth_neg)):
+        results.append(({"activation": "linear", "state": "equilibrium", "reading": reading, "seed": seed}, _fake(ln)))
+        results.append(({"activation": "silu", "state": "equilibrium", "reading": reading, "seed": seed},
+                         _fake(sn, equilibrium)))
+    (claim,) = summarize(cfg, results).claims
+    return claim["verdict"]
+
+
+def test_verdict_follows_the_stated_criterion():
+    assert _verdict("mse", [0] * 5, [2, 1, 3, 1, 0]) == "supported"  # 4/5 = 80% of seeds
+    assert _verdict("mse", [0] * 5, [2, 1, 0, 1, 0]) == "inconclusive"  # 3/5
+    assert _verdict("mse", [0] * 5, [0] * 5) == "not supported"
+    assert _verdict("mse", [0, 0, 1, 0, 0], [2] * 5) == "not supported"  # linear head negative under MSE
+    assert _verdict("ambient", [0, 0, 1, 0, 0], [2] * 5) == "supported"  # linear reported, not judged
+    assert _verdict("mse", [0] * 5, [2] * 5, equilibrium=False) == "inconclusive"
