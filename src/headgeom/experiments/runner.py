@@ -35,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from headgeom.experiments.registry import EXPERIMENTS, Experiment, load_all
+from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, Experiment, load_all
 from headgeom.io import atomic_write_json
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -266,6 +266,8 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
     from headgeom.report.figures import figure_file_name, make_figure, save_figure
 
     errors: list[str] = []
+    if n_cells and not results:
+        return [], [], [], [f"all {n_cells} cells failed: nothing to summarise"], []
     try:
         summary = exp.summarize(config, results)
     except Exception:  # noqa: BLE001
@@ -371,7 +373,9 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
             }
             all_claims += claims
             n_failed_total += len(failed) + len(errors)
-            verdicts = ", ".join(f"{c['id']} {c['verdict']}" for c in claims) or "no claims"
+            counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+            verdicts = (f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+                        if claims else "no claims")
             tqdm.write(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {elapsed:.1f} s"
                        f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout)
     finally:

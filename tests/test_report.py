@@ -1,0 +1,121 @@
+"""report.md rendering from a hand-written results dict, and figure saving (PNG, Agg, closed)."""
+import io
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.figure import Figure
+from PIL import Image
+
+from headgeom.report import (claims_table, figure_file_name, format_claims_short, format_measured, make_figure,
+                             render_report, save_figure, use_agg, write_report)
+
+CLAIM = {"id": "C9", "experiment": "C9", "statement": "orbits | shrink", "setting": {"head": "relu", "preset": "quick"},
+         "measured": {"ratio": {"value": 21.85, "n": 3, "spread": 1.5, "spread_kind": "std over n (ddof=1)"},
+                      "ci": {"value": 2.0, "n": 50, "spread": 0.1, "spread_kind": "95% CI half-width"},
+                      "count": 7},
+         "verdict": "supported", "criterion": "ratio > 1 for every seed"}
+
+
+def _results(**over):
+    exp = {"title": "Orbit compression", "statement": "the head compresses orbits", "config": {"epochs": 2, "lr": 0.1},
+           "seeds": 3, "n_cells": 4, "n_failed": 1, "n_reused": 2, "elapsed_s": 1.234, "cells_elapsed_s": 3.5,
+           "tables": [("Ratios", "| a | b |\n|---|---|\n| 1 | 2 |")], "notes": ["trace ratio reported beside"],
+           "figures": ["figures/C9_orbits.png"], "runs": "runs/C9",
+           "failed_cells": [{"key": "seed=2-abcdef12", "cell": {"seed": 2}, "error": "RuntimeError: nan loss",
+                             "error_file": "runs/C9/seed=2-abcdef12/error.json"}],
+           "errors": []}
+    exp.update(over)
+    return {"preset": "quick", "seeds": None, "command": "headgeom reproduce --preset quick --only C9 --out o",
+            "experiments": {"C9": exp}, "claims": [dict(CLAIM, incomplete="1 of 4 cells failed")],
+            "environment": {"git_revision": "0123abc", "git_dirty": False,
+                            "versions": {"headgeom": "0.1.0", "torch": "2.x"}, "platform": "linux",
+                            "torch_threads": 2, "cuda": False},
+            "load_errors": {}, "finished": "2026-01-01T00:00:00+00:00"}
+
+
+def test_format_measured():
+    assert format_measured({"value": 1.23456, "n": 3, "spread": 0.5}) == "1.235 ± 0.5 (n=3)"
+    assert format_measured({"value": None, "n": 2, "spread": 0.0}) == "nan ± 0 (n=2)"
+    assert format_measured(CLAIM["measured"]["ci"]) == "2 ± 0.1 (n=50) [95% CI half-width]"
+    assert format_measured(7) == "7" and format_measured("inf") == "inf"
+
+
+def test_claims_table_rows_and_escaping():
+    text = claims_table([CLAIM])
+    lines = text.splitlines()
+    assert lines[0] == "| id | statement | setting | measured | verdict | criterion |"
+    row = lines[2]
+    assert row.startswith("| C9 | orbits \\| shrink | head=relu; preset=quick | ")
+    assert "ratio: 21.85 ± 1.5 (n=3)<br>ci: 2 ± 0.1 (n=50) [95% CI half-width]<br>count: 7" in row
+    assert row.endswith("| **supported** | ratio > 1 for every seed |")
+    assert row.count(" | ") == 5  # six cells: the escaped pipe does not open a new column
+    assert "No claim entries" in claims_table([])
+
+
+def test_report_is_readable_on_its_own():
+    md = render_report(_results())
+    assert md.startswith("# headgeom: claims report")
+    assert "`headgeom reproduce --preset quick --only C9 --out o`" in md and "0123abc" in md
+    # the claims table leads, then the experiment section
+    assert md.index("## Claims") < md.index("| C9 |") < md.index("## C9: Orbit compression")
+    assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell(s) failed" in md
+    section = md[md.index("## C9: Orbit compression"):]
+    assert "> the head compresses orbits" in section
+    assert "4 cells (1 failed, 2 reused from an earlier run), seeds 3" in section and "1.23 s" in section
+    assert "| epochs | `2` |" in section and "| lr | `0.1` |" in section
+    assert "### Ratios\n\n| a | b |" in section
+    assert "![C9_orbits](figures/C9_orbits.png)" in section
+    assert "- trace ratio reported beside" in section
+    assert "`seed=2-abcdef12`: RuntimeError: nan loss (traceback in `runs/C9/seed=2-abcdef12/error.json`)" in section
+
+
+def test_report_without_failures_and_with_summary_errors(tmp_path):
+    res = _results(n_failed=0, failed_cells=[], errors=["summarize raised:\nTraceback ..."])
+    res["claims"] = [CLAIM]
+    md = render_report(res)
+    assert "### Failed cells" not in md and "### Errors in the summary" in md and "Traceback ..." in md
+    assert "0 cell(s) failed and 1 summary step(s) raised" in md
+    path = write_report(tmp_path / "sub" / "report.md", res)
+    assert path.read_text() == md
+
+
+def test_short_claims_table():
+    text = format_claims_short([dict(CLAIM, incomplete="x")])
+    header, row = text.splitlines()
+    assert header.split() == ["id", "verdict", "measured"]
+    assert row.startswith("C9  supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
+    assert len(format_claims_short([CLAIM], width=20).splitlines()[1].split("  ")[-1]) == 20
+
+
+def test_figure_file_name():
+    assert figure_file_name("C4", "spectra") == "C4_spectra.png"
+    assert figure_file_name("C4", "lambda min/seed 0.PNG") == "C4_lambda_min_seed_0.png"
+    with pytest.raises(ValueError, match="no usable characters"):
+        figure_file_name("C4", "//")
+
+
+def test_make_figure_both_builder_forms_and_bad_return():
+    results = [({"seed": 0}, {"v": 1.0}), ({"seed": 1}, {"v": 3.0})]
+
+    def with_results(res):
+        fig = Figure()
+        fig.add_subplot().plot([m["v"] for _, m in res])
+        return fig
+
+    fig = make_figure(with_results, results)
+    assert list(fig.axes[0].lines[0].get_ydata()) == [1.0, 3.0]
+    assert isinstance(make_figure(lambda: Figure(), results), Figure)
+    with pytest.raises(TypeError, match="must return a matplotlib Figure"):
+        make_figure(lambda: None, results)
+
+
+def test_save_figure_writes_png_and_closes(tmp_path):
+    use_agg()
+    fig = plt.figure(figsize=(2, 1.5))
+    fig.add_subplot().plot([0, 1], [1, 0])
+    num = fig.number
+    path = save_figure(fig, tmp_path / "figs" / "C1_a.png")
+    assert num not in plt.get_fignums()
+    img = Image.open(io.BytesIO(path.read_bytes()))
+    assert img.format == "PNG" and img.size[0] > 50 and img.size[1] > 50
+    assert [p.name for p in (tmp_path / "figs").iterdir()] == ["C1_a.png"]  # no temporary file left

@@ -1,0 +1,321 @@
+"""The experiment runner on a fake experiment registered here (and removed afterwards).
+
+The fake experiment's metric is v = scale * (seed + 1); the expected values below are written
+from that formula, not read from the runner's output.
+"""
+import dataclasses
+import json
+import math
+import statistics
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from headgeom.cli import main
+from headgeom.experiments import runner
+from headgeom.experiments.registry import CLAIM_KEYS, EXPERIMENTS, VERDICTS, Experiment, Summary, measured
+from headgeom.experiments.runner import cell_key, jsonable, log_metrics, run_experiments
+
+FAKE = "FAKE_RUNNER"
+CALLS: list[dict] = []
+
+
+@dataclasses.dataclass(frozen=True)
+class FakeConfig:
+    scale: float = 1.0
+    seeds: int = 2
+    fail_seed: int = -1
+
+
+def _run_cell(config, cell):
+    CALLS.append(dict(cell))
+    log_metrics({"step": 0, "partial": 0.5 * config.scale})
+    if cell["seed"] == config.fail_seed:
+        raise RuntimeError(f"fake failure at seed {cell['seed']}")
+    return {"v": config.scale * (cell["seed"] + 1), "arr": np.arange(2), "t": torch.tensor(0.25)}
+
+
+def _summarize(config, results):
+    import matplotlib.figure
+
+    vals = [m["v"] for _, m in results]
+
+    def fig():
+        f = matplotlib.figure.Figure(figsize=(2, 2))
+        f.add_subplot().plot(vals)
+        return f
+
+    claim = {"id": FAKE, "statement": "v is positive", "setting": {"objective": "none", "head": "fake"},
+             "measured": {"v": measured(vals)}, "verdict": "supported" if min(vals) > 0 else "not supported",
+             "criterion": "every v > 0"}
+    return Summary(claims=[claim], tables=[("values", "| v |\n|---|\n" + "\n".join(f"| {v} |" for v in vals))],
+                   figures=[("values", fig)], notes=["fake note"])
+
+
+def _experiment(exp_id=FAKE, theory=False, **preset_kw):
+    small = dataclasses.replace(FakeConfig(), scale=2.0)
+    return Experiment(id=exp_id, title="fake experiment", statement="a fake statement", theory=theory,
+                      presets={"quick": lambda: dataclasses.replace(FakeConfig(), **preset_kw),
+                               "small": lambda: small, "paper": lambda: small},
+                      cells=lambda config, seeds: [{"seed": s, "tag": "a/b"} for s in range(seeds)],
+                      run_cell=_run_cell, summarize=_summarize)
+
+
+@pytest.fixture
+def fake(request):
+    """Register the fake experiment (params via indirect), remove it afterwards."""
+    kw = getattr(request, "param", {})
+    runner._load()  # import the real experiment modules first, so that they are not imported mid-test
+    EXPERIMENTS.pop(FAKE, None)
+    exp = _experiment(**kw)
+    EXPERIMENTS[FAKE] = exp
+    CALLS.clear()
+    yield exp
+    EXPERIMENTS.pop(FAKE, None)
+    CALLS.clear()
+
+
+def _run(out, **kw):
+    return run_experiments([FAKE], out=out, progress=False, **kw)
+
+
+def _cell_dirs(out):
+    return sorted((out / "runs" / FAKE).iterdir())
+
+
+def test_documented_files_and_structure(fake, tmp_path, capsys):
+    out = tmp_path / "o"
+    res = _run(out)
+    assert res["n_failed"] == 0 and len(CALLS) == 2
+    printed = capsys.readouterr().out.splitlines()  # one line per experiment
+    assert [line for line in printed if line.startswith(FAKE)] == [
+        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "1 claims: 1 supported" in line]
+    assert len([line for line in printed if line.startswith(FAKE)]) == 1
+
+    data = json.loads((out / "results.json").read_text())
+    assert {"preset", "seeds", "experiments", "claims", "environment"} <= set(data)
+    assert data["preset"] == "quick" and data["seeds"] is None
+    e = data["experiments"][FAKE]
+    assert {"title", "statement", "config", "n_cells", "n_failed", "elapsed_s", "tables", "notes", "figures"} <= set(e)
+    assert e["n_cells"] == 2 and e["n_failed"] == 0 and e["elapsed_s"] >= 0
+    assert e["config"] == {"scale": 1.0, "seeds": 2, "fail_seed": -1}
+    assert e["notes"] == ["fake note"] and e["tables"][0][0] == "values"
+    assert e["figures"] == [f"figures/{FAKE}_values.png"]
+    png = out / e["figures"][0]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+    (claim,) = data["claims"]
+    assert set(CLAIM_KEYS) <= set(claim) and claim["verdict"] in VERDICTS
+    assert claim["setting"] == {"objective": "none", "head": "fake", "preset": "quick"}
+    vals = [1.0, 2.0]  # scale * (seed + 1)
+    assert claim["measured"]["v"]["value"] == pytest.approx(statistics.mean(vals))
+    assert claim["measured"]["v"]["spread"] == pytest.approx(statistics.stdev(vals))
+    assert claim["measured"]["v"]["n"] == 2
+
+    git_rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(runner.__file__).parent,
+                             capture_output=True, text=True).stdout.strip() or "unknown"
+    dirs = _cell_dirs(out)
+    assert len(dirs) == 2
+    for d in dirs:
+        assert {"config.json", "metrics.jsonl", "done.json"} <= {p.name for p in d.iterdir()}
+        cfg = json.loads((d / "config.json").read_text())
+        assert cfg["git_revision"] == git_rev and isinstance(cfg["git_dirty"], (bool, type(None)))
+        assert cfg["versions"]["torch"] == torch.__version__ and cfg["versions"]["numpy"] == np.__version__
+        assert {"headgeom", "scipy", "python"} <= set(cfg["versions"])
+        assert cfg["preset"] == "quick" and cfg["config"]["scale"] == 1.0 and "started" in cfg
+        lines = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
+        seed = cfg["cell"]["seed"]
+        assert lines[0]["kind"] == "log" and lines[0]["metrics"] == {"step": 0, "partial": 0.5}
+        assert lines[-1]["kind"] == "final"
+        assert lines[-1]["metrics"] == {"v": seed + 1.0, "arr": [0, 1], "t": 0.25}
+        assert json.loads((d / "done.json").read_text())["metrics"]["v"] == seed + 1.0
+        assert d.name == cell_key(cfg["cell"], FakeConfig())
+
+    report = (out / "report.md").read_text()
+    assert "| id | statement | setting | measured | verdict | criterion |" in report
+    assert f"| {FAKE} | v is positive |" in report and "1.5 ± 0.7071 (n=2)" in report
+    assert f"![{FAKE}_values](figures/{FAKE}_values.png)" in report
+    assert report.index("## Claims") < report.index(f"## {FAKE}: fake experiment")
+    assert f"--only {FAKE}" in report and git_rev in report
+
+
+def test_rerun_skips_finished_cells_and_deleted_done_reruns_only_that_cell(fake, tmp_path):
+    out = tmp_path / "o"
+    first = _run(out)
+    assert len(CALLS) == 2
+    CALLS.clear()
+    second = _run(out)
+    assert CALLS == [] and second["experiments"][FAKE]["n_reused"] == 2
+    assert second["claims"][0]["measured"] == first["claims"][0]["measured"]
+
+    victim = _cell_dirs(out)[1]
+    seed = json.loads((victim / "config.json").read_text())["cell"]["seed"]
+    (victim / "done.json").unlink()
+    _run(out)
+    assert [c["seed"] for c in CALLS] == [seed]
+    assert (victim / "done.json").exists()
+
+
+def test_more_seeds_reuse_old_ones_and_changed_config_gets_new_directories(fake, tmp_path):
+    out = tmp_path / "o"
+    _run(out)
+    CALLS.clear()
+    res = _run(out, seeds=3)
+    assert [c["seed"] for c in CALLS] == [2]  # seeds 0, 1 reused: `seeds` is not part of the cell hash
+    assert res["seeds"] == 3 and res["experiments"][FAKE]["config"]["seeds"] == 3
+    assert res["claims"][0]["measured"]["v"]["value"] == pytest.approx(2.0)  # mean of 1, 2, 3
+
+    CALLS.clear()
+    res = _run(out, preset="small")  # scale 2: a different setting must never reuse scale-1 results
+    assert sorted(c["seed"] for c in CALLS) == [0, 1]
+    assert res["claims"][0]["measured"]["v"]["value"] == pytest.approx(statistics.mean([2.0, 4.0]))
+    assert res["claims"][0]["setting"]["preset"] == "small"
+    assert len(_cell_dirs(out)) == 5
+
+
+@pytest.mark.parametrize("fake", [{"seeds": 3, "fail_seed": 1}], indirect=True)
+def test_failing_cell_writes_error_json_and_others_still_run(fake, tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["reproduce", "--only", FAKE, "--out", str(out), "--no-progress"]) == 1
+    assert sorted(c["seed"] for c in CALLS) == [0, 1, 2]
+    by_seed = {json.loads((d / "config.json").read_text())["cell"]["seed"]: d for d in _cell_dirs(out)}
+    assert (by_seed[0] / "done.json").exists() and (by_seed[2] / "done.json").exists()
+    assert not (by_seed[1] / "done.json").exists()
+    err = json.loads((by_seed[1] / "error.json").read_text())
+    assert "fake failure at seed 1" in err["error"] and "Traceback" in err["traceback"]
+    assert "RuntimeError" in err["traceback"]
+
+    data = json.loads((out / "results.json").read_text())
+    e = data["experiments"][FAKE]
+    assert e["n_failed"] == 1 and e["failed_cells"][0]["key"] == by_seed[1].name
+    assert data["claims"][0]["measured"]["v"]["n"] == 2 and "incomplete" in data["claims"][0]
+    report = (out / "report.md").read_text()
+    assert "### Failed cells" in report and by_seed[1].name in report and "fake failure at seed 1" in report
+    assert "failed" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fake", [{"seeds": 2}], indirect=True)
+def test_error_json_is_cleared_when_the_cell_later_succeeds(fake, tmp_path, monkeypatch):
+    out = tmp_path / "o"
+    state = {"fail": True}
+    original = fake.run_cell
+
+    def flaky(config, cell):
+        if state["fail"] and cell["seed"] == 0:
+            raise ValueError("transient")
+        return original(config, cell)
+
+    EXPERIMENTS[FAKE] = dataclasses.replace(fake, run_cell=flaky)
+    assert _run(out)["n_failed"] == 1
+    (bad,) = [d for d in _cell_dirs(out) if (d / "error.json").exists()]
+    state["fail"] = False
+    CALLS.clear()
+    assert _run(out)["n_failed"] == 0
+    assert [c["seed"] for c in CALLS] == [0]
+    assert not (bad / "error.json").exists() and (bad / "done.json").exists()
+
+
+def test_non_json_metrics_fail_the_cell_clearly(fake, tmp_path):
+    EXPERIMENTS[FAKE] = dataclasses.replace(fake, run_cell=lambda config, cell: {"obj": object()})
+    res = _run(tmp_path / "o")
+    assert res["n_failed"] == 2
+    assert "cannot be written as JSON" in res["experiments"][FAKE]["failed_cells"][0]["error"]
+    assert res["experiments"][FAKE]["notes"] == ["all 2 cells failed: nothing to summarise"]
+
+
+def test_a_module_that_fails_to_import_does_not_stop_the_others(fake, tmp_path, monkeypatch):
+    import importlib
+    import pkgutil
+    from types import SimpleNamespace
+
+    def broken_load_all():
+        raise ImportError("c99_broken is broken")
+
+    real_import = importlib.import_module
+
+    def fake_import(name, *a):
+        if name.endswith(".c99_broken"):
+            raise SyntaxError("bad syntax in c99_broken")
+        return real_import(name, *a)
+
+    monkeypatch.setattr(runner, "load_all", broken_load_all)
+    monkeypatch.setattr(pkgutil, "iter_modules", lambda path: [SimpleNamespace(name="c99_broken")])
+    monkeypatch.setattr(runner.importlib, "import_module", fake_import)
+    res = _run(tmp_path / "a")
+    assert res["n_failed"] == 0 and "c99_broken" in res["load_errors"]  # --only: reported, not failed
+    assert "c99_broken" in (tmp_path / "a" / "report.md").read_text()
+    monkeypatch.setattr(runner, "EXPERIMENTS", {FAKE: fake})
+    res = run_experiments(None, out=tmp_path / "b", progress=False)
+    assert res["n_failed"] == 1 and res["experiments"][FAKE]["n_failed"] == 0  # everything: it counts
+
+
+def test_summary_errors_are_reported_not_fatal(fake, tmp_path):
+    def bad_summary(config, results):
+        return Summary(claims=[{"id": FAKE, "verdict": "maybe"}])
+
+    EXPERIMENTS[FAKE] = dataclasses.replace(fake, summarize=bad_summary)
+    res = _run(tmp_path / "o")
+    assert res["n_failed"] == 1 and res["claims"] == []
+    assert "lacks keys" in res["experiments"][FAKE]["errors"][0]
+
+
+def test_unknown_id_and_nothing_registered_are_clear_errors(fake, tmp_path, capsys, monkeypatch):
+    with pytest.raises(ValueError, match=rf"unknown experiment id 'NOPE'.*{FAKE}"):
+        run_experiments(["NOPE"], out=tmp_path / "o", progress=False)
+    assert main(["reproduce", "--only", "NOPE", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "NOPE" in err and FAKE in err
+    assert not (tmp_path / "o").exists()
+
+    with pytest.raises(ValueError, match="unknown preset"):
+        run_experiments([FAKE], preset="huge", out=tmp_path / "o", progress=False)
+    with pytest.raises(ValueError, match="positive integer"):
+        run_experiments([FAKE], seeds=0, out=tmp_path / "o", progress=False)
+
+    monkeypatch.setattr(runner, "EXPERIMENTS", {})
+    monkeypatch.setattr(runner, "_load", lambda: {})
+    with pytest.raises(ValueError, match="no experiment is registered"):
+        run_experiments(None, out=tmp_path / "o", progress=False)
+    assert main(["reproduce", "--out", str(tmp_path / "o")]) == 2
+    assert "no experiment is registered" in capsys.readouterr().err
+
+
+def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
+    out = tmp_path / "cli"
+    assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "verdict" in text and f"{FAKE}  supported" in text and str(out / "report.md") in text
+    assert (out / "results.json").exists() and (out / "report.md").exists()
+
+    # theory keeps experiments with theory=True only
+    assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t")]) == 2
+    assert "not a theory experiment" in capsys.readouterr().err
+    EXPERIMENTS[FAKE] = _experiment(theory=True)
+    assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t"), "--seeds", "1", "--no-progress"]) == 0
+    data = json.loads((tmp_path / "t" / "results.json").read_text())
+    assert data["command"].startswith("headgeom theory") and data["experiments"][FAKE]["n_cells"] == 1
+
+
+def test_cell_key_is_deterministic_safe_and_distinct():
+    a = cell_key({"head": "silu", "seed": 0, "path": "x/y z"}, FakeConfig())
+    assert a == cell_key({"head": "silu", "seed": 0, "path": "x/y z"}, FakeConfig())
+    assert a.startswith("head=silu_seed=0_path=x_y_z-") and all(c.isalnum() or c in "=._+-" for c in a)
+    # cells that slugify alike still differ by their hash; so do configs (except `seeds`)
+    assert a != cell_key({"head": "silu", "seed": 0, "path": "x_y_z"}, FakeConfig())
+    assert a != cell_key({"head": "silu", "seed": 0, "path": "x/y z"}, FakeConfig(scale=2.0))
+    assert a == cell_key({"head": "silu", "seed": 0, "path": "x/y z"}, FakeConfig(seeds=9))
+    assert len(cell_key({"k": "v" * 500})) < 100
+
+
+def test_jsonable_and_log_outside_runner():
+    assert jsonable({"a": np.float32(0.5), "b": torch.arange(3), "c": (1, float("nan")), "d": float("-inf"),
+                     "e": Path("p"), "f": FakeConfig()}) == {
+        "a": 0.5, "b": [0, 1, 2], "c": [1, None], "d": "-inf", "e": "p",
+        "f": {"scale": 1.0, "seeds": 2, "fail_seed": -1}}
+    assert math.isclose(jsonable(np.float64(1.25)), 1.25)
+    with pytest.raises(TypeError, match="cannot be written as JSON"):
+        jsonable({"x": object()})
+    assert log_metrics({"step": 1}) is False
