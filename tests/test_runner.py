@@ -261,6 +261,16 @@ def test_summary_errors_are_reported_not_fatal(fake, tmp_path):
     assert res["n_failed"] == 1 and res["claims"] == []
     assert "lacks keys" in res["experiments"][FAKE]["errors"][0]
 
+    def bad_figures(config, results):
+        good = _summarize(config, results)
+        return Summary(claims=good.claims, figures=[("//", lambda: None), ("none", lambda: None)])
+
+    EXPERIMENTS[FAKE] = dataclasses.replace(fake, summarize=bad_figures)
+    res = _run(tmp_path / "p")
+    errors = res["experiments"][FAKE]["errors"]
+    assert res["n_failed"] == 2 and len(res["claims"]) == 1 and res["experiments"][FAKE]["figures"] == []
+    assert "no usable characters" in errors[0] and "must return a matplotlib Figure" in errors[1]
+
 
 def test_unknown_id_and_nothing_registered_are_clear_errors(fake, tmp_path, capsys, monkeypatch):
     with pytest.raises(ValueError, match=rf"unknown experiment id 'NOPE'.*{FAKE}"):

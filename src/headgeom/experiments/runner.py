@@ -35,7 +35,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, Experiment, load_all
+from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, Experiment, Summary, load_all
 from headgeom.io import atomic_write_json
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -272,6 +272,8 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         summary = exp.summarize(config, results)
     except Exception:  # noqa: BLE001
         return [], [], [], [], [f"summarize raised:\n{traceback.format_exc()}"]
+    if not isinstance(summary, Summary):
+        return [], [], [], [], [f"summarize of {exp.id} returned {type(summary).__name__}; it must return a Summary"]
     claims = []
     for claim in summary.claims:
         try:
@@ -284,15 +286,18 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         if n_failed:
             claim["incomplete"] = f"{n_failed} of {n_cells} cells failed; measured on the others"
         claims.append(claim)
-    figures = []
+    figures: list[str] = []
     for name, build in summary.figures:
-        rel = Path("figures") / figure_file_name(exp.id, name)
         try:
+            rel = Path("figures") / figure_file_name(exp.id, name)
             save_figure(make_figure(build, results), out / rel)
             figures.append(rel.as_posix())
         except Exception:  # noqa: BLE001
             errors.append(f"figure {name!r} failed:\n{traceback.format_exc()}")
-    tables = [(str(t), str(md)) for t, md in summary.tables]
+    try:
+        tables = [(str(t), str(md)) for t, md in summary.tables]
+    except (TypeError, ValueError) as err:
+        tables, errors = [], errors + [f"Summary.tables must be (title, markdown) pairs: {err}"]
     return claims, tables, figures, [str(n) for n in summary.notes], errors
 
 
