@@ -88,7 +88,8 @@ def test_criterion_reacts_to_flat_control_and_route_disagreement(results):
     for cell, m in broken:
         if m["objective"] == "mse":
             m["iso_error_max"] = [0.0, 1e-3, 1e-2]
-    assert c2.summarize(TINY, broken).claims[0]["verdict"] == "inconclusive"
+    claim = c2.summarize(TINY, broken).claims[0]
+    assert claim["verdict"] == "inconclusive" and "flat control" in claim["reason"]
     disagree = copy.deepcopy(results)
     for cell, m in disagree:
         if m["objective"] != "mse":

@@ -22,9 +22,10 @@ u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ �
   i.e. 3rd and 4th derivatives of L) and central differences of g of order ``fd_order`` with
   step h = fd_step·ℓ, ℓ = ‖u0‖_F/√N the RMS row norm. route_rel_diff = max|ΔR^a_bcd| / max|R^a_bcd|.
 - Isotropy barrier: W = g(0)^{-1/2}; error ‖Wᵀ g(r d) W − I‖₂ (spectral norm) at radii r = ρ·ℓ
-  along n_directions random unit d. Caveat: in fixed slice coordinates this error measures how g
-  varies (what a linear head could undo); curvature, a coordinate invariant, is what rules out
-  every head. Both are reported.
+  along n_directions random unit d. Caveat: this error measures how g varies in the slice's affine
+  coordinates (what no constant W, i.e. no linear head, can undo; a flat metric in curvilinear
+  coordinates varies too); curvature, a coordinate invariant, is what rules out every head,
+  linear or not. Both are reported.
 """
 from __future__ import annotations
 
@@ -87,9 +88,10 @@ class C2Config:
 def quick() -> C2Config:
     """Head 8-32-4 SiLU, N=4 (k=16), m=2,3, 6 settings × 3 seeds (36 cells), 3 directions × 6 radii.
 
-    Command: ``headgeom reproduce --only C2 --preset quick``. Runtime: about 20 s on 2 CPU cores
-    (no GPU needed). Measures curvature by both routes, their agreement, and the isotropy error of
-    W = g(0)^{-1/2} against distance, curved losses vs the flat MSE control.
+    Command: ``headgeom reproduce --only C2 --preset quick``. Runtime: about 25 s of CPU time, 45 s
+    wall on 2 shared CPU cores (no GPU needed: float64 autograd on m ≤ 3). Measures curvature by
+    both routes, their agreement, and the isotropy error of W = g(0)^{-1/2} against distance,
+    curved losses vs the flat MSE control.
     """
     return C2Config(preset="quick")
 
@@ -97,8 +99,9 @@ def quick() -> C2Config:
 def small() -> C2Config:
     """Head 16-64-8 SiLU, N=8 (k=64), m=2,3,4, 5 seeds, 4 directions (90 cells).
 
-    Command: ``headgeom reproduce --only C2 --preset small``. Runtime: about 2 minutes on 2 CPU
-    cores. Measures the same quantities on larger slices through wider heads.
+    Command: ``headgeom reproduce --only C2 --preset small``. Runtime: about 5-10 minutes on 2 CPU
+    cores (an m = 4 VICReg cell takes ~15 s). Measures the same quantities on larger slices
+    through wider heads.
     """
     return C2Config(preset="small", head="16-64-8:silu", n_samples=8, slice_dims=(2, 3, 4), seeds=5,
                     n_directions=4)
@@ -107,8 +110,9 @@ def small() -> C2Config:
 def paper() -> C2Config:
     """Head 32-128-16 SiLU, N=16 (k=256), m=2..6 (the issue's range), 5 seeds, 6 directions (150 cells).
 
-    Command: ``headgeom reproduce --only C2 --preset paper``. Runtime: roughly 15-30 minutes on
-    2 CPU cores (m=6 needs ~6⁴ fourth-derivative entries per cell). Measures the same quantities.
+    Command: ``headgeom reproduce --only C2 --preset paper``. Runtime: roughly 30-60 minutes on
+    2 CPU cores (an m = 6 cell takes ~30 s: 6⁴ fourth-derivative entries and 265 stencil points).
+    Measures the same quantities.
     """
     return C2Config(preset="paper", head="32-128-16:silu", n_samples=16, slice_dims=(2, 3, 4, 5, 6), seeds=5,
                     n_directions=6)
@@ -257,24 +261,29 @@ def _fmt(xs: list[float]) -> str:
     return f"{s['value']:.3g} ± {s['spread']:.2g}" if len(xs) > 1 else f"{s['value']:.3g}"
 
 
-def _flat(rows: list[dict[str, Any]]) -> tuple[float | None, float | None]:
-    flat = [r for r in rows if r["objective"] == FLAT and r["slice_found"]]
-    if not flat:
-        return None, None
-    return max(_vals(flat, "max_abs_R_exact")), max(max(r["iso_error_max"]) for r in flat)
-
-
-def _verdict(config: C2Config, rows, flat_r, flat_iso) -> str:
+def _verdict(config: C2Config, rows, flat_r, flat_iso) -> tuple[str, str]:
+    """(verdict, the reason in words) by the criterion of ``summarize``."""
     found = [r for r in rows if r["slice_found"]]
-    if not found or flat_r is None or flat_r >= config.flat_tol or flat_iso >= config.flat_tol:
-        return "inconclusive"  # no slice, or the instrument fails its flat control
-    if any(r["route_rel_diff"] is None or r["route_rel_diff"] >= config.route_tol for r in found):
-        return "inconclusive"  # the curvature is not measured reliably
-    if any(r["cancellation"] <= config.curved_min for r in found):
-        return "inconclusive"  # premise (nonzero curvature) not met: the proposition says nothing
-    ok = all(r["iso_error_max"][0] < config.origin_tol and r["iso_error_max"][-1] > config.growth_min
-             for r in found)
-    return "supported" if ok else "not supported"
+    if not found:
+        return "inconclusive", "no slice with a positive-definite g(0) was found"
+    if flat_r is None:
+        return "inconclusive", "no flat control (mse) was run"
+    if flat_r >= config.flat_tol or flat_iso >= config.flat_tol:
+        return "inconclusive", f"the flat control fails: max|R| = {flat_r:.2g}, isotropy error = {flat_iso:.2g}"
+    bad = [r for r in found if r["route_rel_diff"] is None or r["route_rel_diff"] >= config.route_tol]
+    if bad:
+        worst = max(bad, key=lambda r: r["route_rel_diff"] or 0.0)
+        return "inconclusive", (f"routes disagree in {len(bad)} of {len(found)} cells (worst rel diff "
+                                f"{worst['route_rel_diff']:.2g} where max|R|/terms = {worst['cancellation']:.2g})")
+    flat = [r for r in found if r["cancellation"] <= config.curved_min]
+    if flat:
+        return "inconclusive", f"curvature at round-off in {len(flat)} of {len(found)} cells (premise not met)"
+    stuck = [r for r in found if not (r["iso_error_max"][0] < config.origin_tol
+                                      and r["iso_error_max"][-1] > config.growth_min)]
+    if stuck:
+        return "not supported", (f"curved, but the isotropy error did not grow past {config.growth_min:g} "
+                                 f"in {len(stuck)} of {len(found)} cells")
+    return "supported", f"all {len(found)} cells curved, routes agree, isotropy error grows; flat control at round-off"
 
 
 def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, Any]]]) -> Summary:
@@ -283,7 +292,10 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
     by: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         by.setdefault(r["setting"], []).append(r)
-    flat_r, flat_iso = _flat(rows)
+    flat_rows = [r for r in rows if r["objective"] == FLAT and r["slice_found"]]
+    flat_vals = {"R": _vals(flat_rows, "max_abs_R_exact") or [float("nan")],
+                 "iso": [max(r["iso_error_max"]) for r in flat_rows] or [float("nan")]}
+    flat_r, flat_iso = (max(flat_vals["R"]), max(flat_vals["iso"])) if flat_rows else (None, None)
     rmax = config.radii[-1]
     criterion = (f"supported if, in every cell with a slice, the exact and finite-difference (order {config.fd_order}, "
                  f"h = {config.fd_step:g}·ℓ) routes agree (max|ΔR|/max|R| < {config.route_tol:g}), the curvature "
@@ -292,7 +304,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                  f"{config.growth_min:g} at r = {rmax:g}·ℓ, while the flat control (mse) has max|R| and isotropy "
                  f"error < {config.flat_tol:g}; not supported if curved and routes agree but the error stays "
                  f"≤ {config.growth_min:g}; inconclusive otherwise (no slice, routes disagree, flat, or no control)")
-    claims, lines = [], []
+    claims, notes = [], []
     head = ("| setting | cells (slice found) | max route rel diff | max abs R, g-frame | abs scalar S | "
             "R / terms (min) | iso err at x0 (max) | iso err at r_max | log-log slope | indefinite pts | "
             "neg. eig. of ∇²L at u0 |")
@@ -301,7 +313,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         found = [r for r in rs if r["slice_found"]]
         rel = _vals(found, "route_rel_diff")
         lines.append(
-            f"| {setting} | {len(rs)} ({len(found)}) | {max(rel) if rel else float('nan'):.2g} | "
+            f"| {setting} | {len(rs)} ({len(found)}) | {f'{max(rel):.2g}' if rel else '– (R = 0)'} | "
             f"{_fmt(_vals(found, 'max_abs_R_frame'))} | {_fmt(_vals(found, 'scalar_exact'))} | "
             f"{min(_vals(found, 'cancellation'), default=float('nan')):.2g} | "
             f"{max(_vals(found, 'iso_error_max', 0), default=float('nan')):.2g} | "
@@ -311,6 +323,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         objective, reading = _parse_setting(setting)
         if objective == FLAT:
             continue
+        verdict, reason = _verdict(config, rs, flat_r, flat_iso)
         claims.append({
             "id": "C2", "statement": STATEMENT,
             "setting": {"objective": objective, "reading": reading, "head": config.head, "N": config.n_samples,
@@ -324,22 +337,24 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "iso_error_at_x0": measured(_vals(found, "iso_error_max", 0)),
                 f"iso_error_at_r={rmax:g}l": measured(_vals(found, "iso_error_max", -1)),
                 "iso_slope_loglog": measured(_vals(found, "iso_slope")),
-                "flat_control_max_abs_R": measured(flat_r if flat_r is not None else float("nan")),
-                "flat_control_iso_error": measured(flat_iso if flat_iso is not None else float("nan")),
-                "indefinite_points": measured(sum(r["n_points_indefinite"] for r in found),
-                                              of=sum(r["n_points"] for r in found)),
-                "slices_found": measured(len(found), of=len(rs)),
+                "flat_control_max_abs_R": measured(flat_vals["R"], reduce="max is the criterion"),
+                "flat_control_iso_error": measured(flat_vals["iso"], reduce="max is the criterion"),
+                "indefinite_point_fraction": measured([r["n_points_indefinite"] / r["n_points"] for r in found]),
+                "slice_found_fraction": measured([float(r["slice_found"]) for r in rs]),
             },
-            "verdict": _verdict(config, rs, flat_r, flat_iso), "criterion": criterion,
+            "verdict": verdict, "criterion": criterion, "reason": reason,
         })
-    notes = [
-        f"g(x) = Bᵀ ∇²_u L(u0 + Bx) B on m = {list(config.slice_dims)} slices, k = N·K; the loss is a batch mean.",
+        notes.append(f"{setting}: {verdict} — {reason}.")
+    notes[:0] = [
+        f"g(x) = Bᵀ ∇²_u L(u0 + Bx) B on m = {list(config.slice_dims)} slices, k = N·K; "
+        "the loss is a batch mean.",
         f"slice_mode = {config.slice_mode}: " + ("B lies in the positive eigenspace of the reading's Hessian at u0 "
                                                  "(its positive part), so g(0) is positive definite" if
                                                  config.slice_mode == "positive" else
                                                  "B is Haar in R^k, redrawn until g(0) is positive definite"),
-        "Isotropy error is the spectral norm ‖Wᵀg(x)W − I‖₂ with W = g(0)^(-1/2), max over directions; in fixed "
-        "slice coordinates it measures how g varies, while the curvature (coordinate invariant) rules out any head.",
+        "Isotropy error is the spectral norm ‖Wᵀg(x)W − I‖₂ with W = g(0)^(-1/2), max over directions; "
+        "in affine slice coordinates it measures how g varies (no constant W can undo that), while the "
+        "curvature (coordinate invariant) rules out any head, linear or not.",
         "Curvature is at x0 only; n = cells (seeds × m); spread = std (ddof=1).",
     ]
     return Summary(claims=claims, tables=[("C2: curvature and isotropy barrier", "\n".join(lines))],
