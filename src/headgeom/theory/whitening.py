@@ -20,6 +20,7 @@ most n₊(A) positive eigenvalues, so for dim S > n₊(A) some unit v ∈ S has 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -172,34 +173,43 @@ def inertia_lower_bound(n_positive: int, dim_s: int) -> float:
     return 1.0 if dim_s > n_positive else 0.0
 
 
-def best_fit_isotropy(a: Tensor, dim_s: int, restarts: int = 2, seed: int = 0, maxiter: int = 500) -> float:
+def best_fit_isotropy(a: Tensor, dim_s: int, restarts: int = 2, seed: int = 0, maxiter: int = 200,
+                      rel_tol: float = 1e-10) -> float:
     """Smallest ε_S found over W for a dim_s-dim S: minimise ‖VᵀAV − I‖_F² over V = W B (k, s).
 
-    ε_S depends on W only through V = W B, so S can be the first s coordinates. Minimised from
-    ``restarts`` random starts (scaled to |λ|^{-1/2}; BFGS, ≤ maxiter steps); returns the best spectral error
-    ‖VᵀAV − I‖₂ reached. A numerical search, the complement of :func:`inertia_lower_bound`.
+    ε_S depends on W only through V = W B, so S can be the first s coordinates; and VᵀAV only
+    on V's part in the non-zero eigenspace, so V = U |Λ|^{-1/2} X (X (rank A, s)) is an exact,
+    well-conditioned parametrisation: VᵀAV = Xᵀ diag(sign λ) X. L-BFGS from ``restarts`` random
+    X; returns the best spectral error ‖XᵀDX − I‖₂ reached (1.0 for A = 0). A numerical search,
+    the complement of :func:`inertia_lower_bound`.
     """
     from scipy.optimize import minimize
 
     if dim_s < 1 or restarts < 1:
         raise ValueError(f"need dim_s >= 1 and restarts >= 1; got {dim_s}, {restarts}")
-    an = a.detach().to(torch.float64).cpu().numpy()
-    an = 0.5 * (an + an.T)
-    k = an.shape[0]
+    split = split_eigen(a, rel_tol)
+    _, lam = split.part("nonzero")
+    if lam.numel() == 0:
+        return 1.0  # VᵀAV = 0 for every V
+    sign = np.sign(lam.cpu().numpy())
+    m = sign.size
     eye = np.eye(dim_s)
-    scale = 1.0 / np.sqrt(np.abs(an).max() + 1e-300)
     rng = np.random.default_rng(seed)
 
+    def error(x: np.ndarray) -> np.ndarray:
+        x = x.reshape(m, dim_s)
+        return x.T @ (sign[:, None] * x) - eye
+
     def objective(x: np.ndarray) -> tuple[float, np.ndarray]:
-        v = x.reshape(k, dim_s)
-        e = v.T @ an @ v - eye
-        return float((e * e).sum()), (4.0 * an @ v @ e).ravel()
+        e = error(x)
+        grad = 4.0 * (sign[:, None] * x.reshape(m, dim_s)) @ e
+        return float((e * e).sum()), grad.ravel()
 
     best = np.inf
     for _ in range(restarts):
-        x0 = rng.standard_normal(k * dim_s) * scale
-        res = minimize(objective, x0, jac=True, method="BFGS", options={"maxiter": maxiter, "gtol": 1e-10})
-        v = res.x.reshape(k, dim_s)
-        e = v.T @ an @ v - eye
+        x0 = rng.standard_normal(m * dim_s) / math.sqrt(m)
+        res = minimize(objective, x0, jac=True, method="L-BFGS-B",
+                       options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-10})
+        e = error(res.x)
         best = min(best, float(np.abs(np.linalg.eigvalsh(0.5 * (e + e.T))).max()))
     return best
