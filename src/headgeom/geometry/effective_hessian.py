@@ -269,12 +269,15 @@ class EffectiveHessian:
         g = None
         if want_g:
             hvp = loss_hvp(self.loss, self.u, self.reading)
-            g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
-            step = max(1, min(d, (1 << 20) // max(1, n * k)))  # ~8 MB of tangents: cache-sized chunks run fastest
+            hjt = torch.empty_like(jt_all)  # [∇²L]_ii J_i, transposed like J
+            step = max(1, min(d, (1 << 21) // max(1, n * k)))  # ~16 MB of tangents: cache-sized chunks
             for c0 in range(0, d, step):
                 cols = slice(c0, min(c0 + step, d))
-                hj = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1))  # (c, N, k): [∇²L]_ii J_i[:, c]
-                g[:, :, cols] = torch.bmm(jt_all, hj.permute(1, 2, 0))
+                hjt[:, cols, :] = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1)).transpose(0, 1)
+            g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
+            for start in range(0, n, self.chunk_size):
+                rows = slice(start, min(start + self.chunk_size, n))
+                torch.bmm(jt_all[rows], hjt[rows].transpose(1, 2), out=g[rows])
         return g, (torch.cat(ms) if want_m else None)
 
     def _row_jacobian(self, idx: Tensor, want_m: bool) -> tuple[Tensor, Tensor | None]:
