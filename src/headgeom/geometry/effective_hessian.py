@@ -223,19 +223,20 @@ class EffectiveHessian:
     def blocks(self) -> Tensor:
         """(N, d, d) diagonal blocks of H_eff, batched over samples."""
         g, m = self._blocks(True, True)
-        return g + m
+        return (g + m).detach()
 
     def gauss_newton_blocks(self) -> Tensor:
         """(N, d, d) diagonal blocks of G."""
-        return self._blocks(True, False)[0]
+        return self._blocks(True, False)[0].detach()
 
     def interaction_blocks(self) -> Tensor:
         """(N, d, d) diagonal blocks of M."""
-        return self._blocks(False, True)[1]
+        return self._blocks(False, True)[1].detach()
 
     def decomposed_blocks(self) -> tuple[Tensor, Tensor, Tensor]:
         """(H_eff, G, M) diagonal blocks from one pass, each (N, d, d)."""
         g, m = self._blocks(True, True)
+        g, m = g.detach(), m.detach()
         return g + m, g, m
 
     def _blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
@@ -277,7 +278,7 @@ class EffectiveHessian:
             g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
             for start in range(0, n, self.chunk_size):
                 rows = slice(start, min(start + self.chunk_size, n))
-                torch.bmm(jt_all[rows], hjt[rows].transpose(1, 2), out=g[rows])
+                g[rows] = torch.bmm(jt_all[rows], hjt[rows].transpose(1, 2)).detach()
         return g, (torch.cat(ms) if want_m else None)
 
     def _row_jacobian(self, idx: Tensor, want_m: bool) -> tuple[Tensor, Tensor | None]:
