@@ -11,9 +11,10 @@ import inspect
 import io
 import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
+
+from headgeom.io import atomic_write_bytes
 
 DPI = 120
 
@@ -60,16 +61,5 @@ def save_figure(fig: Any, path: str | os.PathLike) -> Path:
         fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     finally:
         plt.close(fig)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(buf.getvalue())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, buf.getvalue())
     return path
