@@ -200,3 +200,26 @@ def test_errors_speak_to_the_user():
         collapsed_equilibrium(head, torch.zeros(2, D, dtype=torch.float64), N, "mse")
     with pytest.raises(ValueError, match=r"shape \(N, d\)"):
         pseudo_collapsed_point(head, z_bar(), "mse")
+
+
+def test_null_directions_lie_in_the_left_null_basis():
+    head = make_head("gelu")
+    jac = jacobian(lambda x: head(x[None])[0], z_bar())
+    for objective, constraints in (("mse", jac), ("negative_cosine", None)):
+        point = collapsed_equilibrium(head, z_bar(), 6, objective, generator=torch.Generator().manual_seed(7))
+        if constraints is None:
+            constraints = torch.cat([jac, point.u[0][:, None]], 1)
+        basis = left_null_basis(constraints)
+        assert point.null_dim == basis.shape[1] == K - constraints.shape[1]
+        r = point.rho / point.rho.norm(dim=1, keepdim=True)
+        torch.testing.assert_close(r @ basis @ basis.T, r, rtol=0, atol=1e-12)
+
+
+def test_rank_deficient_jacobian_still_gives_an_exact_equilibrium():
+    torch.manual_seed(0)  # a linear head through a 2-wide bottleneck: rank J = 2 < d = 4
+    head = ProjectionHead(HeadSpec((D, 2, K), activation="linear", bias=False), dtype=torch.float64).eval()
+    for objective in OBJECTIVES:
+        point = collapsed_equilibrium(head, z_bar(), N, objective)
+        assert point.null_dim == K - 2  # u = J z lies in the range of J for a bias-free linear head
+        gz, rho = autograd_grads(head, point)
+        assert float(rho.norm()) > 0.05 and float(gz.norm()) <= 1e-12 * float(rho.norm())

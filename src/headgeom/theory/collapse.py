@@ -27,7 +27,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.func import grad, jacrev, vmap
+from torch.func import grad, jacfwd, vmap
 
 from headgeom.objectives import analysis_loss
 
@@ -79,7 +79,7 @@ def head_jacobian(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor)
     """J_h(z̄) of shape (k, d) at one representation z̄ of shape (d,)."""
     if not isinstance(z_point, Tensor) or z_point.ndim != 1 or not z_point.dtype.is_floating_point:
         raise ValueError(f"z_point must be a floating tensor of shape (d,); got {getattr(z_point, 'shape', z_point)!r}")
-    return jacrev(lambda x: head(x[None])[0])(z_point)
+    return jacfwd(lambda x: head(x[None])[0])(z_point)  # d forward passes: cheaper than k backward ones (k > d)
 
 
 def left_null_basis(a: Tensor, rtol: float = 1e-10) -> Tensor:
@@ -95,11 +95,28 @@ def left_null_basis(a: Tensor, rtol: float = 1e-10) -> Tensor:
     return u[:, rank:]
 
 
-def _unit_rows(basis: Tensor, n: int, generator: torch.Generator | None) -> Tensor:
-    """n random unit vectors (n, k) in the span of the orthonormal columns of basis (k, m)."""
-    coef = torch.randn(n, basis.shape[1], generator=generator, dtype=basis.dtype)
-    r = coef @ basis.T
-    return r / r.norm(dim=1, keepdim=True)
+def _null_directions(a: Tensor, n: int, generator: torch.Generator | None, rtol: float) -> tuple[Tensor, int]:
+    """n random unit vectors (n, k) uniform on the unit sphere of {r : aᵀr = 0}, and its dimension.
+
+    A standard Gaussian projected onto a subspace is a standard Gaussian of that subspace, so
+    projecting out the column space of a (QR, then the SVD of R for the rank; twice, for
+    round-off) draws the same directions as Gaussian coefficients on an orthonormal null
+    basis, without forming the (k, k − rank) basis, large for the paper's 2048-wide heads.
+    """
+    q, r_factor = torch.linalg.qr(a)  # (k, c), (c, c): a's singular values are R's
+    s = torch.linalg.svdvals(r_factor)
+    rank = int((s > rtol * float(s.max())).sum()) if s.numel() else 0
+    null_dim = a.shape[0] - rank
+    if null_dim == 0:
+        return a.new_zeros(n, a.shape[0]), 0
+    if rank == a.shape[1]:
+        col = q
+    else:  # rank-deficient a: the column space is spanned by Q U_R[:, :rank], R = U_R S V_Rᵀ
+        col = q @ torch.linalg.svd(r_factor)[0][:, :rank]
+    r = torch.randn(n, a.shape[0], generator=generator, dtype=a.dtype)
+    for _ in range(2):
+        r = r - (r @ col) @ col.T
+    return r / r.norm(dim=1, keepdim=True), null_dim
 
 
 def collapsed_equilibrium(
@@ -131,15 +148,14 @@ def collapsed_equilibrium(
         u = _evaluate(head, z)
     u0 = u[0]
     constraints = jac if objective == "mse" else torch.cat([jac, u0[:, None]], dim=1)
-    basis = left_null_basis(constraints, rtol)
-    if basis.shape[1] == 0:
+    r, null_dim = _null_directions(constraints, n, generator, rtol)
+    if null_dim == 0:
         k, d = jac.shape
         raise ValueError(
             f"no collapsed equilibrium with rho != 0 exists here: the left null space of "
             f"{'J_h' if objective == 'mse' else '[J_h, u]'} ({tuple(constraints.shape)}) is trivial "
             f"(head {d} -> {k}); use an expander head with k > d{' + 1' if objective != 'mse' else ''}"
         )
-    r = _unit_rows(basis, n, generator)
     if objective == "mse":
         rho = residual * r / n
         target = u - n * rho
@@ -151,7 +167,7 @@ def collapsed_equilibrium(
         target = math.cos(angle) * u_hat[None] + math.sin(angle) * r
         rho = -math.sin(angle) / (n * norm_u) * r
     return CollapsedPoint(z=z, target=target, objective=objective, u=u, rho=rho,
-                          null_dim=int(basis.shape[1]), equilibrium=True)
+                          null_dim=null_dim, equilibrium=True)
 
 
 def pseudo_collapsed_point(
@@ -196,8 +212,10 @@ def equilibrium_residual(head: nn.Module | Callable[[Tensor], Tensor], point: Co
     """
     g = representation_gradient(head, point).detach()
     rho = grad(point.loss())(point.u).detach()
-    jacs = vmap(jacrev(lambda x: head(x[None])[0]))(point.z)  # (N, k, d)
-    jac_norm = float(torch.linalg.matrix_norm(jacs.detach(), 2).max())
+    distinct = torch.unique(point.z, dim=0)  # a collapsed batch has one distinct row
+    jacs = vmap(jacfwd(lambda x: head(x[None])[0]))(distinct).detach()  # (M, k, d)
+    gram = jacs.transpose(1, 2) @ jacs  # ‖J‖₂² = λ_max(JᵀJ): a (d, d) eigh instead of a (k, d) SVD
+    jac_norm = float(torch.linalg.eigvalsh(gram)[:, -1].clamp_min(0).max().sqrt())
     grad_norm, rho_norm = float(g.norm()), float(rho.norm())
     scale = jac_norm * rho_norm
     design = float(point.rho.norm())
