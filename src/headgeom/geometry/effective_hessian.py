@@ -104,6 +104,11 @@ class EffectiveHessian:
         """True when blocks use the layer-structured MLP path (else the generic torch.func one)."""
         return self._layers is not None
 
+    @property
+    def structured_layers(self) -> list[nn.Module] | None:
+        """The (affine-folded) layer chain the structured block path runs on, or None."""
+        return self._layers
+
     def info(self) -> dict:
         """What was computed and how: recorded in every output."""
         return {
