@@ -1,0 +1,287 @@
+"""C5, the ReLU gap: gradient flow vs gradient descent near collapse, ± BatchNorm, per head.
+
+System (headgeom.theory.dynamics): free representations r (N, d) (or a linear backbone on fixed
+random inputs), two fixed near-identity linear augmentations as views, the paper's projector
+template Linear(no bias) → [BN, train mode] → act → Linear(no bias) and a predictor of the same
+template, SimSiam's symmetric negative cosine with stop-gradient. Start near collapse: r_i = c +
+ε g_i. Gradient flow dθ/dt = −g(θ) by scipy solve_ivp against GD at each lr for round(T/lr)
+steps (the same horizon in time units).
+
+Measured per run: spread(t) = mean over dimensions of the per-dimension std (over the N
+samples, ddof=1) of the L2-normalised view-1 backbone outputs z1 ("backbone") and projector
+outputs u1 ("projector"); escape time = first recorded t with spread(t) ≥ escape_factor ·
+spread(0) on ``escape_on`` (None if never, to the record-grid resolution T/n_record);
+final/initial spread. Along the flow, the head geometry (H_eff = G + M of z1 ↦ p1 under
+L = −½cos(p1, sg(u2)), ambient reading, dense float64): ‖M‖_F/‖H_eff‖_F, max|M|, dead head.
+BN heads are escape-checked on the backbone by default because train-mode BN rescales the tiny
+deviations of a collapsed batch to unit variance, inflating the projector spread from t = 0.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.theory import dynamics as dyn
+
+SMOOTH = ("silu", "gelu")
+
+
+@dataclass(frozen=True)
+class C5Config:
+    preset: str = "quick"
+    seeds: int = 3
+    heads: tuple[str, ...] = ("linear", "relu", "silu", "gelu")
+    bn: tuple[bool, ...] = (False, True)
+    lrs: tuple[float, ...] = (0.005, 0.05, 0.5)
+    horizon: float = 2.0  # T, in time units of the flow (GD: round(T/lr) steps)
+    n_record: int = 40  # record grid 0, T/n_record, ..., T
+    method: str = "DOP853"  # solve_ivp method (train-mode BN gives fast modes: many small steps)
+    rtol: float = 1e-8
+    atol: float = 1e-10
+    max_nfev: int | None = 15000  # per flow; a flow stopped by it reports success False and counts as undecided
+    escape_factor: float = 2.0
+    escape_on: str = "backbone"  # or "projector"
+    geometry_fractions: tuple[float, ...] = (0.0, 0.5, 1.0)  # of T, along the flow
+    support_fraction: float = 0.8
+    system: dyn.SystemSpec = dyn.SystemSpec(n=8, d=3, width=16, k=8, pred_width=8, init_spread=0.1)
+
+
+def quick() -> C5Config:
+    """`headgeom reproduce --only C5 --preset quick`: ~1-2 min on 2 CPU cores (24 cells, N=8, d=3,
+    widths 16/8, ε=0.1, T=2, DOP853 rtol 1e-8). Measures escape of the backbone spread under flow vs GD."""
+    return C5Config()
+
+
+def small() -> C5Config:
+    """`--preset small`: ~10-20 min on 2 CPU cores; T=10, rtol 1e-10 / atol 1e-12, N=16, d=4, widths 32/16."""
+    return C5Config(preset="small", horizon=10.0, n_record=100, rtol=1e-10, atol=1e-12, max_nfev=None,
+                    system=dyn.SystemSpec(n=16, d=4, width=32, k=16, pred_width=16, init_spread=0.1))
+
+
+def paper() -> C5Config:
+    """`--preset paper`: hours on CPU (minutes per cell on a GPU host's CPU); 5 seeds, T=50,
+    rtol 1e-10 / atol 1e-12, N=32, d=8, widths 64/16, linear backbone on random inputs."""
+    return C5Config(preset="paper", seeds=5, horizon=50.0, n_record=200, rtol=1e-10, atol=1e-12, max_nfev=None,
+                    system=dyn.SystemSpec(backbone="linear", n=32, d_in=16, d=8, width=64, k=32,
+                                          pred_width=16, init_spread=0.1))
+
+
+def cells(config: C5Config, seeds: int) -> list[dict]:
+    return [{"head": h, "bn": b, "seed": s} for h in config.heads for b in config.bn for s in range(seeds)]
+
+
+def _run_record(system: dyn.System, traj: dyn.Trajectory, config: C5Config) -> dict:
+    obs = [dyn.observables(system, th) for th in traj.theta]
+    out = {"t": traj.t.tolist(), "nfev": traj.nfev, "success": traj.success, "message": traj.message,
+           "diverged": traj.diverged}
+    for key in ("loss", "spread_backbone", "spread_projector"):
+        out[key] = [o[key] for o in obs]
+    s = np.asarray(out[f"spread_{config.escape_on}"], dtype=np.float64)
+    out["escape_time"] = dyn.escape_time(traj.t, s, config.escape_factor)
+    last = s[np.isfinite(s)][-1] if np.isfinite(s).any() else np.nan
+    out["final_over_initial"] = float(last / s[0]) if s[0] > 0 else float("nan")
+    return out
+
+
+def run_cell(config: C5Config, cell: dict) -> dict:
+    """One head × BN × seed: the flow and GD at every lr. Keys: head, bn, seed, escape_on,
+    escape_factor, runs {"flow", "gd_lr=<lr>": {t, loss, spread_backbone, spread_projector,
+    escape_time, final_over_initial, nfev, success, message, diverged}}, geometry [{t, max_abs_M,
+    M_over_H, max_abs_H, lambda_min_H, dead, active_fraction, min_abs_preactivation, ...}]."""
+    if config.escape_on not in ("backbone", "projector"):
+        raise ValueError(f"escape_on must be 'backbone' or 'projector'; got {config.escape_on!r}")
+    spec = replace(config.system, activation=cell["head"], bn=bool(cell["bn"]))
+    system = dyn.build_system(spec, int(cell["seed"]))
+    grad = dyn.numpy_gradient(system)
+    t_rec = np.linspace(0.0, config.horizon, config.n_record + 1)
+    flow = dyn.integrate_flow(grad, system.theta0, t_rec, method=config.method, rtol=config.rtol, atol=config.atol,
+                                max_nfev=config.max_nfev)
+    runs = {"flow": _run_record(system, flow, config)}
+    for lr in config.lrs:
+        gd = dyn.gradient_descent(grad, system.theta0, lr, config.horizon, t_rec)
+        runs[f"gd_lr={lr:g}"] = _run_record(system, gd, config)
+    geometry = []
+    for frac in config.geometry_fractions:
+        j = int(round(frac * config.n_record))
+        if np.all(np.isfinite(flow.theta[j])):
+            geometry.append({"t": float(flow.t[j]), **dyn.head_geometry(system, flow.theta[j])})
+    return {"head": cell["head"], "bn": bool(cell["bn"]), "seed": int(cell["seed"]), "escape_on": config.escape_on,
+            "escape_factor": config.escape_factor, "num_params": system.num_params, "runs": runs,
+            "geometry": geometry}
+
+
+# ----------------------------------------------------------------------------- summary
+def _select(results, head: str, bn: bool) -> list[dict]:
+    return [m for c, m in results if m["head"] == head and m["bn"] == bn]
+
+
+def _escaped(run: dict) -> bool:
+    return run["escape_time"] is not None and not run["diverged"]
+
+
+def _fmt(xs: list[float]) -> str:
+    xs = [_num(x) for x in xs if np.isfinite(_num(x))]
+    if not xs:
+        return "–"
+    return f"{np.mean(xs):.3g} ± {np.std(xs, ddof=1) if len(xs) > 1 else 0.0:.2g}"
+
+
+def _num(x) -> float:
+    """A float from a metric that may have come back from JSON (NaN is written as null)."""
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else float("nan")
+
+
+def _max_m_ratio(metrics: dict) -> float:
+    vals = [_num(g["M_over_H"]) for g in metrics["geometry"] if np.isfinite(_num(g["M_over_H"]))]
+    return max(vals) if vals else float("nan")
+
+
+def _verdict(config: C5Config, results) -> tuple[str, dict, str]:
+    relu = _select(results, "relu", False)
+    relu_bn = _select(results, "relu", True)
+    n = len(relu)
+    dead = [any(g["dead"] for g in m["geometry"][:1]) for m in relu]
+    flow_esc = [_escaped(m["runs"]["flow"]) for m in relu]
+    complete = [bool(m["runs"]["flow"]["success"]) for m in relu]  # a budget-stopped flow decides nothing
+    kept = sum(1 for e, d, c in zip(flow_esc, dead, complete) if not e and not d and c)
+    other = any(_escaped(r) for m in relu for k, r in m["runs"].items() if k != "flow") or \
+        any(_escaped(r) for m in relu_bn for r in m["runs"].values())
+    smooth = {h: [_escaped(m["runs"]["flow"]) for m in _select(results, h, False)] for h in SMOOTH}
+    smooth_frac = {h: (sum(v) / len(v) if v else float("nan")) for h, v in smooth.items()}
+    relu_m = [_max_m_ratio(m) for m in relu]
+    m_zero = bool(relu_m) and all(np.isfinite(x) and x <= 1e-10 for x in relu_m)
+    meas = {
+        "relu_flow_escape_fraction": measured([float(e) for e in flow_esc] or [float("nan")], unit="fraction of seeds"),
+        "relu_flow_alive_and_not_escaped_fraction": measured(
+            [float(not e and not d and c) for e, d, c in zip(flow_esc, dead, complete)] or [float("nan")]),
+        "relu_dead_at_start_fraction": measured([float(d) for d in dead] or [float("nan")]),
+        "relu_flow_complete_fraction": measured([float(c) for c in complete] or [float("nan")],
+                                                meaning="flow reached T within max_nfev"),
+        "relu_max_M_over_H_along_flow": measured(relu_m or [float("nan")], reading="ambient", norm="Frobenius"),
+        "relu_other_route_escaped": measured(float(other), meaning="1 if ReLU escaped under some GD lr or with BN"),
+    }
+    for h, v in smooth.items():
+        if v:
+            meas[f"{h}_flow_escape_fraction"] = measured([float(e) for e in v])
+    for m in relu:
+        for k, r in m["runs"].items():
+            if k != "flow":
+                meas.setdefault(f"relu_{k}_escape", []).append(float(_escaped(r)))
+    for k in [k for k in meas if k.startswith("relu_gd_")]:
+        meas[k] = measured(meas[k])
+    criterion = (f"escape = {config.escape_on} spread ≥ {config.escape_factor}× its t=0 value within T={config.horizon}. "
+                 f"supported if ReLU (no BN) M/H ≤ 1e-10 along the flow, its flow reaches T, neither escapes nor is dead in "
+                 f"≥ {config.support_fraction:.0%} of seeds, ReLU escapes under some GD lr or with BN, and a smooth "
+                 f"head (silu/gelu, no BN) escapes under the flow in ≥ 50% of seeds; not supported if ReLU (no BN) "
+                 f"escapes under the flow in > 50% of seeds or its M is not zero; inconclusive otherwise")
+    if not n:
+        verdict = "inconclusive"
+    elif (sum(flow_esc) / n > 0.5) or not m_zero:
+        verdict = "not supported"
+    elif kept / n >= config.support_fraction and other and any(f >= 0.5 for f in smooth_frac.values() if np.isfinite(f)):
+        verdict = "supported"
+    else:
+        verdict = "inconclusive"
+    return verdict, meas, criterion
+
+
+def _tables(config: C5Config, results) -> list[tuple[str, str]]:
+    kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
+    esc = ["| head | BN | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
+    ratio = list(esc)
+    geo = ["| head | BN | max ‖M‖/‖H_eff‖ along flow | dead at t=0 | active fraction t=0 | λ_min(H_eff) t=0 |",
+           "|---|---|---|---|---|---|"]
+    for h in config.heads:
+        for b in config.bn:
+            ms = _select(results, h, b)
+            if not ms:
+                continue
+            e_cells, r_cells = [], []
+            for k in kinds:
+                runs = [m["runs"][k] for m in ms]
+                times = [r["escape_time"] for r in runs if _escaped(r)]
+                div = sum(r["diverged"] for r in runs)
+                cut = sum(not r["success"] and not r["diverged"] for r in runs)
+                e_cells.append(f"{len(times)}/{len(runs)}" + (f", t {_fmt(times)}" if times else "")
+                               + (f", {div} diverged" if div else "") + (f", {cut} stopped early" if cut else ""))
+                r_cells.append(_fmt([r["final_over_initial"] for r in runs]))
+            esc.append(f"| {h} | {b} | " + " | ".join(e_cells) + " |")
+            ratio.append(f"| {h} | {b} | " + " | ".join(r_cells) + " |")
+            g0 = [m["geometry"][0] for m in ms if m["geometry"]]
+            geo.append(f"| {h} | {b} | {_fmt([_max_m_ratio(m) for m in ms])} | {sum(g['dead'] for g in g0)}/{len(g0)} "
+                       f"| {_fmt([g['active_fraction'] for g in g0])} | {_fmt([g['lambda_min_H'] for g in g0])} |")
+    n = config.seeds
+    return [(f"C5 escapes (escaped seeds/n, escape time mean ± std; {config.escape_on} spread ≥ "
+             f"{config.escape_factor}× initial within T={config.horizon}; n={n} seeds)", "\n".join(esc)),
+            (f"C5 final/initial {config.escape_on} spread (mean ± std over n={n} seeds)", "\n".join(ratio)),
+            ("C5 head geometry along the flow (z1 ↦ p1, L = −½cos(p1, sg u2), ambient reading, dense float64)",
+             "\n".join(geo))]
+
+
+def _figure(config: C5Config, results):
+    def build():
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
+        fig, axes = plt.subplots(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
+        kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
+        colors = dict(zip(kinds, ["k", "tab:blue", "tab:orange", "tab:red", "tab:green", "tab:purple"]))
+        for ax, h in zip(axes[0], heads):
+            for b in config.bn:
+                ms = _select(results, h, b)
+                for k in kinds:
+                    if not ms:
+                        continue
+                    curves = np.array([[np.nan if v is None else v for v in m["runs"][k][f"spread_{config.escape_on}"]]
+                                       for m in ms], dtype=np.float64)
+                    with np.errstate(all="ignore"), warnings.catch_warnings():
+                        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: stopped or diverged
+                        mean = np.nanmean(curves, 0)
+                    ax.plot(ms[0]["runs"][k]["t"], mean, color=colors[k], ls="--" if b else "-",
+                            label=f"{k}{' +BN' if b else ''}")
+            ax.set_yscale("log")
+            ax.set_title(h)
+            ax.set_xlabel("time t (GD: step × lr)")
+        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {config.seeds} seeds)")
+        axes[0][-1].legend(fontsize=6)
+        fig.tight_layout()
+        return fig
+
+    return build
+
+
+def summarize(config: C5Config, results) -> Summary:
+    verdict, meas, criterion = _verdict(config, results)
+    s = config.system
+    claim = {
+        "id": "C5", "statement": EXPERIMENT.statement,
+        "setting": {"objective": "simsiam (symmetric negative cosine, stop-gradient)",
+                    "head": f"{s.d}-{s.width}-{s.k} Linear(no bias)→[BN]→act→Linear(no bias), predictor "
+                            f"{s.k}-{s.pred_width}-{s.k}", "reading": "ambient (geometry only)",
+                    "preset": config.preset, "backbone": s.backbone, "N": s.n, "init": s.init,
+                    "init_spread": s.init_spread, "views": f"two fixed linear augmentations I + {s.aug_strength}·R/√D",
+                    "flow": f"solve_ivp {config.method} rtol={config.rtol} atol={config.atol}", "horizon": config.horizon,
+                    "lrs": list(config.lrs)},
+        "measured": meas, "verdict": verdict, "criterion": criterion,
+    }
+    notes = ["spread = mean over dimensions of the per-dimension std (ddof=1, over N samples) of L2-normalised "
+             "view-1 outputs; escape is read on the record grid (resolution T/n_record).",
+             "With stop-gradient the field is not a gradient of the loss, so the loss need not fall monotonically "
+             "along the flow; a diverged GD run (non-finite state) does not count as an escape."]
+    return Summary(claims=[claim], tables=_tables(config, results),
+                   figures=[("spread_vs_time", _figure(config, results))], notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="C5", title="ReLU gap: gradient flow vs finite-step GD near collapse, ± BatchNorm",
+    statement="ReLU heads have M = 0, so they escape collapse only through finite step size and BatchNorm, "
+              "not under gradient flow",
+    presets={"quick": quick, "small": small, "paper": paper}, cells=cells, run_cell=run_cell,
+    summarize=summarize, theory=True,
+))

@@ -1,0 +1,99 @@
+"""C5 experiment wiring: registration, presets, run_cell keys on a tiny config, claims format.
+
+No verdict and no paper number is asserted: only the documented structure and facts that hold
+whatever the dynamics do (M = 0 for ReLU/linear heads without BN, escape-time definition).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, check_claim, load_all
+from headgeom.experiments import c5_relu_gap as c5
+from headgeom.theory import dynamics as dyn
+
+TINY = dataclasses.replace(
+    c5.quick(), seeds=2, heads=("linear", "relu", "silu"), horizon=0.2, n_record=4, lrs=(0.05, 0.1),
+    rtol=1e-6, atol=1e-8, max_nfev=3000,
+    system=dyn.SystemSpec(n=5, d=3, width=8, k=4, pred_width=4, init_spread=0.1))
+
+RUN_KEYS = {"t", "loss", "spread_backbone", "spread_projector", "escape_time", "final_over_initial", "nfev",
+            "success", "message", "diverged"}
+GEO_KEYS = {"t", "max_abs_M", "M_over_H", "max_abs_H", "lambda_min_H", "dead", "active_fraction",
+            "min_abs_preactivation", "reading", "row_wise_head"}
+
+
+@pytest.fixture(scope="module")
+def results():
+    return [(cell, c5.run_cell(TINY, cell)) for cell in c5.cells(TINY, TINY.seeds)]
+
+
+def test_registered_as_theory_with_three_documented_presets():
+    load_all()
+    exp = EXPERIMENTS["C5"]
+    assert exp.theory and set(exp.presets) == {"quick", "small", "paper"}
+    for name, fn in exp.presets.items():
+        cfg = fn()
+        assert cfg.preset == name and cfg.seeds >= 3
+        assert fn.__doc__ and f"--preset {name}" in fn.__doc__ and "min" in fn.__doc__  # command and runtime
+        assert set(cfg.lrs) == {0.005, 0.05, 0.5} and set(cfg.bn) == {False, True}
+        assert {"linear", "relu", "silu", "gelu"} <= set(cfg.heads)
+
+
+def test_cells_cover_head_bn_seed():
+    cells = c5.cells(TINY, 2)
+    assert len(cells) == len(TINY.heads) * len(TINY.bn) * 2
+    assert {(c["head"], c["bn"], c["seed"]) for c in cells} == {
+        (h, b, s) for h in TINY.heads for b in TINY.bn for s in range(2)}
+
+
+def test_run_cell_returns_the_documented_keys(results):
+    for cell, m in results:
+        assert {"head", "bn", "seed", "runs", "geometry", "escape_on", "escape_factor"} <= set(m)
+        assert set(m["runs"]) == {"flow"} | {f"gd_lr={lr:g}" for lr in TINY.lrs}
+        for name, run in m["runs"].items():
+            assert RUN_KEYS <= set(run)
+            assert len(run["t"]) == len(run["spread_backbone"]) == len(run["loss"])
+            assert run["t"][0] == 0.0 and run["t"][-1] == pytest.approx(TINY.horizon)
+            s = np.array(run[f"spread_{TINY.escape_on}"], dtype=float)
+            expected = dyn.escape_time(np.array(run["t"]), s, TINY.escape_factor)
+            assert run["escape_time"] == expected
+        assert len(m["geometry"]) >= 1 and all(GEO_KEYS <= set(g) for g in m["geometry"])
+
+
+def test_piecewise_linear_heads_without_bn_have_zero_M_and_smooth_ones_do_not(results):
+    for cell, m in results:
+        for g in m["geometry"]:
+            if cell["head"] in ("linear", "relu") and not cell["bn"] and not g["dead"]:
+                assert g["max_abs_M"] <= 1e-14 * max(g["max_abs_H"], 1e-300)
+            if cell["head"] == "silu" and not cell["bn"]:
+                assert g["M_over_H"] > 1e-8
+
+
+def test_summarize_claims_tables_and_figure(results):
+    summary = c5.summarize(TINY, results)
+    assert len(summary.claims) == 1
+    claim = check_claim(summary.claims[0])
+    assert claim["id"] == "C5" and claim["verdict"] in VERDICTS and claim["criterion"]
+    for name, value in claim["measured"].items():
+        assert {"value", "n", "spread"} <= set(value), name
+    titles = [t for t, _ in summary.tables]
+    assert len(titles) == 3 and all(tab.count("\n") >= 2 for _, tab in summary.tables)
+    fig = summary.figures[0][1]()
+    assert len(fig.axes) == len(TINY.heads)
+
+
+def test_summarize_reads_metrics_back_from_json(results):
+    import json
+
+    from headgeom.experiments.runner import jsonable
+
+    back = [(c, json.loads(json.dumps(jsonable(m)))) for c, m in results]
+    check_claim(c5.summarize(TINY, back).claims[0])
+
+
+def test_bad_escape_target_is_rejected():
+    with pytest.raises(ValueError, match="escape_on"):
+        c5.run_cell(dataclasses.replace(TINY, escape_on="head"), {"head": "relu", "bn": False, "seed": 0})
