@@ -18,7 +18,6 @@ deviations of a collapsed batch to unit variance, inflating the projector spread
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -240,9 +239,7 @@ def _figure(config: C5Config, results):
                         continue
                     curves = np.array([[np.nan if v is None else v for v in m["runs"][k][f"spread_{config.escape_on}"]]
                                        for m in ms], dtype=np.float64)
-                    with np.errstate(all="ignore"), warnings.catch_warnings():
-                        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: stopped or diverged
-                        mean = np.nanmean(curves, 0)
+                    mean = curves.mean(0)  # NaN (curve ends) once any seed stopped or diverged: no fake jumps
                     ax.plot(ms[0]["runs"][k]["t"], mean, color=colors[k], ls="--" if b else "-",
                             label=f"{k}{' +BN' if b else ''}")
             ax.set_yscale("log")
