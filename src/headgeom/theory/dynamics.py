@@ -21,7 +21,8 @@ Initial conditions near collapse ("near_point"): free r_i = c + ε g_i; linear W
 (c ~ N(0, I_d), ε = ``init_spread``); or the paper's pseudo-collapse ("projector_x0.1"): a
 normal backbone and the projector's linear weights ×0.1. Linear weights start N(0, 1/fan_in).
 
-Dynamics: gradient flow dθ/dt = −g(θ) by scipy.integrate.solve_ivp, and gradient descent
+Dynamics: gradient flow dθ/dt = −g(θ) by the solvers of scipy.integrate.solve_ivp (stepped, so that
+an evaluation budget can stop a run honestly), and gradient descent
 θ ← θ − η g(θ) for round(T/η) steps; g is the (stop-gradient) gradient of the loss.
 """
 from __future__ import annotations
