@@ -35,13 +35,14 @@ Metrics = dict[str, Any]
 class Summary:
     """What an experiment reports: claim entries, markdown tables, and figure builders.
 
-    figures: (file name, function(results) -> matplotlib Figure); plotting stays apart from
+    figures: (file name, builder) where the builder takes no argument or the cell results
+    [(cell, metrics)] and returns a matplotlib Figure; plotting stays apart from
     computing, the runner saves each figure as PNG beside the report.
     """
 
     claims: list[dict[str, Any]] = field(default_factory=list)
     tables: list[tuple[str, str]] = field(default_factory=list)  # (title, markdown table)
-    figures: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
+    figures: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
