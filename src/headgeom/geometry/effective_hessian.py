@@ -194,11 +194,7 @@ class EffectiveHessian:
         """(N·d, N·d) H_eff."""
         self._check_dense("dense()")
         if self.reading == "ambient":
-            x = self.z.reshape(-1)
-            try:
-                return hessian(self._full)(x)
-            except (NotImplementedError, RuntimeError):
-                return jacrev(jacrev(self._full))(x)
+            return self._dense_hessian(self._full)
         return self.gauss_newton() + self.interaction()
 
     def gauss_newton(self) -> Tensor:
@@ -218,11 +214,15 @@ class EffectiveHessian:
     def interaction(self) -> Tensor:
         """(N·d, N·d) M = Σ_i ρ_i ∇²_z h_i, from the head's second derivatives."""
         self._check_dense("interaction()")
+        return self._dense_hessian(self._contracted)
+
+    def _dense_hessian(self, f: Callable[[Tensor], Tensor]) -> Tensor:
+        """Dense Hessian of a scalar function of flat z: forward-over-reverse, else reverse-over-reverse."""
         x = self.z.reshape(-1)
         try:
-            return hessian(self._contracted)(x)
+            return hessian(f)(x)
         except (NotImplementedError, RuntimeError):
-            return jacrev(jacrev(self._contracted))(x)
+            return jacrev(jacrev(f))(x)
 
     # ------------------------------------------------------------------ block path
     def blocks(self) -> Tensor:
@@ -250,8 +250,7 @@ class EffectiveHessian:
         if self.separable_loss:
             return self._separable_blocks(want_g, want_m)
         gs, ms = [], []
-        for start in range(0, self.n, self.chunk_size):
-            idx = torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
+        for idx in self._row_chunks():
             jt, m = self._row_jacobian(idx, want_m)
             if want_g:
                 gs.append(self._gauss_newton_rows(idx, jt))
@@ -259,14 +258,18 @@ class EffectiveHessian:
                 ms.append(m)
         return (torch.cat(gs) if want_g else None), (torch.cat(ms) if want_m else None)
 
+    def _row_chunks(self):
+        """Index tensors of consecutive chunks of at most ``chunk_size`` samples."""
+        for start in range(0, self.n, self.chunk_size):
+            yield torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
+
     def _separable_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
         """Row-wise head and block-diagonal loss Hessian: J_iᵀ for all samples, then one loss
         HVP per column of J carries every sample at once: G_i = J_iᵀ [∇²_u L]_ii J_i."""
         n, d, k = self.n, self.d, self.k
         jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
         ms = []
-        for start in range(0, n, self.chunk_size):
-            idx = torch.arange(start, min(start + self.chunk_size, n), device=self.z.device)
+        for idx in self._row_chunks():
             jt, m = self._row_jacobian(idx, want_m)
             if want_g:
                 jt_all[idx] = jt
