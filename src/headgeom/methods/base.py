@@ -1,0 +1,196 @@
+"""SSLMethod: the common body of the six SSL methods (the interface of METHOD_PROTOCOL.md).
+
+A method owns a backbone f (images -> z, (N, d)), a projector h (z -> u, (N, k)) and, for
+SimSiam/BYOL, a predictor q (u -> p). Every view is encoded separately, so BatchNorm layers
+normalise each view with its own batch statistics (as the official SimSiam, VICReg and
+Barlow Twins code does) and the geometry head applied to z1 alone matches training.
+
+Subclasses set ``name``, ``DEFAULTS`` (hyper-parameters), ``RECIPE``, the default heads and
+implement ``forward`` and ``geometry_problem``; stateful parts (EMA target, DINO centre) are
+submodules, so ``state_dict`` holds them.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, ClassVar, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from headgeom.augment.recipes import Recipe, get_recipe
+from headgeom.heads import HeadSpec
+from headgeom.methods.spec import MethodSpec
+
+Loss = Callable[[Tensor], Tensor]
+
+
+@contextlib.contextmanager
+def preserve_buffers(*modules: nn.Module | None) -> Iterator[None]:
+    """Restore every buffer (BatchNorm running statistics) of ``modules`` on exit.
+
+    Used to evaluate the other views' branch for ``geometry_problem`` in train mode without
+    changing the method's state.
+    """
+    saved = [(b, b.detach().clone()) for m in modules if m is not None for b in m.buffers()]
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, value in saved:
+                b.copy_(value)
+
+
+def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
+    """A detached constant that follows the dtype and device of the tensor it meets.
+
+    The effective-Hessian engine analyses in float64; constants closed over by a loss are
+    cast to the head output's dtype there.
+    """
+    c = t.detach()
+
+    def like(u: Tensor) -> Tensor:
+        return c.to(device=u.device, dtype=u.dtype)
+
+    return like
+
+
+def no_decay(name: str, p: Tensor) -> bool:
+    """Biases and norm parameters take no weight decay (DINO's get_params_groups rule:
+    name ends with '.bias' or the parameter is 1-D; the same set as the official
+    SimCLR/BYOL/VICReg/Barlow Twins exclusions)."""
+    return name.endswith(".bias") or p.ndim <= 1
+
+
+class SSLMethod(nn.Module):
+    """Base class; build methods with :func:`headgeom.methods.build_method`."""
+
+    name: ClassVar[str] = ""
+    DEFAULTS: ClassVar[dict[str, Any]] = {}
+    RECIPE: ClassVar[str] = ""
+    HAS_PREDICTOR: ClassVar[bool] = False
+    N_VIEWS: ClassVar[int | None] = 2  # exact number of views, None for "at least 2" (DINO)
+    DESCRIPTION: ClassVar[str] = ""
+
+    def __init__(self, backbone: nn.Module, projector: nn.Module, predictor: nn.Module | None,
+                 spec: MethodSpec) -> None:
+        super().__init__()
+        self.backbone = backbone
+        self.projector = projector
+        self.predictor = predictor
+        self.spec = spec
+        self.options: dict[str, Any] = dict(spec.options)
+
+    # ---- defaults -------------------------------------------------------------------------
+    @classmethod
+    def default_head(cls, in_dim: int) -> HeadSpec:
+        raise NotImplementedError
+
+    @classmethod
+    def default_predictor(cls, in_dim: int) -> HeadSpec | None:
+        return None
+
+    # ---- forward helpers ------------------------------------------------------------------
+    def check_views(self, views: Sequence[Tensor]) -> list[Tensor]:
+        """Raise unless ``views`` is a list/tuple of (N, C, H, W) batches of one batch size."""
+        if isinstance(views, Tensor) or not isinstance(views, (list, tuple)):
+            raise TypeError(
+                f"{self.name} expects views as a list or tuple of image batches (N, 3, H, W); got "
+                f"{type(views).__name__}. Use the method's recipe: views = method.recipe(size)(x, gen)"
+            )
+        views = list(views)
+        need = self.N_VIEWS
+        if (need is not None and len(views) != need) or len(views) < 2:
+            what = f"exactly {need}" if need is not None else "at least 2"
+            raise ValueError(f"{self.name} needs {what} views; got {len(views)}")
+        for i, v in enumerate(views):
+            if not isinstance(v, Tensor) or v.ndim != 4:
+                raise ValueError(
+                    f"view {i} must be an image batch (N, C, H, W); got "
+                    f"{tuple(v.shape) if isinstance(v, Tensor) else type(v).__name__}"
+                )
+            if v.shape[0] != views[0].shape[0]:
+                raise ValueError(
+                    f"every view must hold the same samples; view 0 has batch {views[0].shape[0]}, "
+                    f"view {i} has {v.shape[0]}"
+                )
+        return views
+
+    def encode(self, views: Sequence[Tensor]) -> list[Tensor]:
+        """Backbone representations z_v = f(view_v), one (N, d) per view."""
+        return [self.backbone(v) for v in views]
+
+    def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
+        """{"loss": scalar, "z": [(N, d) per view], "logs": dict[str, float]}."""
+        raise NotImplementedError
+
+    def on_step_end(self, step: int, total_steps: int) -> None:
+        """Called after ``optimizer.step()`` with the 0-based index of that step; no-op here."""
+
+    def recipe(self, size: int, **kwargs: Any) -> Recipe:
+        """The method's standard augmentation (``kwargs``: mean/std and recipe options)."""
+        return get_recipe(self.options.get("recipe") or self.RECIPE, size, **kwargs)
+
+    # ---- geometry -------------------------------------------------------------------------
+    def geometry_problem(self, z_views: Sequence[Tensor]) -> tuple[nn.Module | Callable, Loss]:
+        """(head, loss) such that loss(head(z_views[0])) is the training loss as a function of
+        view 1's representation with everything else constant (PAPER.md §3, Hessian tracking)."""
+        raise NotImplementedError
+
+    def _other_outputs(self, z_views: Sequence[Tensor], module: nn.Module) -> list[Tensor]:
+        """module(z) for every view but the first, without gradient or buffer updates."""
+        self._check_z(z_views)
+        with torch.no_grad(), preserve_buffers(module):
+            return [module(z.detach()) for z in z_views[1:]]
+
+    def _check_z(self, z_views: Sequence[Tensor]) -> None:
+        if isinstance(z_views, Tensor) or not isinstance(z_views, (list, tuple)) or len(z_views) < 2:
+            raise ValueError(
+                f"{self.name}.geometry_problem needs a list of at least 2 representation batches "
+                f"(N, d), one per view (out['z']); got {type(z_views).__name__}"
+                + (f" of length {len(z_views)}" if isinstance(z_views, (list, tuple)) else "")
+            )
+        d = self.spec.feature_dim
+        for i, z in enumerate(z_views):
+            if not isinstance(z, Tensor) or z.ndim != 2 or z.shape[1] != d:
+                raise ValueError(
+                    f"z_views[{i}] must have shape (N, {d}) (the backbone's feature dim); got "
+                    f"{tuple(z.shape) if isinstance(z, Tensor) else type(z).__name__}"
+                )
+
+    # ---- optimisation ---------------------------------------------------------------------
+    def online_modules(self) -> dict[str, nn.Module]:
+        """The trained networks by name (EMA targets and teachers are not among them)."""
+        out = {"backbone": self.backbone, "projector": self.projector}
+        if self.predictor is not None:
+            out["predictor"] = self.predictor
+        return out
+
+    def param_groups(self, weight_decay: float) -> list[dict[str, Any]]:
+        """[{"name": "decay", ...}, {"name": "no_decay", weight_decay 0}] over trainable online
+        parameters; biases and norm parameters (1-D) are excluded from decay."""
+        if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float)) or weight_decay < 0:
+            raise ValueError(f"weight_decay must be a number >= 0; got {weight_decay!r}")
+        decay: list[Tensor] = []
+        keep: list[Tensor] = []
+        for prefix, module in self.online_modules().items():
+            for name, p in module.named_parameters(prefix=prefix):
+                if p.requires_grad:
+                    (keep if no_decay(name, p) else decay).append(p)
+        return [
+            {"name": "decay", "params": decay, "weight_decay": float(weight_decay)},
+            {"name": "no_decay", "params": keep, "weight_decay": 0.0},
+        ]
+
+    def head_parameters(self) -> Iterator[Tensor]:
+        """Trainable projector (and predictor) parameters."""
+        for key in ("projector", "predictor"):
+            module = self.online_modules().get(key)
+            if module is not None:
+                yield from (p for p in module.parameters() if p.requires_grad)
+
+    def backbone_parameters(self) -> Iterator[Tensor]:
+        """Trainable backbone parameters."""
+        yield from (p for p in self.backbone.parameters() if p.requires_grad)
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}, head={self.spec.head!r}, predictor={self.spec.predictor!r}"

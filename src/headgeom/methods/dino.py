@@ -1,0 +1,125 @@
+"""DINO (Caron et al. 2021): self-distillation with an EMA teacher, centring and sharpening.
+
+The student (backbone + DINO head) sees every view; the teacher (EMA of the student) only
+the first ``n_global_views`` (the global crops, in the order of
+:class:`headgeom.augment.recipes.MultiCrop`). Loss: :func:`headgeom.objectives.dino` with
+the running centre and the current teacher temperature. After each optimiser step
+(``on_step_end``): EMA update of the teacher (cosine 0.996 → 1), centre update from the
+step's teacher outputs (momentum 0.9), and the teacher temperature of the next step
+(linear warm-up 0.04 → 0.07 over ``teacher_temp_warmup`` × total steps, then constant).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from headgeom.heads import HeadSpec, get_head_spec
+from headgeom.methods.base import SSLMethod, frozen
+from headgeom.methods.dino_center import DINOCenter, teacher_temperature
+from headgeom.methods.ema import EMATarget, cosine_momentum
+from headgeom.methods.siamese import cached_targets
+from headgeom.objectives import dino, dino_pair
+
+
+class DINO(SSLMethod):
+    """DINO with any head (default: DINOHead d → 2048 → 2048 → 256 → L2 → 65536)."""
+
+    name = "dino"
+    DEFAULTS = {
+        "student_temp": 0.1,
+        "teacher_temp_start": 0.04,
+        "teacher_temp": 0.07,
+        "teacher_temp_warmup": 0.3,  # fraction of the run's steps (DINO README: 30 epochs)
+        "center_momentum": 0.9,
+        "momentum_base": 0.996,
+        "momentum_final": 1.0,
+        "n_global_views": 2,
+    }
+    RECIPE = "dino"
+    N_VIEWS = None
+    DESCRIPTION = "DINO, EMA teacher with centring and sharpening (Caron et al. 2021)"
+
+    def __init__(self, backbone, projector, predictor, spec) -> None:
+        super().__init__(backbone, projector, predictor, spec)
+        o = self.options
+        if not (isinstance(o["n_global_views"], int) and o["n_global_views"] >= 2):
+            raise ValueError(f"dino n_global_views must be an int >= 2; got {o['n_global_views']!r}")
+        if not (0.0 <= o["teacher_temp_warmup"] <= 1.0):
+            raise ValueError(
+                f"dino teacher_temp_warmup is a fraction of the run's steps in [0, 1]; got {o['teacher_temp_warmup']!r}"
+            )
+        self.teacher = EMATarget(nn.Sequential(self.backbone, self.projector))
+        self.centering = DINOCenter(projector.out_dim, o["center_momentum"])
+        self.current_teacher_temp = float(o["teacher_temp_start"])  # in state_dict (extra state)
+        self._pending_center: Tensor | None = None
+        self._teacher_cache: tuple[Tensor, list[Tensor]] | None = None
+
+    @classmethod
+    def default_head(cls, in_dim: int) -> HeadSpec:
+        return get_head_spec("dino", in_dim=in_dim)
+
+    def check_views(self, views: Sequence[Tensor]) -> list[Tensor]:
+        views = super().check_views(views)
+        n_global = self.options["n_global_views"]
+        if len(views) < n_global:
+            raise ValueError(
+                f"dino needs the {n_global} global views first (n_global_views); got {len(views)} views"
+            )
+        return views
+
+    def teacher_outputs(self, views: Sequence[Tensor]) -> list[Tensor]:
+        """Teacher head outputs of the global views, detached, one (N, K) each."""
+        return [self.teacher(v) for v in views[: self.options["n_global_views"]]]
+
+    def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
+        views = self.check_views(views)
+        z = self.encode(views)
+        student = [self.projector(zv) for zv in z]
+        teacher = self.teacher_outputs(views)
+        o = self.options
+        loss = dino(student, teacher, self.centering.center, o["student_temp"], self.current_teacher_temp)
+        self._teacher_cache = (z[0].detach(), teacher)
+        if self.training:
+            self._pending_center = DINOCenter.batch_mean(teacher)
+        return {"loss": loss, "z": z, "logs": {"teacher_temp": self.current_teacher_temp}}
+
+    @torch.no_grad()
+    def on_step_end(self, step: int, total_steps: int) -> None:
+        o = self.options
+        m = cosine_momentum(step, total_steps, o["momentum_base"], o["momentum_final"])
+        self.teacher.update_(nn.Sequential(self.backbone, self.projector), m)
+        if self._pending_center is not None:
+            self.centering.update_(self._pending_center)
+            self._pending_center = None
+        warmup = int(round(o["teacher_temp_warmup"] * total_steps))
+        self.current_teacher_temp = teacher_temperature(step + 1, warmup, o["teacher_temp_start"], o["teacher_temp"])
+
+    def get_extra_state(self) -> dict[str, float]:
+        return {"current_teacher_temp": self.current_teacher_temp}
+
+    def set_extra_state(self, state: dict[str, float]) -> None:
+        temp = float(state["current_teacher_temp"])
+        if not (temp > 0 and math.isfinite(temp)):
+            raise ValueError(f"checkpoint holds an invalid DINO teacher temperature {temp!r}")
+        self.current_teacher_temp = temp
+
+    def geometry_problem(self, z_views: Sequence[Tensor]):
+        """Student view 1 against every other global view's teacher output, with the training
+        loss's averaging over all (teacher, student) pairs; uses the teacher outputs of the
+        last ``forward`` on the same batch (call ``method(views)`` first)."""
+        self._check_z(z_views)
+        teacher = cached_targets(self, self._teacher_cache, z_views[0])
+        n_student = len(z_views)
+        n_terms = len(teacher) * n_student - len(teacher)  # pairs (i, v), v != i, as objectives.dino
+        others = [frozen(t) for t in teacher[1:]]
+        center = frozen(self.centering.center)
+        st, tt = self.options["student_temp"], self.current_teacher_temp
+
+        def loss(u: Tensor) -> Tensor:
+            terms = [dino_pair(u, t(u), center(u), st, tt) for t in others]
+            return torch.stack(terms).sum() / n_terms
+
+        return self.projector, loss

@@ -1,0 +1,68 @@
+"""DINO's state beside the loss: the output centre and the teacher-temperature warm-up.
+
+Caron et al. 2021, facebookresearch/dino main_dino.py ``DINOLoss``:
+
+- centre update (``update_center``): c ← m c + (1 − m) · mean of the teacher outputs over
+  every global view and sample of the batch (all-reduced over processes), m = 0.9;
+- teacher temperature (``teacher_temp_schedule``): linear from ``warmup_teacher_temp``
+  (0.04) to ``teacher_temp`` (0.07 in the README's ViT-S runs) over the warm-up, then
+  constant. The official schedule is per epoch; here it is per optimiser step.
+
+The loss itself is the pure :func:`headgeom.objectives.dino`; house style rule 1.
+"""
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+
+def center_update(center: Tensor, batch_mean: Tensor, momentum: float) -> Tensor:
+    """m · c + (1 − m) · batch_mean; center and batch_mean (1, K) -> (1, K)."""
+    if not (0.0 <= momentum <= 1.0):
+        raise ValueError(f"DINO center momentum must lie in [0, 1]; got {momentum!r}")
+    return center * momentum + batch_mean * (1.0 - momentum)
+
+
+def teacher_temperature(step: int, warmup_steps: int, start: float = 0.04, final: float = 0.07) -> float:
+    """Teacher temperature at 0-based ``step``: start + (final − start) · min(step / warmup, 1)."""
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step must be an int >= 0; got {step!r}")
+    if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+        raise ValueError(f"warmup_steps must be an int >= 0; got {warmup_steps!r}")
+    if not (start > 0 and final > 0):
+        raise ValueError(f"teacher temperatures must be > 0; got start={start!r}, final={final!r}")
+    if warmup_steps == 0:
+        return float(final)
+    return float(start + (final - start) * min(step / warmup_steps, 1.0))
+
+
+class DINOCenter(nn.Module):
+    """The running centre c (1, K) as a buffer, so it is part of ``state_dict``."""
+
+    def __init__(self, out_dim: int, momentum: float = 0.9) -> None:
+        super().__init__()
+        if not (0.0 <= momentum <= 1.0):
+            raise ValueError(f"DINO center momentum must lie in [0, 1]; got {momentum!r}")
+        self.momentum = float(momentum)
+        self.register_buffer("center", torch.zeros(1, out_dim))
+
+    @staticmethod
+    @torch.no_grad()
+    def batch_mean(teacher_outputs: list[Tensor]) -> Tensor:
+        """Mean over all global views and samples, (1, K); averaged over processes under DDP."""
+        cat = torch.cat([t.detach() for t in teacher_outputs], dim=0)
+        total = cat.sum(dim=0, keepdim=True)
+        count = torch.tensor(float(cat.shape[0]), device=cat.device, dtype=cat.dtype)
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(total)
+            dist.all_reduce(count)
+        return total / count
+
+    @torch.no_grad()
+    def update_(self, batch_mean: Tensor) -> None:
+        """c ← m c + (1 − m) batch_mean, in place."""
+        self.center.copy_(center_update(self.center, batch_mean.to(self.center.dtype), self.momentum))
+
+    def extra_repr(self) -> str:
+        return f"out_dim={self.center.shape[1]}, momentum={self.momentum}"

@@ -1,0 +1,71 @@
+"""VICReg (Bardes et al. 2022) and Barlow Twins (Zbontar et al. 2021) with any expander."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from torch import Tensor
+
+from headgeom.heads import HeadSpec, get_head_spec
+from headgeom.methods.base import SSLMethod, frozen
+from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg
+
+
+class VICReg(SSLMethod):
+    """L = λ·inv + μ·var + ν·cov of u = h(z) per view, official 25/25/1
+    (facebookresearch/vicreg main_vicreg.py); the three terms are logged. Default expander:
+    d → 8192 → 8192 → 8192."""
+
+    name = "vicreg"
+    DEFAULTS = {"sim_coeff": 25.0, "std_coeff": 25.0, "cov_coeff": 1.0, "eps": 1e-4}
+    RECIPE = "vicreg"
+    DESCRIPTION = "VICReg, variance-invariance-covariance (Bardes et al. 2022)"
+
+    @classmethod
+    def default_head(cls, in_dim: int) -> HeadSpec:
+        return get_head_spec("vicreg", in_dim=in_dim)
+
+    def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
+        views = self.check_views(views)
+        z = self.encode(views)
+        a, b = (self.projector(zv) for zv in z)
+        o = self.options
+        # The terms of headgeom.objectives.vicreg, kept apart so they can be logged.
+        invariance = (a - b).pow(2).mean()
+        ac, bc = a - a.mean(dim=0), b - b.mean(dim=0)
+        variance = variance_loss(ac, o["eps"]) / 2 + variance_loss(bc, o["eps"]) / 2
+        covariance = covariance_loss(ac) + covariance_loss(bc)
+        loss = o["sim_coeff"] * invariance + o["std_coeff"] * variance + o["cov_coeff"] * covariance
+        logs = {"invariance": float(invariance.detach()), "variance": float(variance.detach()),
+                "covariance": float(covariance.detach())}
+        return {"loss": loss, "z": z, "logs": logs}
+
+    def geometry_problem(self, z_views: Sequence[Tensor]):
+        (u2,) = self._other_outputs(z_views[:2], self.projector)
+        c2, o = frozen(u2), self.options
+        return self.projector, lambda u: vicreg(u, c2(u), o["sim_coeff"], o["std_coeff"], o["cov_coeff"], o["eps"])
+
+
+class BarlowTwins(SSLMethod):
+    """L = Σ_i (1 − c_ii)² + λ Σ_{i≠j} c_ij², c the cross-correlation of the batch-standardised
+    u1, u2 (facebookresearch/barlowtwins main.py), λ = 0.0051. Default projector:
+    d → 8192 → 8192 → 8192 without biases."""
+
+    name = "barlow_twins"
+    DEFAULTS = {"lambd": 0.0051, "eps": 1e-5}
+    RECIPE = "barlow_twins"
+    DESCRIPTION = "Barlow Twins, redundancy reduction (Zbontar et al. 2021)"
+
+    @classmethod
+    def default_head(cls, in_dim: int) -> HeadSpec:
+        return get_head_spec("barlow_twins", in_dim=in_dim)
+
+    def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
+        views = self.check_views(views)
+        z = self.encode(views)
+        a, b = (self.projector(zv) for zv in z)
+        return {"loss": barlow_twins(a, b, self.options["lambd"], self.options["eps"]), "z": z, "logs": {}}
+
+    def geometry_problem(self, z_views: Sequence[Tensor]):
+        (u2,) = self._other_outputs(z_views[:2], self.projector)
+        c2, o = frozen(u2), self.options
+        return self.projector, lambda u: barlow_twins(u, c2(u), o["lambd"], o["eps"])
