@@ -1,0 +1,87 @@
+"""Training checkpoints: written atomically, read without unpickling code.
+
+A checkpoint is a ``dict`` of tensors and plain containers (str, int, float, bool, None, lists,
+tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with
+``torch.load(weights_only=True)``, which refuses anything else. Contents (``FORMAT`` version 1):
+
+    format, version        "headgeom.train.checkpoint", 1
+    step, epoch            optimizer updates done; epochs completed (floor(step / steps_per_epoch))
+    method                 method.state_dict() (EMA targets, DINO centre included)
+    optimizer              optimizer.state_dict()
+    data_generator         uint8 state of the data-order generator at the start of epoch ``epoch``
+    aug_generator          uint8 state of the augmentation generator after step ``step``
+    torch_rng, cuda_rng    torch CPU RNG state; CUDA RNG state of the current device or None
+    config                 TrainConfig.to_dict() of the run that wrote it
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from headgeom.io import atomic_write_bytes
+
+__all__ = ["FORMAT", "VERSION", "CheckpointError", "load_checkpoint", "save_checkpoint"]
+
+FORMAT = "headgeom.train.checkpoint"
+VERSION = 1
+_REQUIRED = ("step", "epoch", "method", "optimizer", "data_generator", "aug_generator", "torch_rng",
+             "config")
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file that cannot be read or is not a headgeom training checkpoint."""
+
+
+def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path:
+    """Write ``state`` (the keys of the module docstring) to ``path`` atomically: a crash leaves the
+    previous file untouched (temporary file in the same folder, fsync, os.replace)."""
+    missing = [k for k in _REQUIRED if k not in state]
+    if missing:
+        raise ValueError(f"checkpoint state lacks {missing}; it needs {list(_REQUIRED)}")
+    buf = io.BytesIO()
+    torch.save({"format": FORMAT, "version": VERSION, **state}, buf)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
+                    ) -> dict[str, Any]:
+    """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain containers only).
+
+    Raises:
+        FileNotFoundError: no file at ``path``.
+        CheckpointError: truncated or corrupt file, a file of another program, objects that would
+            need unpickling code, or a different format version; the message says which and what to do.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no checkpoint at {path}; a run writes checkpoints/last.pt after its "
+                                f"first epoch or every --checkpoint-every steps")
+    try:
+        obj = torch.load(path, map_location=map_location, weights_only=True)
+    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
+        raise CheckpointError(
+            f"cannot read checkpoint {path} ({path.stat().st_size} bytes): {type(err).__name__}: "
+            f"{str(err).splitlines()[0] if str(err) else ''}. The file is truncated or corrupt, or not a "
+            f"torch.save file; delete it to start over, or restore an intact copy") from err
+    except Exception as err:  # pickle.UnpicklingError from weights_only: code objects refused
+        raise CheckpointError(
+            f"refusing to load {path}: it holds objects other than tensors and plain containers "
+            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); headgeom never "
+            f"unpickles code. It was not written by headgeom train") from err
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
+        raise CheckpointError(f"{path} is not a headgeom training checkpoint (format {got!r}, expected "
+                              f"{FORMAT!r}); point --out at a run directory written by `headgeom train`")
+    if obj.get("version") != VERSION:
+        raise CheckpointError(f"{path} has checkpoint version {obj.get('version')!r}; this headgeom "
+                              f"reads version {VERSION}")
+    missing = [k for k in _REQUIRED if k not in obj]
+    if missing:
+        raise CheckpointError(f"{path} lacks {missing}; it is incomplete (expected {list(_REQUIRED)})")
+    return obj

@@ -1,0 +1,137 @@
+"""The resolved settings of one pre-training run (issue 4 §5), as a frozen dataclass.
+
+A run directory's ``config.json`` holds ``dataclasses.asdict(config)``; :meth:`TrainConfig.from_dict`
+rebuilds it, so a run can be resumed or re-run from its own record (STYLE.md §8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .optim import OPTIMIZERS
+from .schedules import SCHEDULES
+
+__all__ = ["RESUMABLE_CHANGES", "TrainConfig"]
+
+# Fields a resumed run may change: they decide where the run stops and how often it records,
+# never the update sequence (the schedule spans ``epochs``, not ``max_steps``).
+RESUMABLE_CHANGES = frozenset({"max_steps", "checkpoint_every", "track_every", "log_every",
+                               "keep_every_epochs", "progress", "device"})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Everything that decides a pre-training run.
+
+    Model: ``method`` (headgeom.methods name), ``backbone`` (headgeom.backbones name) with
+    ``backbone_options`` (e.g. ``{"width": 0.25}``), ``head``/``predictor`` (head spec string or
+    preset, None = the method's default), ``pseudo_collapse`` (α: projector Linear weights ×α at
+    init, the paper uses 0.1), ``method_options`` (temperature, λ, EMA momentum, ...).
+
+    Data: ``data`` (headgeom.data name), ``data_dir``, ``data_options`` (e.g. shapes ``{"n": 512}``),
+    ``image_size`` (augmented view side; None = the dataset's), ``normalize`` (append the
+    dataset's mean/std normalisation when the method's recipe has none).
+
+    Optimisation: ``epochs`` (the schedule spans ``epochs × steps_per_epoch`` updates),
+    ``max_steps`` (stop after this many updates in total, e.g. to cap or split a run; the schedule
+    is unchanged), ``batch_size`` (global; last partial batch dropped), ``optimizer`` (sgd, adam,
+    adamw, lars), ``lr`` (peak, absolute), ``momentum``, ``weight_decay``, ``betas`` (Adam),
+    ``lars_eta``, ``warmup_epochs`` (linear warm-up, may be fractional), ``schedule`` (cosine,
+    constant), ``final_lr``.
+
+    Records: ``log_every`` (metrics.jsonl line every k steps), ``track_every`` (call the tracker
+    every k steps; 0 = never), ``checkpoint_every`` (checkpoints/last.pt every k steps besides every
+    epoch; 0 = epochs only), ``keep_every_epochs`` (also keep checkpoints/epoch_XXXX.pt every k
+    epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker).
+
+    Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
+    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar).
+    """
+
+    method: str
+    backbone: str = "resnet18"
+    backbone_options: dict[str, Any] = field(default_factory=dict)
+    head: str | None = None
+    predictor: str | None = None
+    pseudo_collapse: float | None = None
+    method_options: dict[str, Any] = field(default_factory=dict)
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: dict[str, Any] = field(default_factory=dict)
+    image_size: int | None = None
+    normalize: bool = True
+    epochs: int = 1
+    max_steps: int | None = None
+    batch_size: int = 256
+    seed: int = 0
+    optimizer: str = "sgd"
+    lr: float = 0.06
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    betas: tuple[float, float] = (0.9, 0.999)
+    lars_eta: float = 0.001
+    warmup_epochs: float = 0.0
+    schedule: str = "cosine"
+    final_lr: float = 0.0
+    log_every: int = 1
+    track_every: int = 0
+    checkpoint_every: int = 0
+    keep_every_epochs: int = 0
+    probe_size: int = 256
+    device: str = "auto"
+    bf16: bool = True
+    channels_last: bool = True
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "probe_size": self.probe_size}
+        nonneg = {"log_every": self.log_every, "track_every": self.track_every,
+                  "checkpoint_every": self.checkpoint_every, "keep_every_epochs": self.keep_every_epochs}
+        for name, v in positive.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"TrainConfig.{name} must be a positive int, got {v!r}")
+        for name, v in nonneg.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"TrainConfig.{name} must be an int >= 0, got {v!r}")
+        if self.log_every < 1:
+            raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
+        if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
+            raise ValueError(f"TrainConfig.max_steps must be None or a positive int, got {self.max_steps!r}")
+        if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 1):
+            raise ValueError(f"TrainConfig.image_size must be None or a positive int, got {self.image_size!r}")
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
+        for name in ("lr", "momentum", "weight_decay", "warmup_epochs", "final_lr", "lars_eta"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"TrainConfig.{name} must be a finite number >= 0, got {v!r}")
+        if self.warmup_epochs > self.epochs:
+            raise ValueError(f"warmup_epochs={self.warmup_epochs} exceeds epochs={self.epochs}")
+        if self.device != "auto" and not self.device.split(":")[0] in ("cpu", "cuda", "mps"):
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda[:i]' or 'mps', got {self.device!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (tuples become lists)."""
+        d = dataclasses.asdict(self)
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        """Inverse of :meth:`to_dict`; unknown keys are an error naming them."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s) {unknown}; known: {sorted(names)}")
+        return cls(**d)
+
+    def differences(self, other: TrainConfig) -> dict[str, tuple[Any, Any]]:
+        """``{field: (self value, other value)}`` for every field that differs."""
+        a, b = self.to_dict(), other.to_dict()
+        return {k: (a[k], b[k]) for k in a if a[k] != b[k]}

@@ -1,0 +1,283 @@
+"""The pre-training loop (issue 4 §5): short and flat, nanoGPT style.
+
+Data stay uint8 on the device; each epoch's order is a permutation from a seeded CPU generator;
+views come from ``method.recipe(size)`` on the device with their own generator; forward,
+backward, step, ``method.on_step_end``; the schedule is a pure function of the step. The run
+directory ``out_dir`` holds::
+
+    config.json        resolved TrainConfig, git revision, library versions, steps per epoch
+    metrics.jsonl      {"step", "epoch", "loss", "lr", <method logs>} every log_every steps, and
+                       the tracker's metrics every track_every steps (step 0 = initialisation)
+    checkpoints/       last.pt (every epoch, every checkpoint_every steps, at the stop), epoch_XXXX.pt
+    done.json          at the end: steps, epochs, final loss, seconds, images/s
+    stopped.json       instead, when a non-finite loss stopped the run
+
+On CPU a run stopped (``max_steps``) and resumed ends bit-identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from headgeom.io import atomic_write_bytes, atomic_write_json
+
+from .checkpoint import load_checkpoint, save_checkpoint
+from .config import RESUMABLE_CHANGES, TrainConfig
+from .optim import build_optimizer
+from .schedules import lr_at
+
+__all__ = ["NonFiniteLossError", "Tracker", "build_method_from_config", "resolve_device", "train"]
+
+Tracker = Callable[[int, torch.nn.Module, list[torch.Tensor]], dict[str, float]]
+
+
+class NonFiniteLossError(RuntimeError):
+    """The loss became NaN or ±inf; the last good checkpoint was kept."""
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> cuda when available, else cpu; otherwise ``torch.device(name)``."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(name)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {name!r} requested but CUDA is not available; use --device cpu")
+    return dev
+
+
+def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
+    """``headgeom.methods.build_method`` with the backbone built from ``backbone_options``."""
+    from headgeom.backbones import get_backbone
+    from headgeom.methods import build_method
+
+    backbone = get_backbone(config.backbone, **config.backbone_options)
+    return build_method(config.method, backbone=backbone, head=config.head, predictor=config.predictor,
+                        pseudo_collapse=config.pseudo_collapse, **config.method_options)
+
+
+def _environment() -> dict[str, Any]:
+    from headgeom.experiments.runner import environment
+    return environment()
+
+
+def _read_metrics(path: Path, upto_step: int) -> list[str]:
+    """Lines of ``path`` with ``step <= upto_step`` (a torn last line from a kill is dropped)."""
+    if not path.exists():
+        return []
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] <= upto_step:
+            kept.append(line)
+    return kept
+
+
+def _probe_views(config: TrainConfig, images: torch.Tensor, recipe: Any, device: torch.device
+                 ) -> list[torch.Tensor]:
+    """A fixed probe batch for the tracker: ``probe_size`` images chosen and augmented once
+    from generators seeded apart from the training ones (so tracking never moves the run)."""
+    pick = torch.Generator().manual_seed(config.seed + 7919)
+    idx = torch.randperm(images.shape[0], generator=pick)[: config.probe_size]
+    gen = torch.Generator(device=device).manual_seed(config.seed + 104729)
+    return list(recipe(images[idx.to(device)].float().div_(255), gen))
+
+
+def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
+          build_method: Callable[[TrainConfig], torch.nn.Module] | None = None) -> dict[str, Any]:
+    """Pre-train ``build_method(config)`` on ``config.data`` into ``out_dir``; returns done.json's dict.
+
+    ``resume=True`` continues from ``out_dir/checkpoints/last.pt`` (or from step 0 when the run
+    never wrote one); the stored config must match ``config`` except for ``RESUMABLE_CHANGES``.
+    ``tracker(step, method, probe_views) -> {name: float}`` runs every ``config.track_every`` steps
+    under a forked RNG; it must not change the method's parameters or buffers.
+
+    ``build_method(config) -> method`` defaults to :func:`build_method_from_config`; the method
+    follows headgeom.methods' protocol (``forward(views) -> {"loss", "logs"}``, ``recipe``,
+    ``param_groups``, ``on_step_end``).
+
+    Raises:
+        NonFiniteLossError: NaN/inf loss (or parameters); checkpoints/last.pt stays the last good one.
+        FileExistsError: ``out_dir`` already holds a run and ``resume`` is False.
+    """
+    from headgeom.data import dataset_stats, load_dataset
+
+    out = Path(out_dir)
+    ckpt_dir, last = out / "checkpoints", out / "checkpoints" / "last.pt"
+    metrics_path = out / "metrics.jsonl"
+    _check_run_dir(out, config, resume)
+    device = resolve_device(config.device)
+    on_cuda = device.type == "cuda"
+
+    data = load_dataset(config.data, "train", config.data_dir, **config.data_options)
+    n, B = len(data), config.batch_size
+    steps_per_epoch = n // B
+    if steps_per_epoch == 0:
+        raise ValueError(f"batch_size={B} exceeds the {n} training images of {config.data!r}; "
+                         f"use --batch-size <= {n}")
+    total = config.epochs * steps_per_epoch  # the schedule's length
+    stop = min(total, config.max_steps or total)
+    warmup = round(config.warmup_epochs * steps_per_epoch)
+    images = data.images.to(device)
+    size = config.image_size or data.image_size[0]
+
+    torch.manual_seed(config.seed)  # parameter initialisation
+    method = (build_method or build_method_from_config)(config).to(device)
+    memory_format = torch.channels_last if (on_cuda and config.channels_last) else torch.contiguous_format
+    method = method.to(memory_format=memory_format)
+    recipe = method.recipe(size)
+    if config.normalize and getattr(recipe, "mean", None) is None:
+        stats = dataset_stats(config.data, data)
+        recipe = dataclasses.replace(recipe, mean=tuple(stats.mean), std=tuple(stats.std))
+    optimizer = build_optimizer(config.optimizer, method.param_groups(config.weight_decay), config.lr,
+                                config.momentum, config.weight_decay, config.betas, config.lars_eta)
+    data_gen = torch.Generator().manual_seed(config.seed)
+    aug_gen = torch.Generator(device=device).manual_seed(config.seed + 1)
+    probe = _probe_views(config, images, recipe, device) if tracker is not None else []
+    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if (on_cuda and config.bf16)
+                else contextlib.nullcontext())
+
+    step = 0
+    if resume and last.exists():
+        ck = load_checkpoint(last, map_location=device)
+        method.load_state_dict(ck["method"])
+        optimizer.load_state_dict(ck["optimizer"])
+        step = int(ck["step"])
+        data_gen.set_state(ck["data_generator"].cpu())
+        aug_gen.set_state(ck["aug_generator"].cpu())
+        torch.set_rng_state(ck["torch_rng"].cpu())
+        if on_cuda and ck.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
+    atomic_write_bytes(metrics_path, "".join(l + "\n" for l in _read_metrics(metrics_path, step)).encode())
+    (out / "done.json").unlink(missing_ok=True)
+    (out / "stopped.json").unlink(missing_ok=True)
+    atomic_write_json(out / "config.json", {
+        "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
+        "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
+        "resumed_from_step": step if resume else None, **_environment()})
+
+    def checkpoint(epoch_start_state: torch.Tensor) -> None:
+        bad = [name for name, p in method.named_parameters() if not torch.isfinite(p).all()]
+        if bad:
+            _stop(out, step, float("nan"), f"non-finite parameters {bad[:3]} after step {step}", last)
+        state = {"step": step, "epoch": step // steps_per_epoch, "method": method.state_dict(),
+                 "optimizer": optimizer.state_dict(),
+                 # at an epoch boundary the next epoch starts from the current state
+                 "data_generator": data_gen.get_state() if step % steps_per_epoch == 0 else epoch_start_state,
+                 "aug_generator": aug_gen.get_state(), "torch_rng": torch.get_rng_state(),
+                 "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
+                 "config": config.to_dict()}
+        save_checkpoint(last, state)
+        e = step // steps_per_epoch
+        if step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0:
+            atomic_write_bytes(ckpt_dir / f"epoch_{e:04d}.pt", last.read_bytes())
+
+    from tqdm import tqdm
+    bar = tqdm(total=stop, initial=step, disable=not config.progress, unit="step", dynamic_ncols=True)
+    log = open(metrics_path, "a", encoding="utf-8")
+    method.train()
+    if tracker is not None and config.track_every and step == 0:
+        _write(log, {"step": 0, **_track(tracker, step, method, probe, device)})
+    t0, start_step, loss_value, perm, epoch_state = time.perf_counter(), step, float("nan"), None, None
+    try:
+        while step < stop:
+            pos = step % steps_per_epoch
+            if pos == 0 or perm is None:  # new epoch, or resumed mid-epoch from its start state
+                epoch_state = data_gen.get_state()
+                perm = torch.randperm(n, generator=data_gen)
+            idx = perm[pos * B:(pos + 1) * B].to(device)
+            views = recipe(images[idx].float().div_(255), aug_gen)
+            views = [v.contiguous(memory_format=memory_format) for v in views]
+            lr = lr_at(config.schedule, step, total, config.lr, warmup, config.final_lr)
+            for group in optimizer.param_groups:
+                group["lr"] = config.lr if group.get("fixed_lr") else lr
+            with autocast:
+                result = method(views)
+            loss = result["loss"]
+            loss_value = float(loss.detach())
+            if not math.isfinite(loss_value):
+                _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step + 1} "
+                      f"(epoch {step // steps_per_epoch}, lr {lr:.4g})", last)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            method.on_step_end(step, total)  # index of the update just taken, 0-based
+            step += 1
+            record: dict[str, Any] = {}
+            if step % config.log_every == 0 or step == stop:
+                record = {"step": step, "epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
+                          **{k: float(v) for k, v in result.get("logs", {}).items()}}
+                bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
+            if tracker is not None and config.track_every and step % config.track_every == 0:
+                record = {"step": step, **record, **_track(tracker, step, method, probe, device)}
+            if record:
+                _write(log, record)
+            if (step % steps_per_epoch == 0 or step == stop
+                    or (config.checkpoint_every and step % config.checkpoint_every == 0)):
+                checkpoint(epoch_state)
+            bar.update(1)
+    finally:
+        bar.close()
+        log.close()
+    seconds = time.perf_counter() - t0
+    done = {"step": step, "epoch": step / steps_per_epoch, "complete": step >= total,
+            "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": seconds,
+            "images_per_s": (step - start_step) * B / seconds if seconds > 0 else None,
+            "checkpoint": str(last)}
+    atomic_write_json(out / "done.json", done)
+    return done
+
+
+def _check_run_dir(out: Path, config: TrainConfig, resume: bool) -> None:
+    cfg_path = out / "config.json"
+    if not resume:
+        if cfg_path.exists() or (out / "checkpoints" / "last.pt").exists():
+            raise FileExistsError(f"{out} already holds a run (config.json/checkpoints); pass --resume to "
+                                  f"continue it or choose a new --out directory")
+        return
+    if not cfg_path.exists():
+        raise FileNotFoundError(f"--resume: {cfg_path} not found; {out} is not a run directory "
+                                f"written by `headgeom train`")
+    stored = TrainConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8"))["config"])
+    diff = {k: v for k, v in stored.differences(config).items() if k not in RESUMABLE_CHANGES}
+    if diff:
+        raise ValueError(f"--resume: the settings differ from the stored run in {out}: "
+                         + ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in diff.items())
+                         + f"; only {sorted(RESUMABLE_CHANGES)} may change when resuming")
+
+
+def _track(tracker: Tracker, step: int, method: torch.nn.Module, probe: list[torch.Tensor],
+           device: torch.device) -> dict[str, float]:
+    """The tracker's metrics at ``step``, its random draws kept apart from the run's RNG."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        metrics = tracker(step, method, probe)
+    method.train()
+    return {k: float(v) for k, v in (metrics or {}).items()}
+
+
+def _write(fh: Any, record: dict[str, Any]) -> None:
+    """One JSON line; NaN becomes null and ±inf "inf"/"-inf" (headgeom.io's convention)."""
+    clean = {k: (v if not isinstance(v, float) or math.isfinite(v)
+                 else (None if math.isnan(v) else ("inf" if v > 0 else "-inf"))) for k, v in record.items()}
+    fh.write(json.dumps(clean, allow_nan=False) + "\n")
+    fh.flush()
+
+
+def _stop(out: Path, step: int, loss_value: float, what: str, last: Path) -> None:
+    kept = (f"the last good checkpoint {last} (step {load_checkpoint(last)['step']}) is kept"
+            if last.exists() else "no checkpoint had been written yet")
+    atomic_write_json(out / "stopped.json", {"reason": what, "step": step, "loss": loss_value,
+                                             "checkpoint": str(last) if last.exists() else None})
+    raise NonFiniteLossError(f"{what}; the run stopped and {kept}. Lower --lr, add --warmup-epochs, "
+                             f"or check the method's options, then start a new run")
