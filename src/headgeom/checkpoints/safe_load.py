@@ -20,6 +20,7 @@ The file's sha256 is computed on the way (see :mod:`headgeom.checkpoints.officia
 """
 from __future__ import annotations
 
+import _compat_pickle
 import hashlib
 import io
 import os
@@ -170,6 +171,13 @@ def file_sha256(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def _py3_name(module: str, name: str) -> tuple[str, str]:
+    """Python 2 names (``__builtin__.eval``) as Python 3 resolves them, exactly as torch's unpickler does."""
+    if (module, name) in _compat_pickle.NAME_MAPPING:
+        return _compat_pickle.NAME_MAPPING[(module, name)]
+    return _compat_pickle.IMPORT_MAPPING.get(module, module), name
+
+
 def _globals_in_pickle(stream: io.BufferedIOBase | io.BytesIO, where: str) -> Iterator[tuple[str, Any]]:
     """Yield ("module.name", first_arg) for every global-naming opcode of one pickle in ``stream``.
 
@@ -182,7 +190,7 @@ def _globals_in_pickle(stream: io.BufferedIOBase | io.BytesIO, where: str) -> It
     try:
         for op, arg, _pos in pickletools.genops(stream):
             if op.name == "GLOBAL":
-                module, name = str(arg).split(" ", 1)
+                module, name = _py3_name(*str(arg).split(" ", 1))
                 yield f"{module}.{name}", None
             elif op.name in ("STACK_GLOBAL", "INST", "OBJ"):
                 target = str(arg).replace(" ", ".") if op.name == "INST" else (
