@@ -1,0 +1,113 @@
+"""Figures of every tracked metric against training steps, from a run's metrics.jsonl (issue 4 §6).
+
+    paths = plot_metrics("runs/x/metrics.jsonl", "runs/x/figures/tracking")   # one PNG per metric
+    paths = plot_metrics(..., grid=True)                                      # plus one grid PNG
+
+Each JSON line must carry an integer-valued "step"; every other key with a finite numeric value
+on at least one line is a metric (null, strings and lists are skipped; a metric missing on a
+line, e.g. a tracked quantity between tracking steps, leaves a gap). Figures are built with
+matplotlib's object API and the Agg canvas (no display, the user's backend is left alone) and
+written atomically by :func:`headgeom.report.figures.save_figure`.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+from headgeom.report.figures import save_figure
+
+
+def read_metrics(path: str | os.PathLike) -> dict[str, tuple[list[int], list[float]]]:
+    """{metric: (steps, values)} from a metrics.jsonl, in file order (finite numbers only)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no metrics file at {path}; a training run writes RUN_DIR/metrics.jsonl")
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    with path.open("r", encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}:{lineno} is not valid JSON ({err.msg}); is the file truncated?") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno} must be a JSON object with a 'step'; got {type(row).__name__}")
+            step = row.get("step")
+            if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step != int(step):
+                raise ValueError(f"{path}:{lineno} has no integer 'step' (got {step!r}); every line needs one")
+            for key, value in row.items():
+                if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue
+                if math.isfinite(value):
+                    steps, values = series.setdefault(key, ([], []))
+                    steps.append(int(step))
+                    values.append(float(value))
+    if not series:
+        raise ValueError(f"{path} holds no numeric metric besides 'step'; nothing to plot")
+    return series
+
+
+def _file_name(key: str) -> str:
+    stem = re.sub(r"[^A-Za-z0-9_.+-]+", "_", key).strip("_.")
+    return f"{stem or 'metric'}.png"
+
+
+def _draw(ax, key: str, steps: list[int], values: list[float]) -> None:
+    ax.plot(steps, values, marker="o" if len(values) <= 30 else None, markersize=3, linewidth=1.2)
+    ax.set_title(key, fontsize=9)
+    ax.set_xlabel("step")
+    ax.grid(True, alpha=0.3)
+    nonzero = [abs(v) for v in values if v != 0.0]
+    if not nonzero or max(nonzero) / min(nonzero) < 1e3:
+        return
+    if min(values) > 0:
+        ax.set_yscale("log")
+    else:  # signed curvature (λ_min ~ −1e-6 beside −0.3): symlog, linear only below the smallest |value|
+        ax.set_yscale("symlog", linthresh=max(min(nonzero), 1e-12 * max(nonzero)))
+        ax.axhline(0.0, color="k", linewidth=0.6)
+
+
+def plot_metrics(
+    metrics_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    keys: Iterable[str] | None = None,
+    grid: bool = False,
+) -> list[Path]:
+    """Write ``out_dir/<metric>.png`` for each metric (or each of ``keys``), and
+    ``out_dir/tracking_grid.png`` with all of them when ``grid``; returns the written paths."""
+    from matplotlib.figure import Figure
+
+    series = read_metrics(metrics_path)
+    if keys is None:
+        chosen = sorted(series)
+    else:
+        chosen = list(keys)
+        missing = [k for k in chosen if k not in series]
+        if missing:
+            raise KeyError(f"metrics {missing} are not in {metrics_path}; available: {sorted(series)}")
+    out_dir = Path(out_dir)
+    written: list[Path] = []
+    for key in chosen:
+        fig = Figure(figsize=(5, 3.2))
+        _draw(fig.add_subplot(1, 1, 1), key, *series[key])
+        written.append(save_figure(fig, out_dir / _file_name(key)))
+    if grid:
+        cols = min(4, len(chosen))
+        rows = math.ceil(len(chosen) / cols)
+        fig = Figure(figsize=(4 * cols, 2.8 * rows))
+        for i, key in enumerate(chosen):
+            _draw(fig.add_subplot(rows, cols, i + 1), key, *series[key])
+        fig.tight_layout()
+        written.append(save_figure(fig, out_dir / "tracking_grid.png"))
+    return written
+
+
+def plot_run(run_dir: str | os.PathLike, grid: bool = True) -> list[Path]:
+    """Figures of RUN_DIR/metrics.jsonl into RUN_DIR/figures/tracking/."""
+    run_dir = Path(run_dir)
+    return plot_metrics(run_dir / "metrics.jsonl", run_dir / "figures" / "tracking", grid=grid)

@@ -1,0 +1,302 @@
+"""GeometryTracker: H_eff spectra and representation statistics on a fixed probe batch during training.
+
+Issue 4 §6, PAPER.md §3 ("Hessian tracking", the collapse grid's tracked quantities) and §4.
+Called by the training loop as ``tracker(step, method, probe_views) -> dict[str, float]``
+(docs/METHOD_PROTOCOL: ``method.geometry_problem(z_views) -> (head, loss)``). One call:
+
+1. out = method(views) under no_grad with the backbone in eval mode and everything else in
+   ``head_mode`` ("train": the training loss itself, train-mode BatchNorm uses batch statistics;
+   "eval": running statistics); z_views = out["z"], the backbone representations of the views;
+2. (head, loss) = method.geometry_problem(z_views);
+3. per-sample H_eff = G + M blocks of loss ∘ head w.r.t. z_1 from
+   :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
+   spectrum with the relative floor (:func:`headgeom.geometry.spectrum`), keys prefixed
+   ``heff_<reading>_<reduction>_`` so every number says what it is;
+4. spread, covariance condition number and RankMe of z_1 and of the head outputs; the
+   head/backbone relative update size since the previous call.
+
+Nothing of the method changes: modes are restored, buffers (BatchNorm running statistics, EMA
+and centre buffers) are copied back after the forward passes, the RNG is forked, and the engine
+analyses copies of the head. Non-finite values (e.g. a condition number of a fully collapsed
+batch, the update ratio of a frozen backbone) are left out of the returned dict.
+"""
+from __future__ import annotations
+
+import math
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.func import vmap
+
+from headgeom.geometry import READINGS, effective_hessian, spectrum
+from headgeom.tracking.stats import (
+    COV_DEFINITION,
+    DEFAULT_COV_REL_TOL,
+    covariance_condition,
+    rankme,
+    representation_spread,
+)
+from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
+
+REDUCTIONS = {
+    "mean": "blocks of the loss as the method defines it (headgeom losses average over the N probe "
+            "samples, so each block carries a factor 1/N)",
+    "sum": "N x the blocks of the loss as given: for a loss averaged over the batch, the blocks of "
+           "its per-sample sum (independent of the probe batch size N)",
+}
+HEAD_MODES = ("train", "eval")
+
+
+def _check_views(views: Any) -> list[Tensor]:
+    if isinstance(views, Tensor) or not isinstance(views, (list, tuple)) or not views:
+        raise ValueError(
+            "probe_views must be a non-empty list of view batches [(N, C, H, W), ...] (one per view, "
+            f"as method(views) takes them); got {type(views).__name__}"
+        )
+    for i, v in enumerate(views):
+        if not isinstance(v, Tensor) or v.ndim < 2:
+            raise ValueError(f"probe view {i} must be a batch tensor (N, ...); got {getattr(v, 'shape', type(v).__name__)}")
+    sizes = {int(v.shape[0]) for v in views}
+    if len(sizes) != 1:
+        raise ValueError(f"all probe views must hold the same N samples; got batch sizes {sorted(sizes)}")
+    if sizes.pop() < 2:
+        raise ValueError("the probe batch needs at least 2 samples (spread and covariance use ddof=1)")
+    return list(views)
+
+
+@contextmanager
+def _untouched(method: nn.Module, device: torch.device) -> Iterator[None]:
+    """Restore every module's mode, every buffer's value and the RNG state on exit."""
+    modes = [(m, m.training) for m in method.modules()]
+    buffers = {name: b.detach().clone() for name, b in method.named_buffers()}
+    devices = [device] if device.type == "cuda" else []
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        with torch.no_grad():
+            for name, b in method.named_buffers():
+                if name in buffers and b.shape == buffers[name].shape:
+                    b.copy_(buffers[name])
+        for m, mode in modes:
+            m.train(mode)
+
+
+class GeometryTracker:
+    """Tracks H_eff spectra and representation statistics every ``every`` steps on a probe batch.
+
+    Args:
+        probe_views: the fixed probe batch, a list of view tensors (N, C, H, W) (may instead be
+            passed at call time, as the training loop does).
+        every: track at steps with ``step % every == 0``; other calls return {} at no cost.
+        reading: loss-Hessian reading of G: "ambient", "tangential" or "mse" (PAPER.md §1).
+        reduction: "mean" or "sum", see ``REDUCTIONS``.
+        rel_floor: an eigenvalue counts as negative below −rel_floor · max|λ| (pitfall 2).
+        dtype: analysis dtype of the engine (float64 by default).
+        block_samples: analyse the blocks of the first ``block_samples`` probe samples only (the
+            loss still sees the whole batch, so these blocks are exact); None: all N. Required when
+            the head couples samples and N·d is large (the coupled path costs one H_eff matvec of
+            the whole batch per row of every analysed block).
+        head_mode: "train" (the training loss: train-mode BatchNorm, coupled path) or "eval".
+        cov_rel_tol: covariance eigenvalues above cov_rel_tol · λ_max enter the condition number.
+        chunk_size: samples per chunk in the engine (memory vs speed).
+    """
+
+    def __init__(
+        self,
+        probe_views: Sequence[Tensor] | None = None,
+        every: int = 1,
+        reading: str = "ambient",
+        reduction: str = "mean",
+        rel_floor: float = 1e-10,
+        dtype: torch.dtype = torch.float64,
+        block_samples: int | None = None,
+        head_mode: str = "train",
+        cov_rel_tol: float = DEFAULT_COV_REL_TOL,
+        chunk_size: int = 32,
+    ) -> None:
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"every must be an integer >= 1 (track every K steps); got {every!r}")
+        if reading not in READINGS:
+            raise ValueError(f"unknown reading {reading!r}; choose one of {sorted(READINGS)}")
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"unknown reduction {reduction!r}; choose one of {sorted(REDUCTIONS)}")
+        if not isinstance(rel_floor, (int, float)) or not (0 <= rel_floor < 1):
+            raise ValueError(f"rel_floor must be in [0, 1) (default 1e-10); got {rel_floor!r}")
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise ValueError(f"dtype must be a floating torch dtype (default torch.float64); got {dtype!r}")
+        if block_samples is not None and (isinstance(block_samples, bool) or not isinstance(block_samples, int)
+                                          or block_samples < 1):
+            raise ValueError(f"block_samples must be None (all samples) or an integer >= 1; got {block_samples!r}")
+        if head_mode not in HEAD_MODES:
+            raise ValueError(f"head_mode must be one of {HEAD_MODES}; got {head_mode!r}")
+        if not (isinstance(cov_rel_tol, (int, float)) and 0 < cov_rel_tol < 1):
+            raise ValueError(f"cov_rel_tol must be in (0, 1) (default {DEFAULT_COV_REL_TOL}); got {cov_rel_tol!r}")
+        self.probe_views = None if probe_views is None else _check_views(probe_views)
+        self.every, self.reading, self.reduction = every, reading, reduction
+        self.rel_floor, self.dtype, self.block_samples = float(rel_floor), dtype, block_samples
+        self.head_mode, self.cov_rel_tol, self.chunk_size = head_mode, float(cov_rel_tol), chunk_size
+        self.prefix = f"heff_{reading}_{reduction}_"
+        self._updates = UpdateRatio()
+        self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
+
+    # ------------------------------------------------------------------ the call
+    def due(self, step: int) -> bool:
+        return step % self.every == 0
+
+    def __call__(self, step: int, method: nn.Module, probe_views: Sequence[Tensor] | None = None,
+                 force: bool = False) -> dict[str, float]:
+        """Metrics at ``step`` ({} unless ``step % every == 0`` or ``force``); see the module docstring."""
+        if not force and not self.due(step):
+            return {}
+        views = _check_views(probe_views) if probe_views is not None else self.probe_views
+        if views is None:
+            raise ValueError("no probe batch: pass probe_views to GeometryTracker(...) or to the call")
+        for attr in ("backbone", "projector", "geometry_problem", "head_parameters", "backbone_parameters"):
+            if not hasattr(method, attr):
+                raise TypeError(f"method {type(method).__name__} lacks {attr!r}; it must follow the SSLMethod protocol")
+        t0 = time.perf_counter()
+        device = next(method.parameters()).device
+        out: dict[str, float] = {}
+        with _untouched(method, device):
+            z_views, head, loss, proj = self._forward(method, [v.to(device) for v in views])
+            out.update(self._geometry(head, loss, z_views[0]))
+            out.update(self._statistics(z_views[0], proj))
+        out.update(self._updates.update(step, method.head_parameters(), method.backbone_parameters()))
+        self.last_info["seconds"] = time.perf_counter() - t0
+        self.last_info["step"] = step
+        return {k: float(v) for k, v in out.items() if math.isfinite(float(v))}
+
+    def _forward(self, method: nn.Module, views: list[Tensor]):
+        """z_views from ``method(views)`` (backbone in eval mode, the rest in ``head_mode``, no_grad):
+        the forward also refreshes what geometry_problem reads from it (BYOL's EMA targets, DINO's
+        teacher outputs, cached for exactly these z)."""
+        method.train(self.head_mode == "train")
+        method.backbone.eval()
+        with torch.no_grad():
+            out = method(views)
+            z_views = out.get("z") if isinstance(out, dict) else None
+            if not isinstance(z_views, (list, tuple)) or len(z_views) != len(views):
+                raise ValueError(
+                    f"method(views) must return a dict whose 'z' lists one backbone representation (N, d) "
+                    f"per view ({len(views)}); got {type(out).__name__}"
+                    + (f" with keys {sorted(out)}" if isinstance(out, dict) else "")
+                )
+            z_views = [z.detach() for z in z_views]
+            head, loss = method.geometry_problem(z_views)
+            proj = method.projector(z_views[0])
+        return z_views, head, loss, proj
+
+    # ------------------------------------------------------------------ H_eff
+    def _geometry(self, head: Any, loss: Any, z1: Tensor) -> dict[str, float]:
+        eh = effective_hessian(head, loss, z1, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
+        h, g, m, path = self._blocks(eh, head, loss)
+        scale = float(eh.n) if self.reduction == "sum" else 1.0
+        h, g, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, g, m))
+        spec = spectrum(h, self.rel_floor, decomposition={"G": g, "M": m})
+        info = eh.info()
+        info.update(block_path=path, n_blocks=int(h.shape[0]), reduction=self.reduction,
+                    reduction_definition=REDUCTIONS[self.reduction], head_mode=self.head_mode)
+        self.last_info["engine"] = info
+        self._u = eh.u
+        p = self.prefix
+        ratios = spec.norm_ratios["M"]
+        out = {
+            p + "lambda_min": spec.lambda_min,
+            p + "lambda_max": spec.lambda_max,
+            p + "n_negative": float(spec.n_negative),
+            p + "frac_samples_negative": float((spec.per_block["n_negative"] > 0).double().mean()),
+            p + "floor": spec.floor,
+        }
+        for norm in ("fro", "spectral"):
+            if ratios[norm] is not None:
+                out[p + f"M_ratio_{norm}"] = ratios[norm]
+        return out
+
+    def _blocks(self, eh, head: Any, loss: Any) -> tuple[Tensor, Tensor, Tensor, str]:
+        """(H, G, M) blocks (b, d, d) of the first b probe samples and a description of the path."""
+        n = eh.n
+        b = n if self.block_samples is None else min(self.block_samples, n)
+        if eh.row_wise_head:
+            if b == n:
+                return (*eh.decomposed_blocks(), eh.info()["block_path"])
+            # Row-wise head: block i depends on z_i alone, so the first b samples are analysed with
+            # the other rows' head outputs held constant in the loss (exact for those b blocks).
+            rest = eh.u[b:]
+            sub_loss = lambda u_sub: loss(torch.cat([u_sub, rest], dim=0))  # noqa: E731
+            sub = effective_hessian(head, sub_loss, eh.z[:b], reading=self.reading, dtype=self.dtype,
+                                    chunk_size=self.chunk_size)
+            _, g, m = sub.decomposed_blocks()
+            if self.reading == "mse":  # the MSE premise is I / (analysed batch size): make it I / n
+                g = g * (b / n)
+            return g + m, g, m, f"{sub.info()['block_path']} (first {b} of {n} samples)"
+        if b == n and eh.dim <= eh.max_dense:
+            return (*eh.decomposed_blocks(), "engine coupled path (one matvec per coordinate)")
+        if self.block_samples is None:
+            raise ValueError(
+                f"the head couples samples (train-mode BatchNorm) and N*d = {n}*{eh.d} = {eh.dim} > "
+                f"{eh.max_dense}: its exact blocks need N*d H_eff matvecs of the whole batch; pass "
+                "block_samples (e.g. 8) to analyse the first samples' blocks, or head_mode='eval'"
+            )
+        g = self._coupled_subset(eh.gauss_newton_matvec, eh, b)
+        m = self._coupled_subset(eh.interaction_matvec, eh, b)
+        return g + m, g, m, f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
+
+    def _coupled_subset(self, matvec, eh, b: int) -> Tensor:
+        """Diagonal blocks A_ii (b, d, d) of a coupled operator from matvecs on e_{i,c}, i < b."""
+        n, d = eh.n, eh.d
+        step = max(1, min(d, 4 * self.chunk_size))
+        out = torch.empty(b, d, d, dtype=eh.z.dtype, device=eh.z.device)
+        for i in range(b):
+            for c0 in range(0, d, step):
+                c1 = min(d, c0 + step)
+                basis = torch.zeros(c1 - c0, n, d, dtype=eh.z.dtype, device=eh.z.device)
+                basis[torch.arange(c1 - c0), i, torch.arange(c0, c1)] = 1.0
+                out[i, c0:c1] = vmap(matvec)(basis)[:, i, :].detach()  # rows c of A_ii (symmetric)
+        return out
+
+    # ------------------------------------------------------------------ statistics
+    def _statistics(self, z1: Tensor, proj: Tensor) -> dict[str, float]:
+        out: dict[str, float] = {}
+        outputs = {"z": z1, "projector": proj, "head": self._u}
+        for name, x in outputs.items():
+            out[f"spread_{name}"] = representation_spread(x)
+        for name in ("z", "projector"):
+            cc = covariance_condition(outputs[name], self.cov_rel_tol)
+            out[f"cov_condition_{name}"] = cc.condition_number
+            out[f"cov_rank_{name}"] = float(cc.rank)
+            out[f"rankme_{name}"] = rankme(outputs[name])
+        return out
+
+    # ------------------------------------------------------------------ what the numbers are
+    def metadata(self) -> dict[str, Any]:
+        """The definitions behind every key (JSON-serialisable); write it beside metrics.jsonl."""
+        p = self.prefix
+        return {
+            "every": self.every, "reading": self.reading, "reading_definition": READINGS[self.reading],
+            "reduction": self.reduction, "reduction_definition": REDUCTIONS[self.reduction],
+            "rel_floor": self.rel_floor, "dtype": str(self.dtype).replace("torch.", ""),
+            "block_samples": self.block_samples, "head_mode": self.head_mode,
+            "cov_rel_tol": self.cov_rel_tol,
+            "probe_batch": None if self.probe_views is None else int(self.probe_views[0].shape[0]),
+            "keys": {
+                p + "lambda_min / lambda_max": "extreme eigenvalues over all analysed per-sample H_eff "
+                "blocks of the method's geometry_problem loss w.r.t. backbone view 1 (z_1), exact eigh in float64",
+                p + "n_negative": "eigenvalues < -floor summed over the blocks, floor = rel_floor * max|lambda|",
+                p + "frac_samples_negative": "fraction of blocks with at least one eigenvalue < -floor",
+                p + "floor": "the floor used",
+                p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
+                "spread_z / spread_projector / spread_head": "mean per-dimension std (ddof=1) of the "
+                "L2-normalised rows of z_1, projector(z_1) and the geometry head's output h(z_1)",
+                "cov_condition_* / cov_rank_*": COV_DEFINITION,
+                "rankme_*": "RankMe (Garrido et al. 2023) of z_1 / projector(z_1), eps 1e-7",
+                "update_*": UPDATE_DEFINITION,
+            },
+            "modes": f"backbone in eval mode under no_grad; head and loss in {self.head_mode} mode; "
+                     "modes, buffers and RNG restored after each call",
+            "omitted": "a key is left out at a step where its value is undefined (NaN or inf)",
+            "last_call": self.last_info.get("engine"),
+        }

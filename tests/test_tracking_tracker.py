@@ -1,0 +1,234 @@
+"""GeometryTracker against an independent float64 autograd Hessian on a fake SSL method.
+
+The fake follows docs METHOD_PROTOCOL: geometry_problem(z_views) -> (projector, loss) with
+loss(u) = negative_cosine(u, sg(projector(z_2))), the target fixed once computed. The
+reference differentiates the whole batch loss as a function of z_1 with
+torch.autograd.functional.hessian (float64) and reads the diagonal (d, d) blocks; M is the
+Hessian of <rho, h(z_1)> with rho = dL/du from autograd. Tolerances: 1e-8 relative to the
+largest |eigenvalue| (float64 through two different differentiation routes).
+"""
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.autograd.functional import hessian, jacobian
+
+from headgeom.heads import head_from
+from headgeom.objectives import negative_cosine
+from headgeom.tracking import GeometryTracker
+
+D, K, IMG = 4, 3, (2, 2, 2)  # representation dim, head output dim, tiny "images"
+
+
+class FakeMethod(nn.Module):
+    """A backbone with BatchNorm (buffers to protect), a SiLU projector (optionally with BN)."""
+
+    def __init__(self, bn_head: bool = False, seed: int = 0) -> None:
+        super().__init__()
+        torch.manual_seed(seed)
+        self.backbone = nn.Sequential(nn.Flatten(), nn.Linear(8, D), nn.BatchNorm1d(D))
+        self.projector = head_from(f"{D}-5-{K}:silu" + (":bn" if bn_head else ""))
+        self.predictor = None
+
+    def forward(self, views):
+        z = [self.backbone(v) for v in views]
+        u = [self.projector(zi) for zi in z]
+        return {"loss": negative_cosine(u[0], u[1]), "z": z, "logs": {}}
+
+    def geometry_problem(self, z_views):
+        target = self.projector(z_views[1]).detach()
+        # constants follow the analysis dtype (as headgeom.methods' frozen(): F.cosine_similarity
+        # of float64 against float32 computes in float32)
+        return self.projector, lambda u: negative_cosine(u, target.to(u.dtype))
+
+    def head_parameters(self):
+        return self.projector.parameters()
+
+    def backbone_parameters(self):
+        return self.backbone.parameters()
+
+
+def _views(n: int, seed: int = 1) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, *IMG, generator=g) for _ in range(2)]
+
+
+def _reference(method: FakeMethod, views, head_mode="train", reduction="mean", reading="ambient"):
+    """Independent (H, G, M) diagonal blocks (N, d, d), float64 autograd on a copy of the method."""
+    m = copy.deepcopy(method)
+    m.backbone.eval()
+    with torch.no_grad():
+        z1, z2 = (m.backbone(v) for v in views)
+    m.train(head_mode == "train")
+    with torch.no_grad():
+        target = m.projector(z2).double()
+    head = copy.deepcopy(m.projector).double()
+    for b in head.modules():  # train-mode BN: batch statistics, no running-stat updates in the reference
+        if isinstance(b, nn.BatchNorm1d) and b.training:
+            b.track_running_stats, b.running_mean, b.running_var = False, None, None
+    z = z1.double()
+    n = z.shape[0]
+    loss = lambda u: -torch.nn.functional.cosine_similarity(u, target, dim=1).mean()  # noqa: E731
+    full = hessian(lambda zf: loss(head(zf.reshape(n, D))), z.reshape(-1)).reshape(n, D, n, D)
+    u = head(z).detach().requires_grad_(True)
+    rho = torch.autograd.grad(loss(u), u)[0].detach()
+    m_full = hessian(lambda zf: (rho * head(zf.reshape(n, D))).sum(), z.reshape(-1)).reshape(n, D, n, D)
+    idx = torch.arange(n)
+    h_blocks, m_blocks = full[idx, :, idx, :], m_full[idx, :, idx, :]
+    if reading == "mse":  # G_i = J_i^T (I/N) J_i, J from autograd on the row-wise head
+        jac = torch.stack([jacobian(lambda zi: head(zi[None])[0], z[i]) for i in range(n)])
+        g_blocks = jac.transpose(1, 2) @ jac / n
+        h_blocks = g_blocks + m_blocks
+    scale = n if reduction == "sum" else 1.0
+    return scale * h_blocks, scale * (h_blocks - m_blocks), scale * m_blocks, z1
+
+
+def _expected(h, m, rel_floor=1e-10):
+    lam = np.linalg.eigvalsh(h.numpy())
+    floor = rel_floor * np.abs(lam).max()
+    fro = math.sqrt(float((m ** 2).sum())) / math.sqrt(float((h ** 2).sum()))
+    spec = max(np.abs(np.linalg.eigvalsh(mi)).max() for mi in m.numpy()) / np.abs(lam).max()
+    return {"lambda_min": lam.min(), "lambda_max": lam.max(), "n_negative": int((lam < -floor).sum()),
+            "frac": float(((lam < -floor).sum(1) > 0).mean()), "fro": fro, "spectral": spec}
+
+
+def _check(out, exp, prefix, tol=1e-8):
+    scale = max(abs(exp["lambda_min"]), abs(exp["lambda_max"]))
+    assert out[prefix + "lambda_min"] == pytest.approx(exp["lambda_min"], abs=tol * scale)
+    assert out[prefix + "lambda_max"] == pytest.approx(exp["lambda_max"], abs=tol * scale)
+    assert out[prefix + "n_negative"] == exp["n_negative"]
+    assert out[prefix + "frac_samples_negative"] == pytest.approx(exp["frac"])
+    assert out[prefix + "M_ratio_fro"] == pytest.approx(exp["fro"], rel=1e-7)
+    assert out[prefix + "M_ratio_spectral"] == pytest.approx(exp["spectral"], rel=1e-7)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_row_wise_head_matches_autograd(reduction):
+    method, views = FakeMethod(), _views(6)
+    h, _, m, _ = _reference(method, views, reduction=reduction)
+    exp = _expected(h, m)
+    assert exp["n_negative"] > 0 and exp["fro"] > 1e-3  # the ambient cosine reading is indefinite, M ≠ 0
+    tracker = GeometryTracker(views, reading="ambient", reduction=reduction)
+    out = tracker(0, method)
+    _check(out, exp, f"heff_ambient_{reduction}_")
+    assert tracker.metadata()["last_call"]["block_path"] in ("structured-mlp", "generic-torch.func")
+    if reduction == "sum":  # "sum" = the per-sample loss's Hessian: compare with a single sample's
+        z1 = _reference(method, views)[3].double()
+        head = copy.deepcopy(method.projector).double()
+        with torch.no_grad():
+            t0 = copy.deepcopy(method).backbone.eval()(views[1])
+            target0 = method.projector(t0)[0].double()
+        per = hessian(lambda zi: -torch.nn.functional.cosine_similarity(head(zi[None])[0], target0, dim=0), z1[0])
+        assert torch.allclose(per, h[0], rtol=1e-9, atol=1e-12)
+
+
+def test_mse_reading_and_block_subset_match_autograd():
+    method, views = FakeMethod(seed=3), _views(7, seed=5)
+    h, _, m, _ = _reference(method, views, reading="mse")
+    out = GeometryTracker(views, reading="mse", block_samples=3)(0, method)
+    _check(out, _expected(h[:3], m[:3]), "heff_mse_mean_")
+
+
+@pytest.mark.parametrize("block_samples", [None, 2])
+def test_train_mode_batchnorm_head_uses_coupled_path(block_samples):
+    method, views = FakeMethod(bn_head=True, seed=4), _views(5, seed=2)
+    h, _, m, _ = _reference(method, views, head_mode="train")
+    b = 5 if block_samples is None else block_samples
+    tracker = GeometryTracker(views, block_samples=block_samples)
+    out = tracker(0, method)
+    _check(out, _expected(h[:b], m[:b]), "heff_ambient_mean_")
+    path = tracker.metadata()["last_call"]["block_path"]
+    assert "coupled" in path and (block_samples is None or "first 2 of 5" in path)
+    # eval mode: BN uses running statistics, the head is row-wise again
+    h_e, _, m_e, _ = _reference(method, views, head_mode="eval")
+    tr_e = GeometryTracker(views, head_mode="eval")
+    _check(tr_e(0, method), _expected(h_e, m_e), "heff_ambient_mean_")
+    assert "coupled" not in tr_e.metadata()["last_call"]["block_path"]
+
+
+def _np_spread(x):
+    x = x.astype(np.float64)
+    xn = x / np.linalg.norm(x, axis=1, keepdims=True)
+    return float(np.std(xn, axis=0, ddof=1).mean())
+
+
+def test_statistics_of_z_and_head_outputs():
+    method, views = FakeMethod(seed=6), _views(9, seed=3)
+    m = copy.deepcopy(method)
+    m.backbone.eval()
+    with torch.no_grad():
+        z1 = m.backbone(views[0])
+        m.train()
+        p = m.projector(z1)
+    out = GeometryTracker(views)(0, method)
+    assert out["spread_z"] == pytest.approx(_np_spread(z1.numpy()), rel=1e-10)
+    assert out["spread_projector"] == pytest.approx(_np_spread(p.numpy()), rel=1e-10)
+    assert out["spread_head"] == pytest.approx(_np_spread(p.numpy()), rel=1e-5)  # head = projector here, float64
+    lam = np.linalg.eigvalsh(np.cov(z1.double().numpy(), rowvar=False))
+    kept = lam[lam > 1e-8 * lam.max()]
+    assert out["cov_condition_z"] == pytest.approx(kept.max() / kept.min(), rel=1e-8)
+    assert out["cov_rank_z"] == kept.size
+    assert 1.0 <= out["rankme_z"] <= D
+
+
+def test_method_is_left_unchanged():
+    method, views = FakeMethod(bn_head=True, seed=7), _views(6)
+    method.train()
+    method.projector.eval()  # mixed modes must come back as they were
+    before = {k: v.clone() for k, v in method.state_dict().items()}
+    modes = [mod.training for mod in method.modules()]
+    rng = torch.get_rng_state()
+    tracker = GeometryTracker(views)
+    tracker(0, method)
+    tracker(1, method)
+    after = method.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)  # params and BN running stats
+    assert [mod.training for mod in method.modules()] == modes
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
+def test_update_ratio_between_calls():
+    method, views = FakeMethod(seed=8), _views(4)
+    tracker = GeometryTracker(views, every=5)
+    first = tracker(0, method)
+    assert "update_ratio" not in first
+    assert tracker(3, method) == {}  # not a tracking step
+    with torch.no_grad():
+        for p in method.backbone.parameters():
+            p.mul_(1.5)
+        head = list(method.projector.parameters())
+        before = math.sqrt(sum(float(p.double().square().sum()) for p in head))
+        head[0].add_(0.1)
+        change = 0.1 * math.sqrt(head[0].numel())
+    out = tracker(5, method)
+    assert out["update_backbone_rel"] == pytest.approx(0.5, rel=1e-6)
+    assert out["update_head_rel"] == pytest.approx(change / before, rel=1e-6)
+    assert out["update_ratio"] == pytest.approx(change / before / 0.5, rel=1e-6)
+    assert out["update_steps"] == 5.0
+
+
+def test_errors_on_bad_input():
+    views = _views(4)
+    for kwargs, match in [({"every": 0}, "every"), ({"reading": "exact"}, "reading"),
+                          ({"reduction": "median"}, "reduction"), ({"block_samples": 0}, "block_samples"),
+                          ({"head_mode": "frozen"}, "head_mode"), ({"dtype": torch.int64}, "dtype"),
+                          ({"rel_floor": 1.5}, "rel_floor")]:
+        with pytest.raises(ValueError, match=match):
+            GeometryTracker(views, **kwargs)
+    with pytest.raises(ValueError, match="list of view"):
+        GeometryTracker(views[0])
+    with pytest.raises(ValueError, match="same N"):
+        GeometryTracker([views[0], views[1][:3]])
+    with pytest.raises(ValueError, match="at least 2"):
+        GeometryTracker([v[:1] for v in views])
+    with pytest.raises(ValueError, match="no probe batch"):
+        GeometryTracker()(0, FakeMethod())
+    with pytest.raises(TypeError, match="SSLMethod protocol"):
+        GeometryTracker(views)(0, nn.Linear(2, 2))
+    # a coupled head with N*d above the engine's dense limit needs block_samples
+    big = [torch.randn(1600, *IMG) for _ in range(2)]
+    with pytest.raises(ValueError, match="block_samples"):
+        GeometryTracker(big)(0, FakeMethod(bn_head=True))
