@@ -55,13 +55,12 @@ def resolve_device(name: str) -> torch.device:
 
 
 def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
-    """``headgeom.methods.build_method`` with the backbone built from ``backbone_options``."""
-    from headgeom.backbones import get_backbone
+    """``headgeom.methods.build_method`` for the config's method, backbone (+ options) and heads."""
     from headgeom.methods import build_method
 
-    backbone = get_backbone(config.backbone, **config.backbone_options)
-    return build_method(config.method, backbone=backbone, head=config.head, predictor=config.predictor,
-                        pseudo_collapse=config.pseudo_collapse, **config.method_options)
+    return build_method(config.method, backbone=config.backbone, head=config.head,
+                        predictor=config.predictor, pseudo_collapse=config.pseudo_collapse,
+                        backbone_options=config.backbone_options, **config.method_options)
 
 
 def _environment() -> dict[str, Any]:
@@ -190,6 +189,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     if tracker is not None and config.track_every and step == 0:
         _write(log, {"step": 0, **_track(tracker, step, method, probe, device)})
     t0, start_step, loss_value, perm, epoch_state = time.perf_counter(), step, float("nan"), None, None
+    t_warm: float | None = None
+    warm_step = step
     try:
         while step < stop:
             pos = step % steps_per_epoch
@@ -227,13 +228,16 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                     or (config.checkpoint_every and step % config.checkpoint_every == 0)):
                 checkpoint(epoch_state)
             bar.update(1)
+            if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
+                t_warm, warm_step = time.perf_counter(), step
     finally:
         bar.close()
         log.close()
-    seconds = time.perf_counter() - t0
+    t_end = time.perf_counter()
     done = {"step": step, "epoch": step / steps_per_epoch, "complete": step >= total,
-            "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": seconds,
-            "images_per_s": (step - start_step) * B / seconds if seconds > 0 else None,
+            "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": t_end - t0,
+            "images_per_s": ((step - warm_step) * B / (t_end - t_warm)
+                             if t_warm is not None and step > warm_step else None),
             "checkpoint": str(last)}
     atomic_write_json(out / "done.json", done)
     return done
