@@ -6,7 +6,7 @@ the first ``n_global_views`` (the global crops, in the order of
 the running centre and the current teacher temperature. After each optimiser step
 (``on_step_end``): EMA update of the teacher (cosine 0.996 → 1), centre update from the
 step's teacher outputs (momentum 0.9), and the teacher temperature of the next step
-(linear warm-up 0.04 → 0.07 over ``teacher_temp_warmup`` × total steps, then constant).
+(DINO's linspace warm-up 0.04 → 0.07 over ``teacher_temp_warmup`` × total steps, then constant).
 """
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ class DINO(SSLMethod):
             )
         self.teacher = EMATarget(nn.Sequential(self.backbone, self.projector))
         self.centering = DINOCenter(projector.out_dim, o["center_momentum"])
-        self.current_teacher_temp = float(o["teacher_temp_start"])  # in state_dict (extra state)
+        # the temperature of the next forward, in state_dict (extra state): schedule step 0
+        self.current_teacher_temp = self.teacher_temp_at(0, 1)
         self._pending_center: Tensor | None = None
         self._teacher_cache: tuple[Tensor, list[Tensor]] | None = None
 
@@ -94,8 +95,15 @@ class DINO(SSLMethod):
         if self._pending_center is not None:
             self.centering.update_(self._pending_center)
             self._pending_center = None
-        warmup = int(round(o["teacher_temp_warmup"] * total_steps))
-        self.current_teacher_temp = teacher_temperature(step + 1, warmup, o["teacher_temp_start"], o["teacher_temp"])
+        self.current_teacher_temp = self.teacher_temp_at(step + 1, total_steps)
+
+    def teacher_temp_at(self, step: int, total_steps: int) -> float:
+        """The teacher temperature of 0-based ``step``: warm-up over max(1, round(frac · total))
+        steps when ``teacher_temp_warmup`` = frac > 0, else ``teacher_temp`` throughout."""
+        o = self.options
+        frac = o["teacher_temp_warmup"]
+        warmup = max(1, int(round(frac * total_steps))) if frac > 0 else 0
+        return teacher_temperature(step, warmup, o["teacher_temp_start"], o["teacher_temp"])
 
     def get_extra_state(self) -> dict[str, float]:
         return {"current_teacher_temp": self.current_teacher_temp}

@@ -4,9 +4,9 @@ Caron et al. 2021, facebookresearch/dino main_dino.py ``DINOLoss``:
 
 - centre update (``update_center``): c ← m c + (1 − m) · mean of the teacher outputs over
   every global view and sample of the batch (all-reduced over processes), m = 0.9;
-- teacher temperature (``teacher_temp_schedule``): linear from ``warmup_teacher_temp``
-  (0.04) to ``teacher_temp`` (0.07 in the README's ViT-S runs) over the warm-up, then
-  constant. The official schedule is per epoch; here it is per optimiser step.
+- teacher temperature (``teacher_temp_schedule``): ``linspace(warmup_teacher_temp,
+  teacher_temp, W)`` (0.04 to 0.07 in the README's ViT-S runs) for the W warm-up steps,
+  then constant. The official schedule is per epoch; here it is per optimiser step.
 
 The loss itself is the pure :func:`headgeom.objectives.dino`; house style rule 1.
 """
@@ -25,16 +25,20 @@ def center_update(center: Tensor, batch_mean: Tensor, momentum: float) -> Tensor
 
 
 def teacher_temperature(step: int, warmup_steps: int, start: float = 0.04, final: float = 0.07) -> float:
-    """Teacher temperature at 0-based ``step``: start + (final − start) · min(step / warmup, 1)."""
+    """Teacher temperature at 0-based ``step``, as DINO's schedule
+    ``concatenate((linspace(start, final, W), ones(...) * final))[step]`` with W = warmup_steps:
+    start + (final − start) · step / (W − 1) for step < W, then ``final``."""
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step must be an int >= 0; got {step!r}")
     if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ValueError(f"warmup_steps must be an int >= 0; got {warmup_steps!r}")
     if not (start > 0 and final > 0):
         raise ValueError(f"teacher temperatures must be > 0; got start={start!r}, final={final!r}")
-    if warmup_steps == 0:
+    if step >= warmup_steps:
         return float(final)
-    return float(start + (final - start) * min(step / warmup_steps, 1.0))
+    if warmup_steps == 1:
+        return float(start)
+    return float(start + (final - start) * step / (warmup_steps - 1))
 
 
 class DINOCenter(nn.Module):
