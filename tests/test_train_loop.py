@@ -25,11 +25,14 @@ class TinyMethod(nn.Module):
 
     name = "tiny"
 
-    def __init__(self, nan_at: int | None = None) -> None:
+    def __init__(self, nan_at: int | None = None, separable: bool = False) -> None:
         super().__init__()
-        self.backbone = nn.Sequential(nn.Conv2d(3, 6, 3, stride=2), nn.BatchNorm2d(6), nn.ReLU(),
+        # separable=True: no BatchNorm, no dropout, so the loss is a plain mean over samples
+        self.backbone = nn.Sequential(nn.Conv2d(3, 6, 3, stride=2),
+                                      nn.Identity() if separable else nn.BatchNorm2d(6), nn.ReLU(),
                                       nn.AdaptiveAvgPool2d(1), nn.Flatten())
-        self.projector = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 8))
+        self.projector = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Dropout(0.0 if separable else 0.2),
+                                       nn.Linear(16, 8))
         self.skip = nn.Linear(6, 8)
         self.target = nn.Linear(6, 8)  # EMA copy of ``skip``: a stateful part, as BYOL's target
         self.target.requires_grad_(False)
@@ -46,7 +49,7 @@ class TinyMethod(nn.Module):
         loss = loss + 0.1 * (p[0] - p[1]).pow(2).mean()
         if self.nan_at is not None and int(self.updates) >= self.nan_at:
             loss = loss * float("nan")
-        return {"loss": loss, "z": z, "logs": {"spread": float(p[0].detach().std(0).mean())}}
+        return {"loss": loss, "z": z, "logs": {"p_norm": float(p[0].detach().norm(dim=1).mean())}}
 
     @torch.no_grad()
     def on_step_end(self, step: int, total_steps: int) -> None:
@@ -119,7 +122,7 @@ def test_run_directory_records(tmp_path):
     lines = metrics(tmp_path)
     assert [r["step"] for r in lines] == [3, 6, 8]  # every 3 steps and the last
     for r in lines:
-        assert {"step", "epoch", "loss", "lr", "spread"} <= r.keys() and isinstance(r["loss"], float)
+        assert {"step", "epoch", "loss", "lr", "p_norm"} <= r.keys() and isinstance(r["loss"], float)
     assert lines[0]["epoch"] == 3 / 4
     meta = json.loads((tmp_path / "config.json").read_text())
     assert meta["config"]["lr"] == 0.05 and meta["steps_per_epoch"] == 4 and meta["total_steps"] == 8

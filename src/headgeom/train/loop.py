@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from headgeom.io import atomic_write_bytes, atomic_write_json
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
+from .ddp import DistContext, init_distributed
 from .optim import build_optimizer
 from .schedules import lr_at
 
@@ -106,6 +108,9 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     follows headgeom.methods' protocol (``forward(views) -> {"loss", "logs"}``, ``recipe``,
     ``param_groups``, ``on_step_end``).
 
+    Under torchrun (``WORLD_SIZE`` > 1) it joins the job and trains with DDP (see :mod:`.ddp`);
+    only rank 0 writes files.
+
     Raises:
         NonFiniteLossError: NaN/inf loss (or parameters); checkpoints/last.pt stays the last good one.
         FileExistsError: ``out_dir`` already holds a run and ``resume`` is False.
@@ -115,9 +120,12 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     out = Path(out_dir)
     ckpt_dir, last = out / "checkpoints", out / "checkpoints" / "last.pt"
     metrics_path = out / "metrics.jsonl"
-    _check_run_dir(out, config, resume)
     device = resolve_device(config.device)
+    ctx = init_distributed(device)
+    device = ctx.device(device)
     on_cuda = device.type == "cuda"
+    _check_run_dir(out, config, resume)
+    ctx.barrier()  # every process has checked before rank 0 writes
 
     data = load_dataset(config.data, "train", config.data_dir, **config.data_options)
     n, B = len(data), config.batch_size
@@ -125,6 +133,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     if steps_per_epoch == 0:
         raise ValueError(f"batch_size={B} exceeds the {n} training images of {config.data!r}; "
                          f"use --batch-size <= {n}")
+    if B % ctx.world:
+        raise ValueError(f"batch_size={B} (global) must be divisible by the {ctx.world} processes")
     total = config.epochs * steps_per_epoch  # the schedule's length
     stop = min(total, config.max_steps or total)
     warmup = round(config.warmup_epochs * steps_per_epoch)
@@ -158,13 +168,16 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         torch.set_rng_state(ck["torch_rng"].cpu())
         if on_cuda and ck.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
-    atomic_write_bytes(metrics_path, "".join(l + "\n" for l in _read_metrics(metrics_path, step)).encode())
-    (out / "done.json").unlink(missing_ok=True)
-    (out / "stopped.json").unlink(missing_ok=True)
-    atomic_write_json(out / "config.json", {
-        "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
-        "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
-        "resumed_from_step": step if resume else None, **_environment()})
+    if ctx.main:
+        kept = _read_metrics(metrics_path, step)  # drop lines written after the checkpoint
+        atomic_write_bytes(metrics_path, "".join(line + "\n" for line in kept).encode())
+        (out / "done.json").unlink(missing_ok=True)
+        (out / "stopped.json").unlink(missing_ok=True)
+        atomic_write_json(out / "config.json", {
+            "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
+            "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
+            "processes": ctx.world, "resumed_from_step": step if resume else None, **_environment()})
+    model = ctx.wrap(method, device)
 
     def checkpoint(epoch_start_state: torch.Tensor) -> None:
         bad = [name for name, p in method.named_parameters() if not torch.isfinite(p).all()]
@@ -177,14 +190,18 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                  "aug_generator": aug_gen.get_state(), "torch_rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
                  "config": config.to_dict()}
-        save_checkpoint(last, state)
         e = step // steps_per_epoch
-        if step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0:
-            atomic_write_bytes(ckpt_dir / f"epoch_{e:04d}.pt", last.read_bytes())
+        if ctx.main:
+            save_checkpoint(last, state)
+            if step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0:
+                atomic_write_bytes(ckpt_dir / f"epoch_{e:04d}.pt", last.read_bytes())
+        ctx.barrier()
 
     from tqdm import tqdm
-    bar = tqdm(total=stop, initial=step, disable=not config.progress, unit="step", dynamic_ncols=True)
-    log = open(metrics_path, "a", encoding="utf-8")
+    bar = tqdm(total=stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
+               dynamic_ncols=True)
+    log = open(metrics_path, "a", encoding="utf-8") if ctx.main else None
+    tracker = tracker if ctx.main else None
     method.train()
     if tracker is not None and config.track_every and step == 0:
         _write(log, {"step": 0, **_track(tracker, step, method, probe, device)})
@@ -199,14 +216,14 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                 perm = torch.randperm(n, generator=data_gen)
             idx = perm[pos * B:(pos + 1) * B].to(device)
             views = recipe(images[idx].float().div_(255), aug_gen)
-            views = [v.contiguous(memory_format=memory_format) for v in views]
+            views = [v.contiguous(memory_format=memory_format) for v in ctx.shard(list(views))]
             lr = lr_at(config.schedule, step, total, config.lr, warmup, config.final_lr)
             for group in optimizer.param_groups:
                 group["lr"] = config.lr if group.get("fixed_lr") else lr
             with autocast:
-                result = method(views)
+                result = model(views)
             loss = result["loss"]
-            loss_value = float(loss.detach())
+            loss_value = ctx.mean(loss.detach())  # one sync per step: every process stops together
             if not math.isfinite(loss_value):
                 _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step + 1} "
                       f"(epoch {step // steps_per_epoch}, lr {lr:.4g})", last)
@@ -222,7 +239,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                 bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
             if tracker is not None and config.track_every and step % config.track_every == 0:
                 record = {"step": step, **record, **_track(tracker, step, method, probe, device)}
-            if record:
+            if record and log is not None:
                 _write(log, record)
             if (step % steps_per_epoch == 0 or step == stop
                     or (config.checkpoint_every and step % config.checkpoint_every == 0)):
@@ -232,14 +249,17 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                 t_warm, warm_step = time.perf_counter(), step
     finally:
         bar.close()
-        log.close()
+        if log is not None:
+            log.close()
     t_end = time.perf_counter()
     done = {"step": step, "epoch": step / steps_per_epoch, "complete": step >= total,
             "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": t_end - t0,
             "images_per_s": ((step - warm_step) * B / (t_end - t_warm)
                              if t_warm is not None and step > warm_step else None),
-            "checkpoint": str(last)}
-    atomic_write_json(out / "done.json", done)
+            "checkpoint": str(last), "processes": ctx.world}
+    if ctx.main:
+        atomic_write_json(out / "done.json", done)
+    ctx.barrier()
     return done
 
 
@@ -281,7 +301,8 @@ def _write(fh: Any, record: dict[str, Any]) -> None:
 def _stop(out: Path, step: int, loss_value: float, what: str, last: Path) -> None:
     kept = (f"the last good checkpoint {last} (step {load_checkpoint(last)['step']}) is kept"
             if last.exists() else "no checkpoint had been written yet")
-    atomic_write_json(out / "stopped.json", {"reason": what, "step": step, "loss": loss_value,
-                                             "checkpoint": str(last) if last.exists() else None})
+    if int(os.environ.get("RANK", "0")) == 0:
+        atomic_write_json(out / "stopped.json", {"reason": what, "step": step, "loss": loss_value,
+                                                 "checkpoint": str(last) if last.exists() else None})
     raise NonFiniteLossError(f"{what}; the run stopped and {kept}. Lower --lr, add --warmup-epochs, "
                              f"or check the method's options, then start a new run")
