@@ -8,6 +8,7 @@ from torch import nn
 
 from headgeom.heads import get_head_spec, parse_head
 from headgeom.methods import METHODS, SSLMethod, build_method
+from headgeom.objectives import barlow_twins, nt_xent, vicreg
 
 BB = {"backbone_options": {"width": 1 / 32}}  # resnet18 with feature_dim 16
 
@@ -167,3 +168,25 @@ def test_bad_backbones_and_views():
         build_method("simclr", "resnet18", head="d-8-8", pseudo_collapse=float("nan"), **BB)
     with pytest.raises(ValueError, match="n_global_views"):
         build_method("dino", "resnet18", head="d-8-8:gelu:dino=4", n_global_views=1, **BB)
+
+
+# ---- mixed precision --------------------------------------------------------------------------
+@pytest.mark.parametrize("name,objective", [
+    ("simclr", lambda a, b: nt_xent(a, b, 0.5)),
+    ("vicreg", lambda a, b: vicreg(a, b)),
+    ("barlow_twins", lambda a, b: barlow_twins(a, b)),
+])
+def test_objectives_run_in_float32_under_bf16_autocast(name, objective):
+    """Backbone and head run in bf16 under autocast; the loss must equal the objective of the
+    (upcast) bf16 head outputs evaluated in float32 outside autocast (to float32 round-off),
+    not a bf16 evaluation (which is off by ~1e-2 relative)."""
+    torch.manual_seed(0)
+    m = build_method(name, "resnet18", head="d-32-32:bn", **BB)
+    outputs = []
+    m.projector.register_forward_hook(lambda mod, inp, out: outputs.append(out))
+    views = [torch.rand(8, 3, 16, 16), torch.rand(8, 3, 16, 16)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = m(views)["loss"]
+    assert outputs[0].dtype == torch.bfloat16 and loss.dtype == torch.float32
+    expected = objective(outputs[0].float(), outputs[1].float())
+    torch.testing.assert_close(loss, expected, rtol=1e-6, atol=1e-6)

@@ -40,6 +40,24 @@ def preserve_buffers(*modules: nn.Module | None) -> Iterator[None]:
                 b.copy_(value)
 
 
+def upcast(t: Tensor) -> Tensor:
+    """float16 / bfloat16 -> float32; other dtypes unchanged (float64 stays float64)."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def full_precision(fn: Callable[..., Any], *tensors: Any) -> Any:
+    """fn(*tensors) with autocast off and half-precision tensors (or lists of them) upcast.
+
+    Under bf16/fp16 autocast the backbone and heads run in low precision, but the
+    objectives (normalisations, log-sum-exp, D×D correlation matrices) run in float32:
+    bf16's 8-bit mantissa is too coarse for VICReg's covariance or Barlow's c_ij.
+    """
+    args = [[upcast(x) for x in t] if isinstance(t, (list, tuple)) else upcast(t) for t in tensors]
+    first = args[0][0] if isinstance(args[0], list) else args[0]
+    with torch.autocast(device_type=first.device.type, enabled=False):
+        return fn(*args)
+
+
 def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
     """A detached constant that follows the dtype and device of the tensor it meets.
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen
+from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.objectives import info_nce, nt_xent
 
 
@@ -35,7 +35,7 @@ class SimCLR(SSLMethod):
         views = self.check_views(views)
         z = self.encode(views)
         u1, u2 = (self.projector(zv) for zv in z)
-        return {"loss": self.loss_fn(u1, u2), "z": z, "logs": {}}
+        return {"loss": full_precision(self.loss_fn, u1, u2), "z": z, "logs": {}}
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)

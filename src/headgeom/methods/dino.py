@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen
+from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.methods.siamese import cached_targets
@@ -81,10 +81,11 @@ class DINO(SSLMethod):
         student = [self.projector(zv) for zv in z]
         teacher = self.teacher_outputs(views)
         o = self.options
-        loss = dino(student, teacher, self.centering.center, o["student_temp"], self.current_teacher_temp)
+        loss = full_precision(lambda s, t, c: dino(s, t, c, o["student_temp"], self.current_teacher_temp),
+                              student, teacher, self.centering.center)
         self._teacher_cache = (z[0].detach(), teacher)
         if self.training:
-            self._pending_center = DINOCenter.batch_mean(teacher)
+            self._pending_center = DINOCenter.batch_sum(teacher)
         return {"loss": loss, "z": z, "logs": {"teacher_temp": self.current_teacher_temp}}
 
     @torch.no_grad()
@@ -93,7 +94,7 @@ class DINO(SSLMethod):
         m = cosine_momentum(step, total_steps, o["momentum_base"], o["momentum_final"])
         self.teacher.update_(nn.Sequential(self.backbone, self.projector), m)
         if self._pending_center is not None:
-            self.centering.update_(self._pending_center)
+            self.centering.update_(DINOCenter.reduce_mean(*self._pending_center))
             self._pending_center = None
         self.current_teacher_temp = self.teacher_temp_at(step + 1, total_steps)
 

@@ -53,15 +53,30 @@ class DINOCenter(nn.Module):
 
     @staticmethod
     @torch.no_grad()
-    def batch_mean(teacher_outputs: list[Tensor]) -> Tensor:
-        """Mean over all global views and samples, (1, K); averaged over processes under DDP."""
+    def batch_sum(teacher_outputs: list[Tensor]) -> tuple[Tensor, Tensor]:
+        """(sum over all global views and samples (1, K), their count) on this process."""
         cat = torch.cat([t.detach() for t in teacher_outputs], dim=0)
-        total = cat.sum(dim=0, keepdim=True)
+        if cat.dtype in (torch.float16, torch.bfloat16):
+            cat = cat.float()
         count = torch.tensor(float(cat.shape[0]), device=cat.device, dtype=cat.dtype)
+        return cat.sum(dim=0, keepdim=True), count
+
+    @staticmethod
+    @torch.no_grad()
+    def reduce_mean(total: Tensor, count: Tensor) -> Tensor:
+        """total / count, both summed over processes under DDP (DINO's all_reduce). Called
+        from ``on_step_end``, which every process runs, never from forward: a forward on one
+        process only (a probe batch) must not wait on a collective."""
         if dist.is_available() and dist.is_initialized():
+            total, count = total.clone(), count.clone()
             dist.all_reduce(total)
             dist.all_reduce(count)
         return total / count
+
+    @staticmethod
+    def batch_mean(teacher_outputs: list[Tensor]) -> Tensor:
+        """Mean over all global views and samples, (1, K), averaged over processes under DDP."""
+        return DINOCenter.reduce_mean(*DINOCenter.batch_sum(teacher_outputs))
 
     @torch.no_grad()
     def update_(self, batch_mean: Tensor) -> None:

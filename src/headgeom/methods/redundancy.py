@@ -6,7 +6,7 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen
+from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg
 
 
@@ -28,16 +28,21 @@ class VICReg(SSLMethod):
         views = self.check_views(views)
         z = self.encode(views)
         a, b = (self.projector(zv) for zv in z)
+        loss, invariance, variance, covariance = full_precision(self._terms, a, b)
+        logs = {"invariance": float(invariance.detach()), "variance": float(variance.detach()),
+                "covariance": float(covariance.detach())}
+        return {"loss": loss, "z": z, "logs": logs}
+
+    def _terms(self, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+        """(loss, invariance, variance, covariance): the terms of headgeom.objectives.vicreg,
+        kept apart so they can be logged."""
         o = self.options
-        # The terms of headgeom.objectives.vicreg, kept apart so they can be logged.
         invariance = (a - b).pow(2).mean()
         ac, bc = a - a.mean(dim=0), b - b.mean(dim=0)
         variance = variance_loss(ac, o["eps"]) / 2 + variance_loss(bc, o["eps"]) / 2
         covariance = covariance_loss(ac) + covariance_loss(bc)
         loss = o["sim_coeff"] * invariance + o["std_coeff"] * variance + o["cov_coeff"] * covariance
-        logs = {"invariance": float(invariance.detach()), "variance": float(variance.detach()),
-                "covariance": float(covariance.detach())}
-        return {"loss": loss, "z": z, "logs": logs}
+        return loss, invariance, variance, covariance
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
@@ -63,7 +68,8 @@ class BarlowTwins(SSLMethod):
         views = self.check_views(views)
         z = self.encode(views)
         a, b = (self.projector(zv) for zv in z)
-        return {"loss": barlow_twins(a, b, self.options["lambd"], self.options["eps"]), "z": z, "logs": {}}
+        loss = full_precision(lambda x, y: barlow_twins(x, y, self.options["lambd"], self.options["eps"]), a, b)
+        return {"loss": loss, "z": z, "logs": {}}
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)

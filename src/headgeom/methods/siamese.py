@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen
+from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.objectives import negative_cosine, simsiam_loss
 
@@ -38,7 +38,7 @@ class SimSiam(SSLMethod):
         z = self.encode(views)
         u1, u2 = (self.projector(zv) for zv in z)
         p1, p2 = self.predictor(u1), self.predictor(u2)
-        return {"loss": simsiam_loss(p1, p2, u1, u2), "z": z, "logs": {}}
+        return {"loss": full_precision(simsiam_loss, p1, p2, u1, u2), "z": z, "logs": {}}
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         # View 1 enters through p1 = q(h(z1)); its appearance as the target sg(u1) carries
@@ -89,7 +89,7 @@ class BYOL(SSLMethod):
         p1, p2 = (self.predictor(self.projector(zv)) for zv in z)
         t1, t2 = self.target_outputs(views)
         self._targets_cache = (z[0].detach(), [t1, t2])
-        loss = byol_regression(p1, t2) + byol_regression(p2, t1)
+        loss = full_precision(lambda a, b, c, d: byol_regression(a, c) + byol_regression(b, d), p1, p2, t2, t1)
         return {"loss": loss, "z": z, "logs": {}}
 
     @torch.no_grad()
