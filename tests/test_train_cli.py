@@ -65,6 +65,19 @@ def test_cli_run_writes_the_run_directory_and_resumes(tmp_path, capsys):
         train(config_from_args(parse(["--out", str(run_dir), "--resume", "--lr", "0.5"])), run_dir, resume=True)
 
 
+def test_cli_tracking_writes_geometry_metrics_and_figures(tmp_path, capsys):
+    run_dir = tmp_path / "tracked"
+    args = parse([*TINY, "--max-steps", "2", "--track-every", "2", "--probe-size", "8",
+                  "--track-block-samples", "2", "--out", str(run_dir)])
+    assert args.func(args) == 0
+    lines = {r["step"]: r for r in map(json.loads, (run_dir / "metrics.jsonl").read_text().splitlines())}
+    assert sorted(lines) == [0, 1, 2] and "loss" in lines[2] and "loss" not in lines[0]
+    for step in (0, 2):
+        assert lines[step]["heff_ambient_mean_lambda_max"] >= lines[step]["heff_ambient_mean_lambda_min"]
+    assert "tracking figure(s)" in capsys.readouterr().out
+    assert list((run_dir / "figures" / "tracking").glob("*.png"))
+
+
 def test_real_byol_resumes_bit_identically(tmp_path):
     """BYOL: BatchNorm statistics, EMA target with the cosine momentum schedule, LARS."""
     c = TrainConfig(method="byol", backbone="resnet18", backbone_options={"width": 0.125}, head="d-32-16",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--final-lr", type=float, default=None, help="cosine end value (default 0)")
     a("--log-every", type=int, default=None, metavar="K", help="metrics line every K steps (default 1)")
     a("--track-every", type=int, default=None, metavar="K", help="geometry tracking every K steps (default 0: off)")
+    a("--probe-size", type=int, default=None, metavar="N", help=f"tracking probe batch (default {d['probe_size']})")
+    a("--track-reading", choices=("ambient", "tangential", "mse"), default=None,
+      help=f"loss-Hessian reading of G in tracking (default {d['track_reading']})")
+    a("--track-block-samples", type=int, default=None, metavar="N",
+      help=f"H_eff blocks of the first N probe samples (default {d['track_block_samples']})")
     a("--checkpoint-every", type=int, default=None, metavar="K", help="also checkpoint every K steps (default 0)")
     a("--keep-every-epochs", type=int, default=None, metavar="K", help="keep checkpoints/epoch_XXXX.pt every K epochs")
     a("--device", default=None, help="auto (default), cpu, cuda, cuda:1")
@@ -126,11 +132,20 @@ def run(args: argparse.Namespace) -> int:
     from .loop import train
 
     config = config_from_args(args)
+    tracker = None
+    if config.track_every:
+        from headgeom.tracking import GeometryTracker
+        tracker = GeometryTracker(every=config.track_every, reading=config.track_reading,
+                                  block_samples=config.track_block_samples)
     try:
-        done = train(config, args.out, resume=args.resume)
+        done = train(config, args.out, resume=args.resume, tracker=tracker)
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2
+    if tracker is not None and int(os.environ.get("RANK", "0")) == 0:
+        from headgeom.tracking import plot_run
+        paths = plot_run(args.out)
+        print(f"{len(paths)} tracking figure(s) under {Path(args.out) / 'figures' / 'tracking'}")
     state = "complete" if done["complete"] else f"stopped at step {done['step']} (--max-steps)"
     ips = done["images_per_s"]
     print(f"headgeom train: {state}, final loss {done['final_loss']:.4f}, "

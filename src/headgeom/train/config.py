@@ -18,8 +18,9 @@ __all__ = ["RESUMABLE_CHANGES", "TrainConfig"]
 
 # Fields a resumed run may change: they decide where the run stops and how often it records,
 # never the update sequence (the schedule spans ``epochs``, not ``max_steps``).
-RESUMABLE_CHANGES = frozenset({"max_steps", "checkpoint_every", "track_every", "log_every",
-                               "keep_every_epochs", "progress", "device"})
+RESUMABLE_CHANGES = frozenset({"max_steps", "checkpoint_every", "track_every", "track_reading",
+                               "track_block_samples", "log_every", "keep_every_epochs", "progress",
+                               "device"})
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,9 @@ class TrainConfig:
     Records: ``log_every`` (metrics.jsonl line every k steps), ``track_every`` (call the tracker
     every k steps; 0 = never), ``checkpoint_every`` (checkpoints/last.pt every k steps besides every
     epoch; 0 = epochs only), ``keep_every_epochs`` (also keep checkpoints/epoch_XXXX.pt every k
-    epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker).
+    epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker), and for
+    ``headgeom train --track-every`` the tracker's ``track_reading`` (ambient, tangential, mse) and
+    ``track_block_samples`` (H_eff blocks of that many probe samples; None = all).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
     ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar).
@@ -81,6 +84,8 @@ class TrainConfig:
     checkpoint_every: int = 0
     keep_every_epochs: int = 0
     probe_size: int = 256
+    track_reading: str = "ambient"
+    track_block_samples: int | None = 32
     device: str = "auto"
     bf16: bool = True
     channels_last: bool = True
@@ -101,6 +106,10 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.log_every must be >= 1, got {self.log_every}")
         if self.max_steps is not None and (not isinstance(self.max_steps, int) or self.max_steps < 1):
             raise ValueError(f"TrainConfig.max_steps must be None or a positive int, got {self.max_steps!r}")
+        if self.track_block_samples is not None and (not isinstance(self.track_block_samples, int)
+                                                     or self.track_block_samples < 1):
+            raise ValueError(f"TrainConfig.track_block_samples must be None or a positive int, "
+                             f"got {self.track_block_samples!r}")
         if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 1):
             raise ValueError(f"TrainConfig.image_size must be None or a positive int, got {self.image_size!r}")
         if self.optimizer not in OPTIMIZERS:
