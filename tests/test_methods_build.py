@@ -118,6 +118,15 @@ def test_recipes():
     assert [v.shape[-1] for v in views] == [16, 16, 8, 8, 8]
     out = d(list(views))
     assert len(out["z"]) == 5
+    # defaults: main_dino.py's 8 local crops at 96/224 of the global size, a multiple of a ViT's patch
+    crop = d.recipe(32).views[0]
+    assert (crop.n_local, crop.local_size) == (8, 14)
+    vit = build_method("dino", "vit_tiny", head="d-8-8:gelu:dino=4", backbone_options={"depth": 1},
+                       n_local_crops=2)
+    crop = vit.recipe(32).views[0]
+    assert (crop.n_local, crop.local_size) == (2, 12)  # patch 4
+    assert build_method("dino", "vit_small", head="d-8-8:gelu:dino=4", backbone_options={"depth": 1}
+                        ).recipe(224).views[0].local_size == 96
 
 
 # ---- errors ---------------------------------------------------------------------------------

@@ -72,6 +72,25 @@ def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
     return like
 
 
+def cached_targets(method: "SSLMethod", cache: tuple | None, z1: Tensor) -> tuple:
+    """What the last forward stored after its z1 (EMA targets, DINO teacher outputs, centre,
+    temperature), after checking that ``z1`` is that forward's first representation batch."""
+    how = (f"call out = method(views) on the probe views first and pass out['z'] to "
+           f"{method.name}.geometry_problem")
+    if cache is None:
+        raise RuntimeError(f"{method.name}.geometry_problem needs the EMA network's outputs on the same views; {how}")
+    z_ref, rest = cache[0], cache[1:]
+    z1 = z1.detach()
+    same = z1.shape == z_ref.shape and torch.allclose(
+        z1.to(device=z_ref.device, dtype=z_ref.dtype), z_ref, rtol=1e-4, atol=1e-5)
+    if not same:
+        raise RuntimeError(
+            f"{method.name}.geometry_problem got z_views that are not those of the last forward "
+            f"(shape {tuple(z1.shape)} vs {tuple(z_ref.shape)}, or different values); {how}"
+        )
+    return rest
+
+
 def no_decay(name: str, p: Tensor) -> bool:
     """Biases and norm parameters take no weight decay (DINO's get_params_groups rule:
     name ends with '.bias' or the parameter is 1-D; the same set as the official

@@ -16,11 +16,11 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor, nn
 
+from headgeom.augment.recipes import Recipe
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
-from headgeom.methods.siamese import cached_targets
 from headgeom.objectives import dino, dino_pair
 
 
@@ -37,6 +37,7 @@ class DINO(SSLMethod):
         "momentum_base": 0.996,
         "momentum_final": 1.0,
         "n_global_views": 2,
+        "n_local_crops": 8,  # main_dino.py --local_crops_number
     }
     RECIPE = "dino"
     N_VIEWS = None
@@ -56,7 +57,8 @@ class DINO(SSLMethod):
         # the temperature of the next forward, in state_dict (extra state): schedule step 0
         self.current_teacher_temp = self.teacher_temp_at(0, 1)
         self._pending_center: Tensor | None = None
-        self._teacher_cache: tuple[Tensor, list[Tensor]] | None = None
+        # (z1, teacher outputs, centre, temperature) of the last forward, for geometry_problem
+        self._teacher_cache: tuple[Tensor, list[Tensor], Tensor, float] | None = None
 
     @classmethod
     def default_head(cls, in_dim: int) -> HeadSpec:
@@ -71,6 +73,18 @@ class DINO(SSLMethod):
             )
         return views
 
+    def recipe(self, size: int, **kwargs: Any) -> Recipe:
+        """DINO multi-crop: 2 globals at ``size`` and ``n_local_crops`` locals at DINO's 96/224 of
+        it, rounded to a multiple of a ViT backbone's patch size (so 32-px globals on the
+        paper's patch-4 ViT-Tiny get 12-px locals; 224 on ViT-S/16 gives DINO's 96)."""
+        if (self.options.get("recipe") or self.RECIPE) == "dino":
+            kwargs.setdefault("n_local", self.options["n_local_crops"])
+            if "local_size" not in kwargs:
+                p = getattr(self.backbone, "patch_size", 1)
+                p = p if isinstance(p, int) and p >= 1 else 1
+                kwargs["local_size"] = max(p, int(round(size * 96 / 224 / p)) * p)
+        return super().recipe(size, **kwargs)
+
     def teacher_outputs(self, views: Sequence[Tensor]) -> list[Tensor]:
         """Teacher head outputs of the global views, detached, one (N, K) each."""
         return [self.teacher(v) for v in views[: self.options["n_global_views"]]]
@@ -83,7 +97,8 @@ class DINO(SSLMethod):
         o = self.options
         loss = full_precision(lambda s, t, c: dino(s, t, c, o["student_temp"], self.current_teacher_temp),
                               student, teacher, self.centering.center)
-        self._teacher_cache = (z[0].detach(), teacher)
+        self._teacher_cache = (z[0].detach(), teacher, self.centering.center.detach().clone(),
+                               self.current_teacher_temp)
         if self.training:
             self._pending_center = DINOCenter.batch_sum(teacher)
         return {"loss": loss, "z": z, "logs": {"teacher_temp": self.current_teacher_temp}}
@@ -118,14 +133,18 @@ class DINO(SSLMethod):
     def geometry_problem(self, z_views: Sequence[Tensor]):
         """Student view 1 against every other global view's teacher output, with the training
         loss's averaging over all (teacher, student) pairs; uses the teacher outputs of the
-        last ``forward`` on the same batch (call ``method(views)`` first)."""
+        last ``forward`` on the same batch with its centre and temperature (call
+        ``method(views)`` first).
+
+        ``z_views`` must hold every student view (out["z"]): the number of views sets the
+        loss's averaging over (teacher, student) pairs."""
         self._check_z(z_views)
-        teacher = cached_targets(self, self._teacher_cache, z_views[0])
+        teacher, center, tt = cached_targets(self, self._teacher_cache, z_views[0])
         n_student = len(z_views)
         n_terms = len(teacher) * n_student - len(teacher)  # pairs (i, v), v != i, as objectives.dino
         others = [frozen(t) for t in teacher[1:]]
-        center = frozen(self.centering.center)
-        st, tt = self.options["student_temp"], self.current_teacher_temp
+        center = frozen(center)
+        st = self.options["student_temp"]
 
         def loss(u: Tensor) -> Tensor:
             terms = [dino_pair(u, t(u), center(u), st, tt) for t in others]

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.objectives import negative_cosine, simsiam_loss
 
@@ -88,7 +88,7 @@ class BYOL(SSLMethod):
         z = self.encode(views)
         p1, p2 = (self.predictor(self.projector(zv)) for zv in z)
         t1, t2 = self.target_outputs(views)
-        self._targets_cache = (z[0].detach(), [t1, t2])
+        self._targets_cache = (z[0].detach(), [t1, t2])  # for geometry_problem
         loss = full_precision(lambda a, b, c, d: byol_regression(a, c) + byol_regression(b, d), p1, p2, t2, t1)
         return {"loss": loss, "z": z, "logs": {}}
 
@@ -101,25 +101,8 @@ class BYOL(SSLMethod):
         """View 1 enters only through p1 = q(h(z1)), regressed on the target of view 2 from
         the last ``forward`` on the same batch (call ``method(views)`` first)."""
         self._check_z(z_views)
-        targets = cached_targets(self, self._targets_cache, z_views[0])
+        (targets,) = cached_targets(self, self._targets_cache, z_views[0])
         c2 = frozen(targets[1])
         head = nn.Sequential(self.projector, self.predictor)
         return head, lambda p: byol_regression(p, c2(p))
 
-
-def cached_targets(method: SSLMethod, cache: tuple[Tensor, list[Tensor]] | None, z1: Tensor) -> list[Tensor]:
-    """The EMA targets / teacher outputs stored by the last forward, checked to belong to z1."""
-    how = (f"call out = method(views) on the probe views first and pass out['z'] to "
-           f"{method.name}.geometry_problem")
-    if cache is None:
-        raise RuntimeError(f"{method.name}.geometry_problem needs the EMA network's outputs on the same views; {how}")
-    z_ref, targets = cache
-    z1 = z1.detach()
-    same = z1.shape == z_ref.shape and torch.allclose(
-        z1.to(device=z_ref.device, dtype=z_ref.dtype), z_ref, rtol=1e-4, atol=1e-5)
-    if not same:
-        raise RuntimeError(
-            f"{method.name}.geometry_problem got z_views that are not those of the last forward "
-            f"(shape {tuple(z1.shape)} vs {tuple(z_ref.shape)}, or different values); {how}"
-        )
-    return targets
