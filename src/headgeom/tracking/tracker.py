@@ -12,8 +12,9 @@ Called by the training loop as ``tracker(step, method, probe_views) -> dict[str,
    :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
    spectrum with the relative floor (:func:`headgeom.geometry.spectrum`), keys prefixed
    ``heff_<reading>_<reduction>_`` so every number says what it is;
-4. spread, covariance condition number and RankMe of z_1 and of the head outputs; the
-   head/backbone relative update size since the previous call.
+4. spread, covariance condition number and RankMe of z_1 and of the head outputs (the
+   functions of :mod:`headgeom.eval.rankme`); the head/backbone relative update size since the
+   previous call (:mod:`headgeom.tracking.updates`).
 
 Nothing of the method changes: modes are restored, buffers (BatchNorm running statistics, EMA
 and centre buffers) are copied back after the forward passes, the RNG is forked, and the engine
@@ -32,13 +33,7 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from headgeom.geometry import READINGS, effective_hessian, spectrum
-from headgeom.tracking.stats import (
-    COV_DEFINITION,
-    DEFAULT_COV_REL_TOL,
-    covariance_condition,
-    rankme,
-    representation_spread,
-)
+from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
 REDUCTIONS = {
@@ -48,6 +43,12 @@ REDUCTIONS = {
            "its per-sample sum (independent of the probe batch size N)",
 }
 HEAD_MODES = ("train", "eval")
+DEFAULT_COV_REL_TOL = 1e-6  # headgeom.eval.rankme's default
+COV_DEFINITION = (
+    "sample covariance (ddof=1) of the raw outputs in float64; condition number = "
+    "lambda_max / lambda_min over eigenvalues > cov_rel_tol * lambda_max; cov_rank = their count "
+    "(headgeom.eval.rankme.covariance_condition; PAPER.md pitfall 3)"
+)
 
 
 def _check_views(views: Any) -> list[Tensor]:
@@ -246,28 +247,30 @@ class GeometryTracker:
         return g + m, g, m, f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
 
     def _coupled_subset(self, matvec, eh, b: int) -> Tensor:
-        """Diagonal blocks A_ii (b, d, d) of a coupled operator from matvecs on e_{i,c}, i < b."""
+        """Diagonal blocks A_ii (b, d, d) of a coupled operator from the matvecs A e_{i,c}, i < b,
+        in vmapped chunks of 4·chunk_size basis vectors (row c of A_ii = (A e_{i,c})_i, A symmetric)."""
         n, d = eh.n, eh.d
-        step = max(1, min(d, 4 * self.chunk_size))
-        out = torch.empty(b, d, d, dtype=eh.z.dtype, device=eh.z.device)
-        for i in range(b):
-            for c0 in range(0, d, step):
-                c1 = min(d, c0 + step)
-                basis = torch.zeros(c1 - c0, n, d, dtype=eh.z.dtype, device=eh.z.device)
-                basis[torch.arange(c1 - c0), i, torch.arange(c0, c1)] = 1.0
-                out[i, c0:c1] = vmap(matvec)(basis)[:, i, :].detach()  # rows c of A_ii (symmetric)
-        return out
+        kw = dict(dtype=eh.z.dtype, device=eh.z.device)
+        flat = torch.empty(b * d, d, **kw)
+        step = max(1, 4 * self.chunk_size)
+        for j0 in range(0, b * d, step):
+            j = torch.arange(j0, min(j0 + step, b * d), device=eh.z.device)
+            rows, cols = torch.div(j, d, rounding_mode="floor"), j % d
+            basis = torch.zeros(j.numel(), n, d, **kw)
+            basis[torch.arange(j.numel()), rows, cols] = 1.0
+            flat[j] = vmap(matvec)(basis)[torch.arange(j.numel()), rows].detach()
+        return flat.reshape(b, d, d)
 
     # ------------------------------------------------------------------ statistics
     def _statistics(self, z1: Tensor, proj: Tensor) -> dict[str, float]:
         out: dict[str, float] = {}
         outputs = {"z": z1, "projector": proj, "head": self._u}
         for name, x in outputs.items():
-            out[f"spread_{name}"] = representation_spread(x)
+            out[f"spread_{name}"] = spread_l2(x)
         for name in ("z", "projector"):
             cc = covariance_condition(outputs[name], self.cov_rel_tol)
-            out[f"cov_condition_{name}"] = cc.condition_number
-            out[f"cov_rank_{name}"] = float(cc.rank)
+            out[f"cov_condition_{name}"] = cc["cond"]
+            out[f"cov_rank_{name}"] = float(cc["n_kept"])
             out[f"rankme_{name}"] = rankme(outputs[name])
         return out
 
