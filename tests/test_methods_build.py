@@ -123,8 +123,10 @@ def test_recipes():
     assert (crop.n_local, crop.local_size) == (8, 14)
     vit = build_method("dino", "vit_tiny", head="d-8-8:gelu:dino=4", backbone_options={"depth": 1},
                        n_local_crops=2)
-    crop = vit.recipe(32).views[0]
-    assert (crop.n_local, crop.local_size) == (2, 12)  # patch 4
+    recipe = vit.recipe(32)
+    assert (recipe.views[0].n_local, recipe.views[0].local_size) == (2, 12)  # patch 4
+    views = recipe(torch.rand(2, 3, 32, 32), torch.Generator().manual_seed(0))
+    assert len(vit(list(views))["z"]) == 4  # globals and locals through the ViT
     assert build_method("dino", "vit_small", head="d-8-8:gelu:dino=4", backbone_options={"depth": 1}
                         ).recipe(224).views[0].local_size == 96
 

@@ -4,7 +4,6 @@ real step, DINO's centre update and teacher-temperature schedule (DINO's linspac
 state_dict round trip: spec (through JSON) + state_dict rebuild a method with the same
 outputs and, for DINO, the same schedule state. Tolerances: float64 formulas to 1e-15,
 float32 EMA to 1e-6, outputs exactly equal (same ops, same weights)."""
-import copy
 import io
 import json
 import math
