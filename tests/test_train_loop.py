@@ -105,6 +105,9 @@ def test_stopped_and_resumed_run_is_bit_identical(tmp_path, optimizer):
     assert torch.equal(a["aug_generator"], b["aug_generator"])
     assert torch.equal(a["data_generator"], b["data_generator"])
     assert metrics(full) == metrics(split)  # losses equal as floats, no duplicated lines
+    again = train(cfg(optimizer=optimizer), split, resume=True, build_method=tiny)  # nothing left to do
+    assert again["step"] == 12 and again["steps_this_session"] == 0
+    assert again["final_loss"] == done["final_loss"] and metrics(full) == metrics(split)
 
 
 def test_resume_against_changed_settings_or_fresh_run_into_used_dir_fails(tmp_path):
@@ -204,18 +207,28 @@ def test_interrupted_checkpoint_write_leaves_previous_intact(tmp_path, monkeypat
 
 
 def test_tracker_is_called_on_schedule_and_does_not_move_the_run(tmp_path):
-    calls = []
+    calls, kill_at = [], [3]
 
     def tracker(step, method, probe):
+        if step in kill_at:
+            kill_at.clear()
+            raise KeyboardInterrupt("killed")
         calls.append((step, len(probe), tuple(probe[0].shape)))
         torch.rand(5)  # draws from the global RNG: must not change the run (fork_rng)
         with torch.no_grad():
             out = method.backbone.eval()(probe[0])
         return {"probe_norm": float(out.norm()), "nan_metric": float("nan")}
 
-    train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny)
+    # a run killed before its first checkpoint restarts from step 0 without duplicated lines
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny)
+    assert [r["step"] for r in metrics(tmp_path / "a")] == [0, 1, 2]
+    calls.clear()
+    train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny,
+          resume=True)
     train(cfg(epochs=2), tmp_path / "b", build_method=tiny)
     assert [c[0] for c in calls] == [0, 3, 6] and calls[0][1:] == (2, (8, 3, 16, 16))
+    assert [r["step"] for r in metrics(tmp_path / "a")] == list(range(9))
     tracked = {r["step"]: r for r in metrics(tmp_path / "a")}
     assert "probe_norm" in tracked[0] and "loss" not in tracked[0] and tracked[3]["nan_metric"] is None
     a = load_checkpoint(tmp_path / "a" / "checkpoints" / "last.pt")["method"]

@@ -157,8 +157,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if (on_cuda and config.bf16)
                 else contextlib.nullcontext())
 
-    step = 0
-    if resume and last.exists():
+    step, resumed = 0, resume and last.exists()
+    if resumed:
         ck = load_checkpoint(last, map_location=device)
         method.load_state_dict(ck["method"])
         optimizer.load_state_dict(ck["optimizer"])
@@ -169,7 +169,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         if on_cuda and ck.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
     if ctx.main:
-        kept = _read_metrics(metrics_path, step)  # drop lines written after the checkpoint
+        kept = _read_metrics(metrics_path, step if resumed else -1)  # drop lines after the checkpoint
         atomic_write_bytes(metrics_path, "".join(line + "\n" for line in kept).encode())
         (out / "done.json").unlink(missing_ok=True)
         (out / "stopped.json").unlink(missing_ok=True)
@@ -205,7 +205,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     method.train()
     if tracker is not None and config.track_every and step == 0:
         _write(log, {"step": 0, **_track(tracker, step, method, probe, device)})
-    t0, start_step, loss_value, perm, epoch_state = time.perf_counter(), step, float("nan"), None, None
+    t0, start_step, perm, epoch_state = time.perf_counter(), step, None, None
+    loss_value = _last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
     warm_step = step
     try:
@@ -261,6 +262,13 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         atomic_write_json(out / "done.json", done)
     ctx.barrier()
     return done
+
+
+def _last_loss(path: Path) -> float:
+    """The loss of the last metrics line that has one (NaN when none)."""
+    losses = [rec["loss"] for rec in map(json.loads, path.read_text(encoding="utf-8").splitlines())
+              if isinstance(rec.get("loss"), float)]
+    return losses[-1] if losses else float("nan")
 
 
 def _check_run_dir(out: Path, config: TrainConfig, resume: bool) -> None:
