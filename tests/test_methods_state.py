@@ -138,6 +138,7 @@ def test_dino_step_updates_center_teacher_and_temperature():
             teacher = [m.teacher.module(v) for v in views[:2]]  # globals only
             student = [m.projector(m.backbone(v)) for v in views]
         c_old = m.centering.center.clone()
+        t_old = [p.detach().clone() for p in m.teacher.module.parameters()]
         out = m(views)
         # the loss uses the current centre and temperature, over all (teacher i, student v != i)
         q = [torch.softmax((t - c_old) / sched[step], dim=1) for t in teacher]
@@ -150,6 +151,10 @@ def test_dino_step_updates_center_teacher_and_temperature():
         out["loss"].backward()
         opt.step()
         m.on_step_end(step, total)
+        tau = 1 - (1 - 0.996) * (math.cos(math.pi * step / total) + 1) / 2
+        online = list(m.backbone.parameters()) + list(m.projector.parameters())
+        for t_new, t0, o in zip(m.teacher.module.parameters(), t_old, online):
+            torch.testing.assert_close(t_new, tau * t0 + (1 - tau) * o.detach(), rtol=0, atol=1e-6)
         expected_c = 0.9 * c_old + 0.1 * torch.cat(teacher).mean(0, keepdim=True)
         torch.testing.assert_close(m.centering.center, expected_c, rtol=1e-6, atol=1e-7)
         assert m.current_teacher_temp == pytest.approx(sched[step + 1])
