@@ -49,8 +49,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     # None defaults: an option given on the command line is told apart from the stored one on --resume.
     a("--method", default=None, metavar="NAME",
       help="simclr, simclr_oneway, simsiam, byol, vicreg, barlow_twins, dino (required unless --resume)")
-    a("--backbone", default=None, metavar="NAME", help=f"resnet18, resnet50, vit_tiny, vit_small (default {d['backbone']})")
-    a("--width", type=float, default=None, metavar="W", help="ResNet width multiplier (same as --backbone-option width=W)")
+    a("--backbone", default=None, metavar="NAME",
+      help="resnet18, resnet50, vit_tiny, vit_small (required unless --resume)")
+    a("--width", type=float, default=None, metavar="W",
+      help="ResNet width multiplier (same as --backbone-option width=W)")
     a("--backbone-option", type=_key_value, action="append", default=None, metavar="KEY=VALUE",
       help="backbone builder option, repeatable (e.g. width=0.5, patch_size=4)")
     a("--head", default=None, metavar="SPEC", help="projector: preset name or spec string (default: the method's)")
@@ -59,17 +61,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help="multiply the projector's Linear weights by ALPHA at init (paper: 0.1)")
     a("--method-option", type=_key_value, action="append", default=None, metavar="KEY=VALUE",
       help="method hyper-parameter, repeatable (temperature=0.2, lambd=0.005, recipe=paper_simclr, ...)")
-    a("--data", default=None, metavar="NAME", help=f"cifar10, cifar100, shapes, imagefolder (default {d['data']})")
+    a("--data", default=None, metavar="NAME",
+      help="cifar10, cifar100, shapes, imagefolder (required unless --resume)")
     a("--data-dir", default=None, metavar="DIR", help="dataset folder (default $HEADGEOM_DATA)")
     a("--data-option", type=_key_value, action="append", default=None, metavar="KEY=VALUE",
       help="dataset option, repeatable (shapes: n=512, size=32)")
     a("--image-size", type=int, default=None, metavar="PX", help="augmented view side (default: the images')")
     a("--no-normalize", dest="normalize", action="store_const", const=False, default=None,
       help="do not append the dataset's mean/std normalisation to the augmentation")
-    a("--epochs", type=int, default=None, metavar="E", help=f"the schedule's length in epochs (default {d['epochs']})")
-    a("--max-steps", type=int, default=None, metavar="S", help="stop after S updates (the schedule still spans --epochs)")
+    a("--epochs", type=int, default=None, metavar="E",
+      help=f"the schedule's length in epochs (default {d['epochs']})")
+    a("--max-steps", type=int, default=None, metavar="S",
+      help="stop after S updates in total (the schedule still spans --epochs)")
     a("--batch-size", type=int, default=None, metavar="B", help=f"global batch (default {d['batch_size']})")
-    a("--seed", type=int, default=None, metavar="S", help=f"seed of init, data order and augmentation (default {d['seed']})")
+    a("--seed", type=int, default=None, metavar="S",
+      help=f"seed of init, data order and augmentation (default {d['seed']})")
     a("--optimizer", choices=OPTIMIZERS, default=None, help=f"default {d['optimizer']}")
     a("--lr", type=float, default=None, help=f"peak learning rate, absolute (default {d['lr']})")
     a("--momentum", type=float, default=None, help=f"SGD/LARS momentum (default {d['momentum']})")

@@ -33,7 +33,7 @@ from headgeom.io import atomic_write_bytes, atomic_write_json
 
 from .checkpoint import load_checkpoint, save_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
-from .ddp import DistContext, init_distributed
+from .ddp import init_distributed
 from .optim import build_optimizer
 from .schedules import lr_at
 
