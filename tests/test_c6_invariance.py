@@ -131,11 +131,11 @@ def test_summarize_claims_tables_and_figures(tiny_results):
         plt.close(build())
 
 
-def _fake(gap, ratio_head, ratio_back=1.0):
+def _fake(gap, ratio_head, ratio_back=1.0, gap_back=1.0):
     m = {"loss_first": 1.0, "loss_last": 0.5, "quotients": {}}
     for stage in STAGES:
         m[f"{stage}.gap_end_to_end"] = gap if stage == "after" else 1.0
-        m[f"{stage}.gap_backbone"] = 1.0
+        m[f"{stage}.gap_backbone"] = gap_back if stage == "after" else 1.0
         m[f"{stage}.z_tangent_norm_median"] = 1.0
         for name in METRICS:
             r = 1.0 if stage == "before" else (ratio_back if name == "backbone_G" else ratio_head)
@@ -159,6 +159,9 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdicts([(0.01, 0.01)] * 5) == ("supported", "supported")
     assert _verdicts([(0.01, 0.01)] * 4 + [(0.5, 0.01)]) == ("supported", "supported")  # 4/5 = 80 %
     assert _verdicts([(0.01, 0.01)] * 3 + [(0.5, 0.01)] * 2)[0] == "inconclusive"  # premise in 3/5 only
-    assert _verdicts([(0.01, 0.5)] * 5) == ("not supported", "not supported")  # invariant yet not degenerate
+    assert _verdicts([(0.01, 0.5)] * 5) == ("not supported", "not supported")  # invariant yet at most 2x suppressed
+    assert _verdicts([(0.01, 0.2)] * 5) == ("inconclusive", "inconclusive")  # partial suppression
     assert _verdicts([(0.5, 0.5)] * 5)[0] == "inconclusive"  # premise unmet: Prop 5.2 says nothing
     assert _verdicts([(0.01, 0.01, 0.01)] * 5) == ("supported", "not supported")  # backbone degenerate too
+    # the backbone itself became invariant: V_aug is ~0 in z-space, Prop 5.2 says nothing about the head
+    assert _verdicts([(0.01, 0.5, 0.01, 0.01)] * 5) == ("inconclusive", "not supported")

@@ -121,13 +121,14 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     plt.close(s.figures[0][1]())
 
 
-def _fake(gap, holds, manifold_ok=1.0):
+def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0):
     m = {}
     for stage in STAGES:
         for k in ("rank_Ix", "rank_Iz", "rank_Ih", "rank_Iu_given_z", "null_frac_Ih", "null_frac_Iz", "aug_info_rel_Ih"):
             m[f"{stage}.{k}"] = 1.0
         m[f"{stage}.holds_frac"] = holds if stage == "after" else 0.0
         m[f"{stage}.gap_end_to_end"] = gap if stage == "after" else 1.0
+        m[f"{stage}.gap_backbone"] = gap_back if stage == "after" else 1.0
         m[f"{stage}.manifold_ok_frac"] = manifold_ok
         for tol in TINY.tol_sweep:
             for k in ("rank_Iz", "rank_Ih", "holds_frac"):
@@ -148,4 +149,5 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdict([(0.01, 0.5)] * 5) == "not supported"
     assert _verdict([(0.5, 1.0)] * 5) == "inconclusive"  # premise (invariance) unmet
     assert _verdict([(0.01, 1.0, 0.5)] * 5) == "inconclusive"  # manifold Jacobian rank-deficient
+    assert _verdict([(0.01, 0.5, 1.0, 0.01)] * 5) == "inconclusive"  # backbone invariant: hypothesis unmet
     assert _verdict([(0.01, 1.0)] * 3 + [(0.01, 0.5)] * 2) == "inconclusive"

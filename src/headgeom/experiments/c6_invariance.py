@@ -19,7 +19,8 @@ float64:
   / median|q_control| and p_below = P(|q_t| < |q_c|);
 - the premise: the invariance gap of h∘f and of f (orbit spread / data spread, 0 = invariant).
 
-Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: see :func:`quick`.
+Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 72 s wall (20 s CPU) on 2
+CPU cores under load ~10 from other jobs (C6 52 s, C7 6 s); details in :func:`quick`.
 """
 from __future__ import annotations
 
@@ -64,8 +65,9 @@ class C6Config:
     seeds: int = 3
     n_eval: int = 48  # manifold points analysed per cell
     n_control: int = 8  # control directions per point and kind
-    premise_max: float = 0.1  # invariance gap of h∘f ≤ this: the premise "h∘f is invariant" holds
+    premise_max: float = 0.1  # premise: gap of h∘f ≤ this (invariant) and gap of f > this (f is not)
     ratio_max: float = 0.1  # median|q_tangent| / median|q_control| ≤ this: degenerate on V_aug
+    ratio_none: float = 0.5  # ratio ≥ this: not degenerate (at most 2× suppression); in between: partial
     majority: float = 0.8  # fraction of seeds a verdict needs
     num_threads: int | None = 1
 
@@ -74,8 +76,10 @@ def quick() -> C6Config:
     """12×12 patterns, 6 bumps, f 144-64-16, h 16-32-16 (SiLU), VICReg 300 steps; 2 regimes × 3 seeds.
 
     Command: ``headgeom reproduce --only C6 --preset quick`` (with C7: ``--only C6,C7``, which
-    shares the trained systems). Runtime: C6 + C7 together 54 s wall (C6 36 s, C7 5 s reusing C6's trained
-    systems, the rest start-up and report), measured on 2 CPU cores shared with other jobs (load ~11); no GPU used.
+    shares the trained systems). Runtime: C6 + C7 together 72 s wall, 20 s CPU time
+    (C6 52 s, C7 6 s reusing C6's trained systems, the rest start-up and report), measured on 2 CPU
+    cores shared with other jobs (load average ~10); about 2 s training + 2.5 s analysis per cell alone.
+    No GPU used.
     Measures Rayleigh quotients of G, J_hᵀ∇²L J_h and the backbone metric on augmentation
     tangents against random and content directions, before and after invariance training.
     """
@@ -85,7 +89,8 @@ def quick() -> C6Config:
 def small() -> C6Config:
     """16×16 patterns, 8 bumps, f 256-128-32, h 32-64-32, 600 steps; 2 regimes × 5 seeds, 96 points.
 
-    Command: ``headgeom reproduce --only C6 --preset small``. Runtime: not measured yet (est. 2-4 min for C6 + C7 on 2 CPU cores).
+    Command: ``headgeom reproduce --only C6 --preset small``. Runtime: C6 + C7 together 9.7 min wall, 95 s
+    CPU time, on 2 CPU cores under load ~10 (C6 309 s, C7 260 s).
     Measures the same quantities with more seeds and points.
     """
     spec = InvarianceSpec(size=16, n_content=8, hidden=128, d=32, head_hidden=64, k=32, steps=600, n_train=2048)
@@ -204,21 +209,25 @@ def _by_regime(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> dict[str, Any]:
-    premise = [m["after.gap_end_to_end"] <= config.premise_max for m in ms]
-    degenerate = [m[f"after.{metric}.ratio_random"] <= config.ratio_max for m in ms]
+    premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"] for m in ms]
+    ratio = [m[f"after.{metric}.ratio_random"] for m in ms]
     n, maj = len(ms), config.majority
-    both = sum(p and d for p, d in zip(premise, degenerate))
-    if sum(premise) >= maj * n and both >= maj * n:
+    n_premise = sum(premise)
+    degenerate = sum(p and r <= config.ratio_max for p, r in zip(premise, ratio))
+    not_degenerate = sum(p and r >= config.ratio_none for p, r in zip(premise, ratio))
+    if n_premise >= maj * n and degenerate >= maj * n:
         verdict = "supported"
-    elif sum(premise) >= maj * n and both == 0:
+    elif n_premise >= maj * n and not_degenerate >= maj * n:
         verdict = "not supported"
     else:
         verdict = "inconclusive"
-    criterion = (f"per seed, premise: invariance gap of h∘f after training <= {config.premise_max:g}; degenerate: "
-                 f"median|q_tangent| / median|q_random| of {metric} after training <= {config.ratio_max:g}. Supported if "
-                 f">= {maj:.0%} of seeds meet the premise and are degenerate; not supported if >= {maj:.0%} meet the "
-                 "premise and none of them is degenerate; inconclusive otherwise (in particular when training did not "
-                 "reach the premise, which Prop 5.2 assumes)")
+    criterion = (f"per seed, premise: invariance gap of h∘f after training <= {config.premise_max:g} while the gap of f "
+                 f"stays > {config.premise_max:g} (f still moves along the orbits, so V_aug is not ~0 in z-space); "
+                 f"ratio = median|q_tangent| / median|q_random| of {metric} after training. Supported if >= {maj:.0%} of "
+                 f"seeds meet the premise with ratio <= {config.ratio_max:g} (degenerate); not supported if >= {maj:.0%} "
+                 f"meet the premise with ratio >= {config.ratio_none:g} (at most 2x suppression); inconclusive otherwise: "
+                 "partial suppression in between, training short of the premise (which Prop 5.2 assumes), or a backbone "
+                 "that became invariant itself")
     meas = {"gap_end_to_end_after": measured([m["after.gap_end_to_end"] for m in ms]),
             "gap_backbone_after": measured([m["after.gap_backbone"] for m in ms])}
     for stage in STAGES:
@@ -234,7 +243,7 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
     n, maj = len(ms), config.majority
     if sum(h and not b for h, b in zip(head, back)) >= maj * n:
         verdict = "supported"
-    elif sum(back) >= maj * n or sum(not h for h in head) >= maj * n:
+    elif sum(back) >= maj * n or sum(m["after.head_G.ratio_content"] >= config.ratio_none for m in ms) >= maj * n:
         verdict = "not supported"
     else:
         verdict = "inconclusive"
@@ -242,7 +251,8 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
                  f"{config.ratio_max:g}); not supported if the backbone is degenerate in >= {maj:.0%} of seeds (the "
-                 f"invariance is already in f) or the head is not degenerate in >= {maj:.0%}; inconclusive otherwise")
+                 f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) in >= "
+                 f"{maj:.0%}; inconclusive otherwise")
     meas = {f"{name}_ratio_content_{stage}": measured([m[f"{stage}.{name}.ratio_content"] for m in ms])
             for name in ("head_G", "backbone_G") for stage in STAGES}
     meas["gap_backbone_after"] = measured([m["after.gap_backbone"] for m in ms])

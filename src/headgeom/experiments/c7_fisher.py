@@ -12,10 +12,12 @@ V_aug in θ-space is span{e_ξ} (G directions), so the inequality is exact when 
 invariant (J_u e_ξ = 0) and the backbone is not (J_z e_ξ linearly independent). Numerical ranks:
 eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.fisher.fisher_rank`), at the
 stated ``rel_tol`` and over a sweep of tolerances. The manifold's own rank, rank ∂x/∂θ = p + G, is
-checked at the same tolerance. Each cell (regime × seed) measures before and after training on the
+checked at the same tolerance (columns of ∂x/∂θ scaled to unit norm, so the check does not
+depend on the units of c and ξ). Each cell (regime × seed) measures before and after training on the
 very models C6 measures (the same cached training when both run in one process).
 
-Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: see :func:`quick`.
+Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 72 s wall (20 s CPU) on 2
+CPU cores under load ~10 from other jobs (C6 52 s, C7 6 s); details in :func:`quick`.
 """
 from __future__ import annotations
 
@@ -48,7 +50,7 @@ class C7Config:
     sigma: float = 1.0  # observation noise; ranks are scale-free
     rel_tol: float = 1e-3  # Fisher eigenvalues above rel_tol · λ_max count towards the rank
     tol_sweep: tuple[float, ...] = TOL_SWEEP
-    premise_max: float = 0.1  # invariance gap of h∘f ≤ this: the premise holds (as C6)
+    premise_max: float = 0.1  # premise (as C6): gap of h∘f ≤ this and gap of f > this
     majority: float = 0.8  # fraction of points per seed, and of seeds, a verdict needs
     num_threads: int | None = 1
 
@@ -57,8 +59,10 @@ def quick() -> C7Config:
     """The C6 quick system (12×12, p = 6, G = 2, f 144-64-16, h 16-32-16); 2 regimes × 3 seeds, 48 points.
 
     Command: ``headgeom reproduce --only C6,C7 --preset quick`` (C7 alone retrains the systems).
-    Runtime: C6 + C7 together 54 s wall (C6 36 s, C7 5 s reusing C6's trained
-    systems, the rest start-up and report), measured on 2 CPU cores shared with other jobs (load ~11); no GPU used. Measures numerical ranks of I_z,
+    Runtime: C6 + C7 together 72 s wall, 20 s CPU time
+    (C6 52 s, C7 6 s reusing C6's trained systems, the rest start-up and report), measured on 2 CPU
+    cores shared with other jobs (load average ~10); about 2 s training + 2.5 s analysis per cell alone.
+    No GPU used. Measures numerical ranks of I_z,
     I_h, I_{u|z} and of the manifold, the inequality per point, and null-space fractions of V_aug.
     """
     return C7Config(preset="quick", system=c6.quick().system)
@@ -67,7 +71,8 @@ def quick() -> C7Config:
 def small() -> C7Config:
     """The C6 small system; 2 regimes × 5 seeds, 96 points.
 
-    Command: ``headgeom reproduce --only C6,C7 --preset small``. Runtime: not measured yet (est. 2-4 min for C6 + C7 on 2 CPU cores).
+    Command: ``headgeom reproduce --only C6,C7 --preset small``. Runtime: C6 + C7 together 9.7 min wall, 95 s
+    CPU time, on 2 CPU cores under load ~10 (C6 309 s, C7 260 s).
     """
     return C7Config(preset="small", system=c6.small().system, seeds=5, n_eval=96)
 
@@ -120,14 +125,16 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
     """Ranks, the inequality per point, and null-space fractions of V_aug, from the Jacobians.
 
     I_z and I_h are taken in the manifold-orthonormal coordinates of :func:`manifold_coordinates`;
-    rank_Ix is the rank of the raw ∂x/∂θ (the manifold check: p + G expected).
+    rank_Ix is the rank of ∂x/∂θ with unit columns (the manifold check, free of the units of c and ξ:
+    p + G expected).
     """
     m = jac["z"].shape[-1]
     ortho, w_aug = manifold_coordinates(jac, dim_aug)
     v_z = (jac["z"] @ torch.eye(m, dtype=jac["z"].dtype)[:, m - dim_aug:]).transpose(-1, -2)  # (N, G, d)
+    x_unit = jac["x"] / jac["x"].norm(dim=-2, keepdim=True)  # unit columns: the check ignores the units of c, ξ
     out: dict[str, Any] = {}
     for tol in (rel_tol, *tol_sweep):
-        r = {"x": fisher_rank(jac["x"], tol, sigma), "z": fisher_rank(ortho["z"], tol, sigma),
+        r = {"x": fisher_rank(x_unit, tol, sigma), "z": fisher_rank(ortho["z"], tol, sigma),
              "u": fisher_rank(ortho["u"], tol, sigma), "h": fisher_rank(jac["h"], tol, sigma)}
         key = "" if tol == rel_tol and "rank_Iz" not in out else f"@{tol:g}"
         out[f"rank_Ix{key}"] = r["x"].double().mean().item()
@@ -176,6 +183,7 @@ def _run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
         for k, v in rank_metrics(jac, spec.dim_aug, config.rel_tol, config.tol_sweep, config.sigma).items():
             out[f"{stage}.{k}"] = v
         out[f"{stage}.gap_end_to_end"] = invariance_gap(backbone, head, manifold, theta, g)
+        out[f"{stage}.gap_backbone"] = invariance_gap(backbone, None, manifold, theta, g)
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -183,7 +191,8 @@ def _run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- summary (apart from computing)
 def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
     maj, n = config.majority, len(ms)
-    premise = [m["after.gap_end_to_end"] <= config.premise_max and m["after.manifold_ok_frac"] >= maj for m in ms]
+    premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"]
+               and m["after.manifold_ok_frac"] >= maj for m in ms]
     holds = [m["after.holds_frac"] >= maj for m in ms]
     if sum(premise) >= maj * n and sum(p and h for p, h in zip(premise, holds)) >= maj * n:
         verdict = "supported"
@@ -194,14 +203,15 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
     s = c6.regime_spec(c6.C6Config(system=config.system), regime)
     criterion = (f"numerical rank = number of Fisher eigenvalues > {config.rel_tol:g} * lambda_max (I_z, I_h in "
                  "manifold-orthonormal coordinates). Per seed, premise: invariance gap of h∘f after training <= "
-                 f"{config.premise_max:g} and the manifold Jacobian has full rank p + G at >= {maj:.0%} of points; holds: "
+                 f"{config.premise_max:g}, the gap of f > {config.premise_max:g} (the theorem needs a backbone that still "
+                 "varies along the orbits) and the manifold Jacobian has full rank p + G at >= {maj:.0%} of points; holds: "
                  f"rank(I_h) <= rank(I_z) - {s.dim_aug} at >= {maj:.0%} of points. Supported if >= {maj:.0%} of seeds "
                  f"meet the premise and hold; not supported if >= {maj:.0%} meet the premise and none of them holds; "
                  "inconclusive otherwise")
     meas: dict[str, Any] = {}
     for stage in STAGES:
         for k in ("rank_Iz", "rank_Ih", "rank_Iu_given_z", "holds_frac", "null_frac_Ih", "null_frac_Iz",
-                  "aug_info_rel_Ih", "gap_end_to_end"):
+                  "aug_info_rel_Ih", "gap_end_to_end", "gap_backbone"):
             meas[f"{k}_{stage}"] = measured([m[f"{stage}.{k}"] for m in ms], what="mean over points per seed"
                                             if k.startswith(("rank", "holds")) else "median over points per seed")
     return {
@@ -222,14 +232,14 @@ def _pm(vals: list[float]) -> str:
 
 def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, str]]:
     main = ["| regime | stage | rank I_x | rank I_z | rank I_h | rank I_{u|z} | holds | null frac of V_aug in I_h | "
-            "in I_z | gap h∘f | n |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+            "in I_z | gap h∘f | gap f | n |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     sweep = ["| regime | stage | rel_tol | rank I_z | rank I_h | holds |", "|---|---|---|---|---|---|"]
     for regime in config.regimes:
         ms = groups.get(regime, [])
         for stage in STAGES if ms else ():
             main.append(f"| {regime} | {stage} | " + " | ".join(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
                 "rank_Ix", "rank_Iz", "rank_Ih", "rank_Iu_given_z", "holds_frac", "null_frac_Ih", "null_frac_Iz",
-                "gap_end_to_end")) + f" | {len(ms)} |")
+                "gap_end_to_end", "gap_backbone")) + f" | {len(ms)} |")
             for tol in config.tol_sweep:
                 sweep.append(f"| {regime} | {stage} | {tol:g} | " + " | ".join(
                     _pm([m[f"{stage}.{k}@{tol:g}"] for m in ms]) for k in ("rank_Iz", "rank_Ih", "holds_frac")) + " |")
