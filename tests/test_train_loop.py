@@ -151,9 +151,18 @@ def test_non_finite_loss_stops_and_keeps_last_good_checkpoint(tmp_path):
         train(cfg(method_options={"nan_at": 5}, checkpoint_every=1), tmp_path, build_method=tiny)
     ck = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
     assert ck["step"] == 5 and all(torch.isfinite(v).all() for v in ck["method"].values() if v.is_floating_point())
-    assert json.loads((tmp_path / "stopped.json").read_text())["step"] == 5
+    stopped = json.loads((tmp_path / "stopped.json").read_text())
+    assert stopped["step"] == 6 and stopped["checkpoint_step"] == 5 and stopped["loss"] is None
     assert not (tmp_path / "done.json").exists()
     assert max(r["step"] for r in metrics(tmp_path)) == 5
+
+
+def test_non_finite_loss_between_records_is_caught_at_the_next_record(tmp_path):
+    # log every 3 steps, checkpoint per epoch (4 steps): NaN from step 6 on is seen at step 6
+    with pytest.raises(NonFiniteLossError, match=r"at step 6 .*step 4\) is kept"):
+        train(cfg(method_options={"nan_at": 4}, log_every=3), tmp_path, build_method=tiny)
+    assert load_checkpoint(tmp_path / "checkpoints" / "last.pt")["step"] == 4
+    assert [r["step"] for r in metrics(tmp_path)] == [3]
 
 
 def test_exploding_lr_stops_with_clear_message(tmp_path):

@@ -12,6 +12,9 @@ directory ``out_dir`` holds::
     done.json          at the end: steps, epochs, final loss, seconds, images/s
     stopped.json       instead, when a non-finite loss stopped the run
 
+The loss is read back from the device only at steps that log, track or checkpoint (so a GPU runs
+ahead in between); a non-finite loss is caught there, before anything is saved.
+
 On CPU a run stopped (``max_steps``) and resumed ends bit-identical to an uninterrupted one.
 """
 
@@ -201,6 +204,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     bar = tqdm(total=stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
                dynamic_ncols=True)
     log = open(metrics_path, "a", encoding="utf-8") if ctx.main else None
+    tracking = tracker is not None and config.track_every > 0  # same on every process
     tracker = tracker if ctx.main else None
     method.train()
     if tracker is not None and config.track_every and step == 0:
@@ -224,26 +228,33 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
             with autocast:
                 result = model(views)
             loss = result["loss"]
-            loss_value = ctx.mean(loss.detach())  # one sync per step: every process stops together
-            if not math.isfinite(loss_value):
-                _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step + 1} "
-                      f"(epoch {step // steps_per_epoch}, lr {lr:.4g})", last)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
             method.on_step_end(step, total)  # index of the update just taken, 0-based
             step += 1
+            log_now = step % config.log_every == 0 or step == stop
+            track_now = tracking and step % config.track_every == 0
+            save_now = (step % steps_per_epoch == 0 or step == stop
+                        or (config.checkpoint_every > 0 and step % config.checkpoint_every == 0))
+            if log_now or track_now or save_now:
+                # The only host-device sync of a step, so a GPU runs ahead between records; the
+                # same on every process (a collective), so all stop together. Nothing is saved
+                # after a non-finite loss, so the last checkpoint stays the last good one.
+                loss_value = ctx.mean(loss.detach())
+                if not math.isfinite(loss_value):
+                    _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
+                          f"(epoch {(step - 1) // steps_per_epoch}, lr {lr:.4g})", last)
             record: dict[str, Any] = {}
-            if step % config.log_every == 0 or step == stop:
+            if log_now:
                 record = {"step": step, "epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
                           **{k: float(v) for k, v in result.get("logs", {}).items()}}
                 bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
-            if tracker is not None and config.track_every and step % config.track_every == 0:
+            if track_now and tracker is not None:
                 record = {"step": step, **record, **_track(tracker, step, method, probe, device)}
             if record and log is not None:
                 _write(log, record)
-            if (step % steps_per_epoch == 0 or step == stop
-                    or (config.checkpoint_every and step % config.checkpoint_every == 0)):
+            if save_now:
                 checkpoint(epoch_state)
             bar.update(1)
             if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
@@ -307,10 +318,13 @@ def _write(fh: Any, record: dict[str, Any]) -> None:
 
 
 def _stop(out: Path, step: int, loss_value: float, what: str, last: Path) -> None:
-    kept = (f"the last good checkpoint {last} (step {load_checkpoint(last)['step']}) is kept"
-            if last.exists() else "no checkpoint had been written yet")
+    """Record why the run stopped (stopped.json) and raise :class:`NonFiniteLossError`."""
+    kept_step = int(load_checkpoint(last)["step"]) if last.exists() else None
+    kept = (f"the last good checkpoint {last} (step {kept_step}) is kept" if kept_step is not None
+            else "no checkpoint had been written yet")
     if int(os.environ.get("RANK", "0")) == 0:
         atomic_write_json(out / "stopped.json", {"reason": what, "step": step, "loss": loss_value,
-                                                 "checkpoint": str(last) if last.exists() else None})
+                                                 "checkpoint": str(last) if last.exists() else None,
+                                                 "checkpoint_step": kept_step})
     raise NonFiniteLossError(f"{what}; the run stopped and {kept}. Lower --lr, add --warmup-epochs, "
                              f"or check the method's options, then start a new run")
