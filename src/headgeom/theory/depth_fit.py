@@ -27,7 +27,7 @@ Losses (``LOSSES``), both on one point u (k,):
 Measures of isotropy of one block H (:func:`isotropy`), each a max over the T points:
 - ``eps_iso``   = ‖H − I‖₂ = max|λ_i − 1| (unit scale, C1's isotropy error over all of R^d);
 - ``eps_kappa`` = κ(H) − 1, κ = λ_max/λ_min (scale-free); +inf where λ_min ≤ 0 (H not positive definite);
-- ``rel_fro``   = min_c ‖H − cI‖_F / ‖H‖_F = sqrt(1 − tr(H)² / (d‖H‖_F²)) (best scalar c = tr H / d).
+- ``rel_fro``   = min_c ‖H − cI‖_F / ‖H‖_F, attained at c = tr H / d (from the centred eigenvalues).
 
 H_eff in the fit is ``vmap(hessian(L ∘ h_θ))`` at the points, differentiated in θ by
 ``torch.func.grad`` (reverse over forward over reverse); tests check it against headgeom's engine
@@ -315,8 +315,8 @@ def isotropy(blocks: Tensor) -> Isotropy:
     pos = lo > 0
     kappa = torch.where(pos, hi / torch.where(pos, lo, torch.ones_like(lo)), torch.full_like(lo, math.inf))
     tr = lam.sum(-1)
-    fro2 = (lam ** 2).sum(-1)
-    rel = torch.sqrt(torch.clamp(1 - tr ** 2 / (d * fro2.clamp_min(1e-300)), min=0.0))
+    # ‖H − (tr H/d) I‖_F from the centred eigenvalues (1 − tr²/(d‖H‖²) would cancel to √eps)
+    rel = (lam - tr[:, None] / d).norm(dim=-1) / lam.norm(dim=-1).clamp_min(1e-300)
     return Isotropy(
         eps_iso=float((lam - 1).abs().max()), eps_kappa=float(kappa.max() - 1), rel_fro=float(rel.max()),
         n_indefinite=int((~pos).sum()), lambda_min=float(lo.min()), lambda_max=float(hi.max()),
