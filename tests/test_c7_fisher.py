@@ -46,7 +46,8 @@ def _constructed(n=4, pixels=20, p=3, g_dim=2, d=7, k=6, invariant=True, seed=0)
         tang = jz[..., p:]  # (n, d, G): the tangents in z-space
         q, _ = torch.linalg.qr(tang)
         jh = jh - jh @ q @ q.transpose(-1, -2)  # the head kills the tangent directions exactly
-    return {"x": jx, "z": jz, "u": jh @ jz, "h": jh}, g_dim
+    jf = torch.randn(n, d, pixels, generator=gen, dtype=D64)  # w.r.t. the input: full rank d
+    return {"x": jx, "z": jz, "u": jh @ jz, "h": jh, "f": jf}, g_dim
 
 
 def test_rank_metrics_on_constructed_jacobians():
@@ -58,9 +59,12 @@ def test_rank_metrics_on_constructed_jacobians():
     assert out["rank_Iu_given_z"] == jac["h"].shape[-1] - g_dim
     assert out["null_frac_Ih"] == pytest.approx(1.0, abs=1e-10) and out["null_frac_Iz"] == pytest.approx(0.0, abs=1e-10)
     assert out["null_frac_Iu_given_z"] == pytest.approx(1.0, abs=1e-10) and out["aug_info_rel_Ih"] < 1e-20
+    d, k = jac["h"].shape[-1], jac["h"].shape[-2]
+    assert out["rank_Iz_input"] == d and out["rank_Ih_input"] == min(k, d - g_dim) and out["holds_frac_input"] == 1.0
     generic, _ = _constructed(invariant=False)
     out = rank_metrics(generic, g_dim, 1e-6, (1e-3,), 1.0)
     assert out["rank_Ih"] == m and out["holds_frac"] == 0.0 and out["null_frac_Ih"] == pytest.approx(0.0, abs=1e-10)
+    assert out["rank_Ih_input"] == 6 and out["holds_frac_input"] == 0.0  # rank J_h J_f = k = 6 > d - G = 5
 
 
 def test_manifold_coordinates_are_orthonormal_and_keep_v_aug():
@@ -87,6 +91,9 @@ def test_jacobians_match_autograd_functional():
         ref_x = jacobian(lambda th: manifold.render(th.unsqueeze(0)).flatten(), theta[i])
         torch.testing.assert_close(jac["x"][i], ref_x, rtol=1e-10, atol=1e-12)
         torch.testing.assert_close(jac["u"][i], jac["h"][i] @ jac["z"][i], rtol=1e-10, atol=1e-12)  # chain rule
+        x = manifold.render(theta[i:i + 1]).flatten()
+        ref_f = jacobian(lambda v: backbone(v.reshape(1, 1, 8, 8)).squeeze(0), x)
+        torch.testing.assert_close(jac["f"][i], ref_f, rtol=1e-10, atol=1e-12)
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +122,7 @@ def test_summarize_claims_tables_and_figure(tiny_results):
         check_claim(claim)
         assert claim["id"] == "C7" and claim["verdict"] in VERDICTS
         assert {"objective", "head", "reading", "preset", "observation_model", "rel_tol"} <= set(claim["setting"])
-    assert len(s.tables) == 2
+    assert len(s.tables) == 3
     import matplotlib.pyplot as plt
 
     plt.close(s.figures[0][1]())

@@ -19,8 +19,8 @@ float64:
   / median|q_control| and p_below = P(|q_t| < |q_c|);
 - the premise: the invariance gap of h∘f and of f (orbit spread / data spread, 0 = invariant).
 
-Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 72 s wall (20 s CPU) on 2
-CPU cores under load ~10 from other jobs (C6 52 s, C7 6 s); details in :func:`quick`.
+Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
+CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
 """
 from __future__ import annotations
 
@@ -76,9 +76,9 @@ def quick() -> C6Config:
     """12×12 patterns, 6 bumps, f 144-64-16, h 16-32-16 (SiLU), VICReg 300 steps; 2 regimes × 3 seeds.
 
     Command: ``headgeom reproduce --only C6 --preset quick`` (with C7: ``--only C6,C7``, which
-    shares the trained systems). Runtime: C6 + C7 together 72 s wall, 20 s CPU time
-    (C6 52 s, C7 6 s reusing C6's trained systems, the rest start-up and report), measured on 2 CPU
-    cores shared with other jobs (load average ~10); about 2 s training + 2.5 s analysis per cell alone.
+    shares the trained systems). Runtime: C6 + C7 together 50-72 s wall, 17-20 s CPU
+    time (two runs; C6 36-52 s, C7 4-6 s reusing C6's trained systems, the rest start-up and report),
+    on 2 CPU cores shared with other jobs (load average 9-10); per cell about 2 s training + 2.5 s analysis.
     No GPU used.
     Measures Rayleigh quotients of G, J_hᵀ∇²L J_h and the backbone metric on augmentation
     tangents against random and content directions, before and after invariance training.

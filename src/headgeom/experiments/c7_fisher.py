@@ -8,6 +8,8 @@ manifold's latent parameters θ = (c, ξ) ∈ R^{p+G} (content and group paramet
     ũ = h(f(x(θ))) + ε, ε ~ N(0, σ² I_k)    ⇒  I_h(θ) = J_uᵀ J_u / σ²,   J_u = J_h J_z      (k × (p+G))
 
 and, in representation space, ũ = h(z) + ε gives I_{u|z} = J_hᵀJ_h/σ² (d × d), the pullback metric G.
+With respect to the input pixels instead of θ (reported beside, not judged): I_z^x = J_fᵀJ_f/σ² and
+I_h^x = (J_h J_f)ᵀ(J_h J_f)/σ², whose ranks are those of J_f and J_h J_f.
 V_aug in θ-space is span{e_ξ} (G directions), so the inequality is exact when h∘f is exactly
 invariant (J_u e_ξ = 0) and the backbone is not (J_z e_ξ linearly independent). Numerical ranks:
 eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.fisher.fisher_rank`), at the
@@ -16,8 +18,8 @@ checked at the same tolerance (columns of ∂x/∂θ scaled to unit norm, so the
 depend on the units of c and ξ). Each cell (regime × seed) measures before and after training on the
 very models C6 measures (the same cached training when both run in one process).
 
-Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 72 s wall (20 s CPU) on 2
-CPU cores under load ~10 from other jobs (C6 52 s, C7 6 s); details in :func:`quick`.
+Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
+CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.func import jacrev, vmap
 
 from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register
@@ -59,9 +62,9 @@ def quick() -> C7Config:
     """The C6 quick system (12×12, p = 6, G = 2, f 144-64-16, h 16-32-16); 2 regimes × 3 seeds, 48 points.
 
     Command: ``headgeom reproduce --only C6,C7 --preset quick`` (C7 alone retrains the systems).
-    Runtime: C6 + C7 together 72 s wall, 20 s CPU time
-    (C6 52 s, C7 6 s reusing C6's trained systems, the rest start-up and report), measured on 2 CPU
-    cores shared with other jobs (load average ~10); about 2 s training + 2.5 s analysis per cell alone.
+    Runtime: C6 + C7 together 50-72 s wall, 17-20 s CPU
+    time (two runs; C6 36-52 s, C7 4-6 s reusing C6's trained systems, the rest start-up and report),
+    on 2 CPU cores shared with other jobs (load average 9-10); per cell about 2 s training + 2.5 s analysis.
     No GPU used. Measures numerical ranks of I_z,
     I_h, I_{u|z} and of the manifold, the inequality per point, and null-space fractions of V_aug.
     """
@@ -93,14 +96,19 @@ def cells(config: C7Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 
 def jacobians(backbone, head, manifold: PatternManifold, theta: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Per-point Jacobians w.r.t. θ of x (S², p+G), z = f(x) (d, p+G), u = h(z) (k, p+G), and J_h (k, d)."""
+    """Per-point Jacobians w.r.t. θ of x (S², p+G), z = f(x) (d, p+G), u = h(z) (k, p+G); J_h (k, d); and
+    J_f (d, S²) w.r.t. the input pixels (keys x, z, u, h, f)."""
     jx = per_sample_jacobian(lambda th: manifold.render(th).flatten(1), theta)
     jz = per_sample_jacobian(lambda th: backbone(manifold.render(th)), theta)
     ju = per_sample_jacobian(lambda th: head(backbone(manifold.render(th))), theta)
     with torch.no_grad():
         z = backbone(manifold.render(theta))
     jh = per_sample_jacobian(head, z)
-    return {"x": jx.detach(), "z": jz.detach(), "u": ju.detach(), "h": jh.detach()}
+    # w.r.t. the input pixels: J_f (d, S²) by reverse mode (d ≪ S²)
+    images = manifold.render(theta).detach()
+    shape = images.shape[1:]
+    jf = vmap(jacrev(lambda v: backbone(v.reshape(1, *shape)).squeeze(0)))(images.flatten(1))
+    return {"x": jx.detach(), "z": jz.detach(), "u": ju.detach(), "h": jh.detach(), "f": jf.detach()}
 
 
 def manifold_coordinates(jac: dict[str, torch.Tensor], dim_aug: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
@@ -152,6 +160,11 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
         top = torch.linalg.svdvals(ortho[key]).amax(-1).square()
         along = (ortho[key] @ w_aug.transpose(-1, -2)).square().sum(-2).amax(-1)
         out[f"aug_info_rel_{name}"] = (along / top).median().item()
+    if "f" in jac:  # the same bound w.r.t. the input pixels: I_z^x = J_fᵀJ_f, I_h^x = (J_h J_f)ᵀ(J_h J_f)
+        rz, rh = fisher_rank(jac["f"], rel_tol, sigma), fisher_rank(jac["h"] @ jac["f"], rel_tol, sigma)
+        out["rank_Iz_input"] = rz.double().mean().item()
+        out["rank_Ih_input"] = rh.double().mean().item()
+        out["holds_frac_input"] = (rh <= rz - dim_aug).double().mean().item()
     return out
 
 
@@ -234,17 +247,23 @@ def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, 
     main = ["| regime | stage | rank I_x | rank I_z | rank I_h | rank I_{u|z} | holds | null frac of V_aug in I_h | "
             "in I_z | gap h∘f | gap f | n |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     sweep = ["| regime | stage | rel_tol | rank I_z | rank I_h | holds |", "|---|---|---|---|---|---|"]
+    pixels = ["| regime | stage | rank I_z^x | rank I_h^x | holds (input) | n |", "|---|---|---|---|---|---|"]
     for regime in config.regimes:
         ms = groups.get(regime, [])
         for stage in STAGES if ms else ():
             main.append(f"| {regime} | {stage} | " + " | ".join(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
                 "rank_Ix", "rank_Iz", "rank_Ih", "rank_Iu_given_z", "holds_frac", "null_frac_Ih", "null_frac_Iz",
                 "gap_end_to_end", "gap_backbone")) + f" | {len(ms)} |")
+            if all(f"{stage}.rank_Iz_input" in m for m in ms):
+                pixels.append(f"| {regime} | {stage} | " + " | ".join(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
+                    "rank_Iz_input", "rank_Ih_input", "holds_frac_input")) + f" | {len(ms)} |")
             for tol in config.tol_sweep:
                 sweep.append(f"| {regime} | {stage} | {tol:g} | " + " | ".join(
                     _pm([m[f"{stage}.{k}@{tol:g}"] for m in ms]) for k in ("rank_Iz", "rank_Ih", "holds_frac")) + " |")
     return [(f"C7: numerical Fisher ranks at rel_tol = {config.rel_tol:g} (mean over points; mean ± std over seeds)",
-             "\n".join(main)), ("C7: tolerance sweep", "\n".join(sweep))]
+             "\n".join(main)), ("C7: tolerance sweep", "\n".join(sweep)),
+            (f"C7: the same bound w.r.t. the input pixels at rel_tol = {config.rel_tol:g} (reported, not judged)",
+             "\n".join(pixels))]
 
 
 def _figure(config: C7Config, groups: dict[str, list[dict]]):
