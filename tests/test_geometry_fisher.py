@@ -96,7 +96,8 @@ def test_null_space_fraction_against_an_explicit_basis():
     j = torch.randn(4, 3, generator=gen, dtype=D64) @ informative.T  # (4, 5), null space = span(null)
     a, b = torch.randn(3, generator=gen, dtype=D64), torch.randn(2, generator=gen, dtype=D64)
     v = torch.stack([null @ b, informative @ a, informative @ a + null @ b])
-    ref = torch.stack([torch.tensor(1.0, dtype=D64), torch.tensor(0.0, dtype=D64), b.norm() / (a.norm() ** 2 + b.norm() ** 2).sqrt()])
+    mixed = b.norm() / (a.norm() ** 2 + b.norm() ** 2).sqrt()
+    ref = torch.stack([torch.tensor(1.0, dtype=D64), torch.tensor(0.0, dtype=D64), mixed])
     torch.testing.assert_close(null_space_fraction(j, v, 1e-10), ref, rtol=1e-9, atol=1e-9)
 
 

@@ -100,7 +100,8 @@ def small() -> C6Config:
 def paper() -> C6Config:
     """24×24 patterns, 12 bumps, f 576-256-64, h 64-256-64, 2000 steps; 2 regimes × 10 seeds, 128 points.
 
-    Command: ``headgeom reproduce --only C6 --preset paper``. Runtime: not measured (est. 30-60 min for C6 + C7 on 2 CPU cores).
+    Command: ``headgeom reproduce --only C6 --preset paper``. Runtime: not measured
+    (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     The paper has no such controlled experiment; this preset only scales the quick one up.
     """
     spec = InvarianceSpec(size=24, n_content=12, hidden=256, d=64, head_hidden=256, k=64, steps=2000,
@@ -251,7 +252,8 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
                  f"{config.ratio_max:g}); not supported if the backbone is degenerate in >= {maj:.0%} of seeds (the "
-                 f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) in >= "
+                 f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) "
+                 f"in >= "
                  f"{maj:.0%}; inconclusive otherwise")
     meas = {f"{name}_ratio_content_{stage}": measured([m[f"{stage}.{name}.ratio_content"] for m in ms])
             for name in ("head_G", "backbone_G") for stage in STAGES}
@@ -288,7 +290,8 @@ def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
                 lines.append(f"| {regime} | {stage} | {name} | {_pm([m[f'{stage}.{name}.ratio_random'] for m in ms])} | "
                              f"{_pm([m[f'{stage}.{name}.p_below_random'] for m in ms])} | "
                              f"{_pm([m[f'{stage}.{name}.ratio_content'] for m in ms])} | "
-                             f"{_pm([m[f'{stage}.gap_end_to_end'] for m in ms])} | {_pm([m[f'{stage}.gap_backbone'] for m in ms])} "
+                             f"{_pm([m[f'{stage}.gap_end_to_end'] for m in ms])} | "
+                             f"{_pm([m[f'{stage}.gap_backbone'] for m in ms])} "
                              f"| {len(ms)} |")
     return "\n".join(lines)
 
@@ -342,8 +345,10 @@ def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
              "gap = orbit spread / data spread of the feature map (0 = exactly invariant)."]
     for r in regimes:
         ms = groups[r]
-        notes.append(f"{r}: VICReg loss {_pm([m['loss_first'] for m in ms])} at step 0 -> {_pm([m['loss_last'] for m in ms])} "
-                     f"at the last step; median ‖∂f/∂ξ‖ after training {_pm([m['after.z_tangent_norm_median'] for m in ms])}.")
+        loss0, loss1 = _pm([m["loss_first"] for m in ms]), _pm([m["loss_last"] for m in ms])
+        tangent = _pm([m["after.z_tangent_norm_median"] for m in ms])
+        notes.append(f"{r}: VICReg loss {loss0} at step 0 -> {loss1} at the last step; "
+                     f"median ‖∂f/∂ξ‖ after training {tangent}.")
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 
 

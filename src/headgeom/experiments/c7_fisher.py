@@ -83,7 +83,8 @@ def small() -> C7Config:
 def paper() -> C7Config:
     """The C6 paper system; 2 regimes × 10 seeds, 128 points.
 
-    Command: ``headgeom reproduce --only C6,C7 --preset paper``. Runtime: not measured (est. 30-60 min for C6 + C7 on 2 CPU cores).
+    Command: ``headgeom reproduce --only C6,C7 --preset paper``. Runtime: not measured
+    (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     """
     return C7Config(preset="paper", system=c6.paper().system, seeds=10, n_eval=128, num_threads=None)
 
@@ -280,6 +281,9 @@ def _figure(config: C7Config, groups: dict[str, list[dict]]):
             for k, color in (("rank_Iz", "C0"), ("rank_Ih", "C3")):
                 ys = [measured([m[f"{stage}.{k}@{t:g}"] for m in ms])["value"] for t in config.tol_sweep]
                 ax.plot(config.tol_sweep, ys, ls, color=color, marker="o", label=f"{k} ({stage})")
+        g_dim = c6.regime_spec(c6.C6Config(system=config.system), regime).dim_aug
+        bound = [measured([m[f"after.rank_Iz@{t:g}"] for m in ms])["value"] - g_dim for t in config.tol_sweep]
+        ax.plot(config.tol_sweep, bound, ":", color="k", label=f"bound rank_Iz (after) - {g_dim}")
         ax.axvline(config.rel_tol, color="0.6", lw=0.8)
         ax.set_xscale("log")
         ax.set_xlabel("rel_tol (Fisher eigenvalues > rel_tol · λ_max)")

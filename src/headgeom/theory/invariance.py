@@ -7,8 +7,8 @@ Data manifold. Images are single-channel S×S *band-limited periodic patterns*,
 with ψ_j periodic Gaussian bumps at fixed random positions (one per cell of a jittered grid, drawn
 once per system), P_band the projection that zeroes every Fourier bin with |k| ≥ S/2 (the
 Nyquist row and column), and T_ξ the circular translation by ξ (fractions of the side) applied
-as a Fourier phase shift. On band-limited images T is an exact, smooth action of the torus group: T_a T_b = T_{a+b}, T_0 = id,
-T_1 = id, so V_aug has the known dimension G (``"translation"``: x and y, G = 2;
+as a Fourier phase shift. On band-limited images T is an exact, smooth action of the torus group:
+T_a T_b = T_{a+b}, T_0 = T_1 = id, so V_aug has the known dimension G (``"translation"``: x and y, G = 2;
 ``"translation_x"``: G = 1). The content c is *not* a shift-invariant parametrisation (bumps at
 fixed positions), so θ ↦ x(θ) has rank p + G generically: the manifold dimension is known too.
 
