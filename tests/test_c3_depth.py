@@ -101,7 +101,8 @@ def test_summarize_claim_table_and_figure(tiny_results):
 
 
 def _fake(eps, converged=True):
-    return {"eps_kappa": None if math.isinf(eps) else eps, "eps_iso": min(eps, 9.0), "rel_fro": 0.1, "converged": converged,
+    return {"eps_kappa": None if math.isinf(eps) else eps, "eps_iso": min(eps, 9.0), "rel_fro": 0.1,
+            "converged": converged,
             "stop_reason": "tolerance" if converged else "budget", "engine_gap": 0.0, "M_ratio_fro": 0.5,
             "init_eps_kappa": None, "lbfgs_iterations": 10, "objective_final": 1e-3}
 

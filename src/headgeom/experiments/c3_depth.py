@@ -335,7 +335,8 @@ def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:
     lin = list(groups.get((0, 0), {}).values())
     if lin:
         notes.append(f"linear baseline ({'affine' if config.bias else 'bias-free'}): ε = {_fmt(lin)}, "
-                     f"‖H − I‖₂ = {_fmt(lin, 'eps_iso')}, M = 0 (max ‖M‖/‖H‖ {max(m['M_ratio_fro'] for m in lin):.2g}).")
+                     f"‖H − I‖₂ = {_fmt(lin, 'eps_iso')}, "
+                     f"M = 0 (max ‖M‖/‖H‖ {max(m['M_ratio_fro'] for m in lin):.2g}).")
     gaps = [float(m["engine_gap"]) for ms in groups.values() for m in ms.values()]
     if gaps:
         notes.append(f"closed-form H_eff of the fit vs headgeom's engine: max relative gap {max(gaps):.2g}.")
