@@ -16,7 +16,8 @@ Layouts recognised (``release`` ids):
 - ``torchvision_resnet`` / ``vit_backbone``: a bare backbone state dict (optionally inside
   ``state_dict``/``model``, optionally prefixed ``module.``/``backbone.``); ``fc.*`` is a classifier.
 
-headgeom's own training runs are not recognised yet (there is no ``headgeom.train`` package).
+headgeom's own training runs (``format == "headgeom.train.checkpoint"``) are rebuilt from their
+config instead, by :mod:`headgeom.checkpoints.own_runs`.
 """
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from torch import Tensor, nn
@@ -19,6 +18,7 @@ from headgeom.backbones import VisionTransformer, get_backbone
 from headgeom.checkpoints.detect import HeadPart, Layout, detect
 from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError, head_state
 from headgeom.checkpoints.official import ShaCheck, check_sha256
+from headgeom.checkpoints.own_runs import is_headgeom_run, load_headgeom_run, resolve_checkpoint_path
 from headgeom.checkpoints.safe_load import safe_load
 from headgeom.heads import HeadSpec, ProjectionHead
 
@@ -117,8 +117,9 @@ def load_checkpoint(path: str | os.PathLike[str], which: str | None = None, num_
     """Load an official SSL checkpoint (or a plain backbone state dict) into headgeom models.
 
     Args:
-        path: a ``.pth`` / ``.pth.tar`` file written by ``torch.save`` (zip or legacy format).
-        which: DINO full checkpoints only: "teacher" (default) or "student".
+        path: a ``.pth`` / ``.pth.tar`` file written by ``torch.save`` (zip or legacy format), or a
+            ``headgeom train`` run directory (its ``checkpoints/last.pt``).
+        which: DINO full checkpoints and DINO runs only: "teacher" (default) or "student".
         num_heads: ViT attention heads, if not embed_dim // 64.
         strict: raise if any model key is missing or any model tensor of the file goes unused.
 
@@ -129,9 +130,20 @@ def load_checkpoint(path: str | os.PathLike[str], which: str | None = None, num_
     Raises:
         UnsafeCheckpointError, CheckpointFormatError (from safe_load), CheckpointArchitectureError.
     """
+    path = resolve_checkpoint_path(path)
     loaded = safe_load(path)
+    if is_headgeom_run(loaded.obj):
+        fields = load_headgeom_run(loaded.obj, which)
+        check = check_sha256(path.name, loaded.sha256, fields["release"])
+        model = LoadedModel(sha256=loaded.sha256, sha256_check=check, **fields)
+        if strict and (model.missing or model.unexpected):
+            raise CheckpointArchitectureError(
+                f"headgeom run {path} does not fill its method exactly: missing {model.missing}, "
+                f"unexpected {model.unexpected}."
+            )
+        return model
     layout = detect(loaded.obj, which=which, num_heads=num_heads)
     if loaded.stand_ins:
         layout.notes.append(f"pickled references replaced by inert stand-ins: {list(loaded.stand_ins)}.")
-    check = check_sha256(Path(path).name, loaded.sha256, layout.release)
+    check = check_sha256(path.name, loaded.sha256, layout.release)
     return load_layout(layout, loaded.sha256, check, strict=strict)
