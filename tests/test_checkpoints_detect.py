@@ -133,3 +133,19 @@ def test_weight_norm_from_plain_weight_is_exact():
     rebuilt = torch._weight_norm(v, g, 0)
     assert torch.allclose(rebuilt, w, atol=1e-14, rtol=0)
     assert torch.isfinite(rebuilt).all()
+
+
+def test_teacher_saved_alone_loads_its_backbone(tmp_path):
+    """{"teacher": state} with backbone.* / head.* keys (no student): the backbone loads, the rest is listed."""
+    net = resnet18(width=0.125).eval()
+    teacher = {f"backbone.{k}": v for k, v in net.state_dict().items()}
+    teacher["head.mlp.0.weight"] = torch.zeros(8, 64)
+    teacher["center"] = torch.zeros(8)
+    path = tmp_path / "teacher_only.pth"
+    torch.save({"teacher": teacher}, path)
+    m = load_checkpoint(path)
+    assert (m.release, m.backbone_name) == ("torchvision_resnet", "resnet18")
+    assert m.missing == [] and m.unexpected == ["center"] and "head.*" in m.ignored
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(m.backbone(x), net(x), atol=1e-6)

@@ -9,7 +9,9 @@ Layouts recognised (``release`` ids):
   head is 2048→4096, BN, GELU, →256 with a plain last Linear to 60000 (it differs from the DINO
   code: facebookresearch/dino issue #189).
 - ``vicreg``: ``{epoch, model, optimizer}``, ``module.backbone.*`` and
-  ``module.projector.{0,1,3,4,6}`` (Linears with bias except the last).
+  ``module.projector.{0,1,3,4,6}`` (Linears with bias except the last). VICReg's own resnet.py
+  pads by 1 and then convolves conv1 with padding 2, the same zero padding of 3 as torchvision,
+  and has torchvision's key names without ``fc``.
 - ``barlow_twins``: the same container, bias-free projector, plus the loss's ``module.bn.*``.
 - ``simsiam``: ``{epoch, arch, state_dict, optimizer}``, ``module.encoder.*`` (torchvision
   ResNet whose ``fc`` is the projector) and ``module.predictor.*``.
@@ -217,11 +219,19 @@ def _plain(obj: Any, num_heads: int | None) -> Layout:
     if not _is_tensor_dict(state):
         raise _unrecognised(obj, "it is not a state dict")
     state = dict(state)
-    for prefix in ("module.", "backbone.", "encoder."):
-        if all(k.startswith(prefix) for k in state):
-            state = _strip(state, prefix)
+    unused: list[str] = []
+    if all(k.startswith("module.") for k in state):
+        state = _strip(state, "module.")
+    if any(k.startswith("backbone.") for k in state):  # e.g. a DINO teacher saved on its own
+        rest = state
+        state = _take(rest, "backbone.")
+        head = _take(rest, "head.")
+        unused = list(rest)
+    else:
+        if all(k.startswith("encoder.") for k in state):
+            state = _strip(state, "encoder.")
+        head = _take(state, "head.")
     classifier = _take(state, "fc.")
-    head = _take(state, "head.")
     name, kwargs, notes = infer_backbone(state, num_heads=num_heads)
     ignored = {}
     if classifier:
@@ -229,7 +239,7 @@ def _plain(obj: Any, num_heads: int | None) -> Layout:
     if head:
         ignored["head.*"] = "a head whose layout is not known for a plain state dict"
     release = "vit_backbone" if name == "vit" else "torchvision_resnet"
-    return Layout(release, name, kwargs, state, None, None, unused=[], ignored=ignored, notes=notes)
+    return Layout(release, name, kwargs, state, None, None, unused=unused, ignored=ignored, notes=notes)
 
 
 def detect(obj: Any, which: str | None = None, num_heads: int | None = None) -> Layout:
