@@ -231,21 +231,25 @@ def _claim(config: C3Config, groups: dict) -> dict[str, Any]:
     frac_pairs = wins / total if total else float("nan")
     conv = sum(bool(m["converged"]) for m in mlp) / max(1, len(mlp))
     maj = config.majority
+    witness = frac_deep >= maj
     if not mlp or total == 0:
         verdict, reason = "inconclusive", "no MLP cells or no pair of depths to compare"
-    elif frac_deep >= maj and frac_pairs >= maj:
-        verdict, reason = "supported", "the deepest heads reach the threshold and depth lowers ε in most pairs"
     elif conv < maj:
-        verdict, reason = "inconclusive", f"only {conv:.0%} of MLP fits converged (stop on tolerance or plateau)"
+        verdict = "inconclusive"
+        reason = (f"only {conv:.0%} of MLP fits converged, so ε vs depth reflects the optimisation budget, not "
+                  f"capacity (the deepest heads {'do' if witness else 'do not'} reach the threshold)")
+    elif witness and frac_pairs >= maj:
+        verdict, reason = "supported", "the deepest heads reach the threshold and depth lowers ε in most pairs"
     else:
         verdict = "not supported"
-        reason = ("the deepest heads miss the threshold" if frac_deep < maj else "depth does not lower ε in most pairs")
+        reason = "the deepest heads miss the threshold" if not witness else "depth does not lower ε in most pairs"
     criterion = (
-        f"ε = max_j κ(H_eff(γ(t_j))) − 1 (∞ if some block is not positive definite). supported if, at depth "
-        f"{deepest}, the best width reaches ε ≤ {config.eps_threshold:g} in ≥ {maj:.0%} of seeds AND ε(depth D+1) < "
-        f"ε(depth D) in ≥ {maj:.0%} of (width, seed, consecutive depth) pairs; otherwise inconclusive if fewer than "
-        f"{maj:.0%} of the MLP fits converged (L-BFGS stopped on its tolerances, or the best objective moved less than "
-        f"{config.plateau_tol:g} relatively over the last 10% of evaluations), else not supported. Reason: {reason}."
+        f"ε = max_j κ(H_eff(γ(t_j))) − 1 (∞ if some block is not positive definite). Judged only when ≥ {maj:.0%} "
+        f"of the MLP fits converged (L-BFGS stopped on its tolerances, or the best objective moved less than "
+        f"{config.plateau_tol:g} relatively over the last 10% of evaluations), else inconclusive. supported if, at "
+        f"depth {deepest}, the best width reaches ε ≤ {config.eps_threshold:g} in ≥ {maj:.0%} of seeds AND "
+        f"ε(depth D+1) < ε(depth D) in ≥ {maj:.0%} of (width, seed, consecutive depth) pairs; not supported "
+        f"otherwise. Reason: {reason}."
     )
     meas: dict[str, Any] = {
         "frac_seeds_deepest_below_threshold": measured(frac_deep, n=len(best_deep)),
