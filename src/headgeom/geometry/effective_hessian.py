@@ -21,10 +21,14 @@ from torch import Tensor, nn
 from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
+from .loss_curvature import curvature_for
+from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks
 from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
 from .readings import READINGS, Loss, check_reading, loss_hvp
 
 DEFAULT_MAX_DENSE = 6144
+BLOCK_STRATEGIES = ("auto", "sandwich", "jacobian")
+SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
 
 
 def _check_finite(name: str, t: Tensor, hint: str) -> None:
@@ -57,6 +61,8 @@ class EffectiveHessian:
     row_wise_head: bool = field(init=False)
     separable_loss: bool = field(init=False)
     chunk_size: int = 32
+    block_strategy: str = "auto"
+    last_block_path: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         fn = self.head.fn
@@ -117,6 +123,7 @@ class EffectiveHessian:
             "reduction": "as the loss defines it (headgeom objectives: mean over the batch, so blocks carry 1/N)",
             "row_wise_head": self.row_wise_head, "separable_loss": self.separable_loss,
             "block_path": "structured-mlp" if self.structured else "generic-torch.func",
+            "block_strategy": self.block_strategy, "last_block_path": self.last_block_path,
             "train_mode_batchnorm": self.head.train_mode_batchnorm,
         }
 
@@ -227,7 +234,7 @@ class EffectiveHessian:
     # ------------------------------------------------------------------ block path
     def blocks(self) -> Tensor:
         """(N, d, d) diagonal blocks of H_eff, batched over samples."""
-        g, m = self._blocks(True, True)
+        g, m = self._blocks(True, True, merged=True)
         return (g + m).detach()
 
     def gauss_newton_blocks(self) -> Tensor:
@@ -244,11 +251,12 @@ class EffectiveHessian:
         g, m = g.detach(), m.detach()
         return g + m, g, m
 
-    def _blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
+    def _blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
+        """G and M blocks; with ``merged`` only their sum is meaningful (blocks())."""
         if not self.row_wise_head:
             return self._coupled_blocks(want_g, want_m)
         if self.separable_loss:
-            return self._separable_blocks(want_g, want_m)
+            return self._separable_blocks(want_g, want_m, merged)
         gs, ms = [], []
         for idx in self._row_chunks():
             jt, m = self._row_jacobian(idx, want_m)
@@ -263,10 +271,31 @@ class EffectiveHessian:
         for start in range(0, self.n, self.chunk_size):
             yield torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
 
-    def _separable_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
+    def _use_sandwich(self, want_g: bool):
+        """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
+        if self._layers is None or not is_linear_chain(self._layers) or self.block_strategy == "jacobian":
+            return False, None
+        curv = curvature_for(self.loss, self.u, self.reading) if want_g else None
+        if self.block_strategy == "sandwich" or not want_g:
+            return True, curv
+        costs = block_costs(self._layers, self.d, self.k, curv is not None)
+        ours, theirs = costs["sandwich"], costs["jacobian"]
+        acts = [layer for layer in self._layers if not isinstance(layer, nn.Linear)]
+        m = self._layers[-1].in_features if isinstance(self._layers[-1], nn.Linear) and acts else self.k
+        fits = curv is not None or self.n * m * m * self.z.element_size() <= SANDWICH_MEMORY
+        return ours <= theirs and fits, curv
+
+    def _separable_blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
         """Row-wise head and block-diagonal loss Hessian: J_iᵀ for all samples, then one loss
         HVP per column of J carries every sample at once: G_i = J_iᵀ [∇²_u L]_ii J_i."""
         n, d, k = self.n, self.d, self.k
+        sandwich, curv = self._use_sandwich(want_g)
+        if sandwich:
+            self.last_block_path = "sandwich" + ("+declared-curvature" if curv is not None else "+hvp")
+            hvp = loss_hvp(self.loss, self.u, self.reading)
+            return sandwich_blocks(self._layers, self.z, self.rho, curv, hvp, want_g, want_m, self.chunk_size,
+                                   merged=merged)
+        self.last_block_path = "jacobian"
         jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
         ms = []
         for idx in self._row_chunks():
@@ -361,6 +390,7 @@ def effective_hessian(
     dtype: torch.dtype | None = torch.float64,
     max_dense: int = DEFAULT_MAX_DENSE,
     chunk_size: int = 32,
+    block_strategy: str = "auto",
 ) -> EffectiveHessian:
     """Exact effective Hessian of ``loss ∘ head`` with respect to the representation ``z``.
 
@@ -376,6 +406,10 @@ def effective_hessian(
         max_dense: largest N·d for which ``dense()``, ``gauss_newton()`` and ``interaction()``
             build a matrix.
         chunk_size: samples per chunk in the block path (memory vs speed).
+        block_strategy: for MLP heads under separable losses, "sandwich" (blocks formed at the
+            last activation's width, :mod:`headgeom.geometry.mlp_sandwich`), "jacobian" (J
+            propagated to the output, :mod:`headgeom.geometry.mlp_structure`) or "auto" (the
+            cheaper by a FLOP count). Every strategy is exact; the one used is in ``info()``.
     """
     check_reading(reading)
     if not isinstance(z, Tensor) or z.ndim != 2:
@@ -390,4 +424,7 @@ def effective_hessian(
     prepared = prepare_head(head, dtype, z.device)
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1; got {chunk_size}")
-    return EffectiveHessian(prepared, loss, z, reading, max_dense, chunk_size=chunk_size)
+    if block_strategy not in BLOCK_STRATEGIES:
+        raise ValueError(f"block_strategy must be one of {BLOCK_STRATEGIES}; got {block_strategy!r}")
+    return EffectiveHessian(prepared, loss, z, reading, max_dense, chunk_size=chunk_size,
+                            block_strategy=block_strategy)

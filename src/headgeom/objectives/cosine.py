@@ -7,6 +7,7 @@ MSE-premise readings of :mod:`headgeom.geometry.readings`.
 """
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -22,3 +23,25 @@ def negative_cosine(p: Tensor, z: Tensor) -> Tensor:
 def simsiam_loss(p1: Tensor, p2: Tensor, z1: Tensor, z2: Tensor) -> Tensor:
     """SimSiam's symmetric loss ½[negative_cosine(p1, z2) + negative_cosine(p2, z1)] -> scalar."""
     return 0.5 * (negative_cosine(p1, z2) + negative_cosine(p2, z1))
+
+
+def negative_cosine_hessian_structure(u: Tensor, c: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """Per-sample blocks of ∇²_u negative_cosine(u, c) as α_i I + U_i B_i U_iᵀ.
+
+    With n = ‖u_i‖, û = u_i/n, ĉ = c_i/‖c_i‖, s = ûᵀĉ and the batch mean's 1/N:
+    ∇²(−cos) = (1/n²)[s I + ĉûᵀ + ûĉᵀ − 3s ûûᵀ], so α = s/(N n²), U = [û, ĉ] and
+    B = 1/(N n²) [[−3s, 1], [1, 0]]. Returns alpha (N,), U (N, k, 2), B (N, 2, 2).
+    """
+    n_batch = u.shape[0]
+    norm = u.norm(dim=1)
+    u_hat = u / norm[:, None]
+    c_hat = c / c.norm(dim=1, keepdim=True)
+    s = (u_hat * c_hat).sum(dim=1)
+    scale = 1.0 / (n_batch * norm**2)
+    alpha = s * scale
+    U = torch.stack([u_hat, c_hat], dim=-1)
+    B = torch.zeros(n_batch, 2, 2, dtype=u.dtype, device=u.device)
+    B[:, 0, 0] = -3.0 * s * scale
+    B[:, 0, 1] = scale
+    B[:, 1, 0] = scale
+    return alpha, U, B

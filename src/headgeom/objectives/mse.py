@@ -14,3 +14,8 @@ def mse_to_target(u: Tensor, c: Tensor) -> Tensor:
     """mean_i ½‖u_i − sg(c_i)‖²: u (N, D) head output, c (N, D) target (no gradient) -> scalar."""
     u, c = check_pair("u", u, "c", c)
     return 0.5 * (u - c.detach()).pow(2).sum(dim=1).mean()
+
+
+def mse_hessian_structure(u: Tensor, c: Tensor) -> tuple[Tensor, None, None]:
+    """Per-sample blocks of ∇²_u mse_to_target(u, c): I/N, as (alpha (N,), None, None)."""
+    return u.new_full((u.shape[0],), 1.0 / u.shape[0]), None, None

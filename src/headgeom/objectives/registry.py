@@ -29,9 +29,9 @@ from torch import Tensor
 
 from headgeom.objectives.barlow_twins import barlow_twins
 from headgeom.objectives.contrastive import info_nce, nt_xent
-from headgeom.objectives.cosine import negative_cosine
+from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
 from headgeom.objectives.dino import dino, dino_pair
-from headgeom.objectives.mse import mse_to_target
+from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
 from headgeom.objectives.vicreg import vicreg
 
 
@@ -78,6 +78,14 @@ OBJECTIVES: dict[str, ObjectiveSpec] = {
 }
 
 
+# Per-sample loss-Hessian blocks α_i I + U_i B_i U_iᵀ in closed form, for the separable
+# objectives (see headgeom.geometry.loss_curvature); the engine verifies them against autograd.
+HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
+    "mse": mse_hessian_structure,
+    "negative_cosine": negative_cosine_hessian_structure,
+}
+
+
 def get_objective(name: str) -> ObjectiveSpec:
     """The :class:`ObjectiveSpec` registered under ``name``."""
     try:
@@ -115,4 +123,7 @@ def analysis_loss(name: str, other: Tensor, **kwargs: object) -> Callable[[Tenso
         return fn(u, fixed, **kwargs)
 
     loss.__doc__ = f"{name} as a function of one view u (N, K), the other fixed: {spec.description}"
+    structure = HESSIAN_STRUCTURES.get(name)
+    if structure is not None:  # lets the engine skip loss-Hessian products (checked there)
+        loss.hessian_structure = lambda u: structure(u, fixed)  # type: ignore[attr-defined]
     return loss

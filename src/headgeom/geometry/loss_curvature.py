@@ -1,0 +1,121 @@
+"""Per-sample loss-Hessian blocks in the form "scaled identity plus low rank".
+
+For the separable losses of the theory (PAPER.md §1) each block of ∇²_u L has the form
+
+    [∇²_u L]_ii = α_i I_k + U_i B_i U_iᵀ,        α_i scalar, U_i (k, r), B_i (r, r), r ≪ k
+
+- MSE premise ½‖u − c‖², batch mean:  α_i = 1/N, no low-rank part.
+- negative cosine −mean_i cos(u_i, c_i), with n = ‖u_i‖, û = u_i/n, ĉ = c_i/‖c_i‖, s = ûᵀĉ:
+      ∇²(−cos) = (1/n²) [ s I + ĉûᵀ + ûĉᵀ − 3 s ûûᵀ ]
+  so α_i = s/(N n²), U_i = [û, ĉ], B_i = 1/(N n²) [[−3s, 1], [1, 0]].
+- tangential reading P A P with P = I − ûûᵀ:  α_i I − α_i ûûᵀ + (P U_i) B_i (P U_i)ᵀ.
+
+A loss callable declares its form by carrying ``hessian_structure(u) -> (alpha, U, B)``
+(``headgeom.objectives.analysis_loss`` attaches it to the MSE and cosine losses). The engine
+then needs no loss-Hessian products at all: W_Lᵀ [∇²L]_ii W_L = α_i W_LᵀW_L + (W_LᵀU_i) B_i (…)ᵀ.
+A declaration is never trusted blindly: :func:`curvature_for` checks it against the exact
+forward-over-reverse HVP on a random probe and refuses a disagreement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .readings import Loss, loss_hvp
+
+
+@dataclass
+class LowRankCurvature:
+    """[∇²_u L]_ii = alpha[i] I + U[i] B[i] U[i]ᵀ for i = 1..N.
+
+    alpha: (N,); U: (N, k, r) or None; B: (N, r, r) or None (both None: scaled identity).
+    """
+
+    alpha: Tensor
+    U: Tensor | None = None
+    B: Tensor | None = None
+
+    @property
+    def rank(self) -> int:
+        return 0 if self.U is None else self.U.shape[-1]
+
+    def rows(self, sel: slice) -> "LowRankCurvature":
+        """The blocks of the samples ``sel``."""
+        return LowRankCurvature(self.alpha[sel], None if self.U is None else self.U[sel],
+                                None if self.B is None else self.B[sel])
+
+    def apply(self, w: Tensor) -> Tensor:
+        """Block-diagonal product: row i of the result is [∇²L]_ii w_i, for w (N, k)."""
+        out = self.alpha[:, None] * w
+        if self.U is not None:
+            coef = torch.einsum("nkr,nk->nr", self.U, w)
+            out = out + torch.einsum("nkr,nrs,ns->nk", self.U, self.B, coef)
+        return out
+
+    def sandwich(self, w: Tensor | None, gram: Tensor | None, k: int) -> Tensor:
+        """(N, m, m) blocks Wᵀ [∇²L]_ii W for a constant W (k, m), given gram = WᵀW.
+
+        w None means W = I (m = k).
+        """
+        n = self.alpha.shape[0]
+        base = torch.eye(k, dtype=self.alpha.dtype, device=self.alpha.device) if w is None else gram
+        out = self.alpha[:, None, None] * base.expand(n, *base.shape)
+        if self.U is not None:
+            v = self.U if w is None else torch.einsum("km,nkr->nmr", w, self.U)  # (N, m, r)
+            out = out + v @ self.B @ v.transpose(1, 2)
+        return out
+
+
+def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:
+    """P A P per sample, P = I − ûûᵀ (the ``tangential`` reading), still identity + low rank."""
+    u_hat = u / u.norm(dim=-1, keepdim=True)
+    n = u.shape[0]
+    cols = [u_hat[:, :, None]]
+    blocks = [(-curv.alpha)[:, None, None]]
+    if curv.U is not None:
+        pu = curv.U - u_hat[:, :, None] * torch.einsum("nk,nkr->nr", u_hat, curv.U)[:, None, :]
+        cols.append(pu)
+        blocks.append(curv.B)
+    r = sum(c.shape[-1] for c in cols)
+    b = torch.zeros(n, r, r, dtype=u.dtype, device=u.device)
+    at = 0
+    for blk in blocks:
+        q = blk.shape[-1]
+        b[:, at:at + q, at:at + q] = blk
+        at += q
+    return LowRankCurvature(curv.alpha, torch.cat(cols, dim=-1), b)
+
+
+def curvature_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) -> LowRankCurvature | None:
+    """The loss-Hessian blocks at u under ``reading`` in low-rank form, or None if unknown.
+
+    ``mse`` is I/N by definition; ``ambient``/``tangential`` use the loss's declared
+    ``hessian_structure``. With ``check`` the declared form is compared with the exact HVP of
+    the loss on a fixed random probe; a mismatch raises (a wrong declaration must never turn
+    into a wrong Hessian).
+    """
+    n = u.shape[0]
+    if reading == "mse":
+        return LowRankCurvature(torch.full((n,), 1.0 / n, dtype=u.dtype, device=u.device))
+    declare = getattr(loss, "hessian_structure", None)
+    if declare is None:
+        return None
+    alpha, U, B = declare(u)
+    curv = LowRankCurvature(alpha.to(u.dtype), None if U is None else U.to(u.dtype), None if B is None else B.to(u.dtype))
+    if reading == "tangential":
+        curv = tangential(curv, u)
+    if check:
+        gen = torch.Generator(device="cpu").manual_seed(1234)
+        w = torch.randn(u.shape, generator=gen, dtype=u.dtype).to(u.device)
+        exact = loss_hvp(loss, u, reading)(w)
+        err = float((curv.apply(w) - exact).abs().max())
+        scale = float(exact.abs().max()) or 1.0
+        tol = 1e-8 if u.dtype == torch.float64 else 1e-3
+        if err > tol * scale:
+            raise ValueError(
+                f"the loss's declared hessian_structure disagrees with its exact Hessian-vector product "
+                f"(max error {err:.3e} against max |Hv| {scale:.3e}); fix or remove the declaration"
+            )
+    return curv

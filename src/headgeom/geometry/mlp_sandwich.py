@@ -1,0 +1,213 @@
+"""Per-sample H_eff blocks of MLP heads under separable losses, sandwiched at the last activation.
+
+Write the (affine-folded) head as u = W_L σ_L(a_L) + b_L with a_L = a_L(z) the pre-activation of
+the last activation and B_i = ∂a_L/∂z_i (m × d). With D_i = diag σ_L'(a_L), K_i = W_Lᵀ [∇²L]_ii W_L
+and c_l = σ_l''(a_l) ⊙ g_l (g_l the residual gradient ρ back-propagated to σ_l's output):
+
+    G_i = B_iᵀ (D_i K_i D_i) B_i,       M_i = B_iᵀ diag(c_L) B_i + Σ_{l<L} A_lᵀ diag(c_l) A_l
+
+so H_eff's block is B_iᵀ (D_i K_i D_i + diag c_L) B_i plus the earlier layers' terms: one m × m
+sandwich instead of propagating J through W_L (k × m) and forming Jᵀ(∇²L J) at width k.
+K_i costs nothing when the loss declares α_i I + U_i B_i U_iᵀ blocks
+(:mod:`headgeom.geometry.loss_curvature`); otherwise it comes from m loss HVPs and one GEMM.
+
+A term A_lᵀ diag(c_l) A_l whose Jacobian A_l is the same for every sample (the first Linear)
+is formed for all samples at once as C (N × w) times packed outer products a_j a_jᵀ of the
+rows of A_l, tile by tile of the upper triangle: half the work of per-sample products, as
+large matrix products.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+from torch.func import vmap
+
+from .loss_curvature import LowRankCurvature
+from .mlp_structure import _activation_derivatives
+
+
+@dataclass
+class VectorPass:
+    """u and, per activation (in order), σ'(a), σ''(a) and c = σ''(a) ⊙ g for all samples."""
+
+    u: Tensor  # (N, k)
+    act_index: list[int]  # position of each activation in the layer list
+    d1: list[Tensor]  # (N, w_l)
+    d2: list[Tensor]
+    c: list[Tensor] | None  # None when ρ was not given
+
+
+def vector_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> VectorPass:
+    """Forward values and backward residual gradients of a Linear/activation chain (vectors only)."""
+    x = z
+    act_index, d1s, d2s = [], [], []
+    for idx, layer in enumerate(layers):
+        if isinstance(layer, nn.Linear):
+            x = nn.functional.linear(x, layer.weight, layer.bias)
+        else:
+            x, d1, d2 = _activation_derivatives(layer, x)
+            act_index.append(idx)
+            d1s.append(d1)
+            d2s.append(d2)
+    cs = None
+    if rho is not None:
+        cs = [None] * len(act_index)
+        g = rho
+        pos = {idx: j for j, idx in enumerate(act_index)}
+        for idx in range(len(layers) - 1, -1, -1):
+            layer = layers[idx]
+            if isinstance(layer, nn.Linear):
+                g = g @ layer.weight
+            else:
+                j = pos[idx]
+                cs[j] = d2s[j] * g
+                g = g * d1s[j]
+    return VectorPass(u=x, act_index=act_index, d1=d1s, d2=d2s, c=cs)
+
+
+def is_linear_chain(layers: list[nn.Module]) -> bool:
+    """Only Linear layers and element-wise activations (what fuse_affine_runs leaves)."""
+    from .mlp_structure import ELEMENTWISE
+
+    return all(isinstance(layer, (nn.Linear,) + ELEMENTWISE) for layer in layers)
+
+
+def packed_outer_sum(at: Tensor, c: Tensor, tile: int = 64) -> Tensor:
+    """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
+
+    Upper-triangle tiles (I ≤ J) as one GEMM each: C (N, w) @ [a_j[I] ⊗ a_j[J]]_j (w, |I||J|).
+    """
+    d, w = at.shape
+    n = c.shape[0]
+    out = torch.empty(n, d, d, dtype=at.dtype, device=at.device)
+    a = at.T  # (w, d)
+    for i0 in range(0, d, tile):
+        i1 = min(i0 + tile, d)
+        for j0 in range(i0, d, tile):
+            j1 = min(j0 + tile, d)
+            q = (a[:, i0:i1, None] * a[:, None, j0:j1]).reshape(w, -1)
+            blk = (c @ q).reshape(n, i1 - i0, j1 - j0)
+            out[:, i0:i1, j0:j1] = blk
+            if j0 != i0:
+                out[:, j0:j1, i0:i1] = blk.transpose(1, 2)
+    return out
+
+
+def tail_curvature(w_tail: Tensor | None, k: int, hvp: Callable[[Tensor], Tensor], n: int,
+                   like: Tensor) -> Tensor:
+    """(N, m, m) K_i = W_Lᵀ [∇²L]_ii W_L from m loss HVPs; W_L None means the identity (m = k)."""
+    m = k if w_tail is None else w_tail.shape[1]
+    cols = torch.eye(k, dtype=like.dtype, device=like.device) if w_tail is None else w_tail
+    out = torch.empty(n, m, m, dtype=like.dtype, device=like.device)
+    step = max(1, min(m, (1 << 22) // max(1, n * k)))  # bounded tangent memory
+    for c0 in range(0, m, step):
+        c1 = min(c0 + step, m)
+        tangents = cols[:, c0:c1].T[:, None, :].expand(c1 - c0, n, k)  # column c on every row
+        y = vmap(hvp)(tangents).transpose(0, 1)  # (N, cc, k): [∇²L]_ii w_c
+        out[:, c0:c1, :] = y if w_tail is None else y @ w_tail
+    return out
+
+
+# A loss HVP is memory-bound: tens of element-wise passes over its (N, k) tangent. Counted as
+# this many FLOP-equivalents per element when the two paths are compared (measured order of
+# magnitude for the cosine loss on CPU; only the choice of path depends on it).
+HVP_COST_PER_ELEMENT = 64.0
+
+
+def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged: bool = True) -> dict[str, float]:
+    """FLOPs per sample of the blocks of H_eff by the sandwich and the Jacobian path.
+
+    declared: the loss-Hessian blocks are known in low-rank form (no HVPs on the sandwich path).
+    merged: only H_eff = G + M is wanted (the last activation's M term rides in the sandwich).
+    """
+    acts = [i for i, layer in enumerate(layers) if not isinstance(layer, nn.Linear)]
+    widths = [layers[i - 1].out_features if i and isinstance(layers[i - 1], nn.Linear) else None for i in acts]
+    lin_after_first = [layer for layer in layers[(acts[0] + 1 if acts else len(layers)):] if isinstance(layer, nn.Linear)]
+    tail = [layer for layer in layers[(acts[-1] + 1 if acts else 0):] if isinstance(layer, nn.Linear)]
+    m = tail[0].in_features if tail else k
+    jac_mid = sum(2.0 * d * lin.in_features * lin.out_features for lin in lin_after_first if lin not in tail)
+    act_w = [w if w is not None else d for w in widths]
+    # sandwich path
+    ours = jac_mid
+    if acts:
+        ours += act_w[0] * d * d  # packed first term: half of 2·w·d²
+        ours += sum(2.0 * w * d * d for w in act_w[1:-1])
+        if len(acts) > 1 and not merged:
+            ours += 2.0 * act_w[-1] * d * d
+        ours += 2.0 * m * m * d + 2.0 * m * d * d
+    ours += 4.0 * m * m if declared else 2.0 * k * m * m + HVP_COST_PER_ELEMENT * k * m
+    # Jacobian path
+    theirs = jac_mid + sum(2.0 * d * lin.in_features * lin.out_features for lin in tail if acts)
+    theirs += sum(2.0 * w * d * d for w in act_w)
+    theirs += 2.0 * k * d * d + HVP_COST_PER_ELEMENT * k * d
+    return {"sandwich": ours, "jacobian": theirs}
+
+
+def _linears_between(layers: list[nn.Module], lo: int, hi: int) -> list[nn.Linear]:
+    return [layer for layer in layers[lo:hi] if isinstance(layer, nn.Linear)]
+
+
+def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: LowRankCurvature | None,
+                    hvp: Callable[[Tensor], Tensor], want_g: bool, want_m: bool,
+                    chunk_size: int, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
+    """(G blocks, M blocks), each (N, d, d) or None, of a Linear/activation chain whose loss
+    Hessian is block-diagonal over samples (``hvp`` multiplies by it; ``curvature`` is its
+    declared low-rank form or None). Jacobians are kept transposed: P_j (d, w_j) = A_jᵀ.
+
+    merged (needs want_g and want_m): only the sum matters, so the last activation's M term
+    is added inside the sandwich, B(DKD + diag c)Bᵀ; the first output then holds G plus that
+    term and the second the other M terms.
+    """
+    merged = merged and want_g and want_m
+    n, d = z.shape
+    dtype, device = z.dtype, z.device
+    vp = vector_pass(layers, z, rho if want_m else None)
+    k = vp.u.shape[1]
+    acts = vp.act_index
+    p = len(acts)
+    tail = _linears_between(layers, (acts[-1] + 1) if acts else 0, len(layers))
+    w_tail = tail[0].weight if tail else None  # fuse_affine_runs leaves at most one
+
+    eye = torch.eye(d, dtype=dtype, device=device)
+    shared = eye  # P_0ᵀ... the pre-activation Jacobianᵀ of the first activation, same for all samples
+    for lin in _linears_between(layers, 0, acts[0] if acts else 0):
+        shared = shared @ lin.weight.T
+
+    kmat = gram = None
+    if want_g and curvature is None:
+        kmat = tail_curvature(w_tail, k, hvp, n, z)
+    elif want_g and w_tail is not None:
+        gram = w_tail.T @ w_tail
+
+    def k_rows(rows: slice) -> Tensor:
+        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k)
+    g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
+    m_out = None
+    if want_m:
+        m_out = packed_outer_sum(shared, vp.c[0]) if p else torch.zeros(n, d, d, dtype=dtype, device=device)
+    if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
+        if want_g:
+            for start in range(0, n, chunk_size):
+                rows = slice(start, min(start + chunk_size, n))
+                g_out[rows] = k_rows(rows)
+        return g_out, m_out
+
+    for start in range(0, n, chunk_size):
+        rows = slice(start, min(start + chunk_size, n))
+        pre = shared  # P_j: (d, w) shared for j = 0, then (s, d, w) per sample
+        for j in range(1, p):
+            pre = pre * vp.d1[j - 1][rows][:, None, :]
+            for lin in _linears_between(layers, acts[j - 1] + 1, acts[j]):
+                pre = pre @ lin.weight.T
+            if want_m and not (merged and j == p - 1):
+                m_out[rows] += torch.bmm(pre * vp.c[j][rows][:, None, :], pre.transpose(1, 2))
+        if want_g:
+            d1 = vp.d1[-1][rows]
+            mid = k_rows(rows) * d1[:, :, None] * d1[:, None, :]
+            if merged and p > 1:
+                mid = mid + torch.diag_embed(vp.c[-1][rows])
+            g_out[rows] = torch.matmul(torch.matmul(pre, mid), pre.transpose(-1, -2))
+    return g_out, m_out

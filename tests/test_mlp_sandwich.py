@@ -1,0 +1,181 @@
+"""The sandwich block path and declared loss curvature against dense float64 references.
+
+References come from tests/geometry_reference.py (torch.autograd.functional, explicit loops)
+and from Hessians written out in the test; nothing is shared with headgeom.geometry.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.autograd.functional import hessian
+
+from headgeom.geometry import effective_hessian
+from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
+from headgeom.geometry.mlp_sandwich import block_costs, packed_outer_sum
+from headgeom.objectives import analysis_loss, negative_cosine
+
+from geometry_reference import assert_close, diagonal_blocks, reference_parts
+
+DT = torch.float64
+N, D = 3, 4
+
+
+def chain(widths: list[int], act, bn: bool = False, bias: bool = True, seed: int = 0) -> nn.Module:
+    """Linear layers of the given widths with `act` (and eval BatchNorm) between them."""
+    torch.manual_seed(seed)
+    layers: list[nn.Module] = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1], bias=bias))
+        if i < len(widths) - 2:
+            if bn:
+                b = nn.BatchNorm1d(widths[i + 1])
+                b.running_mean.uniform_(-0.5, 0.5)
+                b.running_var.uniform_(0.5, 2.0)
+                b.weight.data.uniform_(0.5, 1.5)
+                b.bias.data.uniform_(-0.3, 0.3)
+                layers.append(b)
+            if act is not None:
+                layers.append(act())
+    return nn.Sequential(*layers).to(DT).eval()
+
+
+HEADS = {
+    "linear": lambda: chain([D, 6, 5], None),
+    "silu-1": lambda: chain([D, 7, 5], nn.SiLU),
+    "gelu-2-bn": lambda: chain([D, 6, 3, 5], nn.GELU, bn=True),
+    "tanh-3-nobias": lambda: chain([D, 6, 6, 4, 5], nn.Tanh, bias=False),
+    "softplus-bottleneck": lambda: chain([D, 8, 2, 6], lambda: nn.Softplus(beta=2.0)),
+}
+
+
+def losses(k: int):
+    g = torch.Generator().manual_seed(3)
+    target = torch.randn(N, k, generator=g, dtype=DT)
+    return {
+        "cosine-declared": analysis_loss("negative_cosine", target),
+        "cosine-plain": lambda u: negative_cosine(u, target),
+        "mse-declared": analysis_loss("mse", target),
+    }
+
+
+# every head under every reading, the three losses taking turns (dense references are slow)
+CASES = [(h, r, ("cosine-declared", "cosine-plain", "mse-declared")[(i + j) % 3])
+         for i, h in enumerate(sorted(HEADS)) for j, r in enumerate(["ambient", "tangential", "mse"])]
+
+
+@pytest.mark.parametrize("head_name,reading,loss_name", CASES)
+def test_sandwich_blocks_match_dense_reference(head_name, reading, loss_name):
+    head = HEADS[head_name]()
+    z = torch.randn(N, D, generator=torch.Generator().manual_seed(5), dtype=DT)
+    k = head(z).shape[1]
+    loss = losses(k)[loss_name]
+    if True:
+        eh = effective_hessian(head, loss, z, reading=reading, block_strategy="sandwich", chunk_size=2)
+        h, g, m = eh.decomposed_blocks()
+        assert eh.last_block_path.startswith("sandwich")
+        ref_h, ref_g, ref_m = reference_parts(head, loss, z, reading)
+        what = f"{head_name}/{loss_name}/{reading}"
+        assert_close(g, diagonal_blocks(ref_g, N, D), what=what + " G")
+        assert_close(m, diagonal_blocks(ref_m, N, D), what=what + " M")
+        assert_close(h, diagonal_blocks(ref_h, N, D), what=what + " H")
+        assert_close(eh.blocks(), h, rtol=1e-12, atol=1e-14, what=what + " blocks()")
+
+
+def test_declared_curvature_is_used_only_when_declared():
+    head = HEADS["silu-1"]()
+    z = torch.randn(N, D, dtype=DT)
+    ls = losses(5)
+    declared = effective_hessian(head, ls["cosine-declared"], z, block_strategy="sandwich")
+    declared.blocks()
+    plain = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich")
+    plain.blocks()
+    assert declared.last_block_path == "sandwich+declared-curvature"
+    assert plain.last_block_path == "sandwich+hvp"
+    jac = effective_hessian(head, ls["cosine-plain"], z, block_strategy="jacobian")
+    jac.blocks()
+    assert jac.last_block_path == "jacobian"
+    assert jac.info()["block_strategy"] == "jacobian"
+
+
+def test_negative_cosine_structure_equals_autograd_hessian():
+    u = torch.randn(N, 6, dtype=DT)
+    c = torch.randn(N, 6, dtype=DT)
+    curv = curvature_for(analysis_loss("negative_cosine", c), u, "ambient")
+    for i in range(N):
+        # the per-sample loss −cos(u_i, c_i)/N, differentiated by torch.autograd.functional
+        ref = hessian(lambda x: -torch.dot(x, c[i]) / (x.norm() * c[i].norm()) / N, u[i])
+        block = curv.alpha[i] * torch.eye(6, dtype=DT) + curv.U[i] @ curv.B[i] @ curv.U[i].T
+        assert_close(block, ref, rtol=1e-10, atol=1e-13, what=f"sample {i}")
+
+
+def test_tangential_structure_is_projected_hessian():
+    u = torch.randn(N, 5, dtype=DT)
+    c = torch.randn(N, 5, dtype=DT)
+    curv = curvature_for(analysis_loss("negative_cosine", c), u, "tangential")
+    for i in range(N):
+        ref = hessian(lambda x: -torch.dot(x, c[i]) / (x.norm() * c[i].norm()) / N, u[i])
+        p = torch.eye(5, dtype=DT) - torch.outer(u[i], u[i]) / u[i].dot(u[i])
+        block = curv.alpha[i] * torch.eye(5, dtype=DT) + curv.U[i] @ curv.B[i] @ curv.U[i].T
+        assert_close(block, p @ ref @ p, rtol=1e-10, atol=1e-13, what=f"sample {i}")
+
+
+def test_wrong_declaration_is_refused():
+    c = torch.randn(N, 5, dtype=DT)
+
+    def loss(u):
+        return negative_cosine(u, c)
+
+    loss.hessian_structure = lambda u: (torch.ones(u.shape[0], dtype=DT), None, None)  # not its Hessian
+    with pytest.raises(ValueError, match="declared hessian_structure disagrees"):
+        curvature_for(loss, torch.randn(N, 5, dtype=DT), "ambient")
+    assert curvature_for(lambda u: negative_cosine(u, c), torch.randn(N, 5, dtype=DT), "ambient") is None
+
+
+def test_low_rank_sandwich_formula():
+    g = torch.Generator().manual_seed(0)
+    alpha = torch.randn(N, generator=g, dtype=DT)
+    U = torch.randn(N, 7, 2, generator=g, dtype=DT)
+    B = torch.randn(N, 2, 2, generator=g, dtype=DT)
+    W = torch.randn(7, 4, generator=g, dtype=DT)
+    curv = LowRankCurvature(alpha, U, B)
+    got = curv.sandwich(W, W.T @ W, 7)
+    for i in range(N):
+        a = alpha[i] * torch.eye(7, dtype=DT) + U[i] @ B[i] @ U[i].T
+        assert_close(got[i], W.T @ a @ W, rtol=1e-12, atol=1e-13)
+    w = torch.randn(N, 7, generator=g, dtype=DT)
+    ref = torch.stack([(alpha[i] * torch.eye(7, dtype=DT) + U[i] @ B[i] @ U[i].T) @ w[i] for i in range(N)])
+    assert_close(curv.apply(w), ref, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("tile", [1, 3, 64])
+def test_packed_outer_sum(tile):
+    g = torch.Generator().manual_seed(1)
+    at = torch.randn(5, 9, generator=g, dtype=DT)  # Aᵀ (d, w)
+    c = torch.randn(4, 9, generator=g, dtype=DT)
+    ref = torch.stack([at @ torch.diag(ci) @ at.T for ci in c])
+    assert_close(packed_outer_sum(at, c, tile=tile), ref, rtol=1e-12, atol=1e-13)
+
+
+def test_auto_strategy_follows_the_flop_count():
+    # a bottleneck before a wide output: the sandwich at width 2 is far cheaper
+    narrow = chain([D, 8, 2, 16], nn.SiLU)
+    z = torch.randn(N, D, dtype=DT)
+    c = torch.randn(N, 16, dtype=DT)
+    eh = effective_hessian(narrow, lambda u: negative_cosine(u, c), z)
+    eh.blocks()
+    costs = block_costs(eh.structured_layers, D, 16, False)
+    assert costs["sandwich"] < costs["jacobian"] and eh.last_block_path == "sandwich+hvp"
+    # last hidden layer much wider than z and the output, no declared curvature: J is cheaper
+    wide = chain([2, 64, 3], nn.SiLU)
+    z2 = torch.randn(N, 2, dtype=DT)
+    c2 = torch.randn(N, 3, dtype=DT)
+    eh2 = effective_hessian(wide, lambda u: negative_cosine(u, c2), z2)
+    eh2.blocks()
+    costs2 = block_costs(eh2.structured_layers, 2, 3, False)
+    assert costs2["sandwich"] > costs2["jacobian"] and eh2.last_block_path == "jacobian"
+
+
+def test_unknown_strategy_is_refused():
+    with pytest.raises(ValueError, match="block_strategy"):
+        effective_hessian(HEADS["linear"](), lambda u: u.sum(), torch.randn(N, D, dtype=DT), block_strategy="fast")
