@@ -149,3 +149,11 @@ def test_teacher_saved_alone_loads_its_backbone(tmp_path):
     x = torch.randn(2, 3, 16, 16)
     with torch.no_grad():
         assert torch.allclose(m.backbone(x), net(x), atol=1e-6)
+
+
+def test_incomplete_dino_head_is_reported_not_built():
+    teacher = {f"backbone.{k}": v for k, v in _small_resnet18_state().items()}
+    teacher["head.mlp.0.weight"] = torch.zeros(8, 64)
+    layout = detect({"teacher": teacher, "student": {}})
+    assert layout.head is None and layout.unused == ["teacher.head.mlp.0.weight"]
+    assert any("incomplete DINO head" in n for n in layout.notes)

@@ -48,7 +48,8 @@ def test_own_vicreg_run_directory(tmp_path):
 
 
 def test_own_simsiam_checkpoint_file_with_predictor(tmp_path):
-    model, run = _run(tmp_path, "simsiam", "64-32-32:relu:bn:last=bn_noaffine:nobias", "32-8-32:relu:bn:nobias:lastbias")
+    model, run = _run(tmp_path, "simsiam", "64-32-32:relu:bn:last=bn_noaffine:nobias",
+                      "32-8-32:relu:bn:nobias:lastbias")
     m = load_checkpoint(run / "checkpoints" / "last.pt")
     assert m.release == "headgeom_simsiam" and m.predictor is not None
     z = torch.randn(3, 64)

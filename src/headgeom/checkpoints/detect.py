@@ -40,7 +40,9 @@ from headgeom.heads import HeadSpec, get_head_spec
 
 __all__ = ["CheckpointArchitectureError", "HeadPart", "Layout", "detect", "RELEASES"]
 
-RELEASES = ("dino_vit", "dino_resnet50", "dino_resnet18", "vicreg", "barlow_twins", "simsiam", "torchvision_resnet", "vit_backbone")
+RELEASES = ("dino_vit", "dino_resnet50", "dino_resnet18", "vicreg", "barlow_twins", "simsiam",
+            "torchvision_resnet", "vit_backbone")
+"""Release ids of files read by :func:`detect`; headgeom's own runs are ``headgeom_<method>``."""
 
 
 @dataclass
@@ -149,13 +151,17 @@ def _dino(obj: Mapping[str, Any], which: str | None, num_heads: int | None) -> L
                          "loaded exactly as weight_norm with g = its row norms, v = its weight. The file does "
                          "not say whether the bottleneck was L2-normalised; headgeom's DINO head normalises "
                          "it, as DINOHead.forward does.")
+    elif mlp or last_tensors:
+        notes.append("incomplete DINO head (it needs both head.mlp.* and head.last_layer.*); head not built.")
+        head.update({f"mlp.{k}": v for k, v in mlp.items()})
+        head.update({f"last_layer.{k}": v for k, v in last_tensors.items()})
     else:
         notes.append("no DINO head tensors (head.mlp.*, head.last_layer.*) in the file; head not built.")
     other = "student" if which == "teacher" else "teacher"
     ignored = {other: "the other network of the pair", **{
         k: "training state" for k in obj if k not in ("student", "teacher")}}
     return Layout(release, name, kwargs, backbone, head_part, None,
-                  unused=[f"{which}.{k}" for k in list(head) + list(state)], ignored=ignored, notes=notes)
+                  unused=[f"{which}.head.{k}" for k in head] + [f"{which}.{k}" for k in state], ignored=ignored, notes=notes)
 
 
 def _vicreg_or_barlow(obj: Mapping[str, Any], num_heads: int | None) -> Layout:
@@ -235,7 +241,8 @@ def _plain(obj: Any, num_heads: int | None) -> Layout:
     name, kwargs, notes = infer_backbone(state, num_heads=num_heads)
     ignored = {}
     if classifier:
-        ignored["fc.*"] = f"a classifier {tuple(classifier['weight'].shape) if 'weight' in classifier else ''}, not a projection head"
+        shape = tuple(classifier["weight"].shape) if "weight" in classifier else ()
+        ignored["fc.*"] = f"a classifier {shape}, not a projection head"
     if head:
         ignored["head.*"] = "a head whose layout is not known for a plain state dict"
     release = "vit_backbone" if name == "vit" else "torchvision_resnet"

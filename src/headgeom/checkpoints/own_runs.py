@@ -53,7 +53,8 @@ def load_headgeom_run(obj: Mapping[str, Any], which: str | None) -> dict[str, An
             f"headgeom training checkpoint version {obj.get('version')!r}; this headgeom reads {list(_VERSIONS)}."
         )
     if not isinstance(obj.get("config"), Mapping) or not isinstance(obj.get("method"), Mapping):
-        raise CheckpointArchitectureError("headgeom training checkpoint without 'config' or 'method'; it is incomplete.")
+        raise CheckpointArchitectureError(
+            "headgeom training checkpoint without 'config' or 'method'; it is incomplete.")
     config = TrainConfig.from_dict(dict(obj["config"]))
     method = build_method_from_config(config)
     try:
