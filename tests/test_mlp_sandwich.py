@@ -179,3 +179,18 @@ def test_auto_strategy_follows_the_flop_count():
 def test_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="block_strategy"):
         effective_hessian(HEADS["linear"](), lambda u: u.sum(), torch.randn(N, D, dtype=DT), block_strategy="fast")
+
+
+def test_simsiam_and_byol_geometry_losses_declare_their_curvature():
+    from headgeom.methods.siamese import scaled_cosine_loss
+
+    head = HEADS["gelu-2-bn"]()
+    z = torch.randn(N, D, dtype=DT)
+    target = torch.randn(N, 5, dtype=torch.float32)  # a float32 training target, analysed in float64
+    for scale, shift in ((0.5, 0.0), (2.0, 2.0)):
+        loss = scaled_cosine_loss(scale, shift, lambda p: target.to(p.dtype))
+        eh = effective_hessian(head, loss, z)
+        h = eh.blocks()
+        assert eh.last_block_path == "sandwich+declared-curvature"
+        ref_h, _, _ = reference_parts(head, loss, z, "ambient")
+        assert_close(h, diagonal_blocks(ref_h, N, D), what=f"scale {scale}")

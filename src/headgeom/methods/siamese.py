@@ -2,7 +2,7 @@
 a stop-gradient target, the target being the same network (SimSiam) or its EMA (BYOL)."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -11,6 +11,23 @@ from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.objectives import negative_cosine, simsiam_loss
+from headgeom.objectives.cosine import negative_cosine_hessian_structure
+
+
+def scaled_cosine_loss(scale: float, shift: float, target: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """p ↦ shift + scale · negative_cosine(p, target(p)), declaring its loss-Hessian blocks
+    (scale × those of the negative cosine) so the engine needs no loss HVPs; the engine checks
+    the declaration against autograd (headgeom.geometry.loss_curvature)."""
+
+    def loss(p: Tensor) -> Tensor:
+        return shift + scale * negative_cosine(p, target(p))
+
+    def structure(p: Tensor):
+        alpha, U, B = negative_cosine_hessian_structure(p, target(p))
+        return scale * alpha, U, scale * B
+
+    loss.hessian_structure = structure  # type: ignore[attr-defined]
+    return loss
 
 
 class SimSiam(SSLMethod):
@@ -46,7 +63,7 @@ class SimSiam(SSLMethod):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
         c2 = frozen(u2)
         head = nn.Sequential(self.projector, self.predictor)
-        return head, lambda p: 0.5 * negative_cosine(p, c2(p))
+        return head, scaled_cosine_loss(0.5, 0.0, c2)
 
 
 def byol_regression(p: Tensor, t: Tensor) -> Tensor:
@@ -104,5 +121,5 @@ class BYOL(SSLMethod):
         (targets,) = cached_targets(self, self._targets_cache, z_views[0])
         c2 = frozen(targets[1])
         head = nn.Sequential(self.projector, self.predictor)
-        return head, lambda p: byol_regression(p, c2(p))
+        return head, scaled_cosine_loss(2.0, 2.0, c2)  # byol_regression(p, c2(p))
 
