@@ -89,8 +89,8 @@ def quick() -> C6Config:
 def small() -> C6Config:
     """16×16 patterns, 8 bumps, f 256-128-32, h 32-64-32, 600 steps; 2 regimes × 5 seeds, 96 points.
 
-    Command: ``headgeom reproduce --only C6 --preset small``. Runtime: C6 + C7 together 9.7 min wall, 95 s
-    CPU time, on 2 CPU cores under load ~10 (C6 309 s, C7 260 s).
+    Command: ``headgeom reproduce --only C6 --preset small``. Runtime: C6 + C7 together 4.2 min wall, 68 s
+    CPU time, on 2 CPU cores under load ~10 from other jobs (C6 176 s, C7 60 s).
     Measures the same quantities with more seeds and points.
     """
     spec = InvarianceSpec(size=16, n_content=8, hidden=128, d=32, head_hidden=64, k=32, steps=600, n_train=2048)

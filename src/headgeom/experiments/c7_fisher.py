@@ -74,8 +74,8 @@ def quick() -> C7Config:
 def small() -> C7Config:
     """The C6 small system; 2 regimes × 5 seeds, 96 points.
 
-    Command: ``headgeom reproduce --only C6,C7 --preset small``. Runtime: C6 + C7 together 9.7 min wall, 95 s
-    CPU time, on 2 CPU cores under load ~10 (C6 309 s, C7 260 s).
+    Command: ``headgeom reproduce --only C6,C7 --preset small``. Runtime: C6 + C7 together 4.2 min wall, 68 s
+    CPU time, on 2 CPU cores under load ~10 from other jobs (C6 176 s, C7 60 s).
     """
     return C7Config(preset="small", system=c6.small().system, seeds=5, n_eval=96)
 
@@ -306,7 +306,10 @@ def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:
              "the pixel metric on the manifold (numerical ranks then do not depend on the units of c and xi); "
              "I_{u|z} = J_h^T J_h / sigma^2 is the head's Fisher information about z.",
              "the inequality is exact for an exactly invariant h∘f over a backbone whose tangents are independent; a "
-             "backbone that is itself invariant lowers rank(I_z) too, and the bound can then fail."]
+             "backbone that is itself invariant lowers rank(I_z) too, and the bound can then fail.",
+             "w.r.t. the input pixels the bound only asks that J_h have dim V_aug numerically null directions "
+             "somewhere in range(J_f) = R^d, not along V_aug: compare its 'before' row, which shows how much power "
+             "that version has at this tolerance."]
     return Summary(claims=[_claim(config, r, groups[r]) for r in regimes], tables=_tables(config, groups),
                    figures=[("ranks", lambda: _figure(config, groups))], notes=notes)
 
