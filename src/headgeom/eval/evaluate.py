@@ -238,8 +238,8 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     Points: z, every projector layer (``head.i``) and with ``predictor=True`` every predictor
     layer (``pred.i``). Normalisation: the method recipe's mean/std, else the dataset's when
     the run normalised (TrainConfig.normalize), as in training. With ``random_baseline`` the
-    same architecture at a fresh seeded initialisation is evaluated the same way, under
-    ``"random_init"``.
+    same architecture at a fresh initialisation (seed + 10000; as training starts, so with
+    the run's pseudo-collapse if any) is evaluated the same way, under ``"random_init"``.
     """
     from headgeom.data import dataset_stats, load_dataset
     from headgeom.train import TrainConfig, build_method_from_config, load_checkpoint, resolve_device
@@ -254,9 +254,6 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     ckpt_path = Path(checkpoint) if checkpoint is not None else run / "checkpoints" / "last.pt"
     dev = resolve_device(device)
     say = log or (lambda msg: None)
-    root = data_dir if data_dir is not None else tc.data_dir
-    train = load_dataset(tc.data, "train", root, **tc.data_options)
-    test = load_dataset(tc.data, "test", root, **tc.data_options)
 
     def build(load: bool, seed: int) -> tuple[nn.Module, dict]:
         torch.manual_seed(seed)
@@ -265,10 +262,14 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
         if load:
             ck = load_checkpoint(ckpt_path, map_location="cpu")
             method.load_state_dict(ck["method"])
-            info = {"checkpoint": str(ckpt_path), "step": int(ck["step"]), "epoch": int(ck["epoch"])}
+            info = {"checkpoint": str(ckpt_path), "step": int(ck["step"]),
+                    "epoch": int(ck["epoch"])}
         return method.to(dev).eval(), info
 
-    method, info = build(True, tc.seed)
+    method, info = build(True, tc.seed)  # checkpoint errors before the data are loaded
+    root = data_dir if data_dir is not None else tc.data_dir
+    train = load_dataset(tc.data, "train", root, **tc.data_options)
+    test = load_dataset(tc.data, "test", root, **tc.data_options)
     size = tc.image_size or train.image_size[0]
     recipe = method.recipe(size)
     mean, std = getattr(recipe, "mean", None), getattr(recipe, "std", None)
@@ -288,10 +289,10 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     from headgeom.experiments.runner import environment
 
     say(f"evaluating {run} ({tc.method}, {tc.backbone}, step {info['step']}) on {tc.data}")
+    trained = evaluate_model(backbone_of(method), heads_of(method), train, test, mean=mean,
+                             std=std, config=config, device=dev, log=log)
     out = {"run": str(run), "method": tc.method, "backbone": tc.backbone, "data": tc.data,
-           **info, "device": str(dev), "environment": environment(), "trained": evaluate_model(backbone_of(method), heads_of(method), train, test,
-                                             mean=mean, std=std, config=config, device=dev,
-                                             log=log)}
+           **info, "device": str(dev), "environment": environment(), "trained": trained}
     if random_baseline:
         del method
         base, _ = build(False, tc.seed + 10_000)
