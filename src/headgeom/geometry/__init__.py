@@ -12,3 +12,10 @@ try:  # spectra live in their own modules; re-exported once present
     __all__ += ["SymmetricOperator", "Spectrum", "spectrum", "lanczos_extremes"]
 except ImportError:  # pragma: no cover - during development only
     pass
+
+from .fisher import GaussianObservation, fisher_information, fisher_rank, null_space_fraction, numerical_rank
+from .tangents import JacobianMetric, augmentation_tangent, quotient_contrast, random_unit_directions, rayleigh_quotients
+
+__all__ += ["GaussianObservation", "fisher_information", "fisher_rank", "null_space_fraction", "numerical_rank",
+            "JacobianMetric", "augmentation_tangent", "quotient_contrast", "random_unit_directions",
+            "rayleigh_quotients"]
