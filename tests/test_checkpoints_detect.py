@@ -5,9 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-from headgeom.backbones import VisionTransformer, resnet18
+from headgeom.backbones import VisionTransformer, resnet18, resnet50
 from headgeom.backbones.resnet import BasicBlock, ResNet
 from headgeom.checkpoints import CheckpointArchitectureError, detect, load_checkpoint, load_layout
+from headgeom.heads import get_head_spec
 from headgeom.checkpoints.heads_from_state import (
     _weight_norm_from_plain,
     sequential_modules,
@@ -157,3 +158,58 @@ def test_incomplete_dino_head_is_reported_not_built():
     layout = detect({"teacher": teacher, "student": {}})
     assert layout.head is None and layout.unused == ["teacher.head.mlp.0.weight"]
     assert any("incomplete DINO head" in n for n in layout.notes)
+
+
+def _meta(shape) -> torch.Tensor:
+    return torch.empty(shape, device="meta")
+
+
+def _meta_sequential(*layers: nn.Module) -> dict[str, torch.Tensor]:
+    with torch.device("meta"):
+        return dict(nn.Sequential(*layers).state_dict())
+
+
+def test_full_size_official_layouts_detect_to_the_official_architectures():
+    """Real release sizes on the meta device (shapes only, no memory): what each file's keys and
+    shapes must turn into (PAPER.md §4 pitfall 10 and the releases' code). Initialising on meta
+    imports sympy once per process (~3 s alone, shared with other suites that use torch.func)."""
+    with torch.device("meta"):
+        rn50 = {f"backbone.{k}": v for k, v in resnet50().state_dict().items()}
+        vits = {f"backbone.{k}": v for k, v in VisionTransformer().state_dict().items()}  # ViT-S/16 defaults
+    # DINO ViT-S/16: mlp 384-2048-2048-256 with GELU, weight-normed last layer to 65536
+    mlp = _meta_sequential(nn.Linear(384, 2048), nn.GELU(), nn.Linear(2048, 2048), nn.GELU(),
+                           nn.Linear(2048, 256))
+    teacher = {**vits, **{f"head.mlp.{k}": v for k, v in mlp.items()},
+               "head.last_layer.weight_g": torch.ones(65536, 1), "head.last_layer.weight_v": _meta((65536, 256))}
+    layout = detect({"teacher": teacher, "student": {f"module.{k}": v for k, v in teacher.items()}})
+    assert layout.release == "dino_vit"
+    assert layout.backbone_kwargs == {"img_size": 224, "patch_size": 16, "in_chans": 3, "embed_dim": 384,
+                                      "depth": 12, "num_heads": 6, "mlp_ratio": 4.0, "qkv_bias": True,
+                                      "final_norm": True}
+    assert layout.head.spec.to_string() == "384-2048-2048-65536:gelu:dino=256"
+    # DINO ResNet-50 release: 2048->4096, BN, GELU, ->256, plain last layer to 60000
+    mlp = _meta_sequential(nn.Linear(2048, 4096), nn.BatchNorm1d(4096), nn.GELU(), nn.Linear(4096, 256))
+    teacher = {**rn50, **{f"head.mlp.{k}": v for k, v in mlp.items()}, "head.last_layer.weight": _meta((60000, 256))}
+    layout = detect({"teacher": {f"module.{k}": v for k, v in teacher.items()}, "student": {}})
+    assert (layout.release, layout.backbone_name, layout.backbone_kwargs) == (
+        "dino_resnet50", "resnet50", {"cifar_stem": False, "in_chans": 3})
+    assert layout.head.spec.to_string() == "2048-4096-60000:gelu:bn:dino=256"
+    # VICReg and Barlow Twins: 2048-8192-8192-8192, the presets of headgeom.heads
+    for name, bias in (("vicreg", True), ("barlow_twins", False)):
+        proj = _meta_sequential(nn.Linear(2048, 8192, bias=bias), nn.BatchNorm1d(8192), nn.ReLU(),
+                                nn.Linear(8192, 8192, bias=bias), nn.BatchNorm1d(8192), nn.ReLU(),
+                                nn.Linear(8192, 8192, bias=False))
+        layout = detect(_vicreg_like({k[len("backbone."):]: v for k, v in rn50.items()}, proj))
+        assert layout.release == name and layout.head.spec == get_head_spec(name)
+    # SimSiam: encoder.fc 2048-2048-2048-2048 (BN, ReLU; last BN affine-free), predictor 2048-512-2048
+    fc = _meta_sequential(nn.Linear(2048, 2048, bias=False), nn.BatchNorm1d(2048), nn.ReLU(),
+                          nn.Linear(2048, 2048, bias=False), nn.BatchNorm1d(2048), nn.ReLU(),
+                          nn.Linear(2048, 2048), nn.BatchNorm1d(2048, affine=False))
+    pred = _meta_sequential(nn.Linear(2048, 512, bias=False), nn.BatchNorm1d(512), nn.ReLU(), nn.Linear(512, 2048))
+    state = {**{f"module.encoder.{k[len('backbone.'):]}": v for k, v in rn50.items()},
+             **{f"module.encoder.fc.{k}": v for k, v in fc.items()},
+             **{f"module.predictor.{k}": v for k, v in pred.items()}}
+    layout = detect({"epoch": 100, "arch": "resnet50", "state_dict": state, "optimizer": {}})
+    assert layout.release == "simsiam"
+    assert layout.head.spec.to_string() == "2048-2048-2048-2048:relu:bn:last=bn_noaffine:nobias:lastbias"
+    assert layout.predictor.spec == get_head_spec("simsiam_predictor")

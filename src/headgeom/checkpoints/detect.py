@@ -171,7 +171,8 @@ def _vicreg_or_barlow(obj: Mapping[str, Any], num_heads: int | None) -> Layout:
     loss_bn = _take(state, "bn.")
     name, kwargs, notes = infer_backbone(backbone, num_heads=num_heads)
     mods = sequential_modules(projector, "projector")
-    release = "barlow_twins" if loss_bn or not any(m.has_bias for m in mods) else "vicreg"
+    linear_bias = any(m.has_bias for m in mods if m.kind == "linear")
+    release = "barlow_twins" if loss_bn or not linear_bias else "vicreg"
     spec = spec_from_modules(mods, "relu", "projector")
     preset_mlp = "-".join(str(w) for w in spec.widths[1:])
     if release == "vicreg":
