@@ -1,8 +1,9 @@
 """The official SSL checkpoint files headgeom knows by name, and their sha256 where it is known.
 
-No sum is listed that headgeom could not verify: the official releases (DINO, VICReg, Barlow
-Twins, SimSiam) publish URLs but no checksums, so their ``sha256`` is ``None`` and a comparison
-reports ``"unknown"`` together with the file's own sum for the user to record. Files named in
+No sum is listed that headgeom could not verify: no checksum of the official releases (DINO,
+VICReg, Barlow Twins, SimSiam) could be checked when this table was written, so their ``sha256``
+is ``None`` and a comparison reports ``"unknown"`` together with the file's own sum for the user
+to record (and to add here once verified against a download). Files named in
 torch.hub's convention ``<name>-<hex>.<ext>`` (torchvision's ``resnet50-0676ba61.pth``) carry
 the first hex digits of their sha256 in the name, which torch.hub itself checks; those are
 compared by prefix.
@@ -59,8 +60,9 @@ def check_sha256(filename: str, sha256: str, release: str | None = None) -> ShaC
     if known is not None and (release is None or known.release == release):
         if known.sha256 is None:
             return ShaCheck("unknown", sha256, None,
-                            f"{filename} is the official {known.release} file name ({known.source}), but no "
-                            f"official sha256 is published; record this file's sha256 {sha256} with your results.")
+                            f"{filename} is the official {known.release} file name ({known.source}), but headgeom "
+                            f"knows no verified official sha256 for it; record this file's sha256 {sha256} "
+                            f"with your results.")
         if known.sha256 == sha256:
             return ShaCheck("match", sha256, known.sha256, f"sha256 matches the official {known.release} file.")
         return ShaCheck("mismatch", sha256, known.sha256,

@@ -158,7 +158,7 @@ class LoadedFile:
     sha256: str
     size_bytes: int
     container: str  # "zip" (torch >= 1.6) or "legacy"
-    globals: tuple[str, ...]
+    global_names: tuple[str, ...]
     stand_ins: tuple[str, ...] = field(default=())
 
 
@@ -316,4 +316,4 @@ def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
         ) from err
     stand_ins = tuple(full for _, full in extra if full not in _NUMPY)
     return LoadedFile(obj=obj, path=path, sha256=file_sha256(path), size_bytes=path.stat().st_size,
-                      container=container, globals=names, stand_ins=stand_ins)
+                      container=container, global_names=names, stand_ins=stand_ins)
