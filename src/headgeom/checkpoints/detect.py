@@ -160,8 +160,8 @@ def _dino(obj: Mapping[str, Any], which: str | None, num_heads: int | None) -> L
     other = "student" if which == "teacher" else "teacher"
     ignored = {other: "the other network of the pair", **{
         k: "training state" for k in obj if k not in ("student", "teacher")}}
-    return Layout(release, name, kwargs, backbone, head_part, None,
-                  unused=[f"{which}.head.{k}" for k in head] + [f"{which}.{k}" for k in state], ignored=ignored, notes=notes)
+    unused = [f"{which}.head.{k}" for k in head] + [f"{which}.{k}" for k in state]
+    return Layout(release, name, kwargs, backbone, head_part, None, unused=unused, ignored=ignored, notes=notes)
 
 
 def _vicreg_or_barlow(obj: Mapping[str, Any], num_heads: int | None) -> Layout:
