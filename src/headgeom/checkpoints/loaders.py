@@ -43,6 +43,21 @@ class LoadedModel:
     ignored: dict[str, str] = field(default_factory=dict)
     sha256_check: ShaCheck | None = None
 
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready description (no tensors): release, sha256 and its check, models, key reports, notes."""
+        check = self.sha256_check
+        return {
+            "release": self.release, "sha256": self.sha256,
+            "sha256_check": None if check is None else {"status": check.status, "expected": check.expected,
+                                                        "message": check.message},
+            "backbone": {"name": self.backbone_name, "options": dict(self.backbone_kwargs),
+                         "feature_dim": getattr(self.backbone, "feature_dim", None)},
+            "head": None if self.head_spec is None else self.head_spec.to_string(),
+            "predictor": None if self.predictor is None else self.predictor.spec.to_string(),
+            "missing": list(self.missing), "unexpected": list(self.unexpected),
+            "ignored": dict(self.ignored), "notes": list(self.notes),
+        }
+
     def report(self) -> str:
         """A few lines for a terminal or a report: release, models, key problems, notes."""
         lines = [f"release: {self.release}", f"sha256: {self.sha256}"]
