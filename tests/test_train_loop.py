@@ -7,6 +7,7 @@ images at 16 px, batch 16: 4 steps per epoch, a few seconds per file on 2 cores.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -120,6 +121,18 @@ def test_resume_against_changed_settings_or_fresh_run_into_used_dir_fails(tmp_pa
         train(cfg(), tmp_path / "empty", resume=True, build_method=tiny)
 
 
+def test_resume_from_another_device_type_reseeds_augmentation_with_a_warning(tmp_path):
+    train(cfg(max_steps=2), tmp_path, build_method=tiny)
+    last = tmp_path / "checkpoints" / "last.pt"
+    ck = load_checkpoint(last)
+    assert ck["aug_device"] == "cpu"
+    # what a GPU run leaves: a 16-byte Philox state that a CPU generator cannot take
+    save_checkpoint(last, {**ck, "aug_device": "cuda", "aug_generator": torch.zeros(16, dtype=torch.uint8)})
+    with pytest.warns(UserWarning, match="resuming a cuda run on cpu: the augmentation generator is reseeded"):
+        done = train(cfg(max_steps=4), tmp_path, resume=True, build_method=tiny)
+    assert done["step"] == 4 and math.isfinite(done["final_loss"])
+
+
 def test_run_directory_records(tmp_path):
     done = train(cfg(epochs=2, log_every=3, keep_every_epochs=1), tmp_path, build_method=tiny)
     lines = metrics(tmp_path)
@@ -140,7 +153,6 @@ def test_run_directory_records(tmp_path):
 def test_schedule_reaches_the_optimizer(tmp_path):
     train(cfg(epochs=2, warmup_epochs=0.5, final_lr=0.001), tmp_path, build_method=tiny)
     lrs = [r["lr"] for r in metrics(tmp_path)]
-    import math
     expect = [0.05 * (s + 1) / 2 if s < 2 else 0.001 + (0.05 - 0.001) * 0.5 * (1 + math.cos(math.pi * (s - 2) / 6))
               for s in range(8)]
     assert lrs == pytest.approx(expect, rel=1e-12)

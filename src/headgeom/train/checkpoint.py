@@ -10,6 +10,7 @@ tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with
     optimizer              optimizer.state_dict()
     data_generator         uint8 state of the data-order generator at the start of epoch ``epoch``
     aug_generator          uint8 state of the augmentation generator after step ``step``
+    aug_device             "cpu" or "cuda": the generator's device (states differ between the two)
     torch_rng, cuda_rng    torch CPU RNG state; CUDA RNG state of the current device or None
     config                 TrainConfig.to_dict() of the run that wrote it
 """

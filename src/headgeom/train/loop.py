@@ -26,6 +26,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
 
     ``build_method(config) -> method`` defaults to :func:`build_method_from_config`; the method
     follows headgeom.methods' protocol (``forward(views) -> {"loss", "logs"}``, ``recipe``,
-    ``param_groups``, ``on_step_end``).
+    ``param_groups``, ``on_step_end``). A param group flagged ``fixed_lr`` keeps the peak rate
+    (SimSiam's ``--fix-pred-lr``); the others follow the schedule.
 
     Under torchrun (``WORLD_SIZE`` > 1) it joins the job and trains with DDP (see :mod:`.ddp`);
     only rank 0 writes files.
@@ -167,7 +169,13 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         optimizer.load_state_dict(ck["optimizer"])
         step = int(ck["step"])
         data_gen.set_state(ck["data_generator"].cpu())
-        aug_gen.set_state(ck["aug_generator"].cpu())
+        if ck.get("aug_device", device.type) == device.type:
+            aug_gen.set_state(ck["aug_generator"].cpu())
+        else:  # a CUDA generator state does not fit a CPU generator (and vice versa)
+            aug_gen.manual_seed(config.seed + 1 + step)
+            warnings.warn(f"resuming a {ck['aug_device']} run on {device.type}: the augmentation "
+                          f"generator is reseeded (seed {config.seed + 1 + step}), so the run continues "
+                          f"correctly but not bit-identically to an uninterrupted one", stacklevel=2)
         torch.set_rng_state(ck["torch_rng"].cpu())
         if on_cuda and ck.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
@@ -190,7 +198,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                  "optimizer": optimizer.state_dict(),
                  # at an epoch boundary the next epoch starts from the current state
                  "data_generator": data_gen.get_state() if step % steps_per_epoch == 0 else epoch_start_state,
-                 "aug_generator": aug_gen.get_state(), "torch_rng": torch.get_rng_state(),
+                 "aug_generator": aug_gen.get_state(), "aug_device": device.type,
+                 "torch_rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
                  "config": config.to_dict()}
         e = step // steps_per_epoch
