@@ -1,0 +1,15 @@
+"""Augmentation orbits through the backbone and every head layer (PAPER.md §3; issue 5 §1).
+
+- :mod:`~headgeom.orbits.metrics`: pure metrics on orbit features (N, K, D).
+- :mod:`~headgeom.orbits.bootstrap`: percentile bootstrap over images, ratios resampled jointly.
+- :mod:`~headgeom.orbits.extract`: orbit features of a backbone and its heads (raw or l2 z).
+- :mod:`~headgeom.orbits.controls`: fresh-head and random-direction controls.
+- :mod:`~headgeom.orbits.analyze`: ``analyze_orbits`` -> JSON-able dict with CIs.
+- :mod:`~headgeom.orbits.figures`: 2-D PCA projections of orbits (matplotlib Agg).
+"""
+
+from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, analyze_orbits
+from headgeom.orbits.extract import OrbitFeatures, extract_orbits
+
+__all__ = ["DEFINITIONS", "OrbitFeatures", "analyze_orbit_features", "analyze_orbits",
+           "extract_orbits"]

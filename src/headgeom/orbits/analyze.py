@@ -1,0 +1,218 @@
+"""Orbit analysis: every metric of headgeom.orbits.metrics with bootstrap CIs, per family and
+per feature point, plus the two controls (PAPER.md §3 "Orbits" and "Pretrained"; claims C9-C11).
+
+``analyze_orbits`` extracts (headgeom.orbits.extract) and then calls ``analyze_orbit_features``,
+which is pure computation on stored features and returns a JSON-able dict. Plotting lives in
+headgeom.orbits.figures.
+
+Layout of the result::
+
+    {"protocol": {...how it was measured...}, "definitions": {metric: text},
+     "families": {family: {"xi": [...], "units": ..., "anchor": ..., "dims": {point: D},
+                           "points": {point: {metric: estimate}},
+                           "ratios": {point: {ratio: estimate}},          # "z" over the point
+                           "alignment_profile": {point: [mean cos per step]},
+                           "controls": {"fresh_head": {...}, "random_directions": {...}}}}}
+
+An estimate is {"value", "ci": [lo, hi], "level", "n_boot", "n_boot_undefined"}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+
+from headgeom.augment.families import get_family
+from headgeom.eval.features import Heads, as_head_chain
+from headgeom.orbits import metrics as M
+from headgeom.orbits.bootstrap import bootstrap_indices, ci_mean, ci_ratio, ci_statistic
+from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
+from headgeom.orbits.extract import OrbitFeatures, extract_orbits
+
+__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "per_image_metrics",
+           "point_estimates", "ratio_estimates"]
+
+DEFINITIONS = {
+    "spread": "the paper's spread: mean over images of (1/K) Σ_k ‖u_ik − ū_i‖², u = f/‖f‖",
+    "trace_l2": "trace of the within-orbit covariance (unbiased, 1/(K−1)) of u = f/‖f‖, mean "
+                "over images (= K/(K−1) · spread)",
+    "per_dim_var_l2": "trace_l2 / D: mean per-dimension within-orbit variance of u",
+    "trace_raw": "trace of the within-orbit covariance of the raw features f",
+    "per_dim_var_raw": "trace_raw / D (the paper's pretrained per-dimension variance)",
+    "d_intra": "mean pairwise distance ‖u_ik − u_il‖ within an orbit, mean over images",
+    "d_inter": "mean distance between class centroids of u over class pairs",
+    "class_orbit_ratio": "d_inter / d_intra",
+    "orbit_effective_rank": "exp(entropy of the normalised eigenvalues of each orbit's "
+                            "covariance of u), mean over images (at most K − 1)",
+    "curvature_raw": "the paper's mean_k ‖u_{k+1} − 2u_k + u_{k−1}‖",
+    "curvature_arc": "mean_k ‖t_k − t_{k−1}‖ / mean adjacent chord (1/r on a circle of radius r)",
+    "curvature_arc_scaled": "curvature_arc × the orbit's arc length (dimensionless)",
+    "alignment": "mean_k cos(f_ik, f(x_i)) to the anchor at the family's identity value",
+    "compression": "spread(z) / spread(point): the paper's compression ratio",
+    "trace_ratio": "trace_l2(z) / trace_l2(point): dimension-fair (equals compression)",
+    "per_dim_ratio": "per_dim_var_l2(z) / per_dim_var_l2(point) = trace_ratio · D_point / D_z",
+    "trace_ratio_raw": "trace_raw(z) / trace_raw(point)",
+    "per_dim_ratio_raw": "per_dim_var_raw(z) / per_dim_var_raw(point) = trace_ratio_raw · D_point / D_z",
+    "d_intra_ratio": "d_intra(z) / d_intra(point)",
+    "class_orbit_change": "class_orbit_ratio(point) / class_orbit_ratio(z)",
+}
+
+_MEAN_METRICS = ("spread", "trace_l2", "per_dim_var_l2", "trace_raw", "per_dim_var_raw",
+                 "d_intra", "orbit_effective_rank", "curvature_raw", "curvature_arc",
+                 "curvature_arc_scaled")
+_RATIOS = {"compression": "spread", "trace_ratio": "trace_l2", "per_dim_ratio": "per_dim_var_l2",
+           "trace_ratio_raw": "trace_raw", "per_dim_ratio_raw": "per_dim_var_raw",
+           "d_intra_ratio": "d_intra"}
+
+
+def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tensor]:
+    """Every per-image metric of orbits f (N, K, D): name -> (N,) float64 (and 'alignment_steps')."""
+    u = M.l2_normalise(M._orbits(f))  # validated once; metrics below take u with normalise=False
+    out = {
+        "spread": M.orbit_spread(u, normalise=False),
+        "trace_l2": M.within_orbit_trace(u, normalise=False),
+        "trace_raw": M.within_orbit_trace(f, normalise=False),
+        "d_intra": M.d_intra(u, normalise=False),
+        "orbit_effective_rank": M.orbit_effective_rank(u, normalise=False),
+    }
+    d = f.shape[-1]
+    out["per_dim_var_l2"] = out["trace_l2"] / d
+    out["per_dim_var_raw"] = out["trace_raw"] / d
+    if f.shape[1] >= 3:
+        out["curvature_raw"] = M.curvature_raw(u, normalise=False)
+        out["curvature_arc"] = M.curvature_arc(u, normalise=False)
+        out["curvature_arc_scaled"] = M.curvature_arc_scaled(u, normalise=False)
+    if anchor is not None:
+        cos = M.anchor_alignment(f, anchor)
+        out["alignment"] = cos.mean(dim=1)
+        out["alignment_steps"] = cos
+    return out
+
+
+def _class_orbit_stat(u: Tensor, labels: Tensor, d_intra: Tensor) -> Callable[[Tensor], Tensor]:
+    def stat(w: Tensor) -> Tensor:
+        inter = M.class_centroid_distance(u, labels, normalise=False, weights=w)
+        return inter / ((w @ d_intra) / w.sum(dim=1))
+    return stat
+
+
+def point_estimates(f: Tensor, per_image: dict[str, Tensor], labels: Tensor | None,
+                    idx: Tensor, level: float) -> dict[str, dict]:
+    """Estimates with CIs of every metric at one point, from its per-image values."""
+    out = {name: ci_mean(per_image[name], idx, level) for name in _MEAN_METRICS + ("alignment",)
+           if name in per_image}
+    if labels is not None:
+        u = M.l2_normalise(f)
+        n = f.shape[0]
+        out["d_inter"] = ci_statistic(
+            lambda w: M.class_centroid_distance(u, labels, normalise=False, weights=w), n, idx, level)
+        out["class_orbit_ratio"] = ci_statistic(
+            _class_orbit_stat(u, labels, per_image["d_intra"]), n, idx, level)
+    return out
+
+
+def ratio_estimates(ref: dict[str, Tensor], point: dict[str, Tensor], idx: Tensor, level: float,
+                    class_orbit: tuple[Callable, Callable] | None = None, n: int = 0) -> dict:
+    """Reference (z) over point ratios, images resampled jointly for numerator and denominator."""
+    out = {r: ci_ratio(ref[m], point[m], idx, level) for r, m in _RATIOS.items()}
+    if class_orbit is not None:
+        ref_stat, pt_stat = class_orbit
+        out["class_orbit_change"] = ci_statistic(lambda w: pt_stat(w) / ref_stat(w), n, idx, level)
+    return out
+
+
+def _analyze_points(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
+                    labels: Tensor | None, idx: Tensor, level: float, ref: str = "z") -> dict:
+    per = {p: per_image_metrics(f, None if anchors is None else anchors[p])
+           for p, f in features.items()}
+    n = next(iter(features.values())).shape[0]
+    stats = None
+    if labels is not None:
+        stats = {p: _class_orbit_stat(M.l2_normalise(f), labels, per[p]["d_intra"])
+                 for p, f in features.items()}
+    res = {"dims": {p: int(f.shape[-1]) for p, f in features.items()},
+           "points": {p: point_estimates(features[p], per[p], labels, idx, level) for p in features},
+           "ratios": {p: ratio_estimates(per[ref], per[p], idx, level,
+                                         None if stats is None else (stats[ref], stats[p]), n)
+                      for p in features if p != ref}}
+    if anchors is not None:
+        res["alignment_profile"] = {p: per[p]["alignment_steps"].mean(dim=0).tolist() for p in per}
+    return res
+
+
+def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
+                           heads: Heads | Callable | None = None, n_boot: int = 1000,
+                           seed: int = 0, level: float = 0.95, controls: bool = True,
+                           device: torch.device | str = "cpu") -> dict:
+    """All metrics with CIs for one family's extracted orbit features (JSON-able dict).
+
+    ``heads`` (the chain used for extraction) is needed only for the controls; labels (N,)
+    enable D_inter and the class/orbit ratio and stratify the bootstrap by class.
+    """
+    n = next(iter(of.features.values())).shape[0]
+    if labels is not None:
+        labels = M._labels(labels, n)
+    idx = bootstrap_indices(n, n_boot, seed, strata=labels)
+    res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value,
+           "anchor": ("orbit step %d" % of.anchor_step) if of.anchor_step is not None
+           else "clean image (identity not on the grid)"}
+    res.update(_analyze_points(of.features, of.anchors, labels, idx, level))
+    chain = as_head_chain(heads)
+    if controls and chain:
+        variants = of.meta.get("head_input", ["raw"])
+        z = of.features["z"]
+        fresh = head_points_on(z, fresh_heads(chain, seed), variants, device=device)
+        rnd_z = random_direction_orbits(z, seed)
+        rnd = head_points_on(rnd_z, chain, variants, device=device)
+        res["controls"] = {
+            "fresh_head": {"what": f"freshly initialised heads of the same architecture (seed {seed})",
+                           **_analyze_points(fresh, None, labels, idx, level)},
+            "random_directions": {"what": "z orbits replaced by isotropic random displacements with "
+                                          "each orbit's mean and within-orbit sum of squares kept "
+                                          f"(seed {seed}); ratios are z̃ over h(z̃)",
+                                  **_analyze_points(rnd, None, labels, idx, level)},
+        }
+    return res
+
+
+def analyze_orbits(backbone: Callable[[Tensor], Tensor], head: Heads | Callable | None,
+                   images: Tensor, labels: Tensor | None, families: Sequence[str],
+                   steps: int = 12, *, head_input: str | Sequence[str] = "raw",
+                   value_ranges: dict[str, tuple[float, float]] | None = None,
+                   n_boot: int = 1000, seed: int = 0, level: float = 0.95,
+                   controls: bool = True, batch_size: int = 256,
+                   device: torch.device | str = "cpu", mean: Sequence[float] | None = None,
+                   std: Sequence[float] | None = None) -> dict:
+    """Orbit analysis of ``images`` (uint8 or [0, 1] float, (N, 3, H, W)) for each family.
+
+    Returns {"protocol", "definitions", "families": {name: analyze_orbit_features(...)}}.
+    """
+    if isinstance(families, str):
+        families = [f.strip() for f in families.split(",") if f.strip()]
+    if not families:
+        raise ValueError("give at least one augmentation family, e.g. ['rotation', 'hue']")
+    families = [get_family(f).name for f in families]  # unknown names fail before any forward pass
+    value_ranges = dict(value_ranges or {})
+    unknown = sorted(set(value_ranges) - set(families))
+    if unknown:
+        raise ValueError(f"value_ranges names families {unknown} that are not analysed ({families})")
+    out = {"protocol": {"n_images": int(images.shape[0]), "steps": steps, "families": list(families),
+                        "head_input": [head_input] if isinstance(head_input, str) else list(head_input),
+                        "n_boot": n_boot, "seed": seed, "level": level,
+                        "bootstrap": "percentile, over images"
+                                     + (", stratified by class" if labels is not None else ""),
+                        "normalisation": {"mean": None if mean is None else list(mean),
+                                          "std": None if std is None else list(std),
+                                          "order": "augment on [0, 1] pixels, then normalise"},
+                        "precision": "features float32, metrics float64"},
+           "definitions": DEFINITIONS, "families": {}}
+    for fam in families:
+        of = extract_orbits(backbone, images, fam, steps, head, head_input=head_input,
+                            value_range=value_ranges.get(fam), batch_size=batch_size,
+                            device=device, mean=mean, std=std)
+        out["families"][fam] = analyze_orbit_features(of, labels, heads=head, n_boot=n_boot,
+                                                      seed=seed, level=level, controls=controls,
+                                                      device=device)
+    return out
