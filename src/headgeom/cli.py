@@ -122,11 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(t)
     t.set_defaults(func=_cmd_theory)
 
+    from headgeom.checkpoints.cli import add_parser as add_checkpoint
     from headgeom.eval.cli import add_parser as add_eval
     from headgeom.train.cli import add_parser as add_train
 
     add_train(sub)
     add_eval(sub)
+    add_checkpoint(sub)
     return p
 
 
