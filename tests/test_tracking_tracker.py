@@ -8,6 +8,7 @@ Hessian of <rho, h(z_1)> with rho = dL/du from autograd. Tolerances: 1e-8 relati
 largest |eigenvalue| (float64 through two different differentiation routes).
 """
 import copy
+import json
 import math
 
 import numpy as np
@@ -106,7 +107,7 @@ def _check(out, exp, prefix, tol=1e-8):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
-def test_row_wise_head_matches_autograd(reduction):
+def test_row_wise_head_matches_autograd(reduction, tmp_path):
     method, views = FakeMethod(), _views(6)
     h, _, m, _ = _reference(method, views, reduction=reduction)
     exp = _expected(h, m)
@@ -115,6 +116,8 @@ def test_row_wise_head_matches_autograd(reduction):
     out = tracker(0, method)
     _check(out, exp, f"heff_ambient_{reduction}_")
     assert tracker.metadata()["last_call"]["block_path"] in ("structured-mlp", "generic-torch.func")
+    meta = json.loads(tracker.write_metadata(tmp_path / "tracking.json").read_text())
+    assert meta["reduction"] == reduction and meta["reading"] == "ambient" and meta["last_call"]["N"] == 6
     if reduction == "sum":  # "sum" = the per-sample loss's Hessian: compare with a single sample's
         z1 = _reference(method, views)[3].double()
         head = copy.deepcopy(method.projector).double()

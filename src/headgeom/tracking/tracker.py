@@ -24,8 +24,10 @@ batch, the update ratio of a frozen backbone) are left out of the returned dict.
 from __future__ import annotations
 
 import math
+import os
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import torch
@@ -33,6 +35,8 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from headgeom.geometry import READINGS, effective_hessian, spectrum
+from headgeom.geometry.head_function import is_row_wise, prepare_head
+from headgeom.io import atomic_write_json
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
@@ -193,16 +197,17 @@ class GeometryTracker:
 
     # ------------------------------------------------------------------ H_eff
     def _geometry(self, head: Any, loss: Any, z1: Tensor) -> dict[str, float]:
-        eh = effective_hessian(head, loss, z1, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
-        h, g, m, path = self._blocks(eh, head, loss)
-        scale = float(eh.n) if self.reduction == "sum" else 1.0
-        h, g, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, g, m))
-        spec = spectrum(h, self.rel_floor, decomposition={"G": g, "M": m})
-        info = eh.info()
-        info.update(block_path=path, n_blocks=int(h.shape[0]), reduction=self.reduction,
+        t0 = time.perf_counter()
+        h, m, u, info = self._blocks(head, loss, z1)
+        t1 = time.perf_counter()
+        scale = float(z1.shape[0]) if self.reduction == "sum" else 1.0
+        h, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, m))
+        spec = spectrum(h, self.rel_floor, decomposition={"M": m})
+        self.last_info["seconds_blocks"], self.last_info["seconds_spectrum"] = t1 - t0, time.perf_counter() - t1
+        info.update(n_blocks=int(h.shape[0]), reduction=self.reduction,
                     reduction_definition=REDUCTIONS[self.reduction], head_mode=self.head_mode)
         self.last_info["engine"] = info
-        self._u = eh.u
+        self._u = u
         p = self.prefix
         ratios = spec.norm_ratios["M"]
         out = {
@@ -217,34 +222,50 @@ class GeometryTracker:
                 out[p + f"M_ratio_{norm}"] = ratios[norm]
         return out
 
-    def _blocks(self, eh, head: Any, loss: Any) -> tuple[Tensor, Tensor, Tensor, str]:
-        """(H, G, M) blocks (b, d, d) of the first b probe samples and a description of the path."""
-        n = eh.n
+    def _engine(self, head: Any, loss: Any, z: Tensor):
+        return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
+
+    def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple[Tensor, Tensor, Tensor, dict[str, Any]]:
+        """H and M blocks (b, d, d) of the first b probe samples, the head output u (N, k) in the
+        analysis dtype, and the engine's record with the path taken ("block_path")."""
+        z = z1.detach().to(self.dtype)
+        n = z.shape[0]
         b = n if self.block_samples is None else min(self.block_samples, n)
-        if eh.row_wise_head:
-            if b == n:
-                return (*eh.decomposed_blocks(), eh.info()["block_path"])
+        prepared = prepare_head(head, self.dtype, z.device)  # the analysis copy; head itself untouched
+        fn = prepared.fn
+        row_wise = not prepared.train_mode_batchnorm and is_row_wise(fn, z)
+        if row_wise and b < n:
             # Row-wise head: block i depends on z_i alone, so the first b samples are analysed with
             # the other rows' head outputs held constant in the loss (exact for those b blocks).
-            rest = eh.u[b:]
-            sub_loss = lambda u_sub: loss(torch.cat([u_sub, rest], dim=0))  # noqa: E731
-            sub = effective_hessian(head, sub_loss, eh.z[:b], reading=self.reading, dtype=self.dtype,
-                                    chunk_size=self.chunk_size)
+            with torch.no_grad():
+                u = fn(z)
+            rest = u[b:]
+            sub = self._engine(fn, lambda u_sub: loss(torch.cat([u_sub, rest], dim=0)), z[:b])
             _, g, m = sub.decomposed_blocks()
             if self.reading == "mse":  # the MSE premise is I / (analysed batch size): make it I / n
                 g = g * (b / n)
-            return g + m, g, m, f"{sub.info()['block_path']} (first {b} of {n} samples)"
-        if b == n and eh.dim <= eh.max_dense:
-            return (*eh.decomposed_blocks(), "engine coupled path (one matvec per coordinate)")
-        if self.block_samples is None:
+            info = sub.info()
+            info.update(N=n, block_path=f"{info['block_path']} (first {b} of {n} samples)")
+            return g + m, m, u, info
+        eh = self._engine(fn, loss, z)
+        info = eh.info()
+        if row_wise:
+            h, _, m = eh.decomposed_blocks()
+        elif b == n and eh.dim <= eh.max_dense:
+            h, _, m = eh.decomposed_blocks()
+            info["block_path"] = "engine coupled path (one matvec per coordinate)"
+        elif self.block_samples is None:
             raise ValueError(
                 f"the head couples samples (train-mode BatchNorm) and N*d = {n}*{eh.d} = {eh.dim} > "
                 f"{eh.max_dense}: its exact blocks need N*d H_eff matvecs of the whole batch; pass "
                 "block_samples (e.g. 8) to analyse the first samples' blocks, or head_mode='eval'"
             )
-        g = self._coupled_subset(eh.gauss_newton_matvec, eh, b)
-        m = self._coupled_subset(eh.interaction_matvec, eh, b)
-        return g + m, g, m, f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
+        else:
+            g = self._coupled_subset(eh.gauss_newton_matvec, eh, b)
+            m = self._coupled_subset(eh.interaction_matvec, eh, b)
+            h = g + m
+            info["block_path"] = f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
+        return h, m, eh.u, info
 
     def _coupled_subset(self, matvec, eh, b: int) -> Tensor:
         """Diagonal blocks A_ii (b, d, d) of a coupled operator from the matvecs A e_{i,c}, i < b,
@@ -303,3 +324,7 @@ class GeometryTracker:
             "omitted": "a key is left out at a step where its value is undefined (NaN or inf)",
             "last_call": self.last_info.get("engine"),
         }
+
+    def write_metadata(self, path: str | os.PathLike) -> Path:
+        """Write :meth:`metadata` as JSON atomically (e.g. RUN_DIR/tracking.json beside metrics.jsonl)."""
+        return atomic_write_json(path, self.metadata())
