@@ -79,10 +79,16 @@ def _reference(method: FakeMethod, views, head_mode="train", reduction="mean", r
     m_full = hessian(lambda zf: (rho * head(zf.reshape(n, D))).sum(), z.reshape(-1)).reshape(n, D, n, D)
     idx = torch.arange(n)
     h_blocks, m_blocks = full[idx, :, idx, :], m_full[idx, :, idx, :]
-    if reading == "mse":  # G_i = J_i^T (I/N) J_i, J from autograd on the row-wise head
-        jac = torch.stack([jacobian(lambda zi: head(zi[None])[0], z[i]) for i in range(n)])
-        g_blocks = jac.transpose(1, 2) @ jac / n
-        h_blocks = g_blocks + m_blocks
+    if reading != "ambient":  # G_i = J_i^T C_i J_i, J from autograd on the row-wise head
+        jac = torch.stack([jacobian(lambda zi: head(zi[None])[0], z[i]) for i in range(n)])  # (n, k, d)
+        if reading == "mse":  # C_i = I / N
+            curv = torch.eye(K, dtype=z.dtype).expand(n, K, K) / n
+        else:  # tangential: C_i = P_i [d2L/du2]_ii P_i, P_i = I - u_i u_i^T / |u_i|^2
+            huu = hessian(loss, u.detach()).reshape(n, K, n, K)[idx, :, idx, :]
+            uh = u.detach() / u.detach().norm(dim=1, keepdim=True)
+            proj = torch.eye(K, dtype=z.dtype) - uh[:, :, None] * uh[:, None, :]
+            curv = proj @ huu @ proj
+        h_blocks = jac.transpose(1, 2) @ curv @ jac + m_blocks
     scale = n if reduction == "sum" else 1.0
     return scale * h_blocks, scale * (h_blocks - m_blocks), scale * m_blocks, z1
 
@@ -128,11 +134,23 @@ def test_row_wise_head_matches_autograd(reduction, tmp_path):
         assert torch.allclose(per, h[0], rtol=1e-9, atol=1e-12)
 
 
-def test_mse_reading_and_block_subset_match_autograd():
+@pytest.mark.parametrize("reading", ["mse", "tangential"])
+def test_other_readings_and_block_subset_match_autograd(reading):
     method, views = FakeMethod(seed=3), _views(7, seed=5)
-    h, _, m, _ = _reference(method, views, reading="mse")
-    out = GeometryTracker(views, reading="mse", block_samples=3)(0, method)
-    _check(out, _expected(h[:3], m[:3]), "heff_mse_mean_")
+    h, _, m, _ = _reference(method, views, reading=reading)
+    out = GeometryTracker(views, reading=reading, block_samples=3)(0, method)
+    _check(out, _expected(h[:3], m[:3]), f"heff_{reading}_mean_")
+
+
+def test_float32_analysis_is_close_to_float64():
+    method, views = FakeMethod(seed=9), _views(6, seed=7)
+    out64 = GeometryTracker(views)(0, method)
+    tracker = GeometryTracker(views, dtype=torch.float32)
+    out32 = tracker(0, method)
+    assert tracker.metadata()["last_call"]["dtype"] == "float32"
+    scale = max(abs(out64["heff_ambient_mean_lambda_min"]), abs(out64["heff_ambient_mean_lambda_max"]))
+    for key in ("lambda_min", "lambda_max"):
+        assert out32["heff_ambient_mean_" + key] == pytest.approx(out64["heff_ambient_mean_" + key], abs=1e-5 * scale)
 
 
 @pytest.mark.parametrize("block_samples", [None, 2])
