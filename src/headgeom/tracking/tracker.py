@@ -2,7 +2,8 @@
 
 Issue 4 §6, PAPER.md §3 ("Hessian tracking", the collapse grid's tracked quantities) and §4.
 Called by the training loop as ``tracker(step, method, probe_views) -> dict[str, float]``
-(docs/METHOD_PROTOCOL: ``method.geometry_problem(z_views) -> (head, loss)``). One call:
+(the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem(z_views) ->
+(head, loss)``, ``head_parameters()`` / ``backbone_parameters()``). One call:
 
 1. out = method(views) under no_grad with the backbone in eval mode and everything else in
    ``head_mode`` ("train": the training loss itself, train-mode BatchNorm uses batch statistics;
@@ -34,10 +35,10 @@ import torch
 from torch import Tensor, nn
 from torch.func import vmap
 
+from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.io import atomic_write_json
-from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
 REDUCTIONS = {
@@ -102,9 +103,11 @@ class GeometryTracker:
         rel_floor: an eigenvalue counts as negative below −rel_floor · max|λ| (pitfall 2).
         dtype: analysis dtype of the engine (float64 by default).
         block_samples: analyse the blocks of the first ``block_samples`` probe samples only (the
-            loss still sees the whole batch, so these blocks are exact); None: all N. Required when
-            the head couples samples and N·d is large (the coupled path costs one H_eff matvec of
-            the whole batch per row of every analysed block).
+            loss still sees the whole batch, so these blocks are exact); None: all N. It bounds the
+            head's part of the work (Jacobians, M) by b; the loss-curvature part of a row-wise head
+            still costs d loss HVPs over the whole batch. Required when the head couples samples
+            and N·d is large (the coupled path costs one H_eff matvec of the whole batch per row of
+            every analysed block).
         head_mode: "train" (the training loss: train-mode BatchNorm, coupled path) or "eval".
         cov_rel_tol: covariance eigenvalues above cov_rel_tol · λ_max enter the condition number.
         chunk_size: samples per chunk in the engine (memory vs speed).
@@ -311,7 +314,8 @@ class GeometryTracker:
                 "blocks of the method's geometry_problem loss w.r.t. backbone view 1 (z_1), exact eigh in float64",
                 p + "n_negative": "eigenvalues < -floor summed over the blocks, floor = rel_floor * max|lambda|",
                 p + "frac_samples_negative": "fraction of blocks with at least one eigenvalue < -floor",
-                p + "floor": "the floor used",
+                p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, PAPER.md "
+                "pitfall 8), which is not the same as 'no negative curvature'",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
                 "spread_z / spread_projector / spread_head": "mean per-dimension std (ddof=1) of the "
                 "L2-normalised rows of z_1, projector(z_1) and the geometry head's output h(z_1)",
