@@ -17,7 +17,7 @@ from torch import nn
 from headgeom.augment.random_ops import Compose, RandomHorizontalFlip, RandomResizedCrop
 from headgeom.augment.recipes import Recipe
 from headgeom.train import CheckpointError, NonFiniteLossError, TrainConfig, load_checkpoint, train
-from headgeom.train.checkpoint import save_checkpoint
+from headgeom.train.checkpoint import CheckpointWriter, save_checkpoint
 
 
 class TinyMethod(nn.Module):
@@ -225,6 +225,24 @@ def test_interrupted_checkpoint_write_leaves_previous_intact(tmp_path, monkeypat
     monkeypatch.undo()
     assert last.read_bytes() == before and load_checkpoint(last)["step"] == 4
     assert sorted(p.name for p in last.parent.iterdir()) == ["last.pt"]  # no temporary left
+
+
+def test_background_writer_snapshots_state_and_reports_errors(tmp_path):
+    train(cfg(max_steps=1), tmp_path, build_method=tiny)
+    state = load_checkpoint(tmp_path / "checkpoints" / "last.pt")
+    w = state["method"]["skip.weight"]
+    writer = CheckpointWriter()
+    target, copy = tmp_path / "w" / "a.pt", tmp_path / "w" / "epoch_0001.pt"
+    writer.save(target, state, (copy,))
+    expect = w.clone()
+    w.add_(1.0)  # training goes on mutating the live tensors while the write runs
+    writer.wait()
+    for path in (target, copy):
+        assert torch.equal(load_checkpoint(path)["method"]["skip.weight"], expect)
+    writer.save(tmp_path / "w" / "b.pt", {"step": 1})  # incomplete state: fails on the thread
+    with pytest.raises(ValueError, match="checkpoint state lacks"):
+        writer.wait()
+    writer.wait()  # the error is reported once
 
 
 def test_tracker_is_called_on_schedule_and_does_not_move_the_run(tmp_path):

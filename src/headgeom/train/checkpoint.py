@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ import torch
 
 from headgeom.io import atomic_write_bytes
 
-__all__ = ["FORMAT", "VERSION", "CheckpointError", "load_checkpoint", "save_checkpoint"]
+__all__ = ["FORMAT", "VERSION", "CheckpointError", "CheckpointWriter", "load_checkpoint", "save_checkpoint",
+           "snapshot"]
 
 FORMAT = "headgeom.train.checkpoint"
 VERSION = 1
@@ -48,6 +50,55 @@ def save_checkpoint(path: str | os.PathLike[str], state: dict[str, Any]) -> Path
     buf = io.BytesIO()
     torch.save({"format": FORMAT, "version": VERSION, **state}, buf)
     return atomic_write_bytes(path, buf.getvalue())
+
+
+def snapshot(obj: Any) -> Any:
+    """A CPU copy of every tensor in a nest of dicts/lists/tuples (training may go on mutating
+    the originals in place while the copy is written)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: snapshot(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(snapshot(v) for v in obj)
+    return obj
+
+
+class CheckpointWriter:
+    """Writes checkpoints on one background thread, so the device keeps training meanwhile.
+
+    ``save`` snapshots the state to CPU at once, waits for the previous write, and starts the
+    next; ``wait`` joins the pending write and re-raises its error. Each file is still written
+    atomically by :func:`save_checkpoint`, so a crash leaves the previous one intact.
+    """
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def save(self, path: Path, state: dict[str, Any], copies: tuple[Path, ...] = ()) -> None:
+        """Write ``state`` to ``path``, then the same bytes to each of ``copies``."""
+        state = snapshot(state)
+        self.wait()
+
+        def work() -> None:
+            try:
+                save_checkpoint(path, state)
+                for extra in copies:
+                    atomic_write_bytes(extra, Path(path).read_bytes())
+            except BaseException as err:  # handed to the training thread by wait()
+                self._error = err
+
+        self._thread = threading.Thread(target=work, name="headgeom-checkpoint", daemon=False)
+        self._thread.start()
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            err, self._error = self._error, None
+            raise err
 
 
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"

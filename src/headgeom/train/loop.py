@@ -35,7 +35,7 @@ import torch
 
 from headgeom.io import atomic_write_bytes, atomic_write_json
 
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointWriter, load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
 from .ddp import init_distributed
 from .optim import build_optimizer
@@ -189,10 +189,12 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
             "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
             "processes": ctx.world, "resumed_from_step": step if resume else None, **_environment()})
     model = ctx.wrap(method, device)
+    writer = CheckpointWriter()
 
     def checkpoint(epoch_start_state: torch.Tensor) -> None:
         bad = [name for name, p in method.named_parameters() if not torch.isfinite(p).all()]
         if bad:
+            writer.wait()
             _stop(out, step, float("nan"), f"non-finite parameters {bad[:3]} after step {step}", last)
         state = {"step": step, "epoch": step // steps_per_epoch, "method": method.state_dict(),
                  "optimizer": optimizer.state_dict(),
@@ -203,11 +205,9 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                  "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
                  "config": config.to_dict()}
         e = step // steps_per_epoch
+        keep = step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0
         if ctx.main:
-            save_checkpoint(last, state)
-            if step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0:
-                atomic_write_bytes(ckpt_dir / f"epoch_{e:04d}.pt", last.read_bytes())
-        ctx.barrier()
+            writer.save(last, state, (ckpt_dir / f"epoch_{e:04d}.pt",) if keep else ())
 
     from tqdm import tqdm
     bar = tqdm(total=stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
@@ -252,6 +252,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                 # after a non-finite loss, so the last checkpoint stays the last good one.
                 loss_value = ctx.mean(loss.detach())
                 if not math.isfinite(loss_value):
+                    writer.wait()  # the kept checkpoint is complete before it is reported
                     _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
                           f"(epoch {(step - 1) // steps_per_epoch}, lr {lr:.4g})", last)
             record: dict[str, Any] = {}
@@ -272,6 +273,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         bar.close()
         if log is not None:
             log.close()
+        writer.wait()  # the last checkpoint is on disk before train returns or raises
     t_end = time.perf_counter()
     done = {"step": step, "epoch": step / steps_per_epoch, "complete": step >= total,
             "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": t_end - t0,
