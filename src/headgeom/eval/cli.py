@@ -49,6 +49,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--max-test", type=int, default=None, metavar="N", help="subset of the test images")
     p.add_argument("--rotation-train", type=int, default=10_000, metavar="N",
                    help="training images for the rotation probe, x4 rotations (default 10000)")
+    p.add_argument("--rotation-test", type=int, default=None, metavar="N",
+                   help="test images for the rotation probe (default: those of the class probes)")
     p.add_argument("--batch-size", type=int, default=256, help="feature-extraction batch (default 256)")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda[:i]")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets (default 0)")
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         probe=LinearProbeConfig(weight_decay=args.probe_wd, max_iter=args.probe_max_iter),
         head_inputs=("raw", "l2") if args.l2_input else ("raw",),
         max_train=args.max_train, max_test=args.max_test, rotation_train=args.rotation_train,
+        rotation_test=args.rotation_test,
         batch_size=args.batch_size, seed=args.seed)
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     results = evaluate_run(run_dir, data_dir=args.data_dir, config=config, device=args.device,

@@ -7,7 +7,7 @@
   (standardised features, L-BFGS, weight decay 1e-4; :mod:`.linear_probe`), trained on the
   train split and scored top-1 on the test split;
 - the paper's 4-way rotation probe (:mod:`.rotation`), linear, on a seeded subset of the
-  train split (default 10,000 images × 4 rotations) and the test split;
+  train split (default 10,000 images × 4 rotations) and the class probes' test images;
 - representation statistics of the test features (:mod:`.rankme`): RankMe, spread of the
   L2-normalised outputs, their total variance, covariance condition number over eigenvalues
   above ``stats_rtol`` · λ_max.
@@ -47,7 +47,8 @@ class EvalConfig:
     """The evaluation protocol; defaults are the standard SSL protocol and the paper's probes.
 
     ``max_train``/``max_test``/``rotation_train``/``rotation_test``/``stats_max`` cap the
-    number of images used (a seeded uniform subset, ``seed``); None means all.
+    number of images used (a seeded uniform subset, ``seed``); None means all, except that
+    ``rotation_test=None`` means the class probes' test images (all, or ``max_test``).
     ``head_inputs`` ("raw", "l2"): feed the heads z, and/or z/‖z‖ (PAPER.md §4 pitfall 5).
     """
 
@@ -185,7 +186,8 @@ def evaluate_model(backbone: Callable[[Tensor], Tensor], heads: Heads | Callable
             raise ValueError(f"the rotation probe needs square images, got {train.image_size}; "
                              f"disable it (--no-rotation) or crop the images")
         r_train = subsample(train, cfg.rotation_train, cfg.seed + 2)
-        r_test = subsample(test, cfg.rotation_test, cfg.seed + 3)
+        r_test = test_c if cfg.rotation_test is None else subsample(test, cfg.rotation_test,
+                                                                       cfg.seed + 3)
         say(f"rotation probe: {len(r_train)} train and {len(r_test)} test images x 4 rotations")
         rf_train, ry_train = rotation_features(backbone, r_train, heads, **ekw)
         rf_test, ry_test = rotation_features(backbone, r_test, heads, **ekw)
