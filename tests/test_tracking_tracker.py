@@ -205,8 +205,10 @@ def test_method_is_left_unchanged():
     modes = [mod.training for mod in method.modules()]
     rng = torch.get_rng_state()
     tracker = GeometryTracker(views)
-    tracker(0, method)
-    tracker(1, method)
+    first = tracker(0, method)
+    with torch.no_grad():  # a loop may call it under no_grad: same numbers
+        second = tracker(1, method)
+    assert second["heff_ambient_mean_lambda_min"] == first["heff_ambient_mean_lambda_min"]
     after = method.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)  # params and BN running stats
     assert [mod.training for mod in method.modules()] == modes
@@ -249,6 +251,8 @@ def test_errors_on_bad_input():
         GeometryTracker([v[:1] for v in views])
     with pytest.raises(ValueError, match="no probe batch"):
         GeometryTracker()(0, FakeMethod())
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="inference_mode"):
+        GeometryTracker(views)(0, FakeMethod())
     with pytest.raises(TypeError, match="SSLMethod protocol"):
         GeometryTracker(views)(0, nn.Linear(2, 2))
     # a coupled head with N*d above the engine's dense limit needs block_samples

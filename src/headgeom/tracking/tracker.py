@@ -52,7 +52,8 @@ DEFAULT_COV_REL_TOL = 1e-6  # headgeom.eval.rankme's default
 COV_DEFINITION = (
     "sample covariance (ddof=1) of the raw outputs in float64; condition number = "
     "lambda_max / lambda_min over eigenvalues > cov_rel_tol * lambda_max; cov_rank = their count "
-    "(headgeom.eval.rankme.covariance_condition; PAPER.md pitfall 3)"
+    "(headgeom.eval.rankme.covariance_condition; PAPER.md pitfall 3). It is the representation "
+    "covariance's condition number, not H_eff's (pitfall 7)"
 )
 
 
@@ -160,6 +161,11 @@ class GeometryTracker:
         """Metrics at ``step`` ({} unless ``step % every == 0`` or ``force``); see the module docstring."""
         if not force and not self.due(step):
             return {}
+        if torch.is_inference_mode_enabled():
+            raise RuntimeError(
+                "GeometryTracker was called under torch.inference_mode(); the H_eff engine differentiates "
+                "the head, which inference tensors forbid. Call it outside inference_mode (no_grad is fine)."
+            )
         views = _check_views(probe_views) if probe_views is not None else self.probe_views
         if views is None:
             raise ValueError("no probe batch: pass probe_views to GeometryTracker(...) or to the call")
