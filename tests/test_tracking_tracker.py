@@ -228,7 +228,10 @@ def test_update_ratio_between_calls():
         before = math.sqrt(sum(float(p.double().square().sum()) for p in head))
         head[0].add_(0.1)
         change = 0.1 * math.sqrt(head[0].numel())
+    resumed = GeometryTracker(views, every=5)  # as after a resume: state from the checkpoint
+    resumed.load_state_dict(tracker.state_dict())
     out = tracker(5, method)
+    assert resumed(5, method)["update_ratio"] == out["update_ratio"]
     assert out["update_backbone_rel"] == pytest.approx(0.5, rel=1e-6)
     assert out["update_head_rel"] == pytest.approx(change / before, rel=1e-6)
     assert out["update_ratio"] == pytest.approx(change / before / 0.5, rel=1e-6)

@@ -33,3 +33,16 @@ def test_update_ratio_errors():
         relative_change([torch.ones(3)], [torch.ones(4)])
     with pytest.raises(ValueError, match="empty"):
         UpdateRatio().update(0, [], [torch.ones(2)])
+
+
+def test_state_round_trip_continues_the_series(tmp_path):
+    head, backbone = [torch.randn(3, 2)], [torch.randn(4)]
+    a = UpdateRatio()
+    a.update(0, head, backbone)
+    torch.save(a.state_dict(), tmp_path / "u.pt")
+    b = UpdateRatio()
+    b.load_state_dict(torch.load(tmp_path / "u.pt", weights_only=True))
+    later = ([head[0] * 1.1], [backbone[0] + 0.5])
+    assert b.update(7, *later) == a.update(7, *later)
+    with pytest.raises(ValueError, match="together"):
+        UpdateRatio().load_state_dict({"step": 3, "head": None, "backbone": None})

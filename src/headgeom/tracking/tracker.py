@@ -335,6 +335,14 @@ class GeometryTracker:
             "last_call": self.last_info.get("engine"),
         }
 
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to continue the update-size series (the parameters at the last
+        tracking call); the probe batch and settings come from the run's config."""
+        return {"updates": self._updates.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self._updates.load_state_dict(state["updates"])
+
     def write_metadata(self, path: str | os.PathLike) -> Path:
         """Write :meth:`metadata` as JSON atomically (e.g. RUN_DIR/tracking.json beside metrics.jsonl)."""
         return atomic_write_json(path, self.metadata())

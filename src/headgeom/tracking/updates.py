@@ -66,3 +66,16 @@ class UpdateRatio:
             out["update_ratio"] = r_h / r_b if r_b > 0 else math.nan
         self._head, self._backbone, self._step = head_now, backbone_now, step
         return out
+
+    def state_dict(self) -> dict:
+        """The remembered parameters and step (tensors, lists and ints: torch.save / weights_only safe)."""
+        return {"step": self._step, "head": self._head, "backbone": self._backbone}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` (e.g. from a checkpoint), so a resumed run reports the update
+        since the last tracking call before the interruption instead of a gap."""
+        if not isinstance(state, dict) or set(state) != {"step", "head", "backbone"}:
+            raise ValueError(f"expected an UpdateRatio.state_dict() with keys step, head, backbone; got {state!r:.200}")
+        if (state["head"] is None) != (state["backbone"] is None) or (state["head"] is None) != (state["step"] is None):
+            raise ValueError("UpdateRatio state must hold step, head and backbone together, or none of them")
+        self._step, self._head, self._backbone = state["step"], state["head"], state["backbone"]
