@@ -1,0 +1,299 @@
+"""C8 (Fig. 3): λ_min of H_eff tracked over SimSiam training for smooth, ReLU and linear heads.
+
+Runs (PAPER.md §3 "Hessian tracking", plus a linear head): ``normal-silu`` (default init),
+``collapsed-silu``, ``collapsed-relu`` and ``collapsed-linear`` (pseudo-collapse: projector
+Linear weights ×0.1 at init). SimSiam loss −½[cos(p1, sg(u2)) + cos(p2, sg(u1))], bias-free
+projector d→hidden→out and predictor out→pred_hidden→out with the run's activation, no BN,
+SGD with momentum, no weight decay, crop (0.2, 1) + flip (the paper's SimSiam recipe, no
+normalisation).
+
+Measured every ``track_every`` steps on the run's fixed probe batch (headgeom.tracking): the exact
+per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for the first
+``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
+("ambient": the paper's full Hessian of the batch loss; "mse": the collapse theorem's premise,
+where G ⪰ 0 and a negative eigenvalue needs M). λ < −floor counts as negative, floor =
+rel_floor · max|λ| at that point (PAPER.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
+L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
+RankMe and the head/backbone update ratio. A ReLU head whose H_eff is exactly 0 with a frozen
+spread is reported as dead (pitfall 8), not as "no negative curvature".
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.training_cells import (
+    DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape,
+    negative_fraction, paper_head, paper_predictor, pm, run_training, series, symlog_axis)
+
+STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
+             "ReLU and linear heads do not")
+# run name -> (activation, pseudo-collapse alpha or None)
+RUNS: dict[str, tuple[str, float | None]] = {
+    "normal-silu": ("silu", None), "collapsed-silu": ("silu", 0.1),
+    "collapsed-relu": ("relu", 0.1), "collapsed-linear": ("linear", 0.1),
+}
+NON_SMOOTH = ("relu", "linear")
+READINGS = ("ambient", "mse")
+
+
+@dataclass(frozen=True)
+class C8Config:
+    """Every setting of C8 (module docstring)."""
+
+    preset: str = "quick"
+    runs: tuple[str, ...] = tuple(RUNS)
+    readings: tuple[str, ...] = READINGS
+    seeds: int = 2
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: tuple[tuple[str, Any], ...] = (("n", 1024),)
+    width: float = 0.125  # ResNet-18 width multiplier (feature dim 512·width)
+    image_size: int | None = None  # None: the dataset's
+    hidden: int = 128  # projector hidden width (paper 2048)
+    out_dim: int = 128  # projector output width (paper 2048)
+    pred_hidden: int = 64  # predictor hidden width (paper 512)
+    batch_size: int = 32
+    epochs: int = 2  # the schedule's length (constant lr: only max_steps matters)
+    max_steps: int | None = 40
+    lr: float = 0.05
+    momentum: float = 0.9
+    track_every: int = 8
+    probe_size: int = 32
+    block_samples: int | None = 8
+    rel_floor: float = 1e-10
+    negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
+    escape_ratio: float = 2.0
+    majority: float = 0.8
+    device: str = "cpu"
+
+
+def quick() -> C8Config:
+    """shapes (1024 images, 32 px), ResNet-18 width 0.125, heads 64-128-128 / 128-32-128, batch 32,
+    40 SGD steps at lr 0.05, tracking every 8 steps (6 points), 4 runs × 2 seeds.
+
+    Command: ``headgeom reproduce --only C8 --preset quick``. Runtime: about 3 min on 2 idle CPU cores
+    (about 8 min measured on 2 cores shared with other jobs). Measures λ_min/λ_max/n_negative of the
+    per-sample H_eff blocks (8 probe samples, ambient and MSE readings), ‖M‖/‖H‖, spread, escape.
+    """
+    return C8Config()
+
+
+def small() -> C8Config:
+    """CIFAR-10 (full train split), ResNet-18 width 0.25, heads 128-512-512 / 512-128-512, batch 128,
+    300 steps (constant lr 0.05), tracking every 25 steps, 4 runs × 3 seeds.
+
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C8 --preset small``.
+    Runtime: about 50 min on 2 idle CPU cores (estimated from the measured quick step time; not run
+    end to end). Measures the same quantities as quick.
+    """
+    return C8Config(preset="small", seeds=3, data="cifar10", data_options=(), width=0.25, hidden=512,
+                    out_dim=512, pred_hidden=128, batch_size=128, epochs=1, max_steps=300, track_every=25,
+                    probe_size=64, block_samples=16)
+
+
+def paper() -> C8Config:
+    """The paper's tracking runs: CIFAR-10, ResNet-18 (width 1, d = 512), projector 512-2048-2048,
+    predictor 2048-512-2048, no BN, batch 256, SGD lr 0.05 (momentum 0.9, no weight decay), 100 epochs,
+    tracked once per epoch (195 steps), 4 runs × 3 seeds, on the GPU.
+
+    Command: ``headgeom reproduce --only C8 --preset paper``. Runtime: about 12 GPU-hours on one
+    H200 (12 runs of 100 epochs; estimated, not run). On 2 CPU cores: not feasible.
+    """
+    return C8Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
+                    out_dim=2048, pred_hidden=512, batch_size=256, epochs=100, max_steps=None,
+                    track_every=195, probe_size=256, block_samples=32, device="auto")
+
+
+def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
+    """One cell per run × seed."""
+    bad = [r for r in config.runs if r not in RUNS]
+    if bad:
+        raise ValueError(f"C8 config runs has unknown entries {bad}; choose from {tuple(RUNS)}")
+    n = config.seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError(f"C8 needs at least one seed; got {n}")
+    return [{"run": r, "seed": s} for r in config.runs for s in range(n)]
+
+
+def train_config(config: C8Config, run: str, seed: int):
+    """The headgeom.train.TrainConfig of one cell."""
+    from headgeom.train import TrainConfig
+
+    act, alpha = RUNS[run]
+    return TrainConfig(
+        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
+        head=paper_head(act, config.hidden, config.out_dim), predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
+        pseudo_collapse=alpha, method_options={"recipe": "paper_simsiam"}, data=config.data,
+        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
+        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
+        seed=seed, optimizer="sgd", lr=config.lr, momentum=config.momentum, weight_decay=0.0,
+        schedule="constant", track_every=config.track_every, probe_size=config.probe_size,
+        device=config.device, progress=False,
+    )
+
+
+def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
+    """Train one run and return its trajectories and per-run summaries (keys below)."""
+    t0 = time.perf_counter()
+    run, seed = cell["run"], int(cell["seed"])
+    if run not in RUNS:
+        raise ValueError(f"C8 cell {cell}: run must be one of {tuple(RUNS)}")
+    done, records, _ = run_training(train_config(config, run, seed), config.readings,
+                                    rel_floor=config.rel_floor, block_samples=config.block_samples)
+    out: dict[str, Any] = {"activation": RUNS[run][0], "pseudo_collapse": RUNS[run][1],
+                           "steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
+                           "loss": series(records, "loss")}
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "update_ratio"):
+        out[key] = series(records, key)
+    lmin0 = lmax0 = None
+    for reading in config.readings:
+        p = f"heff_{reading}_mean_"
+        lmin, lmax, floor = series(records, p + "lambda_min"), series(records, p + "lambda_max"), series(records, p + "floor")
+        out[f"lambda_min[{reading}]"] = lmin
+        out[f"lambda_max[{reading}]"] = lmax
+        out[f"n_negative[{reading}]"] = series(records, p + "n_negative")
+        out[f"M_ratio_fro[{reading}]"] = series(records, p + "M_ratio_fro")
+        out[f"frac_points_negative[{reading}]"] = negative_fraction(lmin, floor)
+        defined = [v for v in lmin if v is not None]
+        out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
+        lmin0, lmax0 = (lmin, lmax) if lmin0 is None else (lmin0, lmax0)
+    out.update(escape(out["spread_projector"], config.escape_ratio))
+    out["dead_head"] = dead_head(lmin0 or [], lmax0 or [], out["spread_projector"])
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ---------------------------------------------------------------- summary (apart from computing)
+def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
+    groups: dict[str, list[dict]] = {}
+    for cell, m in results:
+        groups.setdefault(cell["run"], []).append(m)
+    return groups
+
+
+def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
+                    activation_of: dict[str, str]) -> dict[str, Any]:
+    """C8's curvature half for one reading: smooth runs show λ_min < −floor at >= negative_points of
+    the tracking points, ReLU/linear runs do not; dead seeds are left out (and counted)."""
+    key = f"frac_points_negative[{reading}]"
+    pos: dict[str, list[bool]] = {}
+    neg: dict[str, list[bool]] = {}
+    meas: dict[str, Any] = {}
+    for run, ms in groups.items():
+        usable = [m for m in ms if m.get(key) is not None and not m.get("dead_head")]
+        flags = [m[key] >= config.negative_points for m in usable]
+        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
+        meas[f"frac_points_negative[{run}]"] = measured([m[key] for m in ms if m.get(key) is not None])
+        meas[f"lambda_min_min[{run}]"] = measured([m[f"lambda_min_min[{reading}]"] for m in ms
+                                                  if m.get(f"lambda_min_min[{reading}]") is not None])
+        meas[f"dead_seeds[{run}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
+    verdict, reason = contrast_verdict(pos, neg, config.majority)
+    criterion = (f"a run shows negative curvature when lambda_min(H_eff) < -floor (floor = {config.rel_floor:g} * "
+                 f"max|lambda|) at >= {config.negative_points:.0%} of its tracking points; expected: smooth runs; "
+                 f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
+                 + f"; dead seeds are left out ({DEAD_DEFINITION}). Outcome: {reason}")
+    return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
+            "verdict": verdict, "criterion": criterion}
+
+
+def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
+                 activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
+    """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not."""
+    pos: dict[str, list[bool]] = {}
+    neg: dict[str, list[bool]] = {}
+    meas: dict[str, Any] = {}
+    for run, ms in groups.items():
+        meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
+        if not collapsed[run]:
+            continue
+        flags = [bool(m["escaped"]) for m in ms if m.get("escaped") is not None and not m.get("dead_head")]
+        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
+    verdict, reason = contrast_verdict(pos, neg, config.majority)
+    criterion = (f"{ESCAPE_DEFINITION}, escape_ratio = {config.escape_ratio:g}; judged on the pseudo-collapsed runs "
+                 f"only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
+                 + f"; dead seeds left out. Outcome: {reason}")
+    return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
+            "measured": meas, "verdict": verdict, "criterion": criterion}
+
+
+def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
+    cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
+    lines = ["| run | " + " | ".join(cols) + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | loss |",
+             "|" + "---|" * (len(cols) + 7)]
+    for run in config.runs:
+        ms = groups.get(run)
+        if not ms:
+            continue
+        r0 = config.readings[0]
+        mr = [max((v for v in m[f"M_ratio_fro[{r0}]"] if v is not None), default=None) for m in ms]
+        row = ([pm([m[f"frac_points_negative[{r}]"] for m in ms], ".2f") for r in config.readings]
+               + [pm([m[f"lambda_min_min[{r}]"] for m in ms]) for r in config.readings]
+               + [pm(mr), pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
+                  f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}", f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}",
+                  pm([m["final_loss"] for m in ms], ".4f")])
+        lines.append(f"| {run} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def trajectory_figure(groups: dict[str, list[dict]], keys: list[tuple[str, str]], title: str):
+    """One panel per (metric key, label): every seed's trajectory against step, a colour per run."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.6 * len(keys), 3.6), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (key, label) in zip(axes[0], keys):
+        values = []
+        for i, (run, ms) in enumerate(groups.items()):
+            for j, m in enumerate(ms):
+                pts = [(s, v) for s, v in zip(m["steps"], m.get(key) or []) if v is not None]
+                if pts:
+                    xs, ys = zip(*pts)
+                    values += ys
+                    ax.plot(xs, ys, "-o", ms=3, color=colours[i % len(colours)], label=run if j == 0 else None)
+        if key.startswith("lambda_min"):
+            ax.axhline(0.0, color="0.5", lw=0.8)
+            symlog_axis(ax, values)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
+    """A curvature claim per reading, the escape claim, a table and the λ_min / spread figures."""
+    groups = _groups(results)
+    activation_of = {r: RUNS[r][0] for r in groups}
+    collapsed = {r: RUNS[r][1] is not None for r in groups}
+    setting = {"objective": "simsiam (negative cosine, stop-gradient)", "head": paper_head("{act}", config.hidden, config.out_dim),
+               "predictor": paper_predictor("{act}", config.pred_hidden, config.out_dim), "data": config.data,
+               "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
+               "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}
+    claims = [curvature_claim(config, groups, r, setting, activation_of) for r in config.readings]
+    claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
+    keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
+    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training")),
+               ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
+                                                             ("spread_z", "spread of L2-normalised z")],
+                                                    "C8: representation spread during training"))]
+    notes = [f"{DEAD_DEFINITION}.", f"{ESCAPE_DEFINITION}.",
+             "ambient reading: the exact Hessian of the batch loss (the paper's HVP operator, here exact per-sample "
+             "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "
+             "negative eigenvalues through G alone (M = 0). mse reading: G is PSD and negatives need M."]
+    return Summary(claims=claims, tables=[("C8: tracked H_eff and spread per run (mean ± std (n seeds))",
+                                          _table(config, groups))], figures=figures, notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="C8",
+    title="Hessian tracking during SimSiam training (Fig. 3)",
+    statement=STATEMENT,
+    presets={"quick": quick, "small": small, "paper": paper},
+    cells=cells,
+    run_cell=run_cell,
+    summarize=summarize,
+))

@@ -1,0 +1,205 @@
+"""Shared pieces of the training experiments (C8, the collapse grid, the activation ablation, C12).
+
+Not an experiment itself (its name does not start with ``c<digit>``, so ``load_all`` skips it):
+it wires :func:`headgeom.train.train` and :class:`headgeom.tracking.GeometryTracker` into one
+cell, reads the run's metrics.jsonl back as trajectories, and holds the rules the verdicts use
+(negative-curvature fraction, collapse escape, dead head), written once so every experiment
+states the same criterion.
+
+Where a cell trains: inside ``headgeom reproduce`` the run directory of the cell (the runner's
+``<cell-key>/``) gets a ``train/`` sub-directory holding the ``headgeom train`` run (config.json,
+metrics.jsonl, checkpoints), so a killed cell resumes its training and ``headgeom eval`` works on
+it; outside the runner (tests, direct calls) it trains into a temporary directory that is removed.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import tempfile
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+
+ESCAPE_DEFINITION = ("escaped = spread_final >= escape_ratio * spread_initial, spread = mean per-dimension "
+                     "std (ddof=1) of the L2-normalised projector outputs on the fixed probe batch "
+                     "(PAPER.md §3), initial = step 0, final = last tracking point")
+DEAD_DEFINITION = ("dead head (PAPER.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
+                   "point and the projector spread frozen (relative change <= 1e-9) over the second half of the "
+                   "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
+
+
+# ----------------------------------------------------------------------------- heads
+def paper_head(activation: str, hidden: int, out: int, bn: bool = False) -> str:
+    """The paper's projector (PAPER.md §3) as a head string with the first width filled in by the
+    backbone: Linear(d→hidden, no bias) → [BN] → act → Linear(hidden→out, no bias) → [BN];
+    ``linear`` = the two Linears with nothing between."""
+    return f"d-{hidden}-{out}:{activation}:nobias" + (":bn:last=bn" if bn else "")
+
+
+def paper_predictor(activation: str, hidden: int, out: int, bn: bool = False) -> str:
+    """The collapse grid's predictor out→hidden→out (paper 2048→512→2048) with the projector's
+    activation, BN on the hidden layer when the projector has BN (SimSiam's predictor), no bias."""
+    return f"d-{hidden}-{out}:{activation}:nobias" + (":bn" if bn else "")
+
+
+# ----------------------------------------------------------------------------- running a training cell
+def cell_directory() -> Path | None:
+    """The runner's directory of the cell being run (None outside ``headgeom reproduce``)."""
+    from headgeom.experiments import runner
+
+    getter = getattr(runner, "current_run_dir", None)  # public accessor, once the runner has one
+    if getter is not None:
+        return getter()
+    current = runner._LOG_FILE.get()  # (metrics.jsonl of the running cell, t0)
+    return None if current is None else Path(current[0]).parent
+
+
+@contextlib.contextmanager
+def training_directory() -> Iterator[tuple[Path, bool]]:
+    """(directory for the cell's ``headgeom train`` run, resume?): ``<cell>/train`` under the runner
+    (resumed when a previous attempt wrote its config.json), else a temporary directory."""
+    cell = cell_directory()
+    if cell is not None:
+        path = cell / "train"
+        yield path, (path / "config.json").exists()
+        return
+    with tempfile.TemporaryDirectory(prefix="headgeom-cell-") as tmp:
+        yield Path(tmp) / "train", False
+
+
+class Trackers:
+    """Several GeometryTrackers called as one ``tracker(step, method, probe_views)``; their keys
+    are prefixed by reading (``heff_<reading>_...``), the shared statistics are the same numbers."""
+
+    def __init__(self, trackers: Sequence[Any]) -> None:
+        if not trackers:
+            raise ValueError("Trackers needs at least one GeometryTracker")
+        self.trackers = list(trackers)
+
+    def __call__(self, step: int, method: torch.nn.Module, probe_views: Sequence[torch.Tensor]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for tracker in self.trackers:
+            out.update(tracker(step, method, probe_views, force=True))
+        return out
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The JSON lines of ``run_dir/metrics.jsonl`` (headgeom.train's log), in order."""
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,
+                 after: Callable[[Path], dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict], dict]:
+    """Train ``config`` (a headgeom.train.TrainConfig) with H_eff tracking under each reading.
+
+    Returns (done.json of the run, the tracking records (lines of metrics.jsonl with a tracked key,
+    step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})).
+    Each tracking record is also logged to the runner's metrics.jsonl of the cell."""
+    from headgeom.experiments.runner import log_metrics
+    from headgeom.tracking import GeometryTracker
+    from headgeom.train import train
+
+    trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
+                for r in readings]
+    with training_directory() as (run_dir, resume):
+        done = train(config, run_dir, resume=resume, tracker=Trackers(trackers))
+        records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]
+        extra = after(run_dir) if after is not None else {}
+    for rec in records:
+        log_metrics(rec)
+    return done, records, extra
+
+
+# ----------------------------------------------------------------------------- trajectories and rules
+def series(records: list[dict[str, Any]], key: str) -> list[float | None]:
+    """The value of ``key`` at every tracking record (None where the tracker left it out)."""
+    out = []
+    for rec in records:
+        v = rec.get(key)
+        out.append(float(v) if isinstance(v, (int, float)) and math.isfinite(float(v)) else None)
+    return out
+
+
+def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float | None]) -> float | None:
+    """Fraction of tracking points with λ_min < −floor (floor = rel_floor · max|λ| at that point),
+    over the points where both are defined; None when there is none."""
+    pairs = [(l, f) for l, f in zip(lambda_min, floor) if l is not None and f is not None]
+    if not pairs:
+        return None
+    return sum(l < -f for l, f in pairs) / len(pairs)
+
+
+def escape(spread: Sequence[float | None], escape_ratio: float) -> dict[str, Any]:
+    """Initial/final projector spread, their ratio and whether the run escaped (ESCAPE_DEFINITION)."""
+    vals = [s for s in spread if s is not None]
+    if not vals:
+        return {"spread_initial": None, "spread_final": None, "spread_ratio": None, "escaped": None}
+    first, last = vals[0], vals[-1]
+    ratio = last / first if first > 0 else (math.inf if last > 0 else 1.0)
+    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "escaped": bool(ratio >= escape_ratio)}
+
+
+def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
+              spread: Sequence[float | None]) -> bool:
+    """DEAD_DEFINITION: zero H_eff at the last point and the spread frozen over the second half."""
+    if not lambda_min or lambda_min[-1] is None or lambda_max[-1] is None:
+        return False
+    if max(abs(lambda_min[-1]), abs(lambda_max[-1])) != 0.0:
+        return False
+    tail = [s for s in spread[len(spread) // 2:] if s is not None]
+    if len(tail) < 2:
+        return False
+    ref = max(abs(tail[0]), 1e-300)
+    return all(abs(s - tail[0]) <= 1e-9 * ref for s in tail)
+
+
+def fraction(flags: Sequence[bool]) -> float | None:
+    return sum(bool(f) for f in flags) / len(flags) if flags else None
+
+
+def contrast_verdict(positive: dict[str, list[bool]], negative: dict[str, list[bool]],
+                     majority: float) -> tuple[str, str]:
+    """Verdict of "every ``positive`` group shows the effect and no ``negative`` group does".
+
+    Each group maps to one flag per seed (effect seen or not; dead or undefined seeds already
+    removed). Returns (verdict, reason)."""
+    empty = [g for g, flags in {**positive, **negative}.items() if not flags]
+    if not positive or not negative or empty:
+        return "inconclusive", f"groups without usable seeds: {empty or 'a side has no group'}"
+    pos = {g: fraction(f) for g, f in positive.items()}
+    neg = {g: fraction(f) for g, f in negative.items()}
+    if any(v == 0 for v in pos.values()) or any(v >= majority for v in neg.values()):
+        return "not supported", f"effect fractions: expected {pos}, not expected {neg}"
+    if all(v >= majority for v in pos.values()) and all(v <= 1 - majority for v in neg.values()):
+        return "supported", f"effect fractions: expected {pos}, not expected {neg}"
+    return "inconclusive", f"effect fractions: expected {pos}, not expected {neg}"
+
+
+CONTRAST_RULE = ("supported if every group where the effect is expected shows it in >= {maj:.0%} of its seeds and "
+                 "every group where it is not expected shows it in <= {rest:.0%} of its seeds; not supported if an "
+                 "expected group never shows it or a not-expected group shows it in >= {maj:.0%} of its seeds; "
+                 "inconclusive otherwise or when a group has no usable seed")
+
+
+def contrast_rule(majority: float) -> str:
+    return CONTRAST_RULE.format(maj=majority, rest=1 - majority)
+
+
+def pm(values: Sequence[float | None], fmt: str = ".3g") -> str:
+    """'mean ± std (n)' of the defined values, '-' when none."""
+    from headgeom.experiments.registry import measured
+
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        return "-"
+    m = measured(xs)
+    return f"{m['value']:{fmt}} ± {m['spread']:.2g} ({m['n']})"
+
+
+def symlog_axis(ax: Any, values: Sequence[float]) -> None:
+    """A symmetric-log y axis whose linear band sits below the smallest non-zero |value|."""
+    nz = [abs(v) for v in values if v]
+    ax.set_yscale("symlog", linthresh=max(min(nz), 1e-300) if nz else 1e-12)

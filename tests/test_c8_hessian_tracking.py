@@ -1,0 +1,113 @@
+"""C8 experiment: registration, cells, documented keys and robust facts on a tiny training run,
+and the verdict rule (and the dead-head rule) on fabricated metrics.
+
+No test asserts the paper's numbers or a verdict on real measurements."""
+import dataclasses
+import json
+
+import pytest
+
+from headgeom.experiments.c8_hessian_tracking import RUNS, C8Config, cells, run_cell, summarize, train_config
+from headgeom.experiments.registry import VERDICTS, check_claim
+from headgeom.experiments.training_cells import dead_head, escape, negative_fraction
+
+TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
+                epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
+SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
+           "escaped", "dead_head", "seconds")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {run: run_cell(TINY, {"run": run, "seed": 0}) for run in ("normal-silu", "collapsed-linear")}
+
+
+def test_registered_with_three_documented_presets():
+    import headgeom.experiments.c8_hessian_tracking as mod
+
+    exp = mod.EXPERIMENT
+    assert exp.id == "C8" and not exp.theory and set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        cfg = preset()
+        assert cfg.preset == name and "headgeom reproduce --only C8" in preset.__doc__ and "Runtime" in preset.__doc__
+    paper = exp.config("paper")
+    assert (paper.width, paper.hidden, paper.out_dim, paper.pred_hidden, paper.batch_size, paper.lr, paper.epochs) == (
+        1.0, 2048, 2048, 512, 256, 0.05, 100)
+    tc = train_config(paper, "collapsed-relu", 0)
+    assert tc.head == "d-2048-2048:relu:nobias" and tc.pseudo_collapse == 0.1 and tc.weight_decay == 0.0
+
+
+def test_cells_and_validation():
+    assert cells(TINY, 3) == [{"run": r, "seed": s} for r in RUNS for s in range(3)]
+    with pytest.raises(ValueError, match="unknown entries"):
+        cells(dataclasses.replace(TINY, runs=("collapsed-gelu",)))
+    with pytest.raises(ValueError, match="at least one seed"):
+        cells(TINY, 0)
+
+
+def test_tiny_run_keys_and_robust_facts(tiny):
+    for run, m in tiny.items():
+        json.dumps(m)
+        assert set(SCALARS) <= set(m)
+        assert m["steps"] == [0, 1, 2]  # step 0 = initialisation, then every track_every steps
+        for r in TINY.readings:
+            assert len(m[f"lambda_min[{r}]"]) == 3 and 0 <= m[f"frac_points_negative[{r}]"] <= 1
+            assert all(lo <= hi for lo, hi in zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"]))
+        assert all(s > 0 for s in m["spread_projector"]) and not m["dead_head"]
+    lin, silu = tiny["collapsed-linear"], tiny["normal-silu"]
+    # a linear head has no interaction term: M = 0 to round-off in every tracked block
+    for r in TINY.readings:
+        assert all(v is not None and v <= 1e-12 for v in lin[f"M_ratio_fro[{r}]"])
+        assert all(v is not None and v > 1e-6 for v in silu[f"M_ratio_fro[{r}]"])
+    # under the MSE premise G is PSD, so with M = 0 no eigenvalue falls below -floor
+    assert lin["frac_points_negative[mse]"] == 0.0
+
+
+def _fake(frac_neg, escaped=False, dead=False):
+    m = {"steps": [0, 1], "spread_projector": [0.1, 0.1], "spread_z": [0.1, 0.1], "spread_initial": 0.1,
+         "spread_final": 0.2 if escaped else 0.1, "spread_ratio": 2.0 if escaped else 1.0, "escaped": escaped,
+         "dead_head": dead, "final_loss": -0.5}
+    for r in READ:
+        m.update({f"frac_points_negative[{r}]": frac_neg, f"lambda_min_min[{r}]": -1.0 if frac_neg else 0.0,
+                  f"lambda_min[{r}]": [-1.0, 0.0], f"M_ratio_fro[{r}]": [0.1, 0.2]})
+    return m
+
+
+READ = ("ambient",)
+
+
+def _claims(per_run):
+    cfg = dataclasses.replace(TINY, readings=READ, seeds=len(next(iter(per_run.values()))))
+    results = [({"run": run, "seed": s}, m) for run, ms in per_run.items() for s, m in enumerate(ms)]
+    s = summarize(cfg, results)
+    for c in s.claims:
+        check_claim(c)
+        assert c["verdict"] in VERDICTS and c["criterion"]
+    json.dumps(s.claims)
+    return s.claims[0]["verdict"], s.claims[1]["verdict"]
+
+
+def test_verdict_follows_the_stated_criterion():
+    good = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
+            "collapsed-relu": [_fake(0.0)] * 5, "collapsed-linear": [_fake(0.1)] * 5}
+    assert _claims(good) == ("supported", "supported")
+    # a ReLU run showing negative curvature at most points in every seed
+    assert _claims({**good, "collapsed-relu": [_fake(0.9, True)] * 5}) == ("not supported", "not supported")
+    # a smooth run with negative curvature in 3 of 5 seeds: below the 80% majority
+    mixed = [_fake(0.8)] * 3 + [_fake(0.2)] * 2
+    assert _claims({**good, "normal-silu": mixed})[0] == "inconclusive"
+    # smooth never negative
+    assert _claims({**good, "collapsed-silu": [_fake(0.0)] * 5}) == ("not supported", "not supported")
+    # dead ReLU seeds are left out: all dead -> no usable seed -> inconclusive
+    assert _claims({**good, "collapsed-relu": [_fake(0.0, dead=True)] * 5}) == ("inconclusive", "inconclusive")
+
+
+def test_rules_on_constructed_trajectories():
+    assert negative_fraction([-1.0, -1e-12, 0.5, None], [1e-10, 1e-10, 1e-10, 1e-10]) == pytest.approx(1 / 3)
+    assert negative_fraction([None], [None]) is None
+    e = escape([0.01, None, 0.05], 2.0)
+    assert e["escaped"] and e["spread_ratio"] == pytest.approx(5.0)
+    assert not escape([0.02, 0.03], 2.0)["escaped"]
+    assert dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.1])
+    assert not dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.2])  # variance moves
+    assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present
