@@ -158,7 +158,7 @@ def test_train_mode_batchnorm_head_uses_coupled_path(block_samples):
     method, views = FakeMethod(bn_head=True, seed=4), _views(5, seed=2)
     h, _, m, _ = _reference(method, views, head_mode="train")
     b = 5 if block_samples is None else block_samples
-    tracker = GeometryTracker(views, block_samples=block_samples)
+    tracker = GeometryTracker(views, block_samples=block_samples, coupled="blocks")
     out = tracker(0, method)
     _check(out, _expected(h[:b], m[:b]), "heff_ambient_mean_")
     path = tracker.metadata()["last_call"]["block_path"]
@@ -168,6 +168,42 @@ def test_train_mode_batchnorm_head_uses_coupled_path(block_samples):
     tr_e = GeometryTracker(views, head_mode="eval")
     _check(tr_e(0, method), _expected(h_e, m_e), "heff_ambient_mean_")
     assert "coupled" not in tr_e.metadata()["last_call"]["block_path"]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_coupled_head_lanczos_matches_the_whole_autograd_hessian(reduction):
+    method, views = FakeMethod(bn_head=True, seed=4), _views(5, seed=2)
+    m = copy.deepcopy(method)
+    m.backbone.eval()
+    with torch.no_grad():
+        z1, z2 = (m.backbone(v) for v in views)
+        target = m.train().projector(z2).double()
+    head = copy.deepcopy(m.projector).double()
+    for b in head.modules():
+        if isinstance(b, nn.BatchNorm1d):
+            b.track_running_stats, b.running_mean, b.running_var = False, None, None
+    z = z1.double()
+    n = z.shape[0]
+    loss = lambda u: -torch.nn.functional.cosine_similarity(u, target, dim=1).mean()  # noqa: E731
+    full = hessian(lambda zf: loss(head(zf.reshape(n, D))), z.reshape(-1))
+    u = head(z).detach().requires_grad_(True)
+    rho = torch.autograd.grad(loss(u), u)[0].detach()
+    mm = hessian(lambda zf: (rho * head(zf.reshape(n, D))).sum(), z.reshape(-1))
+    scale = n if reduction == "sum" else 1.0
+    lam = np.linalg.eigvalsh(full.numpy()) * scale
+    tracker = GeometryTracker(views, reduction=reduction)  # coupled="lanczos" is the default
+    out = tracker(0, method)
+    p = f"heff_ambient_{reduction}_op_"
+    top = np.abs(lam).max()
+    assert out[p + "lambda_min"] == pytest.approx(lam.min(), abs=1e-8 * top)
+    assert out[p + "lambda_max"] == pytest.approx(lam.max(), abs=1e-8 * top)
+    assert out[p + "converged"] == 1.0 and out[p + "iterations"] <= n * D
+    ratio = np.abs(np.linalg.eigvalsh(mm.numpy())).max() / (np.abs(lam).max() / scale)
+    assert out[p + "M_ratio_spectral"] == pytest.approx(ratio, rel=1e-6)
+    if p + "n_negative" in out:  # the Krylov space spanned all n*d dimensions
+        assert out[p + "n_negative"] == int((lam < -1e-10 * top).sum())
+    assert "heff_ambient_mean_lambda_min" not in out  # block keys are not reused for the whole operator
+    assert tracker.metadata()["last_call"]["block_path"].startswith("lanczos")
 
 
 def _np_spread(x):
@@ -208,7 +244,8 @@ def test_method_is_left_unchanged():
     first = tracker(0, method)
     with torch.no_grad():  # a loop may call it under no_grad: same numbers
         second = tracker(1, method)
-    assert second["heff_ambient_mean_lambda_min"] == pytest.approx(first["heff_ambient_mean_lambda_min"], rel=1e-12)
+    key = "heff_ambient_mean_op_lambda_min"  # train-mode BN head: Lanczos on the whole H_eff
+    assert second[key] == pytest.approx(first[key], rel=1e-12)
     after = method.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)  # params and BN running stats
     assert [mod.training for mod in method.modules()] == modes
@@ -261,4 +298,7 @@ def test_errors_on_bad_input():
     # a coupled head with N*d above the engine's dense limit needs block_samples
     big = [torch.randn(1600, *IMG) for _ in range(2)]
     with pytest.raises(ValueError, match="block_samples"):
-        GeometryTracker(big)(0, FakeMethod(bn_head=True))
+        GeometryTracker(big, coupled="blocks")(0, FakeMethod(bn_head=True))
+    for kwargs in ({"coupled": "dense"}, {"lanczos_k": 0}, {"lanczos_max_iter": 1.5}, {"lanczos_tol": 0.0}):
+        with pytest.raises(ValueError):
+            GeometryTracker(views, **kwargs)

@@ -48,6 +48,11 @@ REDUCTIONS = {
            "its per-sample sum (independent of the probe batch size N)",
 }
 HEAD_MODES = ("train", "eval")
+COUPLED = {
+    "lanczos": "extreme eigenvalues of the whole (N*d, N*d) H_eff (and |M|_2 / |H_eff|_2) by Lanczos at both "
+               "ends, float64 matvecs of the whole batch",
+    "blocks": "exact diagonal (d, d) blocks of the first block_samples samples from d matvecs each",
+}
 DEFAULT_COV_REL_TOL = 1e-6  # headgeom.eval.rankme's default
 COV_DEFINITION = (
     "sample covariance (ddof=1) of the raw outputs in float64; condition number = "
@@ -110,6 +115,13 @@ class GeometryTracker:
             and N·d is large (the coupled path costs one H_eff matvec of the whole batch per row of
             every analysed block).
         head_mode: "train" (the training loss: train-mode BatchNorm, coupled path) or "eval".
+        coupled: for a head that couples samples (train-mode BatchNorm) H_eff is not
+            block-diagonal. "lanczos" (default): the extreme eigenvalues of the whole (N·d, N·d)
+            H_eff and ‖M‖₂/‖H_eff‖₂ by Lanczos at both ends (the paper's "λ_min of the HVP operator
+            of the batch loss w.r.t. z1"), keys ``<prefix>op_*``; about 2·lanczos_max_iter matvecs
+            of the whole batch. "blocks": the exact diagonal blocks of the first block_samples
+            samples, d matvecs per block and part (minutes per block on a CPU at paper widths).
+        lanczos_k / lanczos_max_iter / lanczos_tol: Lanczos settings (headgeom.geometry.lanczos).
         cov_rel_tol: covariance eigenvalues above cov_rel_tol · λ_max enter the condition number.
         chunk_size: samples per chunk in the engine (memory vs speed).
     """
@@ -124,6 +136,10 @@ class GeometryTracker:
         dtype: torch.dtype = torch.float64,
         block_samples: int | None = None,
         head_mode: str = "train",
+        coupled: str = "lanczos",
+        lanczos_k: int = 1,
+        lanczos_max_iter: int = 80,
+        lanczos_tol: float = 1e-8,
         cov_rel_tol: float = DEFAULT_COV_REL_TOL,
         chunk_size: int = 32,
     ) -> None:
@@ -142,12 +158,21 @@ class GeometryTracker:
             raise ValueError(f"block_samples must be None (all samples) or an integer >= 1; got {block_samples!r}")
         if head_mode not in HEAD_MODES:
             raise ValueError(f"head_mode must be one of {HEAD_MODES}; got {head_mode!r}")
+        if coupled not in COUPLED:
+            raise ValueError(f"coupled must be one of {sorted(COUPLED)}; got {coupled!r}")
+        for name, v in (("lanczos_k", lanczos_k), ("lanczos_max_iter", lanczos_max_iter)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+        if not (isinstance(lanczos_tol, (int, float)) and 0 < lanczos_tol < 1):
+            raise ValueError(f"lanczos_tol must be in (0, 1); got {lanczos_tol!r}")
         if not (isinstance(cov_rel_tol, (int, float)) and 0 < cov_rel_tol < 1):
             raise ValueError(f"cov_rel_tol must be in (0, 1) (default {DEFAULT_COV_REL_TOL}); got {cov_rel_tol!r}")
         self.probe_views = None if probe_views is None else _check_views(probe_views)
         self.every, self.reading, self.reduction = every, reading, reduction
         self.rel_floor, self.dtype, self.block_samples = float(rel_floor), dtype, block_samples
         self.head_mode, self.cov_rel_tol, self.chunk_size = head_mode, float(cov_rel_tol), chunk_size
+        self.coupled = coupled
+        self.lanczos = {"k": lanczos_k, "max_iter": lanczos_max_iter, "tol": float(lanczos_tol)}
         self.prefix = f"heff_{reading}_{reduction}_"
         self._updates = UpdateRatio()
         self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
@@ -207,7 +232,10 @@ class GeometryTracker:
     # ------------------------------------------------------------------ H_eff
     def _geometry(self, head: Any, loss: Any, z1: Tensor) -> dict[str, float]:
         t0 = time.perf_counter()
-        h, m, u, info = self._blocks(head, loss, z1)
+        got = self._blocks(head, loss, z1)
+        if got[0] is None:
+            return self._operator_spectrum(*got[1:])
+        h, m, u, info = got
         t1 = time.perf_counter()
         scale = float(z1.shape[0]) if self.reduction == "sum" else 1.0
         h, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, m))
@@ -234,9 +262,10 @@ class GeometryTracker:
     def _engine(self, head: Any, loss: Any, z: Tensor):
         return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
 
-    def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple[Tensor, Tensor, Tensor, dict[str, Any]]:
+    def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple:
         """H and M blocks (b, d, d) of the first b probe samples, the head output u (N, k) in the
-        analysis dtype, and the engine's record with the path taken ("block_path")."""
+        analysis dtype, and the engine's record with the path taken ("block_path"); or
+        (None, engine, record) for a coupled head under coupled="lanczos"."""
         z = z1.detach().to(self.dtype)
         n = z.shape[0]
         b = n if self.block_samples is None else min(self.block_samples, n)
@@ -258,6 +287,8 @@ class GeometryTracker:
             return g + m, m, u, info
         eh = self._engine(fn, loss, z)
         info = eh.info()
+        if not row_wise and self.coupled == "lanczos":
+            return None, eh, info
         if row_wise:
             h, _, m = eh.decomposed_blocks()
         elif b == n and eh.dim <= eh.max_dense:
@@ -275,6 +306,29 @@ class GeometryTracker:
             h = g + m
             info["block_path"] = f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
         return h, m, eh.u, info
+
+    def _operator_spectrum(self, eh, info: dict[str, Any]) -> dict[str, float]:
+        """λ_min, λ_max of the whole H_eff and ‖M‖₂/‖H_eff‖₂ by Lanczos (coupled heads)."""
+        t0 = time.perf_counter()
+        kw = dict(k=self.lanczos["k"], tol=self.lanczos["tol"], max_iter=min(self.lanczos["max_iter"], eh.dim))
+        spec = spectrum(eh.operator("H"), self.rel_floor, decomposition={"M": eh.operator("M")}, **kw)
+        self.last_info["seconds_blocks"], self.last_info["seconds_spectrum"] = 0.0, time.perf_counter() - t0
+        scale = float(eh.n) if self.reduction == "sum" else 1.0
+        info.update(block_path="lanczos on the whole coupled H_eff", n_blocks=None, reduction=self.reduction,
+                    reduction_definition=REDUCTIONS[self.reduction], head_mode=self.head_mode,
+                    lanczos={k: spec.method[k] for k in ("iterations", "converged", "exact", "k", "tol")})
+        self.last_info["engine"] = info
+        self._u = eh.u
+        p = self.prefix + "op_"
+        out = {p + "lambda_min": scale * spec.lambda_min, p + "lambda_max": scale * spec.lambda_max,
+               p + "floor": scale * spec.floor, p + "converged": float(spec.method["converged"]),
+               p + "iterations": float(spec.method["iterations"])}
+        if spec.n_negative is not None:  # only when the Krylov space spanned everything
+            out[p + "n_negative"] = float(spec.n_negative)
+        ratio = spec.norm_ratios["M"]["spectral"]
+        if ratio is not None:
+            out[p + "M_ratio_spectral"] = ratio
+        return out
 
     def _coupled_subset(self, matvec, eh, b: int) -> Tensor:
         """Diagonal blocks A_ii (b, d, d) of a coupled operator from the matvecs A e_{i,c}, i < b,
@@ -313,6 +367,7 @@ class GeometryTracker:
             "reduction": self.reduction, "reduction_definition": REDUCTIONS[self.reduction],
             "rel_floor": self.rel_floor, "dtype": str(self.dtype).replace("torch.", ""),
             "block_samples": self.block_samples, "head_mode": self.head_mode,
+            "coupled": self.coupled, "coupled_definition": COUPLED[self.coupled], "lanczos": self.lanczos,
             "cov_rel_tol": self.cov_rel_tol,
             "probe_batch": None if self.probe_views is None else int(self.probe_views[0].shape[0]),
             "keys": {
@@ -323,6 +378,9 @@ class GeometryTracker:
                 p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, PAPER.md "
                 "pitfall 8), which is not the same as 'no negative curvature'",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
+                p + "op_*": "coupled heads (train-mode BatchNorm) with coupled='lanczos': extreme eigenvalues "
+                "of the whole H_eff, |M|_2/|H_eff|_2 (the M end converged to lanczos tol), converged (1/0), "
+                "iterations; n_negative only when the Krylov space was exact",
                 "spread_z / spread_projector / spread_head": "mean per-dimension std (ddof=1) of the "
                 "L2-normalised rows of z_1, projector(z_1) and the geometry head's output h(z_1)",
                 "cov_condition_* / cov_rank_*": COV_DEFINITION,
