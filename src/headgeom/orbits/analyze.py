@@ -27,12 +27,11 @@ from torch import Tensor
 from headgeom.augment.families import get_family
 from headgeom.eval.features import Heads, as_head_chain
 from headgeom.orbits import metrics as M
-from headgeom.orbits.bootstrap import bootstrap_indices, ci_mean, ci_ratio, ci_statistic
+from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices, estimate, replicate_means
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.orbits.extract import OrbitFeatures, extract_orbits
 
-__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "per_image_metrics",
-           "point_estimates", "ratio_estimates"]
+__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "point_replicates"]
 
 DEFINITIONS = {
     "spread": "the paper's spread: mean over images of (1/K) Σ_k ‖u_ik − ū_i‖², u = f/‖f‖",
@@ -61,84 +60,58 @@ DEFINITIONS = {
 
 _MEAN_METRICS = ("spread", "trace_l2", "per_dim_var_l2", "trace_raw", "per_dim_var_raw",
                  "d_intra", "orbit_effective_rank", "curvature_raw", "curvature_arc",
-                 "curvature_arc_scaled")
+                 "curvature_arc_scaled", "alignment")
 _RATIOS = {"compression": "spread", "trace_ratio": "trace_l2", "per_dim_ratio": "per_dim_var_l2",
            "trace_ratio_raw": "trace_raw", "per_dim_ratio_raw": "per_dim_var_raw",
            "d_intra_ratio": "d_intra"}
 
 
-def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tensor]:
-    """Every per-image metric of orbits f (N, K, D): name -> (N,) float64 (and 'alignment_steps')."""
-    u = M.l2_normalise(M._orbits(f))  # validated once; metrics below take u with normalise=False
-    out = {
-        "spread": M.orbit_spread(u, normalise=False),
-        "trace_l2": M.within_orbit_trace(u, normalise=False),
-        "trace_raw": M.within_orbit_trace(f, normalise=False),
-        "d_intra": M.d_intra(u, normalise=False),
-        "orbit_effective_rank": M.orbit_effective_rank(u, normalise=False),
-    }
-    d = f.shape[-1]
-    out["per_dim_var_l2"] = out["trace_l2"] / d
-    out["per_dim_var_raw"] = out["trace_raw"] / d
-    if f.shape[1] >= 3:
-        out["curvature_raw"] = M.curvature_raw(u, normalise=False)
-        out["curvature_arc"] = M.curvature_arc(u, normalise=False)
-        out["curvature_arc_scaled"] = M.curvature_arc_scaled(u, normalise=False)
-    if anchor is not None:
-        cos = M.anchor_alignment(f, anchor)
-        out["alignment"] = cos.mean(dim=1)
-        out["alignment_steps"] = cos
-    return out
+def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
+                     counts: Tensor) -> tuple[dict[str, float], dict[str, Tensor], dict]:
+    """(values, bootstrap replicates (B,), per-image extras) of every metric at one point.
 
-
-def _class_orbit_stat(u: Tensor, labels: Tensor, d_intra: Tensor) -> Callable[[Tensor], Tensor]:
-    def stat(w: Tensor) -> Tensor:
-        inter = M.class_centroid_distance(u, labels, normalise=False, weights=w)
-        return inter / ((w @ d_intra) / w.sum(dim=1))
-    return stat
-
-
-def point_estimates(f: Tensor, per_image: dict[str, Tensor], labels: Tensor | None,
-                    idx: Tensor, level: float) -> dict[str, dict]:
-    """Estimates with CIs of every metric at one point, from its per-image values."""
-    out = {name: ci_mean(per_image[name], idx, level) for name in _MEAN_METRICS + ("alignment",)
-           if name in per_image}
+    Values are the statistics of all images (the means of per-image values, NaN images left
+    out); replicates are the same statistics at each row of ``counts`` (B, N).
+    """
+    per = M.per_image_metrics(f, anchor)
+    values, reps = {}, {}
+    for name in _MEAN_METRICS:
+        if name in per:
+            values[name] = float(torch.nanmean(per[name]))
+            reps[name] = replicate_means(per[name], counts)
     if labels is not None:
-        u = M.l2_normalise(f)
-        n = f.shape[0]
-        out["d_inter"] = ci_statistic(
-            lambda w: M.class_centroid_distance(u, labels, normalise=False, weights=w), n, idx, level)
-        out["class_orbit_ratio"] = ci_statistic(
-            _class_orbit_stat(u, labels, per_image["d_intra"]), n, idx, level)
-    return out
-
-
-def ratio_estimates(ref: dict[str, Tensor], point: dict[str, Tensor], idx: Tensor, level: float,
-                    class_orbit: tuple[Callable, Callable] | None = None, n: int = 0) -> dict:
-    """Reference (z) over point ratios, images resampled jointly for numerator and denominator."""
-    out = {r: ci_ratio(ref[m], point[m], idx, level) for r, m in _RATIOS.items()}
-    if class_orbit is not None:
-        ref_stat, pt_stat = class_orbit
-        out["class_orbit_change"] = ci_statistic(lambda w: pt_stat(w) / ref_stat(w), n, idx, level)
-    return out
+        means = per["orbit_means"]
+        values["d_inter"] = float(M.centroid_distance_from_means(means, labels))
+        reps["d_inter"] = M.centroid_distance_from_means(means, labels, counts)
+        values["class_orbit_ratio"] = values["d_inter"] / values["d_intra"]
+        reps["class_orbit_ratio"] = reps["d_inter"] / reps["d_intra"]
+    return values, reps, per
 
 
 def _analyze_points(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
-                    labels: Tensor | None, idx: Tensor, level: float, ref: str = "z") -> dict:
-    per = {p: per_image_metrics(f, None if anchors is None else anchors[p])
-           for p, f in features.items()}
-    n = next(iter(features.values())).shape[0]
-    stats = None
-    if labels is not None:
-        stats = {p: _class_orbit_stat(M.l2_normalise(f), labels, per[p]["d_intra"])
-                 for p, f in features.items()}
+                    labels: Tensor | None, counts: Tensor, level: float, ref: str = "z") -> dict:
+    vals, reps, profile = {}, {}, {}
+    for p, f in features.items():
+        vals[p], reps[p], per = point_replicates(f, None if anchors is None else anchors[p],
+                                                 labels, counts)
+        if "alignment_steps" in per:
+            profile[p] = per["alignment_steps"].mean(dim=0).tolist()
     res = {"dims": {p: int(f.shape[-1]) for p, f in features.items()},
-           "points": {p: point_estimates(features[p], per[p], labels, idx, level) for p in features},
-           "ratios": {p: ratio_estimates(per[ref], per[p], idx, level,
-                                         None if stats is None else (stats[ref], stats[p]), n)
-                      for p in features if p != ref}}
-    if anchors is not None:
-        res["alignment_profile"] = {p: per[p]["alignment_steps"].mean(dim=0).tolist() for p in per}
+           "points": {p: {m: estimate(vals[p][m], reps[p][m], level) for m in vals[p]}
+                      for p in features},
+           "ratios": {}}
+    for p in features:
+        if p == ref:
+            continue
+        r = {name: estimate(vals[ref][m] / vals[p][m], reps[ref][m] / reps[p][m], level)
+             for name, m in _RATIOS.items()}
+        if labels is not None:
+            m = "class_orbit_ratio"
+            r["class_orbit_change"] = estimate(vals[p][m] / vals[ref][m], reps[p][m] / reps[ref][m],
+                                               level)
+        res["ratios"][p] = r
+    if profile:
+        res["alignment_profile"] = profile
     return res
 
 
@@ -154,11 +127,11 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
     n = next(iter(of.features.values())).shape[0]
     if labels is not None:
         labels = M._labels(labels, n)
-    idx = bootstrap_indices(n, n_boot, seed, strata=labels)
+    counts = bootstrap_counts(bootstrap_indices(n, n_boot, seed, strata=labels), n)
     res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value,
            "anchor": ("orbit step %d" % of.anchor_step) if of.anchor_step is not None
            else "clean image (identity not on the grid)"}
-    res.update(_analyze_points(of.features, of.anchors, labels, idx, level))
+    res.update(_analyze_points(of.features, of.anchors, labels, counts, level))
     chain = as_head_chain(heads)
     if controls and chain:
         variants = of.meta.get("head_input", ["raw"])
@@ -168,11 +141,11 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
         rnd = head_points_on(rnd_z, chain, variants, device=device)
         res["controls"] = {
             "fresh_head": {"what": f"freshly initialised heads of the same architecture (seed {seed})",
-                           **_analyze_points(fresh, None, labels, idx, level)},
+                           **_analyze_points(fresh, None, labels, counts, level)},
             "random_directions": {"what": "z orbits replaced by isotropic random displacements with "
                                           "each orbit's mean and within-orbit sum of squares kept "
                                           f"(seed {seed}); ratios are z̃ over h(z̃)",
-                                  **_analyze_points(rnd, None, labels, idx, level)},
+                                  **_analyze_points(rnd, None, labels, counts, level)},
         }
     return res
 

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 __all__ = ["bootstrap_counts", "bootstrap_indices", "ci_mean", "ci_ratio", "ci_statistic",
-           "estimate", "percentile_ci"]
+           "estimate", "percentile_ci", "replicate_means"]
 
 
 def bootstrap_indices(n: int, n_boot: int, seed: int, strata: Tensor | None = None) -> Tensor:
@@ -68,35 +68,40 @@ def estimate(value: float, samples: Tensor, level: float = 0.95) -> dict:
             "n_boot_undefined": int((~torch.isfinite(s)).sum())}
 
 
-def _nanmean_rows(values: Tensor, idx: Tensor) -> Tensor:
-    v = values.detach().to(torch.float64).reshape(-1)[idx]  # (B, N)
-    return torch.nanmean(v, dim=1)
+def replicate_means(values: Tensor, counts: Tensor) -> Tensor:
+    """Bootstrap replicates of the mean of per-image values (N,) under counts (B, N) -> (B,).
+
+    Images whose value is NaN (an undefined metric) are left out of each replicate's mean.
+    """
+    v = torch.as_tensor(values).detach().to(torch.float64).cpu().reshape(-1)
+    if v.shape[0] != counts.shape[1]:
+        raise ValueError(f"values must be per-image, shape ({counts.shape[1]},), got {tuple(v.shape)}")
+    ok = torch.isfinite(v)
+    return (counts @ torch.where(ok, v, torch.zeros_like(v))) / (counts @ ok.to(torch.float64))
 
 
-def _check_values(values: Tensor, idx: Tensor, name: str) -> Tensor:
-    values = torch.as_tensor(values).detach().to(torch.float64).cpu()
-    if values.ndim != 1 or int(idx.max()) >= values.shape[0]:
-        raise ValueError(f"{name} must be per-image values of shape (N,) with N > the largest "
-                         f"bootstrap index {int(idx.max())}, got shape {tuple(values.shape)}")
-    return values
+def _per_image(values: Tensor, n: int, name: str) -> Tensor:
+    v = torch.as_tensor(values).detach().to(torch.float64).cpu()
+    if v.ndim != 1 or v.shape[0] != n:
+        raise ValueError(f"{name} must be per-image values of shape ({n},) matching the bootstrap "
+                         f"indices, got shape {tuple(v.shape)}")
+    return v
 
 
 def ci_mean(values: Tensor, idx: Tensor, level: float = 0.95) -> dict:
     """Mean over images of per-image values (N,) (NaN images ignored) with its bootstrap CI."""
-    values = _check_values(values, idx, "values")
-    return estimate(float(torch.nanmean(values)), _nanmean_rows(values, idx), level)
+    v = _per_image(values, idx.shape[1], "values")
+    return estimate(float(torch.nanmean(v)), replicate_means(v, bootstrap_counts(idx, v.shape[0])),
+                    level)
 
 
 def ci_ratio(num: Tensor, den: Tensor, idx: Tensor, level: float = 0.95) -> dict:
     """mean(num) / mean(den) over images, both resampled with the same indices, with its CI."""
-    num = _check_values(num, idx, "numerator")
-    den = _check_values(den, idx, "denominator")
-    if num.shape != den.shape:
-        raise ValueError(f"numerator and denominator must be values of the same images, got "
-                         f"shapes {tuple(num.shape)} and {tuple(den.shape)}")
+    n = idx.shape[1]
+    num, den = _per_image(num, n, "numerator"), _per_image(den, n, "denominator")
+    counts = bootstrap_counts(idx, n)
     value = float(torch.nanmean(num) / torch.nanmean(den))
-    reps = _nanmean_rows(num, idx) / _nanmean_rows(den, idx)
-    return estimate(value, reps, level)
+    return estimate(value, replicate_means(num, counts) / replicate_means(den, counts), level)
 
 
 def ci_statistic(stat: Callable[[Tensor], Tensor], n: int, idx: Tensor,

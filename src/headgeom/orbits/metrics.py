@@ -35,13 +35,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-__all__ = ["anchor_alignment", "class_centroid_distance", "curvature_arc", "curvature_arc_scaled",
-           "curvature_raw", "d_intra", "effective_rank", "effective_rank_from_eigenvalues",
-           "l2_normalise", "orbit_effective_rank", "orbit_spread", "per_dim_variance",
-           "within_orbit_trace"]
+__all__ = ["anchor_alignment", "centroid_distance_from_means", "class_centroid_distance",
+           "curvature_arc", "curvature_arc_scaled", "curvature_raw", "d_intra", "effective_rank",
+           "effective_rank_from_eigenvalues", "l2_normalise", "orbit_effective_rank", "orbit_gram",
+           "orbit_spread", "per_dim_variance", "per_image_metrics", "within_orbit_trace"]
+
+_TINY = torch.finfo(torch.float64).tiny
 
 
 def _orbits(f: Tensor, min_steps: int = 2, name: str = "orbit features") -> Tensor:
+    """Validated float64 copy of orbit features (N, K, D)."""
     if not isinstance(f, Tensor) or f.ndim != 3:
         shape = tuple(f.shape) if isinstance(f, Tensor) else type(f).__name__
         raise ValueError(f"{name} must be a tensor of shape (N images, K steps, D), got {shape}")
@@ -60,12 +63,67 @@ def _orbits(f: Tensor, min_steps: int = 2, name: str = "orbit features") -> Tens
 def l2_normalise(f: Tensor) -> Tensor:
     """f / ‖f‖ along the last dim (float64; a zero row stays zero)."""
     f = f.detach().to(torch.float64)
-    return f / f.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+    return f / f.norm(dim=-1, keepdim=True).clamp_min(_TINY)
 
 
 def _prep(f: Tensor, normalise: bool, min_steps: int = 2) -> Tensor:
     f = _orbits(f, min_steps)
     return l2_normalise(f) if normalise else f
+
+
+# ---- kernels on the centred Gram G_i = A_i A_iᵀ (K×K), A_i = U_i − ū_i: one matmul per orbit,
+# then every per-orbit metric is a function of K×K numbers (distances do not depend on centring).
+
+def _centred_gram(u: Tensor) -> Tensor:
+    a = u - u.mean(dim=1, keepdim=True)
+    return a @ a.transpose(1, 2)
+
+
+def _sum_sq(g: Tensor) -> Tensor:
+    return g.diagonal(dim1=1, dim2=2).sum(dim=1)  # Σ_k ‖u_k − ū‖²
+
+
+def _sq_dist(g: Tensor) -> Tensor:
+    diag = g.diagonal(dim1=1, dim2=2)
+    return (diag[:, :, None] + diag[:, None, :] - 2 * g).clamp_min(0.0)
+
+
+def _d_intra_g(g: Tensor) -> Tensor:
+    k = g.shape[1]
+    iu = torch.triu_indices(k, k, offset=1)
+    return _sq_dist(g)[:, iu[0], iu[1]].sqrt().mean(dim=1)
+
+
+def _difference_matrix(k: int, order: int, like: Tensor) -> Tensor:
+    e = torch.eye(k, dtype=like.dtype, device=like.device)
+    for _ in range(order):
+        e = e[1:] - e[:-1]
+    return e  # (K - order, K): rows are the difference stencils
+
+
+def _curvatures_g(g: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(raw second difference, arc-length curvature, × arc length) per orbit from G."""
+    k = g.shape[1]
+    e2 = _difference_matrix(k, 2, g)
+    raw = (e2 @ g @ e2.T).diagonal(dim1=1, dim2=2).clamp_min(0.0).sqrt().mean(dim=1)
+    e1 = _difference_matrix(k, 1, g)
+    s = e1 @ g @ e1.T  # chord inner products <s_k, s_l>
+    ell = s.diagonal(dim1=1, dim2=2).clamp_min(0.0).sqrt()  # (N, K-1)
+    cos = s.diagonal(offset=-1, dim1=1, dim2=2) / (ell[:, 1:] * ell[:, :-1])  # NaN at a zero chord
+    turn = (2.0 - 2.0 * cos.clamp(-1.0, 1.0)).sqrt()  # ‖t_k − t_{k−1}‖
+    arc = (turn / (0.5 * (ell[:, 1:] + ell[:, :-1]))).mean(dim=1)
+    return raw, arc, arc * ell.sum(dim=1)
+
+
+def _erank_g(g: Tensor) -> Tensor:
+    return effective_rank_from_eigenvalues(torch.linalg.eigvalsh(g / (g.shape[1] - 1)))
+
+
+# ---- public per-image metrics: (N, K, D) -> (N,)
+
+def orbit_gram(f: Tensor, normalise: bool = True) -> Tensor:
+    """Centred Gram of each orbit, G_i = (U_i − ū_i)(U_i − ū_i)ᵀ. (N, K, D) -> (N, K, K)."""
+    return _centred_gram(_prep(f, normalise))
 
 
 def orbit_spread(f: Tensor, normalise: bool = True) -> Tensor:
@@ -87,12 +145,71 @@ def per_dim_variance(f: Tensor, normalise: bool = True) -> Tensor:
 
 def d_intra(f: Tensor, normalise: bool = True) -> Tensor:
     """Mean pairwise distance within each orbit, over the K(K−1)/2 pairs k < l. -> (N,)."""
-    u = _prep(f, normalise)
-    k = u.shape[1]
-    dist = torch.cdist(u, u)  # (N, K, K)
-    iu = torch.triu_indices(k, k, offset=1)
-    return dist[:, iu[0], iu[1]].mean(dim=1)
+    return _d_intra_g(orbit_gram(f, normalise))
 
+
+def orbit_effective_rank(f: Tensor, normalise: bool = True) -> Tensor:
+    """Effective rank of each orbit's covariance C_i (from its K×K Gram). (N, K, D) -> (N,)."""
+    return _erank_g(orbit_gram(f, normalise))
+
+
+def curvature_raw(f: Tensor, normalise: bool = True) -> Tensor:
+    """The paper's curvature: mean_k ‖f_{k+1} − 2 f_k + f_{k−1}‖ over interior steps. -> (N,)."""
+    u = _prep(f, normalise, min_steps=3)
+    return (u[:, 2:] - 2 * u[:, 1:-1] + u[:, :-2]).norm(dim=-1).mean(dim=1)
+
+
+def curvature_arc(f: Tensor, normalise: bool = True) -> Tensor:
+    """Arc-length curvature mean_k ‖t_k − t_{k−1}‖ / ((ℓ_k + ℓ_{k−1}) / 2). -> (N,); 1/r on a circle."""
+    return _curvatures_g(_centred_gram(_prep(f, normalise, min_steps=3)))[1]
+
+
+def curvature_arc_scaled(f: Tensor, normalise: bool = True) -> Tensor:
+    """:func:`curvature_arc` times the orbit's arc length Σ_k ℓ_k: dimensionless. -> (N,)."""
+    return _curvatures_g(_centred_gram(_prep(f, normalise, min_steps=3)))[2]
+
+
+def anchor_alignment(f: Tensor, anchor: Tensor) -> Tensor:
+    """cos(f_ik, a_i) of each orbit point to its anchor a_i. f (N, K, D), anchor (N, D) -> (N, K)."""
+    return _alignment(_orbits(f, min_steps=1), anchor)
+
+
+def _alignment(f: Tensor, anchor: Tensor) -> Tensor:
+    if not isinstance(anchor, Tensor) or tuple(anchor.shape) != (f.shape[0], f.shape[2]):
+        shape = tuple(anchor.shape) if isinstance(anchor, Tensor) else type(anchor).__name__
+        raise ValueError(f"anchor must have shape (N, D) = {(f.shape[0], f.shape[2])} to match "
+                         f"the orbits, got {shape}")
+    a = l2_normalise(anchor.to(f.device))
+    return torch.einsum("nkd,nd->nk", l2_normalise(f), a)
+
+
+def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tensor]:
+    """Every per-image metric of orbits f (N, K, D) from one validation and one Gram per space.
+
+    Returns name -> (N,) float64: spread, trace_l2, per_dim_var_l2, trace_raw, per_dim_var_raw,
+    d_intra, orbit_effective_rank, (K ≥ 3) curvature_raw, curvature_arc, curvature_arc_scaled,
+    (with an anchor) alignment, plus alignment_steps (N, K) and orbit_means (N, D) of u.
+    """
+    f = _orbits(f)
+    n, k, d = f.shape
+    u = l2_normalise(f)
+    g = _centred_gram(u)
+    ss = _sum_sq(g)
+    raw_ss = (f - f.mean(dim=1, keepdim=True)).pow(2).sum(dim=(1, 2))
+    out = {"spread": ss / k, "trace_l2": ss / (k - 1), "per_dim_var_l2": ss / (k - 1) / d,
+           "trace_raw": raw_ss / (k - 1), "per_dim_var_raw": raw_ss / (k - 1) / d,
+           "d_intra": _d_intra_g(g), "orbit_effective_rank": _erank_g(g)}
+    if k >= 3:
+        out["curvature_raw"], out["curvature_arc"], out["curvature_arc_scaled"] = _curvatures_g(g)
+    if anchor is not None:
+        cos = _alignment(f, anchor)
+        out["alignment"] = cos.mean(dim=1)
+        out["alignment_steps"] = cos
+    out["orbit_means"] = u.mean(dim=1)
+    return out
+
+
+# ---- class structure
 
 def _labels(labels: Tensor, n: int) -> Tensor:
     labels = torch.as_tensor(labels)
@@ -103,63 +220,65 @@ def _labels(labels: Tensor, n: int) -> Tensor:
     return labels.to(torch.int64)
 
 
-def class_centroid_distance(f: Tensor, labels: Tensor, normalise: bool = True,
-                            weights: Tensor | None = None) -> Tensor:
-    """D_inter: mean distance between class centroids over the class pairs.
+def centroid_distance_from_means(means: Tensor, labels: Tensor, weights: Tensor | None = None) -> Tensor:
+    """D_inter from per-image orbit means (N, D): mean over class pairs of ‖c_a − c_b‖.
 
-    f (N, K, D), labels (N,). ``weights`` (N,) or (B, N) non-negative image multiplicities
-    (bootstrap counts) give one value per row; a class with zero weight in a row is left out
-    of that row's pairs. Returns a 0-d tensor, or (B,) for 2-D weights. Needs ≥ 2 classes.
+    c_a = Σ_{n∈a} w_n m_n / Σ_{n∈a} w_n. ``weights`` (N,) or (B, N) non-negative multiplicities
+    (bootstrap counts) give one value per row; a class with zero weight in a row sits out of that
+    row's pairs (NaN when fewer than 2 classes remain). Distances come from the N×N Gram of the
+    means, ‖c_a − c_b‖² = α_aᵀGα_a + α_bᵀGα_b − 2α_aᵀGα_b, so replicates cost O(B·N²), not O(B·N·D).
     """
-    u = _prep(f, normalise, min_steps=1)
-    y = _labels(labels, u.shape[0])
+    means = means.detach().to(torch.float64)
+    n = means.shape[0]
+    y = _labels(labels, n).to(means.device)
     classes = torch.unique(y)
     if classes.numel() < 2:
         raise ValueError(f"D_inter needs at least 2 classes, got labels {classes.tolist()}")
-    means = u.mean(dim=1)  # (N, D): each image's orbit mean; equal K makes this the point mean
-    w = torch.ones(u.shape[0], dtype=torch.float64) if weights is None else \
+    w = torch.ones(n, dtype=torch.float64) if weights is None else \
         torch.as_tensor(weights, dtype=torch.float64)
     single = w.ndim == 1
-    w = w.reshape(-1, u.shape[0]).to(means.device)
+    w = w.reshape(-1, n).to(means.device)
     if bool((w < 0).any()):
         raise ValueError("image weights must be non-negative multiplicities")
-    # Centroid c_a = Σ_n α_an m_n over class a's members; distances from the Gram G = M Mᵀ
-    # (‖c_a − c_b‖² = α_aᵀGα_a + α_bᵀGα_b − 2 α_aᵀGα_b), so the cost does not grow with D.
+    members = [torch.nonzero(y == c).reshape(-1) for c in classes]
     gram = means @ means.T
-    members = [torch.nonzero(y == c).reshape(-1).to(means.device) for c in classes]
-    mass = torch.stack([w[:, mem].sum(dim=1) for mem in members], dim=1)  # (B, C)
-    alpha = [w[:, mem] / mass[:, a:a + 1].clamp_min(1e-300) for a, mem in enumerate(members)]
-    proj = [alpha[a] @ gram[mem] for a, mem in enumerate(members)]  # (B, N) each
-    q_self = [(proj[a][:, mem] * alpha[a]).sum(dim=1) for a, mem in enumerate(members)]
-    c = len(members)
-    total = torch.zeros(w.shape[0], dtype=torch.float64, device=means.device)
-    n_pairs = torch.zeros_like(total)
-    for a in range(c):
-        for b in range(a + 1, c):
-            q_ab = (proj[a][:, members[b]] * alpha[b]).sum(dim=1)
-            ok = (mass[:, a] > 0) & (mass[:, b] > 0)  # a class absent from a replicate sits out
-            dist = (q_self[a] + q_self[b] - 2 * q_ab).clamp_min(0.0).sqrt()
-            total = total + torch.where(ok, dist, torch.zeros_like(dist))
-            n_pairs = n_pairs + ok.to(torch.float64)
-    out = total / n_pairs  # NaN when fewer than 2 classes are present
+    mass = torch.stack([w[:, m].sum(dim=1) for m in members], dim=1)  # (B, C)
+    a = torch.zeros(w.shape[0], len(members), n, dtype=torch.float64, device=means.device)
+    proj = torch.empty_like(a)  # proj[:, c] = α_cᵀ G, using only class c's rows of G
+    for c, m in enumerate(members):
+        a[:, c, m] = w[:, m] / mass[:, c:c + 1].clamp_min(_TINY)
+        proj[:, c] = a[:, c, m] @ gram[m]
+    q = proj @ a.transpose(1, 2)  # (B, C, C): α_aᵀ G α_b
+    diag = q.diagonal(dim1=1, dim2=2)
+    dist = (diag[:, :, None] + diag[:, None, :] - 2 * q).clamp_min(0.0).sqrt()
+    c = classes.numel()
+    iu = torch.triu_indices(c, c, offset=1)
+    present = mass > 0
+    ok = (present[:, iu[0]] & present[:, iu[1]]).to(torch.float64)
+    out = (dist[:, iu[0], iu[1]] * ok).sum(dim=1) / ok.sum(dim=1)
     return out[0] if single else out
 
+
+def class_centroid_distance(f: Tensor, labels: Tensor, normalise: bool = True,
+                            weights: Tensor | None = None) -> Tensor:
+    """D_inter: mean distance between class centroids (mean of all orbit points of a class).
+
+    f (N, K, D), labels (N,); see :func:`centroid_distance_from_means` for ``weights``. With equal
+    K per orbit the centroid of a class's points is the mean of its images' orbit means.
+    """
+    u = _prep(f, normalise, min_steps=1)
+    return centroid_distance_from_means(u.mean(dim=1), labels, weights)
+
+
+# ---- effective rank
 
 def effective_rank_from_eigenvalues(lam: Tensor) -> Tensor:
     """exp(−Σ p log p) with p = λ⁺ / Σλ⁺ over the last dim (λ⁺ = max(λ, 0)); 0 where Σλ⁺ = 0."""
     lam = lam.to(torch.float64).clamp_min(0.0)
     total = lam.sum(dim=-1, keepdim=True)
-    p = lam / total.clamp_min(torch.finfo(torch.float64).tiny)
+    p = lam / total.clamp_min(_TINY)
     ent = -(torch.where(p > 0, p * p.log(), torch.zeros_like(p))).sum(dim=-1)
     return torch.where(total.squeeze(-1) > 0, ent.exp(), torch.zeros_like(ent))
-
-
-def _centred_gram_eigenvalues(x: Tensor) -> Tensor:
-    """Eigenvalues of the unbiased covariance of the rows of x (..., M, D), via the smaller Gram."""
-    xc = x - x.mean(dim=-2, keepdim=True)
-    m, d = xc.shape[-2:]
-    gram = xc @ xc.transpose(-1, -2) if m <= d else xc.transpose(-1, -2) @ xc
-    return torch.linalg.eigvalsh(gram / max(m - 1, 1))
 
 
 def effective_rank(x: Tensor) -> float:
@@ -170,49 +289,7 @@ def effective_rank(x: Tensor) -> float:
     x = x.detach().to(torch.float64)
     if not bool(torch.isfinite(x).all()):
         raise ValueError("features contain NaN/inf; the model produced non-finite outputs")
-    return float(effective_rank_from_eigenvalues(_centred_gram_eigenvalues(x)))
-
-
-def orbit_effective_rank(f: Tensor, normalise: bool = True) -> Tensor:
-    """Effective rank of each orbit's covariance C_i (from its K×K Gram). (N, K, D) -> (N,)."""
-    u = _prep(f, normalise)
-    return effective_rank_from_eigenvalues(_centred_gram_eigenvalues(u))
-
-
-def curvature_raw(f: Tensor, normalise: bool = True) -> Tensor:
-    """The paper's curvature: mean_k ‖f_{k+1} − 2 f_k + f_{k−1}‖ over interior steps. -> (N,)."""
-    u = _prep(f, normalise, min_steps=3)
-    return (u[:, 2:] - 2 * u[:, 1:-1] + u[:, :-2]).norm(dim=-1).mean(dim=1)
-
-
-def _chords(u: Tensor) -> tuple[Tensor, Tensor]:
-    step = u[:, 1:] - u[:, :-1]  # (N, K-1, D)
-    length = step.norm(dim=-1)  # (N, K-1)
-    tangent = step / length.unsqueeze(-1)  # NaN where a chord is zero: no tangent there
-    return tangent, length
-
-
-def curvature_arc(f: Tensor, normalise: bool = True) -> Tensor:
-    """Arc-length curvature mean_k ‖t_k − t_{k−1}‖ / ((ℓ_k + ℓ_{k−1}) / 2). -> (N,); 1/r on a circle."""
-    u = _prep(f, normalise, min_steps=3)
-    t, ell = _chords(u)
-    kappa = (t[:, 1:] - t[:, :-1]).norm(dim=-1) / (0.5 * (ell[:, 1:] + ell[:, :-1]))
-    return kappa.mean(dim=1)
-
-
-def curvature_arc_scaled(f: Tensor, normalise: bool = True) -> Tensor:
-    """:func:`curvature_arc` times the orbit's arc length Σ_k ℓ_k: dimensionless. -> (N,)."""
-    u = _prep(f, normalise, min_steps=3)
-    _, ell = _chords(u)
-    return curvature_arc(u, normalise=False) * ell.sum(dim=1)
-
-
-def anchor_alignment(f: Tensor, anchor: Tensor) -> Tensor:
-    """cos(f_ik, a_i) of each orbit point to its anchor a_i. f (N, K, D), anchor (N, D) -> (N, K)."""
-    f = _orbits(f, min_steps=1)
-    if not isinstance(anchor, Tensor) or tuple(anchor.shape) != (f.shape[0], f.shape[2]):
-        shape = tuple(anchor.shape) if isinstance(anchor, Tensor) else type(anchor).__name__
-        raise ValueError(f"anchor must have shape (N, D) = {(f.shape[0], f.shape[2])} to match "
-                         f"the orbits, got {shape}")
-    a = l2_normalise(anchor.to(f.device))
-    return (l2_normalise(f) * a[:, None, :]).sum(dim=-1)
+    xc = x - x.mean(dim=0)
+    m, d = xc.shape  # the nonzero eigenvalues of XᵀX and XXᵀ agree: use the smaller
+    gram = xc @ xc.T if m <= d else xc.T @ xc
+    return float(effective_rank_from_eigenvalues(torch.linalg.eigvalsh(gram / (m - 1))))
