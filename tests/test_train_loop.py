@@ -227,6 +227,36 @@ def test_interrupted_checkpoint_write_leaves_previous_intact(tmp_path, monkeypat
     assert sorted(p.name for p in last.parent.iterdir()) == ["last.pt"]  # no temporary left
 
 
+class ChangeTracker:
+    """Stateful like GeometryTracker's update sizes: change of skip.weight since the last call."""
+
+    def __init__(self) -> None:
+        self.prev: torch.Tensor | None = None
+
+    def __call__(self, step, method, probe):
+        w = method.skip.weight.detach().clone()
+        out = {} if self.prev is None else {"change": float((w - self.prev).norm())}
+        self.prev = w
+        return out
+
+    def state_dict(self):
+        return {"prev": self.prev}
+
+    def load_state_dict(self, state):
+        self.prev = state["prev"]
+
+
+def test_stateful_tracker_series_continues_across_resume(tmp_path):
+    c = cfg(epochs=2, track_every=3, probe_size=4)
+    train(c, tmp_path / "full", tracker=ChangeTracker(), build_method=tiny)
+    train(TrainConfig(**{**c.to_dict(), "max_steps": 5}), tmp_path / "split", tracker=ChangeTracker(),
+          build_method=tiny)
+    train(c, tmp_path / "split", tracker=ChangeTracker(), build_method=tiny, resume=True)
+    full = metrics(tmp_path / "full")
+    assert [r["step"] for r in full if "change" in r] == [3, 6]
+    assert metrics(tmp_path / "split") == full
+
+
 def test_background_writer_snapshots_state_and_reports_errors(tmp_path):
     train(cfg(max_steps=1), tmp_path, build_method=tiny)
     state = load_checkpoint(tmp_path / "checkpoints" / "last.pt")

@@ -13,6 +13,7 @@ tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with
     aug_device             "cpu" or "cuda": the generator's device (states differ between the two)
     torch_rng, cuda_rng    torch CPU RNG state; CUDA RNG state of the current device or None
     config                 TrainConfig.to_dict() of the run that wrote it
+    tracker                the tracker's state_dict() (tensors/plain containers) or None
 """
 
 from __future__ import annotations

@@ -106,7 +106,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     ``resume=True`` continues from ``out_dir/checkpoints/last.pt`` (or from step 0 when the run
     never wrote one); the stored config must match ``config`` except for ``RESUMABLE_CHANGES``.
     ``tracker(step, method, probe_views) -> {name: float}`` runs every ``config.track_every`` steps
-    under a forked RNG; it must not change the method's parameters or buffers.
+    under a forked RNG; it must not change the method's parameters or buffers. A tracker with
+    ``state_dict``/``load_state_dict`` has its state checkpointed and restored on resume.
 
     ``build_method(config) -> method`` defaults to :func:`build_method_from_config`; the method
     follows headgeom.methods' protocol (``forward(views) -> {"loss", "logs"}``, ``recipe``,
@@ -179,6 +180,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
         torch.set_rng_state(ck["torch_rng"].cpu())
         if on_cuda and ck.get("cuda_rng") is not None:
             torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
+        if ck.get("tracker") is not None and hasattr(tracker, "load_state_dict"):
+            tracker.load_state_dict(ck["tracker"])  # e.g. the update-size series continues
     if ctx.main:
         kept = _read_metrics(metrics_path, step if resumed else -1)  # drop lines after the checkpoint
         atomic_write_bytes(metrics_path, "".join(line + "\n" for line in kept).encode())
@@ -203,7 +206,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                  "aug_generator": aug_gen.get_state(), "aug_device": device.type,
                  "torch_rng": torch.get_rng_state(),
                  "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
-                 "config": config.to_dict()}
+                 "config": config.to_dict(),
+                 "tracker": tracker.state_dict() if hasattr(tracker, "state_dict") else None}
         e = step // steps_per_epoch
         keep = step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0
         if ctx.main:
