@@ -12,7 +12,9 @@ Called by the training loop as ``tracker(step, method, probe_views) -> dict[str,
 3. per-sample H_eff = G + M blocks of loss ∘ head w.r.t. z_1 from
    :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
    spectrum with the relative floor (:func:`headgeom.geometry.spectrum`), keys prefixed
-   ``heff_<reading>_<reduction>_`` so every number says what it is;
+   ``heff_<reading>_<reduction>_`` so every number says what it is; for a head that couples the
+   samples (train-mode BatchNorm) H_eff is not block-diagonal, and by default its whole-operator
+   extremes come from Lanczos instead (keys ``..._op_*``, see ``coupled``);
 4. spread, covariance condition number and RankMe of z_1 and of the head outputs (the
    functions of :mod:`headgeom.eval.rankme`); the head/backbone relative update size since the
    previous call (:mod:`headgeom.tracking.updates`).

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
-import torch
 from torch import Tensor
 
 UPDATE_DEFINITION = (
