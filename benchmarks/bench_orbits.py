@@ -9,8 +9,9 @@ float32, CIFAR-10 normalisation after the augmentation. Images: the first N CIFA
 images when --data-dir holds CIFAR-10, else seeded uniform uint8 images (the cost of a forward
 pass does not depend on pixel values).
 
-Per family, measured in the same run and interleaved (bare, then analysis) so that load drift
-on a shared machine hits both alike:
+Per family, measured in the same run and interleaved (bare then analysis, then the other way
+round for the next family) so that load drift on a shared machine hits both alike; wall and
+process CPU seconds are both reported:
 - bare: backbone forward passes of the N·K orbit images, built and normalised beforehand
   (no_grad, same batch size);
 - analysis: ``extract_orbits`` (augmentation on [0, 1] pixels, normalisation, backbone, every
@@ -46,17 +47,27 @@ def load_images(n: int, data_dir: str | None) -> tuple[torch.Tensor, torch.Tenso
     return images, torch.arange(n) % 10, f"{n} seeded uniform uint8 images, labels i mod 10"
 
 
+class Clock:
+    """Wall and process CPU seconds (CPU time is less sensitive to a loaded, shared machine)."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.wall, time.process_time() - self.cpu
+
+
 def bare_forward(backbone, images: torch.Tensor, family: str, steps: int, batch_size: int,
-                 mean: torch.Tensor, std: torch.Tensor) -> float:
-    """Seconds for the backbone alone on the N·K orbit images (built before the clock starts)."""
+                 mean: torch.Tensor, std: torch.Tensor) -> Clock:
+    """The backbone alone on the N·K orbit images (built before the clock starts)."""
     x = images.float() / 255.0
     orb = orbit(x, family, steps).reshape(-1, *x.shape[1:])
     orb = (orb - mean) / std
-    t = time.perf_counter()
-    with torch.no_grad():
+    with Clock() as clock, torch.no_grad():
         for start in range(0, orb.shape[0], batch_size):
             backbone(orb[start:start + batch_size])
-    return time.perf_counter() - t
+    return clock
 
 
 def main() -> None:
@@ -85,34 +96,42 @@ def main() -> None:
         backbone((torch.rand(8, 3, 32, 32) - mean_t) / std_t)
 
     rows = []
-    for fam in families:
-        t_bare = bare_forward(backbone, images, fam, args.steps, args.batch_size, mean_t, std_t)
-        t = time.perf_counter()
-        of = extract_orbits(backbone, images, fam, args.steps, head, batch_size=args.batch_size,
-                            mean=stats.mean, std=stats.std)
-        t_extract = time.perf_counter() - t
-        t = time.perf_counter()
-        res = analyze_orbit_features(of, labels, heads=head, n_boot=args.n_boot, seed=0)
-        t_metrics = time.perf_counter() - t
-        row = {"family": fam, "bare_s": t_bare, "extract_s": t_extract, "metrics_s": t_metrics,
-               "ratio": (t_extract + t_metrics) / t_bare,
-               "anchor": res["anchor"],
+    for i, fam in enumerate(families):
+        # alternate the order (bare first, then analysis first) so load drift does not favour one
+        if i % 2 == 0:
+            bare = bare_forward(backbone, images, fam, args.steps, args.batch_size, mean_t, std_t)
+        with Clock() as ext:
+            of = extract_orbits(backbone, images, fam, args.steps, head,
+                                batch_size=args.batch_size, mean=stats.mean, std=stats.std)
+        with Clock() as met:
+            res = analyze_orbit_features(of, labels, heads=head, n_boot=args.n_boot, seed=0)
+        if i % 2 == 1:
+            bare = bare_forward(backbone, images, fam, args.steps, args.batch_size, mean_t, std_t)
+        row = {"family": fam, "bare_s": bare.wall, "extract_s": ext.wall, "metrics_s": met.wall,
+               "ratio": (ext.wall + met.wall) / bare.wall,
+               "bare_cpu_s": bare.cpu, "extract_cpu_s": ext.cpu, "metrics_cpu_s": met.cpu,
+               "ratio_cpu": (ext.cpu + met.cpu) / bare.cpu, "anchor": res["anchor"],
                "compression_head_out": res["ratios"]["head.4"]["compression"]["value"]}
         rows.append(row)
         print(json.dumps(row), flush=True)
 
-    bare = sum(r["bare_s"] for r in rows)
-    analysis = sum(r["extract_s"] + r["metrics_s"] for r in rows)
+    tot = {k: sum(r[k] for r in rows) for k in ("bare_s", "extract_s", "metrics_s", "bare_cpu_s",
+                                                "extract_cpu_s", "metrics_cpu_s")}
+    analysis = tot["extract_s"] + tot["metrics_s"]
+    analysis_cpu = tot["extract_cpu_s"] + tot["metrics_cpu_s"]
     out = {"benchmark": "orbits", "images": args.images, "steps": args.steps,
            "families": families, "n_boot": args.n_boot, "batch_size": args.batch_size,
            "backbone": f"resnet18 width {args.width} (CIFAR stem, {d}-d)",
            "head": head.spec.to_string(), "source": source,
            "threads": torch.get_num_threads(), "torch": torch.__version__,
-           "machine": platform.processor() or platform.machine(),
-           "bare_forward_s": bare, "analysis_s": analysis, "ratio": analysis / bare, "rows": rows}
-    print(f"bare forward {bare:.1f} s, analysis {analysis:.1f} s "
-          f"(extract {sum(r['extract_s'] for r in rows):.1f} s, metrics+CIs+controls "
-          f"{sum(r['metrics_s'] for r in rows):.1f} s): ratio {analysis / bare:.3f}")
+           "machine": platform.processor() or platform.machine(), **tot,
+           "analysis_s": analysis, "ratio": analysis / tot["bare_s"],
+           "analysis_cpu_s": analysis_cpu, "ratio_cpu": analysis_cpu / tot["bare_cpu_s"],
+           "rows": rows}
+    print(f"bare forward {tot['bare_s']:.1f} s, analysis {analysis:.1f} s (extract "
+          f"{tot['extract_s']:.1f} s, metrics+CIs+controls {tot['metrics_s']:.1f} s): wall ratio "
+          f"{out['ratio']:.3f}; CPU time {tot['bare_cpu_s']:.1f} s vs {analysis_cpu:.1f} s: "
+          f"ratio {out['ratio_cpu']:.3f}")
     if args.json:
         atomic_write_json(args.json, out)
 
