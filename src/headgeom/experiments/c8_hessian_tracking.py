@@ -26,7 +26,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape,
-    negative_fraction, paper_head, paper_predictor, pm, run_training, series, symlog_axis)
+    heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series, trajectory_figure)
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -150,12 +150,13 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
         out[key] = series(records, key)
     lmin0 = lmax0 = None
     for reading in config.readings:
-        p = f"heff_{reading}_mean_"
-        lmin, lmax, floor = series(records, p + "lambda_min"), series(records, p + "lambda_max"), series(records, p + "floor")
-        out[f"lambda_min[{reading}]"] = lmin
-        out[f"lambda_max[{reading}]"] = lmax
-        out[f"n_negative[{reading}]"] = series(records, p + "n_negative")
-        out[f"M_ratio_fro[{reading}]"] = series(records, p + "M_ratio_fro")
+        lmin, source = heff_series(records, reading, "lambda_min")
+        lmax, _ = heff_series(records, reading, "lambda_max")
+        floor, _ = heff_series(records, reading, "floor")
+        out[f"lambda_min[{reading}]"], out[f"lambda_max[{reading}]"] = lmin, lmax
+        out[f"heff_source[{reading}]"] = source
+        out[f"n_negative[{reading}]"], _ = heff_series(records, reading, "n_negative")
+        out[f"M_ratio_fro[{reading}]"], _ = heff_series(records, reading, "M_ratio_fro")
         out[f"frac_points_negative[{reading}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
@@ -236,32 +237,6 @@ def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
                   pm([m["final_loss"] for m in ms], ".4f")])
         lines.append(f"| {run} | " + " | ".join(row) + " |")
     return "\n".join(lines)
-
-
-def trajectory_figure(groups: dict[str, list[dict]], keys: list[tuple[str, str]], title: str):
-    """One panel per (metric key, label): every seed's trajectory against step, a colour per run."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.6 * len(keys), 3.6), squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (key, label) in zip(axes[0], keys):
-        values = []
-        for i, (run, ms) in enumerate(groups.items()):
-            for j, m in enumerate(ms):
-                pts = [(s, v) for s, v in zip(m["steps"], m.get(key) or []) if v is not None]
-                if pts:
-                    xs, ys = zip(*pts)
-                    values += ys
-                    ax.plot(xs, ys, "-o", ms=3, color=colours[i % len(colours)], label=run if j == 0 else None)
-        if key.startswith("lambda_min"):
-            ax.axhline(0.0, color="0.5", lw=0.8)
-            symlog_axis(ax, values)
-        ax.set_xlabel("step")
-        ax.set_ylabel(label)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
 
 
 def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:

@@ -123,6 +123,28 @@ def series(records: list[dict[str, Any]], key: str) -> list[float | None]:
     return out
 
 
+def heff_series(records: list[dict[str, Any]], reading: str, name: str) -> tuple[list[float | None], str]:
+    """The tracker's H_eff quantity ``name`` (lambda_min, lambda_max, n_negative, floor, M_ratio_fro, ...)
+    under ``reading`` at every record, and where it came from: ``blocks`` (exact per-sample blocks,
+    key ``heff_<reading>_mean_<name>``) or ``operator`` (the tracker's Lanczos estimate on the whole
+    coupled H_eff, key ``heff_<reading>_mean_op_<name>``, used for train-mode BatchNorm heads)."""
+    p = f"heff_{reading}_mean_"
+    if any(p + name in r for r in records):
+        return series(records, p + name), "blocks"
+    if any(p + "op_" + name in r for r in records):
+        return series(records, p + "op_" + name), "operator"
+    return [None] * len(records), "absent"
+
+
+def m_ratio_series(records: list[dict[str, Any]], reading: str) -> tuple[list[float | None], str]:
+    """‖M‖/‖H_eff‖ per record: Frobenius when the tracker gives it, else spectral; (values, "<norm> (<source>)")."""
+    for norm in ("fro", "spectral"):
+        values, source = heff_series(records, reading, f"M_ratio_{norm}")
+        if source != "absent":
+            return values, f"{norm} ({source})"
+    return [None] * len(records), "absent"
+
+
 def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float | None]) -> float | None:
     """Fraction of tracking points with λ_min < −floor (floor = rel_floor · max|λ| at that point),
     over the points where both are defined; None when there is none."""
@@ -203,3 +225,30 @@ def symlog_axis(ax: Any, values: Sequence[float]) -> None:
     """A symmetric-log y axis whose linear band sits below the smallest non-zero |value|."""
     nz = [abs(v) for v in values if v]
     ax.set_yscale("symlog", linthresh=max(min(nz), 1e-300) if nz else 1e-12)
+
+
+def trajectory_figure(groups: dict[str, list[dict]], keys: list[tuple[str, str]], title: str):
+    """One panel per (metric key, label): every seed's trajectory against step, a colour per run
+    (``groups``: run name -> metrics of its seeds, each with "steps" and the keyed series)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.6 * len(keys), 3.6), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (key, label) in zip(axes[0], keys):
+        values = []
+        for i, (run, ms) in enumerate(groups.items()):
+            for j, m in enumerate(ms):
+                pts = [(s, v) for s, v in zip(m["steps"], m.get(key) or []) if v is not None]
+                if pts:
+                    xs, ys = zip(*pts)
+                    values += ys
+                    ax.plot(xs, ys, "-o", ms=3, color=colours[i % len(colours)], label=run if j == 0 else None)
+        if key.startswith("lambda_min"):
+            ax.axhline(0.0, color="0.5", lw=0.8)
+            symlog_axis(ax, values)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig
