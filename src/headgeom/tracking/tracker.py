@@ -280,7 +280,7 @@ class GeometryTracker:
             with torch.no_grad():
                 u = fn(z)
             rest = u[b:]
-            sub = self._engine(fn, lambda u_sub: loss(torch.cat([u_sub, rest], dim=0)), z[:b])
+            sub = self._engine(fn, _first_rows_loss(loss, rest, b), z[:b])
             _, g, m = sub.decomposed_blocks()
             if self.reading == "mse":  # the MSE premise is I / (analysed batch size): make it I / n
                 g = g * (b / n)
@@ -406,3 +406,23 @@ class GeometryTracker:
     def write_metadata(self, path: str | os.PathLike) -> Path:
         """Write :meth:`metadata` as JSON atomically (e.g. RUN_DIR/tracking.json beside metrics.jsonl)."""
         return atomic_write_json(path, self.metadata())
+
+
+def _first_rows_loss(loss, rest: torch.Tensor, b: int):
+    """u_sub ↦ loss([u_sub; rest]): the loss as a function of its first b rows, the others held.
+
+    A declared ``hessian_structure`` (headgeom.geometry.loss_curvature) carries over to those
+    rows, so the engine keeps its HVP-free path; the engine checks it against autograd.
+    """
+
+    def sub_loss(u_sub: torch.Tensor) -> torch.Tensor:
+        return loss(torch.cat([u_sub, rest], dim=0))
+
+    declare = getattr(loss, "hessian_structure", None)
+    if declare is not None:
+        def structure(u_sub: torch.Tensor):
+            alpha, U, B = declare(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))
+            return alpha[:b], None if U is None else U[:b], None if B is None else B[:b]
+
+        sub_loss.hessian_structure = structure  # type: ignore[attr-defined]
+    return sub_loss
