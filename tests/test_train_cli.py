@@ -76,6 +76,8 @@ def test_cli_tracking_writes_geometry_metrics_and_figures(tmp_path, capsys):
         assert lines[step]["heff_ambient_mean_lambda_max"] >= lines[step]["heff_ambient_mean_lambda_min"]
     assert "tracking figure(s)" in capsys.readouterr().out
     assert list((run_dir / "figures" / "tracking").glob("*.png"))
+    meta = json.loads((run_dir / "tracking.json").read_text())
+    assert meta["reading"] == "ambient"
 
 
 def test_real_byol_resumes_bit_identically(tmp_path):

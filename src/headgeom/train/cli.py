@@ -150,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if tracker is not None and int(os.environ.get("RANK", "0")) == 0:
         from headgeom.tracking import plot_run
+        tracker.write_metadata(Path(args.out) / "tracking.json")  # definitions and the engine path taken
         paths = plot_run(args.out)
         print(f"{len(paths)} tracking figure(s) under {Path(args.out) / 'figures' / 'tracking'}")
     state = "complete" if done["complete"] else f"stopped at step {done['step']} (--max-steps)"
