@@ -1,0 +1,253 @@
+"""Activation ablation: relu, gelu, silu, softplus, tanh and linear heads at an equal training budget.
+
+Every run trains the same SimSiam model (same seed, data order, augmentations, optimiser and
+number of steps; PAPER.md §3 SimSiam settings: bias-free projector d→hidden→out and predictor
+out→pred_hidden→out with the run's activation, no BN, SGD momentum 0.9, no weight decay, crop
+(0.2, 1) + flip, no normalisation) from the default init (``pseudo_collapse`` None) or from the
+pseudo-collapsed init when the config sets it; only the head activation changes.
+
+Measured per run: the λ_min trajectory of the per-sample H_eff blocks (ambient and MSE readings,
+relative floor, as in C8) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
+final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone output z and of every
+head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
+
+The claim (id C8, extended to six activations): smooth activations (gelu, silu, softplus, tanh)
+show negative curvature during training, relu and linear do not — judged with C8's rule.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from headgeom.experiments.c8_hessian_tracking import curvature_claim
+from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.training_cells import (
+    DEAD_DEFINITION, dead_head, escape, heff_series, m_ratio_series, negative_fraction, paper_head, paper_predictor,
+    pm, run_training, series, trajectory_figure)
+
+ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
+STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
+             "show negative curvature of H_eff during training; relu and linear heads do not")
+
+
+@dataclass(frozen=True)
+class AblationConfig:
+    """Every setting of the activation ablation (module docstring)."""
+
+    preset: str = "quick"
+    activations: tuple[str, ...] = ACTIVATIONS
+    readings: tuple[str, ...] = ("ambient", "mse")
+    seeds: int = 1
+    pseudo_collapse: float | None = None
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: tuple[tuple[str, Any], ...] = (("n", 1024),)
+    width: float = 0.125
+    image_size: int | None = None
+    hidden: int = 128
+    out_dim: int = 128
+    pred_hidden: int = 64
+    batch_size: int = 32
+    epochs: int = 1
+    max_steps: int | None = 40
+    lr: float = 0.05
+    momentum: float = 0.9
+    track_every: int = 8
+    probe_size: int = 32
+    block_samples: int | None = 8
+    rel_floor: float = 1e-10
+    negative_points: float = 0.5
+    escape_ratio: float = 2.0
+    majority: float = 0.8
+    knn_k: int = 200
+    knn_temperature: float = 0.1
+    eval_train: int | None = 1024
+    eval_test: int | None = 512
+    device: str = "cpu"
+
+
+def quick() -> AblationConfig:
+    """shapes (1024 images, 32 px), ResNet-18 width 0.125, heads 64-128-128 / 128-64-128, batch 32,
+    40 SGD steps (cosine schedule), tracking every 8 steps, kNN (k = 200) on 1024/512 images, 6 runs × 1 seed.
+
+    Command: ``headgeom reproduce --only ABLATION --preset quick``. Runtime: about 3 min on 2 idle CPU
+    cores (about 8 min measured on 2 shared cores). Measures λ_min trajectories (ambient, MSE),
+    ‖M‖/‖H‖, spread, kNN accuracy of z and every head layer.
+    """
+    return AblationConfig()
+
+
+def small() -> AblationConfig:
+    """CIFAR-10, ResNet-18 width 0.25, heads 128-512-512 / 512-256-512, batch 128, 400 steps, tracking
+    every 50 steps, kNN on 10,000 train / 2,000 test images, 6 runs × 2 seeds.
+
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only ABLATION --preset small``.
+    Runtime: about 55 min on 2 idle CPU cores (estimated from the measured quick step time, not run end to end).
+    """
+    return AblationConfig(preset="small", seeds=2, data="cifar10", data_options=(), width=0.25, hidden=512,
+                          out_dim=512, pred_hidden=256, batch_size=128, max_steps=400, track_every=50,
+                          probe_size=64, block_samples=16, eval_train=10_000, eval_test=2_000)
+
+
+def paper() -> AblationConfig:
+    """The paper's SimSiam settings (PAPER.md §3): CIFAR-10, ResNet-18, projector 512-2048-2048,
+    predictor 2048-512-2048, no BN, batch 512, lr 0.05, 50 epochs, tracked per epoch, full kNN
+    (50,000 / 10,000), 6 activations × 3 seeds, on the GPU.
+
+    Command: ``headgeom reproduce --only ABLATION --preset paper``. Runtime: about 6 GPU-hours on one
+    H200 (18 runs of 50 epochs; estimated, not run). On 2 CPU cores: not feasible.
+    """
+    return AblationConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
+                          out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
+                          probe_size=256, block_samples=32, eval_train=None, eval_test=None, device="auto")
+
+
+def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
+    """One cell per activation × seed."""
+    bad = [a for a in config.activations if a not in ACTIVATIONS]
+    if bad:
+        raise ValueError(f"ablation activations has unknown entries {bad}; choose from {ACTIVATIONS}")
+    n = config.seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError(f"the activation ablation needs at least one seed; got {n}")
+    return [{"activation": a, "seed": s} for a in config.activations for s in range(n)]
+
+
+def train_config(config: AblationConfig, act: str, seed: int):
+    from headgeom.train import TrainConfig
+
+    return TrainConfig(
+        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
+        head=paper_head(act, config.hidden, config.out_dim), predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
+        pseudo_collapse=config.pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
+        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
+        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
+        optimizer="sgd", lr=config.lr, momentum=config.momentum, weight_decay=0.0, schedule="cosine",
+        track_every=config.track_every, probe_size=config.probe_size, device=config.device, progress=False,
+    )
+
+
+def knn_of_run(config: AblationConfig):
+    """``after(run_dir)`` for run_training: kNN accuracy at every feature point of the trained run."""
+    from headgeom.eval import EvalConfig, evaluate_run
+
+    ecfg = EvalConfig(k=(config.knn_k,), temperature=config.knn_temperature, linear=False, rotation=False,
+                      stats=False, max_train=config.eval_train, max_test=config.eval_test)
+
+    def after(run_dir) -> dict[str, Any]:
+        res = evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
+        k = str(config.knn_k)
+        return {"knn": {p: r["knn_top1"][k] for p, r in res["points"].items()},
+                "eval_n_train": res["n_train"], "eval_n_test": res["n_test"]}
+    return after
+
+
+def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
+    """Train one activation; λ_min trajectories, spread, kNN per feature point."""
+    t0 = time.perf_counter()
+    act, seed = cell["activation"], int(cell["seed"])
+    if act not in ACTIVATIONS:
+        raise ValueError(f"ablation cell {cell}: activation must be one of {ACTIVATIONS}")
+    done, records, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
+                                     block_samples=config.block_samples, after=knn_of_run(config))
+    out: dict[str, Any] = {"activation": act, "steps": [int(r["step"]) for r in records],
+                           "final_loss": done.get("final_loss"), "spread_projector": series(records, "spread_projector"),
+                           "spread_z": series(records, "spread_z")}
+    first = None
+    for r in config.readings:
+        lmin, out[f"heff_source[{r}]"] = heff_series(records, r, "lambda_min")
+        lmax, _ = heff_series(records, r, "lambda_max")
+        floor, _ = heff_series(records, r, "floor")
+        out[f"lambda_min[{r}]"], out[f"lambda_max[{r}]"] = lmin, lmax
+        out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = m_ratio_series(records, r)
+        out[f"frac_points_negative[{r}]"] = negative_fraction(lmin, floor)
+        defined = [v for v in lmin if v is not None]
+        out[f"lambda_min_min[{r}]"] = min(defined) if defined else None
+        first = first or (lmin, lmax)
+    out.update(escape(out["spread_projector"], config.escape_ratio))
+    out["dead_head"] = dead_head(first[0], first[1], out["spread_projector"]) if first else False
+    points = list(ev["knn"])
+    out.update(knn=ev["knn"], knn_z=ev["knn"].get("z"), knn_head=ev["knn"][points[-1]] if points else None,
+               head_output_point=points[-1] if points else None,
+               eval_n_train=ev["eval_n_train"], eval_n_test=ev["eval_n_test"])
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ---------------------------------------------------------------- summary
+def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
+    cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
+    lines = ["| activation | " + " | ".join(cols) + " | max ‖M‖/‖H‖ | spread init | spread final | kNN z | kNN h(z) | loss |",
+             "|" + "---|" * (len(cols) + 7)]
+    for a in config.activations:
+        ms = groups.get(a)
+        if not ms:
+            continue
+        r0 = config.readings[0]
+        lines.append(f"| {a} | " + " | ".join(
+            [pm([m[f"frac_points_negative[{r}]"] for m in ms], ".2f") for r in config.readings]
+            + [pm([m[f"lambda_min_min[{r}]"] for m in ms]) for r in config.readings]
+            + [pm([max((v for v in m[f"M_ratio[{r0}]"] if v is not None), default=None) for m in ms]),
+               pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
+               pm([m["knn_z"] for m in ms], ".3f"), pm([m["knn_head"] for m in ms], ".3f"),
+               pm([m["final_loss"] for m in ms], ".4f")]) + " |")
+    return "\n".join(lines)
+
+
+def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for a in config.activations:
+        ms = groups.get(a)
+        if not ms:
+            continue
+        points = list(ms[0]["knn"])
+        means = [measured([m["knn"][p] for m in ms if p in m["knn"]]) for p in points]
+        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], fmt="-o",
+                    ms=3, capsize=2, label=a)
+        ax.set_xticks(range(len(points)), points, rotation=30, fontsize=7)
+    ax.set_ylabel(f"kNN top-1 (k={config.knn_k}), mean ± std over seeds")
+    ax.set_title("Activation ablation: kNN accuracy along the head")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summary:
+    """C8's curvature claim per reading over the six activations, the table, λ_min / spread / kNN figures."""
+    groups: dict[str, list[dict]] = {}
+    for cell, m in results:
+        groups.setdefault(cell["activation"], []).append(m)
+    setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": "activation ablation",
+               "head": paper_head("{act}", config.hidden, config.out_dim), "data": config.data,
+               "init": "default" if config.pseudo_collapse is None else f"pseudo-collapsed x{config.pseudo_collapse:g}",
+               "steps": config.max_steps or f"{config.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
+    claims = []
+    for r in config.readings:
+        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups})
+        claim["statement"] = STATEMENT
+        claims.append(claim)
+    keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
+    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff")),
+               ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u")],
+                                                    "Activation ablation: projector spread")),
+               ("knn", lambda: _knn_figure(config, groups))]
+    notes = [f"{DEAD_DEFINITION}.", f"equal budget: {config.max_steps or config.epochs} "
+             f"{'steps' if config.max_steps else 'epochs'} at lr {config.lr:g}, batch {config.batch_size}, same seeds.",
+             f"kNN: weighted, cosine, k = {config.knn_k}, T = {config.knn_temperature:g}, on the {config.data} test "
+             "split; h(z) is the last head point (projector output)."]
+    return Summary(claims=claims, tables=[("Activation ablation (mean ± std (n seeds))", _table(config, groups))],
+                   figures=figures, notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="ABLATION",
+    title="Activation ablation at equal budget (λ_min trajectory, spread, kNN)",
+    statement=STATEMENT,
+    presets={"quick": quick, "small": small, "paper": paper},
+    cells=cells,
+    run_cell=run_cell,
+    summarize=summarize,
+))

@@ -1,0 +1,85 @@
+"""Activation ablation: presets, cells, documented keys and robust facts on tiny runs (M = 0 for a
+linear head, M != 0 for tanh, kNN accuracies in [0, 1] at z and every head layer), the verdict rule."""
+import dataclasses
+import json
+
+import pytest
+
+from headgeom.experiments.activation_ablation import ACTIVATIONS, AblationConfig, cells, run_cell, summarize, train_config
+from headgeom.experiments.registry import VERDICTS, check_claim
+
+TINY = AblationConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
+                      max_steps=2, track_every=2, probe_size=8, block_samples=3, knn_k=5, eval_train=None, eval_test=None)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return {a: run_cell(TINY, {"activation": a, "seed": 0}) for a in ("linear", "tanh")}
+
+
+def test_presets_and_cells():
+    import headgeom.experiments.activation_ablation as mod
+
+    exp = mod.EXPERIMENT
+    assert exp.id == "ABLATION" and set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        cfg = preset()
+        assert cfg.preset == name and cfg.activations == ACTIVATIONS
+        assert "headgeom reproduce --only ABLATION" in preset.__doc__ and "Runtime" in preset.__doc__
+        # equal budget: only the activation differs between the runs' training configs
+        diffs = train_config(cfg, "relu", 0).differences(train_config(cfg, "tanh", 0))
+        assert set(diffs) == {"head", "predictor"}
+    assert cells(TINY, 2) == [{"activation": a, "seed": s} for a in ACTIVATIONS for s in range(2)]
+    with pytest.raises(ValueError, match="unknown entries"):
+        cells(dataclasses.replace(TINY, activations=("elu",)))
+
+
+def test_tiny_runs_keys_and_robust_facts(tiny):
+    from headgeom.methods import build_method
+
+    for act, m in tiny.items():
+        json.dumps(m)
+        assert m["steps"] == [0, 2] and m["activation"] == act
+        for key in ("knn", "knn_z", "knn_head", "spread_initial", "spread_final", "dead_head", "final_loss",
+                    "frac_points_negative[ambient]", "frac_points_negative[mse]", "lambda_min[ambient]"):
+            assert key in m, key
+        tc = train_config(TINY, act, 0)
+        method = build_method("simsiam", backbone="resnet18", backbone_options=tc.backbone_options, head=tc.head,
+                              predictor=tc.predictor)
+        assert len(m["knn"]) == len(method.projector.layers) + 1  # z and every projector layer
+        assert list(m["knn"])[0] == "z" and m["knn_z"] == m["knn"]["z"]
+        assert all(0.0 <= v <= 1.0 for v in m["knn"].values())
+        assert m["eval_n_train"] == 24 and m["eval_n_test"] == 24
+    for r in TINY.readings:
+        assert all(v is not None and v <= 1e-12 for v in tiny["linear"][f"M_ratio[{r}]"])
+        assert all(v is not None and v > 1e-6 for v in tiny["tanh"][f"M_ratio[{r}]"])
+    assert tiny["linear"]["frac_points_negative[mse]"] == 0.0  # G PSD and M = 0 under the MSE premise
+
+
+def _fake(frac):
+    m = {"steps": [0, 1], "spread_projector": [0.1, 0.1], "spread_initial": 0.1, "spread_final": 0.1,
+         "escaped": False, "dead_head": False, "final_loss": -0.5, "knn": {"z": 0.5, "head.0": 0.4},
+         "knn_z": 0.5, "knn_head": 0.4}
+    for r in ("ambient",):
+        m.update({f"frac_points_negative[{r}]": frac, f"lambda_min_min[{r}]": -1.0, f"lambda_min[{r}]": [-1.0, 0.5],
+                  f"M_ratio[{r}]": [0.1, 0.1]})
+    return m
+
+
+def _verdict(fracs):
+    cfg = dataclasses.replace(TINY, readings=("ambient",), seeds=2)
+    results = [({"activation": a, "seed": s}, _fake(f)) for a, f in fracs.items() for s in range(2)]
+    summary = summarize(cfg, results)
+    (claim,) = summary.claims
+    check_claim(claim)
+    assert claim["id"] == "C8" and claim["verdict"] in VERDICTS
+    assert summary.tables[0][1].count("\n") == 1 + len(fracs)
+    return claim["verdict"]
+
+
+def test_verdict_follows_the_stated_criterion():
+    smooth = {"gelu": 0.9, "silu": 0.7, "softplus": 0.5, "tanh": 1.0}
+    assert _verdict({**smooth, "relu": 0.0, "linear": 0.2}) == "supported"
+    assert _verdict({**smooth, "relu": 0.6, "linear": 0.0}) == "not supported"  # ReLU negative at >= half the points
+    assert _verdict({**smooth, "tanh": 0.0, "relu": 0.0, "linear": 0.0}) == "not supported"
+    assert _verdict({"gelu": 0.9, "relu": 0.0}) == "supported"
