@@ -47,7 +47,7 @@ def test_agrees_with_scipy_logistic_regression():
     # tolerance: both optimisers stop at gradients below 1e-8 of a strongly convex problem
     np.testing.assert_allclose(probe.weight.numpy(), w_ref, atol=1e-6, rtol=0)
     np.testing.assert_allclose(probe.bias.numpy(), b_ref, atol=1e-6, rtol=0)
-    assert probe.converged and probe.grad_max <= 1e-8
+    assert probe.converged and probe.grad_max <= 1e-8 and probe.stopped == "gradient"
     xs = (x - x.mean(0)) / x.std(0)
     np.testing.assert_allclose(probe.logits(torch.from_numpy(x)).numpy(),
                                xs @ w_ref.T + b_ref, atol=1e-5, rtol=0)
@@ -61,8 +61,10 @@ def test_separable_data_reach_full_accuracy_in_float32():
     y_test = torch.randint(0, c, (100,), generator=g)
     x_train = centres[y_train] + torch.randn(300, d, generator=g)
     x_test = centres[y_test] + torch.randn(100, d, generator=g)
-    out = linear_probe_accuracy(x_train, y_train, x_test, y_test)
+    f32 = LinearProbeConfig(dtype=torch.float32, tolerance_grad=1e-5)
+    out = linear_probe_accuracy(x_train, y_train, x_test, y_test, config=f32)
     assert out["train_top1"] == 1.0 and out["test_top1"] == 1.0
+    assert out["stopped"] in ("gradient", "stalled") and out["n_iter"] < f32.max_iter
     # and a probe on shuffled labels cannot generalise: chance level on the test set
     perm = torch.randperm(300, generator=g)
     shuffled = linear_probe_accuracy(x_train, y_train[perm], x_test, y_test)
@@ -79,6 +81,8 @@ def test_deterministic_and_dead_dimensions_are_harmless():
     assert torch.equal(a.weight, b.weight) and torch.equal(a.bias, b.bias)
     assert torch.isfinite(a.weight).all() and a.weight[:, 2].abs().max() == 0
     assert a.accuracy(x, y) == 1.0
+    capped = fit_linear_probe(x, y, config=LinearProbeConfig(max_iter=2))
+    assert capped.n_iter <= 2 and capped.stopped == "max_iter" and not capped.converged
 
 
 def test_error_paths():
