@@ -30,7 +30,7 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
@@ -145,13 +145,8 @@ def _engine_loss(name: str, c: torch.Tensor):
 
 def run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fit one head; the keys of ``METRIC_KEYS``."""
-    before = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)
-    try:
+    with torch_threads(config.num_threads):
         return _run_cell(config, cell)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
@@ -147,13 +147,8 @@ def _kink_distance(head: ProjectionHead, z: torch.Tensor) -> float:
 
 def run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Spectra of H_eff, G and M for one cell; the keys of ``METRIC_KEYS``."""
-    before = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)  # thread start-up dominates 8×8 blocks on shared cores
-    try:
+    with torch_threads(config.num_threads):
         return _run_cell(config, cell)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import Any
 import torch
 from torch.func import jvp
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.tangents import (
     JacobianMetric,
@@ -163,13 +163,8 @@ def measure(backbone, head, manifold: PatternManifold, theta: torch.Tensor, xi_o
 
 def run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Contrasts, gaps and the quotient distributions of one regime × seed, before and after."""
-    before = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)
-    try:
+    with torch_threads(config.num_threads):
         return _run_cell(config, cell)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from headgeom.experiments import c6_invariance as c6
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
 
@@ -171,13 +171,8 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
 
 def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fisher ranks of one regime × seed, before and after training."""
-    before = torch.get_num_threads()
-    if config.num_threads is not None:
-        torch.set_num_threads(config.num_threads)
-    try:
+    with torch_threads(config.num_threads):
         return _run_cell(config, cell)
-    finally:
-        torch.set_num_threads(before)
 
 
 def _run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
