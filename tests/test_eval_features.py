@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from headgeom.data import ImageDataset
-from headgeom.eval.features import (extract_features, feature_points, image_batches,
-                                    point_modules, point_names)
+from headgeom.eval.features import (extract_features, feature_points, head_features,
+                                    image_batches, point_modules, point_names)
 from headgeom.heads import head_from
 
 
@@ -89,6 +89,21 @@ def test_l2_input_variant_and_chained_heads():
     only = extract_features(backbone, x, chain, points=["z", "pred.2"])
     assert list(only) == ["z", "pred.2"]
     torch.testing.assert_close(only["pred.2"], feats["pred.2"])
+
+
+def test_points_from_stored_z_equal_the_full_extraction():
+    backbone, head = tiny_backbone(), tiny_head()
+    pred = tiny_head("6-8-6:relu", seed=2)
+    chain = {"head": head, "pred": pred}
+    x = images(7)
+    full = extract_features(backbone, x, chain, head_input=("raw", "l2"))
+    z = full["z"]
+    head.train()  # eval mode is switched on inside and the flag restored
+    for p in full:
+        torch.testing.assert_close(head_features(z, chain, p, batch_size=3), full[p])
+    assert head.training
+    with pytest.raises(ValueError, match="unknown feature point 'pred.7'"):
+        head_features(z, chain, "pred.7")
 
 
 def test_a_head_without_layers_is_one_point():

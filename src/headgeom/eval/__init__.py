@@ -8,7 +8,7 @@ a ``headgeom train`` run; ``headgeom eval RUN`` (:mod:`headgeom.eval.cli`) write
 Data flows one way: data → backbone → head → (frozen features) → these probes → report.
 """
 from headgeom.eval.evaluate import EvalConfig, evaluate_model, evaluate_run, subsample
-from headgeom.eval.features import (extract_features, feature_points, point_modules,
+from headgeom.eval.features import (extract_features, feature_points, head_features, point_modules,
                                     point_names)
 from headgeom.eval.knn import knn_accuracy, knn_predict, knn_scores
 from headgeom.eval.linear_probe import (LinearProbe, LinearProbeConfig, fit_linear_probe,
@@ -20,7 +20,7 @@ from headgeom.eval.rotation import ROTATIONS, rotate_images, rotation_dataset, r
 __all__ = [
     "EvalConfig", "LinearProbe", "LinearProbeConfig", "RANKME_EPS", "ROTATIONS",
     "covariance_condition", "evaluate_model", "evaluate_run", "extract_features",
-    "feature_points", "fit_linear_probe", "knn_accuracy", "knn_predict", "knn_scores",
+    "feature_points", "fit_linear_probe", "head_features", "knn_accuracy", "knn_predict", "knn_scores",
     "linear_probe_accuracy", "point_modules", "point_names", "rankme", "representation_stats",
     "rotate_images", "rotation_dataset", "rotation_probe", "spread_l2", "subsample",
     "total_variance_l2",

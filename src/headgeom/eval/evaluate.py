@@ -33,7 +33,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from headgeom.data import ImageDataset
-from headgeom.eval.features import Heads, extract_features, point_modules, point_names
+from headgeom.eval.features import (Heads, extract_features, head_features, point_modules,
+                                    point_names)
 from headgeom.eval.knn import knn_accuracy
 from headgeom.eval.linear_probe import LinearProbeConfig, linear_probe_accuracy
 from headgeom.eval.rankme import representation_stats
@@ -143,60 +144,67 @@ def evaluate_model(backbone: Callable[[Tensor], Tensor], heads: Heads | Callable
     if cfg.knn and max(cfg.k) > len(train_c):
         raise ValueError(f"k = {max(cfg.k)} exceeds the {len(train_c)} training images; pass a "
                          f"smaller --k (or more training images)")
-    ekw = dict(head_input=cfg.head_inputs, points=points, batch_size=cfg.batch_size,
-               device=device, mean=mean, std=std)
-    seconds: dict[str, float] = {}
+    if cfg.rotation and train.image_size[0] != train.image_size[1]:
+        raise ValueError(f"the rotation probe needs square images, got {train.image_size}; "
+                         f"disable it (--no-rotation) or crop the images")
+    # the backbone runs once per image set; each point is then computed from the stored z,
+    # probed and dropped, so memory holds z and one point (heads are cheap next to backbones)
+    ekw = dict(batch_size=cfg.batch_size, device=device, mean=mean, std=std)
+    hkw = dict(batch_size=max(cfg.batch_size, 1024), device=device)
+    seconds: dict[str, float] = {"features": 0.0, "head_features": 0.0}
     t0 = time.perf_counter()
-    say(f"features of {len(train_c)} train and {len(test_c)} test images at {len(points)} points")
-    f_train = extract_features(backbone, train_c, heads, **ekw)
-    f_test = extract_features(backbone, test_c, heads, **ekw)
-    seconds["features"] = time.perf_counter() - t0
-    num_classes = train.num_classes
-    y_train, y_test = train_c.labels, test_c.labels
-    results: dict[str, dict[str, Any]] = {p: {"dim": int(f_train[p].shape[1])} for p in points}
-    probe_dev = torch.device(device)
-
-    if cfg.knn:
-        t0 = time.perf_counter()
-        for p in points:
-            acc = knn_accuracy(f_train[p].to(probe_dev), y_train.to(probe_dev), f_test[p].to(probe_dev),
-                               y_test, k=cfg.k, temperature=cfg.temperature,
-                               num_classes=num_classes, chunk_size=cfg.knn_chunk)
-            results[p]["knn_top1"] = {str(k): v for k, v in acc.items()}
-            say(f"  kNN {p}: " + ", ".join(f"k={k} {100 * v:.2f}%" for k, v in acc.items()))
-        seconds["knn"] = time.perf_counter() - t0
-    if cfg.linear:
-        t0 = time.perf_counter()
-        for p in points:
-            res = linear_probe_accuracy(f_train[p].to(probe_dev), y_train.to(probe_dev),
-                                        f_test[p].to(probe_dev), y_test, num_classes, cfg.probe)
-            results[p]["linear"] = res
-            say(f"  linear {p}: {100 * res['test_top1']:.2f}% ({res['n_iter']} L-BFGS iterations)")
-        seconds["linear"] = time.perf_counter() - t0
-    if cfg.stats:
-        t0 = time.perf_counter()
-        sub = _first(cfg.stats_max, len(test_c))
-        for p in points:
-            results[p]["stats"] = representation_stats(f_test[p][:sub], rtol=cfg.stats_rtol)
-        seconds["stats"] = time.perf_counter() - t0
-    del f_train, f_test
+    say(f"backbone features of {len(train_c)} train and {len(test_c)} test images")
+    z_train = extract_features(backbone, train_c, **ekw)["z"]
+    z_test = extract_features(backbone, test_c, **ekw)["z"]
     if cfg.rotation:
-        t0 = time.perf_counter()
-        if train.image_size[0] != train.image_size[1]:
-            raise ValueError(f"the rotation probe needs square images, got {train.image_size}; "
-                             f"disable it (--no-rotation) or crop the images")
         r_train = subsample(train, cfg.rotation_train, cfg.seed + 2)
         r_test = test_c if cfg.rotation_test is None else subsample(test, cfg.rotation_test,
                                                                        cfg.seed + 3)
         say(f"rotation probe: {len(r_train)} train and {len(r_test)} test images x 4 rotations")
-        rf_train, ry_train = rotation_features(backbone, r_train, heads, **ekw)
-        rf_test, ry_test = rotation_features(backbone, r_test, heads, **ekw)
-        for p in points:
-            res = linear_probe_accuracy(rf_train[p].to(probe_dev), ry_train.to(probe_dev),
-                                        rf_test[p].to(probe_dev), ry_test, 4, cfg.probe)
-            results[p]["rotation_linear"] = res
-            say(f"  rotation {p}: {100 * res['test_top1']:.2f}%")
-        seconds["rotation"] = time.perf_counter() - t0
+        rz_train, ry_train = rotation_features(backbone, r_train, None, **ekw)
+        rz_test, ry_test = rotation_features(backbone, r_test, None, **ekw)
+    seconds["features"] += time.perf_counter() - t0
+    num_classes = train.num_classes
+    y_train, y_test = train_c.labels, test_c.labels
+    probe_dev = torch.device(device)
+    results: dict[str, dict[str, Any]] = {}
+
+    def timed(stage: str, fn: Callable[[], Any]) -> Any:
+        t = time.perf_counter()
+        out = fn()
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - t
+        return out
+
+    for p in points:
+        f_train = timed("head_features", lambda: head_features(z_train, heads, p, **hkw))
+        f_test = timed("head_features", lambda: head_features(z_test, heads, p, **hkw))
+        r = results[p] = {"dim": int(f_train.shape[1])}
+        if cfg.knn:
+            acc = timed("knn", lambda: knn_accuracy(
+                f_train.to(probe_dev), y_train.to(probe_dev), f_test.to(probe_dev), y_test,
+                k=cfg.k, temperature=cfg.temperature, num_classes=num_classes,
+                chunk_size=cfg.knn_chunk))
+            r["knn_top1"] = {str(k): v for k, v in acc.items()}
+            say(f"  {p}: kNN " + ", ".join(f"k={k} {100 * v:.2f}%" for k, v in acc.items()))
+        if cfg.linear:
+            r["linear"] = timed("linear", lambda: linear_probe_accuracy(
+                f_train.to(probe_dev), y_train.to(probe_dev), f_test.to(probe_dev), y_test,
+                num_classes, cfg.probe))
+            say(f"  {p}: linear {100 * r['linear']['test_top1']:.2f}% "
+                f"({r['linear']['n_iter']} L-BFGS iterations, stopped: {r['linear']['stopped']})")
+        if cfg.stats:
+            sub = _first(cfg.stats_max, len(test_c))
+            r["stats"] = timed("stats", lambda: representation_stats(f_test[:sub],
+                                                                     rtol=cfg.stats_rtol))
+        del f_train, f_test
+        if cfg.rotation:
+            rf_train = timed("head_features", lambda: head_features(rz_train["z"], heads, p, **hkw))
+            rf_test = timed("head_features", lambda: head_features(rz_test["z"], heads, p, **hkw))
+            r["rotation_linear"] = timed("rotation", lambda: linear_probe_accuracy(
+                rf_train.to(probe_dev), ry_train.to(probe_dev), rf_test.to(probe_dev), ry_test,
+                4, cfg.probe))
+            say(f"  {p}: rotation {100 * r['rotation_linear']['test_top1']:.2f}%")
+            del rf_train, rf_test
     modules = point_modules(heads)
     protocol = {**cfg.to_dict(), "points": points,
                 "point_modules": {p: modules.get(p.removeprefix("l2z/"), "") for p in points},

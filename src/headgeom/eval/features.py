@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from headgeom.data import ImageDataset
 
 __all__ = ["HEAD_INPUTS", "Heads", "as_head_chain", "extract_features", "feature_points",
-           "head_points", "image_batches", "point_modules", "point_names"]
+           "head_features", "head_points", "image_batches", "point_modules", "point_names"]
 
 HEAD_INPUTS = ("raw", "l2")
 Heads = Mapping[str, Callable[[Tensor], Tensor]] | Sequence[tuple[str, Callable[[Tensor], Tensor]]]
@@ -130,8 +130,10 @@ def point_modules(heads: Heads | Callable | None = None) -> dict[str, str]:
             desc = type(layer).__name__
             if isinstance(layer, nn.Linear):
                 desc += f"({layer.in_features}->{layer.out_features})"
-            elif isinstance(layer, (nn.BatchNorm1d, nn.LayerNorm)):
-                desc += f"({layer.weight.shape[0] if layer.weight is not None else ''})"
+            elif isinstance(layer, nn.BatchNorm1d):
+                desc += f"({layer.num_features})"
+            elif isinstance(layer, nn.LayerNorm):
+                desc += f"({', '.join(str(n) for n in layer.normalized_shape)})"
             out[f"{name}.{i}"] = desc
     return out
 
@@ -246,3 +248,28 @@ def extract_features(backbone: Callable[[Tensor], Tensor], data: ImageDataset | 
             for p in keep:
                 parts[p].append(feats[p].float().cpu())
     return {p: torch.cat(parts[p]) for p in keep}
+
+
+def head_features(z: Tensor, heads: Heads | Callable | None, point: str, *,
+                  batch_size: int = 1024, device: torch.device | str = "cpu") -> Tensor:
+    """Features at one ``point`` from stored backbone outputs z (N, d): float32 CPU (N, width).
+
+    With z extracted once, each point can be computed, probed and dropped in turn, so memory
+    holds z and one point at a time (an 8192-wide VICReg head has 7 points of 8192 dims).
+    Heads run in eval mode under no_grad; ``"l2z/..."`` points feed the heads z/‖z‖.
+    """
+    if point == "z":
+        return z
+    chain = as_head_chain(heads)
+    variant = "l2" if point.startswith("l2z/") else "raw"
+    names = point_names(chain, variant)
+    if point not in names:
+        raise ValueError(f"unknown feature point {point!r}; this model has {names}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    parts = []
+    with _eval_mode([h for _, h in chain]), torch.no_grad():
+        for start in range(0, z.shape[0], batch_size):
+            zb = z[start:start + batch_size].to(device)
+            parts.append(feature_points(zb, chain, variant)[point].float().cpu())
+    return torch.cat(parts)
