@@ -174,3 +174,22 @@ def test_cli_errors(tmp_path):
     args = parser.parse_args(["eval", str(tmp_path)])
     with pytest.raises(FileNotFoundError, match="config.json not found"):
         args.func(args)
+
+
+def test_resized_backbone_sees_the_training_view_size():
+    from headgeom.eval.evaluate import _Resized
+
+    seen = []
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            seen.append(tuple(x.shape[-2:]))
+            return x.mean(dim=(2, 3))
+
+    x = torch.rand(2, 3, 8, 8)
+    out = _Resized(Probe(), 4)(x)
+    assert seen == [(4, 4)]
+    # bilinear resizing with weights summing to one keeps a constant image constant
+    const = torch.full((1, 3, 8, 8), 0.3)
+    torch.testing.assert_close(_Resized(Probe(), 4)(const), torch.full((1, 3), 0.3))
+    assert out.shape == (2, 3) and _Resized(Probe(), 8)(x).shape == (2, 3) and seen[-1] == (8, 8)

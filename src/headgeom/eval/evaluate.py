@@ -4,13 +4,16 @@
 (points of :mod:`headgeom.eval.features`):
 
 - the class probes: weighted kNN (cosine, k = 200, T = 0.1; :mod:`.knn`) and the linear probe
-  (standardised features, L-BFGS, weight decay 1e-4; :mod:`.linear_probe`), trained on the
-  train split and scored top-1 on the test split;
+  (standardised features, float64 L-BFGS, weight decay 1e-4; :mod:`.linear_probe`), trained
+  on the train split and scored top-1 on the test split;
 - the paper's 4-way rotation probe (:mod:`.rotation`), linear, on a seeded subset of the
   train split (default 10,000 images × 4 rotations) and the class probes' test images;
 - representation statistics of the test features (:mod:`.rankme`): RankMe, spread of the
   L2-normalised outputs, their total variance, covariance condition number over eigenvalues
   above ``stats_rtol`` · λ_max.
+
+The backbone runs once per image set (train, test, and their four rotations); every point is
+then computed from the stored z, probed and dropped, so memory holds z plus one point.
 
 :func:`evaluate_run` rebuilds a ``headgeom train`` run (config.json + checkpoints/last.pt)
 and evaluates it on the run's dataset, optionally beside a randomly initialised model of the
