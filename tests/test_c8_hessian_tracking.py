@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import pytest
+import torch
 
 from headgeom.experiments.c8_hessian_tracking import RUNS, C8Config, cells, run_cell, summarize, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
@@ -15,6 +16,14 @@ TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, p
                 epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
 SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
            "escaped", "dead_head", "seconds")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny problems on shared cores: thread hand-offs dominate
+    yield
+    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +120,21 @@ def test_rules_on_constructed_trajectories():
     assert dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.1])
     assert not dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.2])  # variance moves
     assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present
+
+
+def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_path, monkeypatch):
+    """headgeom reproduce: the cell's headgeom-train run sits in <cell>/train (resumable, evaluable),
+    the tracking lines reach the cell's metrics.jsonl, and a re-run reuses the finished cell."""
+    from headgeom.experiments.runner import run_experiments
+    import headgeom.experiments.c8_hessian_tracking as mod
+
+    cfg = dataclasses.replace(TINY, runs=("collapsed-linear",), readings=("mse",))
+    monkeypatch.setitem(mod.EXPERIMENT.presets, "quick", lambda: cfg)
+    out = run_experiments(["C8"], "quick", tmp_path, progress=False)
+    assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8"}
+    (cell_dir,) = (tmp_path / "runs" / "C8").iterdir()
+    assert (cell_dir / "train" / "config.json").exists() and (cell_dir / "train" / "checkpoints" / "last.pt").exists()
+    lines = [json.loads(x) for x in (cell_dir / "metrics.jsonl").read_text().splitlines()]
+    assert [x["metrics"]["step"] for x in lines if x["kind"] == "log"] == [0, 1, 2]
+    again = run_experiments(["C8"], "quick", tmp_path, progress=False)
+    assert again["experiments"]["C8"]["n_reused"] == 1

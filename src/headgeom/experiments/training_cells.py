@@ -93,7 +93,8 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,
                  after: Callable[[Path], dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict], dict]:
-    """Train ``config`` (a headgeom.train.TrainConfig) with H_eff tracking under each reading.
+    """Train ``config`` (a headgeom.train.TrainConfig) with H_eff tracking under each reading (none:
+    no tracker; ``config.track_every`` sets the period).
 
     Returns (done.json of the run, the tracking records (lines of metrics.jsonl with a tracked key,
     step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})).
@@ -105,7 +106,7 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
                 for r in readings]
     with training_directory() as (run_dir, resume):
-        done = train(config, run_dir, resume=resume, tracker=Trackers(trackers))
+        done = train(config, run_dir, resume=resume, tracker=Trackers(trackers) if trackers else None)
         records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]
         extra = after(run_dir) if after is not None else {}
     for rec in records:

@@ -1,0 +1,236 @@
+"""C12 (guillotine): does the backbone output z beat the head on downstream probes?
+
+Training (PAPER.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
+cross-view negatives only (``simclr_oneway``, temperature 0.1), Adam lr 1e-3, crop (0.08, 1), flip,
+rotation 45°, colour jitter (0.4, 0.4, 0.4, 0.1) p = 0.8 (the ``paper_simclr`` recipe), ReLU+BN head
+Linear(d→hidden, no bias) → BN → ReLU → Linear(hidden→out, no bias) → BN.
+
+Probes (headgeom.eval.evaluate_run on the cell's training run) at z and at the output of every head
+layer (the guillotine sweep; points z, head.0 … head.L−1): weighted kNN (cosine, k, T = 0.1) and the
+linear probe for the classes, and the paper's 4-way rotation probe (linear; PAPER.md §4 pitfall 9:
+the paper's probes predicted rotations, class probes are reported too). With ``head_inputs``
+containing "l2", the head points are also read with the paper's L2-normalised input (pitfall 5,
+points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the dataset's test split.
+
+Claim per probe type: acc(z) − acc(h(z)) > margin (h(z) = the head output, the last point) in
+>= majority of the seeds → supported; < −margin in >= majority → not supported; else inconclusive.
+Whether z beats every head layer is reported beside it.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.training_cells import paper_head, pm, run_training
+
+STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
+PROBES = ("knn", "linear", "rotation")
+
+
+@dataclass(frozen=True)
+class C12Config:
+    """Every setting of C12 (module docstring)."""
+
+    preset: str = "quick"
+    seeds: int = 2
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
+    width: float = 0.125
+    image_size: int | None = None
+    hidden: int = 256
+    out_dim: int = 128
+    temperature: float = 0.1
+    batch_size: int = 64
+    epochs: int = 2
+    max_steps: int | None = 60
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    knn_k: int = 200
+    head_inputs: tuple[str, ...] = ("raw", "l2")
+    eval_train: int | None = 2048
+    eval_test: int | None = 1024
+    rotation_train: int | None = 512
+    rotation_test: int | None = 256
+    probe_max_iter: int = 1000  # L-BFGS iterations of each linear probe (headgeom.eval default)
+    margin: float = 0.01  # accuracy difference (fraction) below which z and h(z) count as tied
+    majority: float = 0.8
+    device: str = "cpu"
+
+
+def quick() -> C12Config:
+    """shapes (2048 images, 32 px), ResNet-18 width 0.125, head 64-256-128 ReLU+BN, batch 64, 60 Adam
+    steps, probes on 2048/1024 images (rotation 512/256 × 4), 2 seeds.
+
+    Command: ``headgeom reproduce --only C12 --preset quick``. Runtime: about 3 min on 2 idle CPU cores
+    (about 7 min measured on 2 shared cores). Measures kNN, linear and rotation probe accuracy at z and
+    every head layer (raw and L2-normalised head input).
+    """
+    return C12Config()
+
+
+def small() -> C12Config:
+    """CIFAR-10, ResNet-18 width 0.25, head 128-1024-512 ReLU+BN, batch 256, 600 Adam steps (about 3
+    epochs), probes on 10,000 / 2,000 images (rotation 2,000 / 1,000 × 4), 2 seeds.
+
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C12 --preset small``. Runtime:
+    about 50 min on 2 idle CPU cores (estimated from the measured quick step time, not run end to end).
+    """
+    return C12Config(preset="small", data="cifar10", data_options=(), width=0.25, hidden=1024, out_dim=512,
+                     batch_size=256, epochs=4, max_steps=600, eval_train=10_000, eval_test=2_000,
+                     rotation_train=2_000, rotation_test=1_000)
+
+
+def paper() -> C12Config:
+    """The paper's SimCLR run: CIFAR-10, ResNet-18 (d = 512), head 512-2048-2048 ReLU+BN, batch 256,
+    Adam 1e-3, 50 epochs, temperature 0.1; full kNN/linear probes (50,000 / 10,000), rotation probe on
+    10,000 train × 4 and the full test split × 4; 3 seeds, on the GPU.
+
+    Command: ``headgeom reproduce --only C12 --preset paper``. Runtime: about 1.5 GPU-hours on one H200
+    (3 runs of 50 epochs plus probes; estimated, not run). On 2 CPU cores: not feasible.
+    """
+    return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
+                     out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
+                     rotation_train=10_000, rotation_test=None, device="auto")
+
+
+def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
+    """One cell per seed."""
+    n = config.seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError(f"C12 needs at least one seed; got {n}")
+    return [{"seed": s} for s in range(n)]
+
+
+def train_config(config: C12Config, seed: int):
+    from headgeom.train import TrainConfig
+
+    return TrainConfig(
+        method="simclr_oneway", backbone="resnet18", backbone_options={"width": config.width},
+        head=paper_head("relu", config.hidden, config.out_dim, bn=True), method_options={"temperature": config.temperature},
+        data=config.data, data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
+        epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed, optimizer="adam",
+        lr=config.lr, weight_decay=config.weight_decay, schedule="constant", device=config.device, progress=False,
+    )
+
+
+def _probe(config: C12Config):
+    from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
+
+    ecfg = EvalConfig(k=(config.knn_k,), head_inputs=config.head_inputs, max_train=config.eval_train,
+                      probe=LinearProbeConfig(max_iter=config.probe_max_iter),
+                      max_test=config.eval_test, rotation_train=config.rotation_train,
+                      rotation_test=config.rotation_test, stats=False)
+
+    def after(run_dir) -> dict[str, Any]:
+        return evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
+    return after
+
+
+def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
+    """Train one seed and probe every feature point; accuracies per probe and point."""
+    t0 = time.perf_counter()
+    done, _, res = run_training(train_config(config, int(cell["seed"])), (), after=_probe(config))
+    k = str(config.knn_k)
+    pts = res["points"]
+    acc = {"knn": {p: r["knn_top1"][k] for p, r in pts.items()},
+           "linear": {p: r["linear"]["test_top1"] for p, r in pts.items()},
+           "rotation": {p: r["rotation_linear"]["test_top1"] for p, r in pts.items()}}
+    raw = [p for p in pts if not p.startswith("l2z/")]
+    head_points = [p for p in raw if p != "z"]
+    out: dict[str, Any] = {"final_loss": done.get("final_loss"), "points": list(pts), "head_points": head_points,
+                           "head_output_point": head_points[-1], "accuracy": acc,
+                           "linear_converged": {p: bool(r["linear"].get("converged", True)) for p, r in pts.items()},
+                           "n_train": res["n_train"], "n_test": res["n_test"],
+                           "rotation_n_train": res["protocol"]["rotation_n_train"],
+                           "rotation_n_test": res["protocol"]["rotation_n_test"]}
+    for probe in PROBES:
+        a = acc[probe]
+        out[f"gap[{probe}]"] = a["z"] - a[head_points[-1]]  # z minus the head output
+        out[f"gap_best_layer[{probe}]"] = a["z"] - max(a[p] for p in head_points)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+# ---------------------------------------------------------------- summary
+def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> dict[str, Any]:
+    gaps = [m[f"gap[{probe}]"] for _, m in results]
+    best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
+    n = len(gaps)
+    above = sum(g > config.margin for g in gaps) / n
+    below = sum(g < -config.margin for g in gaps) / n
+    verdict = "supported" if above >= config.majority else "not supported" if below >= config.majority else "inconclusive"
+    head_out = results[0][1]["head_output_point"]
+    meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
+            f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
+            "gap_z_minus_head_output": measured(gaps),
+            "gap_z_minus_best_head_layer": measured(best),
+            "frac_seeds_z_beats_every_head_layer": measured([float(b > config.margin) for b in best])}
+    criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "
+                 f"supported if gap > {config.margin:g} in >= {config.majority:.0%} of the {n} seeds, not supported if "
+                 f"gap < -{config.margin:g} in >= {config.majority:.0%}, inconclusive otherwise "
+                 f"(observed: {above:.0%} above, {below:.0%} below)")
+    setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+               "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "probe": probe,
+               "reading": "n/a (probe accuracy)", "data": config.data, "backbone": f"resnet18 width {config.width}",
+               "steps": config.max_steps or f"{config.epochs} epochs",
+               "protocol": {"knn": f"weighted cosine kNN, k = {config.knn_k}, T = 0.1",
+                            "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
+                            "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
+    return {"id": "C12", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
+            "criterion": criterion}
+
+
+def _table(results: list[tuple[dict, dict]]) -> str:
+    points = results[0][1]["points"]
+    lines = ["| point | kNN | linear | rotation |", "|---|---|---|---|"]
+    for p in points:
+        lines.append(f"| {p} | " + " | ".join(pm([m["accuracy"][probe].get(p) for _, m in results], ".3f")
+                                            for probe in PROBES) + " |")
+    return "\n".join(lines)
+
+
+def _figure(results: list[tuple[dict, dict]]):
+    import matplotlib.pyplot as plt
+
+    points = results[0][1]["points"]
+    fig, axes = plt.subplots(1, len(PROBES), figsize=(4.4 * len(PROBES), 3.6), squeeze=False)
+    for ax, probe in zip(axes[0], PROBES):
+        for variant, keep in (("raw", lambda p: not p.startswith("l2z/")), ("l2 input", lambda p: p == "z" or p.startswith("l2z/"))):
+            pts = [p for p in points if keep(p)]
+            if variant == "l2 input" and len(pts) < 2:
+                continue
+            stats = [measured([m["accuracy"][probe][p] for _, m in results]) for p in pts]
+            ax.errorbar(range(len(pts)), [s["value"] for s in stats], yerr=[s["spread"] for s in stats], fmt="-o",
+                        ms=3, capsize=2, label=variant)
+            ax.set_xticks(range(len(pts)), [p.removeprefix("l2z/") for p in pts], rotation=30, fontsize=7)
+        ax.set_title(probe)
+        ax.set_ylabel("test accuracy (mean ± std over seeds)")
+        ax.legend(fontsize=7)
+    fig.suptitle("C12: probe accuracy along the head (z, then each head layer)")
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
+    """One claim per probe type, the accuracy table per point, the per-layer figure."""
+    claims = [_claim(config, results, probe) for probe in PROBES]
+    notes = ["points: z = backbone output; head.i = output of module i of the head's layer list (Linear, BN, "
+             "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (PAPER.md §4 pitfall 5), reported "
+             "but not judged.",
+             "the linear probes' convergence is recorded per point (linear_converged) in each cell's metrics."]
+    return Summary(claims=claims, tables=[("C12: test accuracy per feature point (mean ± std (n seeds))", _table(results))],
+                   figures=[("probes", lambda: _figure(results))], notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="C12",
+    title="Guillotine: probes on z and every head layer (class kNN, linear, rotation)",
+    statement=STATEMENT,
+    presets={"quick": quick, "small": small, "paper": paper},
+    cells=cells,
+    run_cell=run_cell,
+    summarize=summarize,
+))

@@ -1,0 +1,86 @@
+"""C12 experiment: presets, a tiny training + probe cell (documented keys, accuracies in [0, 1],
+one feature point per head layer + z for each probe), and the verdict rule on fabricated metrics."""
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from headgeom.experiments.c12_guillotine import PROBES, C12Config, cells, run_cell, summarize, train_config
+from headgeom.experiments.registry import VERDICTS, check_claim
+
+TINY = C12Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
+                 eval_train=None, eval_test=None, rotation_train=None, rotation_test=None, seeds=1, probe_max_iter=30)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny problems on shared cores: thread hand-offs dominate
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_cell(TINY, {"seed": 0})
+
+
+def test_presets_cells_and_training_settings():
+    import headgeom.experiments.c12_guillotine as mod
+
+    exp = mod.EXPERIMENT
+    assert exp.id == "C12" and set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        assert preset().preset == name and "headgeom reproduce --only C12" in preset.__doc__
+    tc = train_config(exp.config("paper"), 1)
+    assert (tc.method, tc.optimizer, tc.lr, tc.batch_size, tc.epochs, tc.method_options["temperature"]) == (
+        "simclr_oneway", "adam", 1e-3, 256, 50, 0.1)
+    assert tc.head == "d-2048-2048:relu:nobias:bn:last=bn" and tc.seed == 1
+    assert cells(TINY, 3) == [{"seed": 0}, {"seed": 1}, {"seed": 2}]
+    with pytest.raises(ValueError, match="at least one seed"):
+        cells(TINY, 0)
+
+
+def test_tiny_cell_keys_and_robust_facts(tiny):
+    from headgeom.methods import build_method
+
+    json.dumps(tiny)
+    tc = train_config(TINY, 0)
+    method = build_method(tc.method, backbone="resnet18", backbone_options=tc.backbone_options, head=tc.head)
+    n_layers = len(method.projector.layers)  # Linear, BN, ReLU, Linear, BN
+    raw = [p for p in tiny["points"] if not p.startswith("l2z/")]
+    l2 = [p for p in tiny["points"] if p.startswith("l2z/")]
+    assert raw == ["z"] + [f"head.{i}" for i in range(n_layers)] and len(l2) == n_layers
+    assert tiny["head_output_point"] == f"head.{n_layers - 1}"
+    for probe in PROBES:
+        acc = tiny["accuracy"][probe]
+        assert set(acc) == set(tiny["points"]) and all(0.0 <= a <= 1.0 for a in acc.values())
+        assert tiny[f"gap[{probe}]"] == pytest.approx(acc["z"] - acc[tiny["head_output_point"]])
+        assert tiny[f"gap_best_layer[{probe}]"] <= tiny[f"gap[{probe}]"] + 1e-12
+    assert (tiny["n_train"], tiny["n_test"], tiny["rotation_n_train"], tiny["rotation_n_test"]) == (24, 24, 24, 24)
+
+
+def _fake(gaps):
+    acc = {probe: {"z": 0.5, "head.0": 0.5 - g, "head.1": 0.5 - g} for probe, g in gaps.items()}
+    return {"points": ["z", "head.0", "head.1"], "head_points": ["head.0", "head.1"], "head_output_point": "head.1",
+            "accuracy": acc, **{f"gap[{p}]": g for p, g in gaps.items()},
+            **{f"gap_best_layer[{p}]": g for p, g in gaps.items()}}
+
+
+def test_verdict_follows_the_stated_criterion():
+    cfg = dataclasses.replace(TINY, seeds=5)
+    per_seed = [{"knn": 0.05, "linear": -0.1, "rotation": 0.05}] * 4 + [{"knn": 0.05, "linear": -0.1, "rotation": 0.0}]
+    summary = summarize(cfg, [({"seed": s}, _fake(g)) for s, g in enumerate(per_seed)])
+    verdicts = {c["setting"]["probe"]: c["verdict"] for c in summary.claims}
+    for c in summary.claims:
+        check_claim(c)
+        assert c["id"] == "C12" and c["verdict"] in VERDICTS
+    # knn: z ahead in 5/5 seeds; linear: behind in 5/5; rotation: ahead in 4/5 = 80% (the tie counts as neither)
+    assert verdicts == {"knn": "supported", "linear": "not supported", "rotation": "supported"}
+    per_seed = [{"knn": 0.05, "linear": 0.005, "rotation": -0.05}] * 3 + [{"knn": -0.05, "linear": 0.0, "rotation": 0.05}] * 2
+    summary = summarize(cfg, [({"seed": s}, _fake(g)) for s, g in enumerate(per_seed)])
+    assert {c["setting"]["probe"]: c["verdict"] for c in summary.claims} == {
+        "knn": "inconclusive", "linear": "inconclusive", "rotation": "inconclusive"}
+    assert summary.tables[0][1].count("\n") == 1 + 3
+    json.dumps(summary.claims)
