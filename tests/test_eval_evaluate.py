@@ -176,6 +176,22 @@ def test_cli_errors(tmp_path):
         args.func(args)
 
 
+def test_cli_points_option(tiny_run):
+    from headgeom.eval import cli as eval_cli
+
+    parser = argparse.ArgumentParser(prog="headgeom")
+    eval_cli.add_parser(parser.add_subparsers(dest="command"))
+    out = tiny_run / "eval_points.json"
+    args = parser.parse_args(["eval", str(tiny_run), "--points", "z, head.3", "--k", "3",
+                              "--no-linear", "--no-rotation", "--device", "cpu", "--quiet",
+                              "--out", str(out)])
+    assert args.func(args) == 0
+    assert list(json.loads(out.read_text())["trained"]["points"]) == ["z", "head.3"]
+    bad = parser.parse_args(["eval", str(tiny_run), "--points", "head.9", "--device", "cpu"])
+    with pytest.raises(ValueError, match=r"unknown feature point\(s\) \['head.9'\]"):
+        bad.func(bad)
+
+
 def test_resized_backbone_sees_the_training_view_size():
     from headgeom.eval.evaluate import _Resized
 

@@ -42,6 +42,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--l2-input", action="store_true",
                    help="also feed the head z/||z|| (the paper's variant; points l2z/head.i)")
     p.add_argument("--predictor", action="store_true", help="also probe every predictor layer (pred.i)")
+    p.add_argument("--points", default=None, metavar="P[,P...]",
+                   help="probe only these points, e.g. z,head.3 (default: z and every layer)")
     p.add_argument("--random-baseline", action="store_true",
                    help="also evaluate the same architecture at a random initialisation")
     p.add_argument("--max-train", type=int, default=None, metavar="N",
@@ -51,6 +53,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="training images for the rotation probe, x4 rotations (default 10000)")
     p.add_argument("--rotation-test", type=int, default=None, metavar="N",
                    help="test images for the rotation probe (default: those of the class probes)")
+    p.add_argument("--stats-max", type=int, default=10_000, metavar="N",
+                   help="test images for RankMe and covariance statistics (default 10000)")
     p.add_argument("--batch-size", type=int, default=256, help="feature-extraction batch (default 256)")
     p.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda[:i]")
     p.add_argument("--seed", type=int, default=0, help="seed of the subsets (default 0)")
@@ -91,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         probe=LinearProbeConfig(weight_decay=args.probe_wd, max_iter=args.probe_max_iter),
         head_inputs=("raw", "l2") if args.l2_input else ("raw",),
         max_train=args.max_train, max_test=args.max_test, rotation_train=args.rotation_train,
-        rotation_test=args.rotation_test,
+        rotation_test=args.rotation_test, stats_max=args.stats_max,
+        points=tuple(q.strip() for q in args.points.split(",") if q.strip()) if args.points else None,
         batch_size=args.batch_size, seed=args.seed)
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     results = evaluate_run(run_dir, data_dir=args.data_dir, config=config, device=args.device,
