@@ -167,10 +167,14 @@ def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
         first = first or (lmin, lmax)
     out.update(escape(out["spread_projector"], config.escape_ratio))
     out["dead_head"] = dead_head(first[0], first[1], out["spread_projector"]) if first else False
-    points = list(ev["knn"])
-    out.update(knn=ev["knn"], knn_z=ev["knn"].get("z"), knn_head=ev["knn"][points[-1]] if points else None,
+    knn = ev.get("knn", {})  # empty when the run diverged
+    points = list(knn)
+    out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
                head_output_point=points[-1] if points else None,
-               eval_n_train=ev["eval_n_train"], eval_n_test=ev["eval_n_test"])
+               eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"))
+    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
+    if out["diverged"]:
+        out["escaped"] = None
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -203,7 +207,9 @@ def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
         ms = groups.get(a)
         if not ms:
             continue
-        points = list(ms[0]["knn"])
+        points = max((list(m["knn"]) for m in ms), key=len)
+        if not points:
+            continue
         means = [measured([m["knn"][p] for m in ms if p in m["knn"]]) for p in points]
         ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], fmt="-o",
                     ms=3, capsize=2, label=a)

@@ -133,6 +133,8 @@ def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one seed and probe every feature point; accuracies per probe and point."""
     t0 = time.perf_counter()
     done, _, res = run_training(train_config(config, int(cell["seed"])), (), after=_probe(config))
+    if done.get("diverged"):
+        raise RuntimeError(f"C12 seed {cell['seed']}: training diverged, nothing to probe: {done['diverged']}")
     k = str(config.knn_k)
     pts = res["points"]
     acc = {"knn": {p: r["knn_top1"][k] for p, r in pts.items()},

@@ -163,6 +163,9 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
         lmin0, lmax0 = (lmin, lmax) if lmin0 is None else (lmin0, lmax0)
     out.update(escape(out["spread_projector"], config.escape_ratio))
     out["dead_head"] = dead_head(lmin0 or [], lmax0 or [], out["spread_projector"])
+    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
+    if out["diverged"]:
+        out["escaped"] = None
     out["seconds"] = time.perf_counter() - t0
     return out
 

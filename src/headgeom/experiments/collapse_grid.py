@@ -150,6 +150,9 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
     out.update(escape(out["spread_projector"], config.escape_ratio))
     out["dead_head"] = dead_head(out["lambda_min"], out["lambda_max"], out["spread_projector"])
+    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
+    if out["diverged"]:
+        out["escaped"] = None
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -201,7 +204,9 @@ def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
             return vals[-1] if vals else None
         lines.append(f"| {name} | " + " | ".join([
             pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
-            pm([m["spread_ratio"] for m in ms]), f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}",
+            pm([m["spread_ratio"] for m in ms]),
+            f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}"
+            + (f" ({n_div} diverged)" if (n_div := sum(bool(m.get("diverged")) for m in ms)) else ""),
             f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}",
             pm([min((v for v in m["lambda_min"] if v is not None), default=None) for m in ms]),
             pm([max((v for v in m["M_ratio"] if v is not None), default=None) for m in ms]),

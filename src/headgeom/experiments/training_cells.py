@@ -97,18 +97,23 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     no tracker; ``config.track_every`` sets the period).
 
     Returns (done.json of the run, the tracking records (lines of metrics.jsonl with a tracked key,
-    step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})).
+    step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})). A run stopped
+    by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
+    the stop, and {} (``after`` is not called).
     Each tracking record is also logged to the runner's metrics.jsonl of the cell."""
     from headgeom.experiments.runner import log_metrics
     from headgeom.tracking import GeometryTracker
-    from headgeom.train import train
+    from headgeom.train import NonFiniteLossError, train
 
     trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
                 for r in readings]
     with training_directory() as (run_dir, resume):
-        done = train(config, run_dir, resume=resume, tracker=Trackers(trackers) if trackers else None)
+        try:
+            done = train(config, run_dir, resume=resume, tracker=Trackers(trackers) if trackers else None)
+        except NonFiniteLossError as err:  # a diverged run is a result (e.g. lr 0.5 in the grid), not a crash
+            done = {"diverged": str(err), "final_loss": None}
         records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]
-        extra = after(run_dir) if after is not None else {}
+        extra = after(run_dir) if after is not None and not done.get("diverged") else {}
     for rec in records:
         log_metrics(rec)
     return done, records, extra
