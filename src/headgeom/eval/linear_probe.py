@@ -9,8 +9,9 @@ Recipe (stated, fixed; not tuned per run):
    ``torch.optim.LBFGS`` (strong-Wolfe line search, history 20) in float64 until the
    largest gradient entry is below ``tolerance_grad`` = 1e-6, the loss or step stalls below
    ``tolerance_change`` = 1e-9, or 1000 iterations (2000 evaluations); the result records
-   the final gradient and which of the three stopped it (in float32 the loss stalls from
-   round-off well before 1e-6);
+   the final gradient and which of the three stopped it. On real features it usually
+   stalls at gradients ~1e-5 where the accuracy no longer moves (CIFAR-10, 10k × 64 ResNet
+   features: float64 stalled at 1e-5 with 29.30% test top-1, float32 at 4e-4 with 29.25%);
 3. report top-1 accuracy on the test features standardised with the training statistics.
 
 With λ > 0 the objective is strictly convex, so the optimum is unique and the probe is
