@@ -65,6 +65,7 @@ def test_separable_data_reach_full_accuracy_in_float32():
     out = linear_probe_accuracy(x_train, y_train, x_test, y_test, config=f32)
     assert out["train_top1"] == 1.0 and out["test_top1"] == 1.0
     assert out["stopped"] in ("gradient", "stalled") and out["n_iter"] < f32.max_iter
+    assert out["converged"]  # stopped by the gradient or a stalled loss, not the budget
     # and a probe on shuffled labels cannot generalise: chance level on the test set
     perm = torch.randperm(300, generator=g)
     shuffled = linear_probe_accuracy(x_train, y_train[perm], x_test, y_test)

@@ -77,7 +77,7 @@ class LinearProbe:
     loss: float  # final regularised training objective
     n_iter: int
     grad_max: float  # largest |gradient entry| at the end
-    converged: bool  # grad_max <= tolerance_grad
+    converged: bool  # stopped by the gradient or a stalled loss, not by the iteration budget
     stopped: str = ""  # "gradient", "stalled" (tolerance_change), "max_iter" (or 2·max_iter evals)
 
     def logits(self, x: Tensor) -> Tensor:
@@ -155,11 +155,13 @@ def fit_linear_probe(x: Tensor, y: Tensor, num_classes: int | None = None,
     grad_max = float(torch.cat([weight.grad.abs().flatten(), bias.grad.abs()]).max())
     state = opt.state[opt._params[0]]
     n_iter, n_eval = int(state.get("n_iter", 0)), int(state.get("func_evals", 0))
-    converged = grad_max <= config.tolerance_grad
     budget = n_iter >= config.max_iter or n_eval >= max_eval
-    stopped = "gradient" if converged else ("max_iter" if budget else "stalled")
+    if grad_max <= config.tolerance_grad:
+        stopped = "gradient"
+    else:
+        stopped = "max_iter" if budget else "stalled"
     return LinearProbe(weight.detach(), bias.detach(), mean, std, float(final.detach()),
-                       n_iter, grad_max, converged, stopped)
+                       n_iter, grad_max, stopped != "max_iter", stopped)
 
 
 def linear_probe_accuracy(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor,
