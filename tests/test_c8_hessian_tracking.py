@@ -114,9 +114,12 @@ def test_verdict_follows_the_stated_criterion():
 def test_rules_on_constructed_trajectories():
     assert negative_fraction([-1.0, -1e-12, 0.5, None], [1e-10, 1e-10, 1e-10, 1e-10]) == pytest.approx(1 / 3)
     assert negative_fraction([None], [None]) is None
-    e = escape([0.01, None, 0.05], 2.0)
-    assert e["escaped"] and e["spread_ratio"] == pytest.approx(5.0)
-    assert not escape([0.02, 0.03], 2.0)["escaped"]
+    e = escape([0.01, None, 0.05], 16, 0.5)  # level 0.5 / sqrt(16) = 0.125
+    assert not e["escaped"] and e["collapsed_initially"] and e["spread_ratio"] == pytest.approx(5.0)
+    e = escape([0.01, 0.2], 16, 0.5)
+    assert e["escaped"] and e["collapsed_initially"]
+    assert escape([0.2, 0.13], 16, 0.5) == {"spread_initial": 0.2, "spread_final": 0.13, "spread_ratio": pytest.approx(0.65),
+                                            "escaped": True, "collapsed_initially": False}
     assert dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.1])
     assert not dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.2])  # variance moves
     assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present

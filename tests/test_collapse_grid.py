@@ -14,7 +14,7 @@ TINY = GridConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16,
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
         "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
-        "spread_final", "spread_ratio", "escaped", "dead_head", "diverged", "seconds"}
+        "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged", "seconds"}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,7 +61,8 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
     else:  # linear head: M = 0 to round-off in every tracked block
         assert m["heff_source"] == "blocks" and all(v is not None and v <= 1e-12 for v in m["M_ratio"])
     assert m["spread_initial"] > 0 and m["spread_ratio"] == pytest.approx(m["spread_final"] / m["spread_initial"])
-    assert m["escaped"] == (m["spread_ratio"] >= TINY.escape_ratio) and m["diverged"] is None
+    assert m["escaped"] == (m["spread_final"] >= TINY.escape_level / TINY.out_dim ** 0.5) and m["diverged"] is None
+    assert m["collapsed_initially"] == (m["spread_initial"] < TINY.escape_level / TINY.out_dim ** 0.5)
 
 
 def test_a_diverged_run_is_a_result_not_a_failed_cell():

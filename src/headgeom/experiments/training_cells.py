@@ -22,9 +22,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
-ESCAPE_DEFINITION = ("escaped = spread_final >= escape_ratio * spread_initial, spread = mean per-dimension "
-                     "std (ddof=1) of the L2-normalised projector outputs on the fixed probe batch "
-                     "(PAPER.md §3), initial = step 0, final = last tracking point")
+ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
+                     "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "
+                     "outputs (width k) on the fixed probe batch (PAPER.md §3; isotropic outputs give about 1/sqrt(k), "
+                     "a collapsed head 0), initial = step 0, final = last tracking point; spread_ratio = final / initial "
+                     "is reported beside it")
 DEAD_DEFINITION = ("dead head (PAPER.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
                    "point and the projector spread frozen (relative change <= 1e-9) over the second half of the "
                    "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
@@ -160,14 +162,17 @@ def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float 
     return sum(l < -f for l, f in pairs) / len(pairs)
 
 
-def escape(spread: Sequence[float | None], escape_ratio: float) -> dict[str, Any]:
-    """Initial/final projector spread, their ratio and whether the run escaped (ESCAPE_DEFINITION)."""
+def escape(spread: Sequence[float | None], k: int, escape_level: float) -> dict[str, Any]:
+    """Initial/final projector spread, their ratio, and the collapse flags of ESCAPE_DEFINITION."""
     vals = [s for s in spread if s is not None]
     if not vals:
-        return {"spread_initial": None, "spread_final": None, "spread_ratio": None, "escaped": None}
+        return {"spread_initial": None, "spread_final": None, "spread_ratio": None, "escaped": None,
+                "collapsed_initially": None}
     first, last = vals[0], vals[-1]
+    level = escape_level / math.sqrt(k)
     ratio = last / first if first > 0 else (math.inf if last > 0 else 1.0)
-    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "escaped": bool(ratio >= escape_ratio)}
+    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "escaped": bool(last >= level),
+            "collapsed_initially": bool(first < level)}
 
 
 def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
