@@ -224,6 +224,10 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
              "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (PAPER.md §4 pitfall 5), reported "
              "but not judged.",
              "the linear probes' convergence is recorded per point (linear_converged) in each cell's metrics."]
+    if config.data == "shapes":
+        notes.append("shapes draws every image's shape angle and shading direction uniformly, so its image distribution "
+                     "is invariant under the 4 rotations: the rotation probe has nothing to find there (chance 0.25) "
+                     "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")
     return Summary(claims=claims, tables=[("C12: test accuracy per feature point (mean ± std (n seeds))", _table(results))],
                    figures=[("probes", lambda: _figure(results))], notes=notes)
 
