@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from headgeom.experiments.c12_guillotine import PROBES, C12Config, cells, run_cell, summarize, train_config
+from headgeom.experiments.c12_guillotine import PROBES, C12Config, cells, run_cell, summarize, tie_band, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
 
 TINY = C12Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
@@ -58,6 +58,7 @@ def test_tiny_cell_keys_and_robust_facts(tiny):
         assert set(acc) == set(tiny["points"]) and all(0.0 <= a <= 1.0 for a in acc.values())
         assert tiny[f"gap[{probe}]"] == pytest.approx(acc["z"] - acc[tiny["head_output_point"]])
         assert tiny[f"gap_best_layer[{probe}]"] <= tiny[f"gap[{probe}]"] + 1e-12
+        assert tiny[f"tie_band[{probe}]"] >= TINY.margin
     assert (tiny["n_train"], tiny["n_test"], tiny["rotation_n_train"], tiny["rotation_n_test"]) == (24, 24, 24, 24)
 
 
@@ -66,6 +67,12 @@ def _fake(gaps):
     return {"points": ["z", "head.0", "head.1"], "head_points": ["head.0", "head.1"], "head_output_point": "head.1",
             "accuracy": acc, **{f"gap[{p}]": g for p, g in gaps.items()},
             **{f"gap_best_layer[{p}]": g for p, g in gaps.items()}}
+
+
+def test_tie_band_is_two_standard_errors_or_the_margin():
+    assert tie_band(0.5, 0.5, 10_000, 0.01) == pytest.approx(2 * (2 * 0.25 / 10_000) ** 0.5)  # 0.01414
+    assert tie_band(0.5, 0.5, 1_000_000, 0.01) == 0.01
+    assert tie_band(0.26, 0.23, 1024, 0.01) > 0.03  # rotation on 256 images x 4: a 3-point gap is a tie
 
 
 def test_verdict_follows_the_stated_criterion():

@@ -12,12 +12,14 @@ the paper's probes predicted rotations, class probes are reported too). With ``h
 containing "l2", the head points are also read with the paper's L2-normalised input (pitfall 5,
 points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the dataset's test split.
 
-Claim per probe type: acc(z) − acc(h(z)) > margin (h(z) = the head output, the last point) in
->= majority of the seeds → supported; < −margin in >= majority → not supported; else inconclusive.
+Claim per probe type: acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
+``margin`` and two standard errors of the difference on the probe's test examples) in >= majority of the
+seeds → supported; < −t in >= majority → not supported; else inconclusive.
 Whether z beats every head layer is reported beside it.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -149,31 +151,44 @@ def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
                            "n_train": res["n_train"], "n_test": res["n_test"],
                            "rotation_n_train": res["protocol"]["rotation_n_train"],
                            "rotation_n_test": res["protocol"]["rotation_n_test"]}
+    n_eval = {"knn": res["n_test"], "linear": res["n_test"], "rotation": 4 * res["protocol"]["rotation_n_test"]}
     for probe in PROBES:
         a = acc[probe]
         out[f"gap[{probe}]"] = a["z"] - a[head_points[-1]]  # z minus the head output
+        out[f"tie_band[{probe}]"] = tie_band(a["z"], a[head_points[-1]], n_eval[probe], config.margin)
         out[f"gap_best_layer[{probe}]"] = a["z"] - max(a[p] for p in head_points)
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
+def tie_band(acc_a: float, acc_b: float, n: int, margin: float) -> float:
+    """Half-width of the band where two test accuracies on n examples count as tied: the larger of
+    ``margin`` and two standard errors of an (unpaired, so conservative) difference of proportions,
+    2·sqrt(2 p(1−p)/n) with p their mean."""
+    p = 0.5 * (acc_a + acc_b)
+    return max(margin, 2.0 * math.sqrt(2.0 * p * (1.0 - p) / max(n, 1)))
+
+
 # ---------------------------------------------------------------- summary
 def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> dict[str, Any]:
     gaps = [m[f"gap[{probe}]"] for _, m in results]
+    bands = [m.get(f"tie_band[{probe}]", config.margin) for _, m in results]
     best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
     n = len(gaps)
-    above = sum(g > config.margin for g in gaps) / n
-    below = sum(g < -config.margin for g in gaps) / n
+    above = sum(g > b for g, b in zip(gaps, bands)) / n
+    below = sum(g < -b for g, b in zip(gaps, bands)) / n
     verdict = "supported" if above >= config.majority else "not supported" if below >= config.majority else "inconclusive"
     head_out = results[0][1]["head_output_point"]
     meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
             f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
             "gap_z_minus_head_output": measured(gaps),
             "gap_z_minus_best_head_layer": measured(best),
-            "frac_seeds_z_beats_every_head_layer": measured([float(b > config.margin) for b in best])}
+            "tie_band": measured(bands),
+            "frac_seeds_z_beats_every_head_layer": measured([float(b > t) for b, t in zip(best, bands)])}
     criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "
-                 f"supported if gap > {config.margin:g} in >= {config.majority:.0%} of the {n} seeds, not supported if "
-                 f"gap < -{config.margin:g} in >= {config.majority:.0%}, inconclusive otherwise "
+                 f"tie band t = max({config.margin:g}, 2 standard errors of a difference of two proportions on the "
+                 f"probe's test examples); supported if gap > t in >= {config.majority:.0%} of the {n} seeds, not "
+                 f"supported if gap < -t in >= {config.majority:.0%}, inconclusive otherwise "
                  f"(observed: {above:.0%} above, {below:.0%} below)")
     setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "probe": probe,
