@@ -11,7 +11,7 @@ from headgeom.augment.families import get_family, orbit
 from headgeom.backbones import resnet18
 from headgeom.heads import ProjectionHead, head_from
 from headgeom.orbits.controls import fresh_head, head_points_on, random_direction_orbits
-from headgeom.orbits.extract import extract_orbits
+from headgeom.orbits.extract import extract_orbits, torch_threads
 
 MEAN, STD = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
 
@@ -155,3 +155,17 @@ def test_head_points_on_stored_z_equal_the_head():
         torch.testing.assert_close(pts["head.2"], head(z))
         torch.testing.assert_close(pts["l2z/head.2"], head(F.normalize(z, dim=-1)))
     assert get_family("hue").identity_value == 0.0
+
+
+def test_torch_threads_is_scoped_and_checked():
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with pytest.raises(RuntimeError), torch_threads(1):
+        raise RuntimeError("restored even on error")
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="positive int or None"), torch_threads(0):
+        pass

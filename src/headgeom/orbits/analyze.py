@@ -29,7 +29,7 @@ from headgeom.eval.features import Heads, as_head_chain
 from headgeom.orbits import metrics as M
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices, estimate, replicate_means
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
-from headgeom.orbits.extract import OrbitFeatures, extract_orbits
+from headgeom.orbits.extract import OrbitFeatures, extract_orbits, torch_threads
 
 __all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "point_replicates"]
 
@@ -81,15 +81,24 @@ def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
             reps[name] = replicate_means(per[name], counts)
     if labels is not None:
         means = per["orbit_means"]
-        values["d_inter"] = float(M.centroid_distance_from_means(means, labels))
-        reps["d_inter"] = M.centroid_distance_from_means(means, labels, counts)
+        # the estimate (unit weights) and the replicates in one call: one N×N Gram of the means
+        ones = torch.ones(1, counts.shape[1], dtype=counts.dtype)
+        both = M.centroid_distance_from_means(means, labels, torch.cat([ones, counts]))
+        values["d_inter"], reps["d_inter"] = float(both[0]), both[1:]
         values["class_orbit_ratio"] = values["d_inter"] / values["d_intra"]
         reps["class_orbit_ratio"] = reps["d_inter"] / reps["d_intra"]
     return values, reps, per
 
 
 def _analyze_points(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
-                    labels: Tensor | None, counts: Tensor, level: float, ref: str = "z") -> dict:
+                    labels: Tensor | None, counts: Tensor, level: float, ref: str = "z",
+                    threads: int | None = 1) -> dict:
+    with torch_threads(threads):
+        return _analyze_points_now(features, anchors, labels, counts, level, ref)
+
+
+def _analyze_points_now(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
+                        labels: Tensor | None, counts: Tensor, level: float, ref: str) -> dict:
     vals, reps, profile = {}, {}, {}
     for p, f in features.items():
         vals[p], reps[p], per = point_replicates(f, None if anchors is None else anchors[p],
@@ -118,11 +127,13 @@ def _analyze_points(features: dict[str, Tensor], anchors: dict[str, Tensor] | No
 def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
                            heads: Heads | Callable | None = None, n_boot: int = 1000,
                            seed: int = 0, level: float = 0.95, controls: bool = True,
-                           device: torch.device | str = "cpu") -> dict:
+                           device: torch.device | str = "cpu", metric_threads: int | None = 1) -> dict:
     """All metrics with CIs for one family's extracted orbit features (JSON-able dict).
 
     ``heads`` (the chain used for extraction) is needed only for the controls; labels (N,)
     enable D_inter and the class/orbit ratio and stratify the bootstrap by class.
+    ``metric_threads``: intra-op threads for the metric computation (see :func:`torch_threads`;
+    None keeps torch's setting); the control heads run with torch's setting.
     """
     n = next(iter(of.features.values())).shape[0]
     if labels is not None:
@@ -131,7 +142,8 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
     res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value,
            "anchor": ("orbit step %d" % of.anchor_step) if of.anchor_step is not None
            else "clean image (identity not on the grid)"}
-    res.update(_analyze_points(of.features, of.anchors, labels, counts, level))
+    res.update(_analyze_points(of.features, of.anchors, labels, counts, level,
+                               threads=metric_threads))
     chain = as_head_chain(heads)
     if controls and chain:
         variants = of.meta.get("head_input", ["raw"])
@@ -141,11 +153,13 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
         rnd = head_points_on(rnd_z, chain, variants, device=device)
         res["controls"] = {
             "fresh_head": {"what": f"freshly initialised heads of the same architecture (seed {seed})",
-                           **_analyze_points(fresh, None, labels, counts, level)},
+                           **_analyze_points(fresh, None, labels, counts, level,
+                                             threads=metric_threads)},
             "random_directions": {"what": "z orbits replaced by isotropic random displacements with "
                                           "each orbit's mean and within-orbit sum of squares kept "
                                           f"(seed {seed}); ratios are z̃ over h(z̃)",
-                                  **_analyze_points(rnd, None, labels, counts, level)},
+                                  **_analyze_points(rnd, None, labels, counts, level,
+                                                    threads=metric_threads)},
         }
     return res
 
@@ -157,7 +171,8 @@ def analyze_orbits(backbone: Callable[[Tensor], Tensor], head: Heads | Callable 
                    n_boot: int = 1000, seed: int = 0, level: float = 0.95,
                    controls: bool = True, batch_size: int = 256,
                    device: torch.device | str = "cpu", mean: Sequence[float] | None = None,
-                   std: Sequence[float] | None = None) -> dict:
+                   std: Sequence[float] | None = None, metric_threads: int | None = 1,
+                   aux_threads: int | None = 1) -> dict:
     """Orbit analysis of ``images`` (uint8 or [0, 1] float, (N, 3, H, W)) for each family.
 
     Returns {"protocol", "definitions", "families": {name: analyze_orbit_features(...)}}.
@@ -184,8 +199,8 @@ def analyze_orbits(backbone: Callable[[Tensor], Tensor], head: Heads | Callable 
     for fam in families:
         of = extract_orbits(backbone, images, fam, steps, head, head_input=head_input,
                             value_range=value_ranges.get(fam), batch_size=batch_size,
-                            device=device, mean=mean, std=std)
+                            device=device, mean=mean, std=std, aux_threads=aux_threads)
         out["families"][fam] = analyze_orbit_features(of, labels, heads=head, n_boot=n_boot,
                                                       seed=seed, level=level, controls=controls,
-                                                      device=device)
+                                                      device=device, metric_threads=metric_threads)
     return out

@@ -28,6 +28,13 @@ Definitions (u = f / ‖f‖ row-wise where ``normalise=True``; m_i = (1/K) Σ_k
   no tangent there and give NaN.
 - alignment: cos(f_ik, a_i) to the orbit's anchor a_i = f(x_i) at the family's identity (ξ = 0
   for rotation and hue).
+
+:func:`per_image_metrics` (what the analysis uses) takes every per-orbit quantity from one
+centred K×K Gram per orbit; a squared distance g_kk + g_ll − 2 g_kl is then resolved to about
+1e-16 of the orbit's squared size (float64). The single-metric functions compute spread and
+trace directly and serve as its cross-check. Features read in float32 carry ~1e-7 relative
+noise, which sets the floor of every spread and makes the curvature of an orbit that barely
+moves (chords near that floor) meaningless.
 """
 
 from __future__ import annotations
@@ -183,29 +190,47 @@ def _alignment(f: Tensor, anchor: Tensor) -> Tensor:
     return torch.einsum("nkd,nd->nk", l2_normalise(f), a)
 
 
+def _centre_gram(g: Tensor) -> Tensor:
+    """H G H with H = I − 11ᵀ/K: the Gram of the centred orbit from the uncentred one."""
+    return (g - g.mean(dim=1, keepdim=True) - g.mean(dim=2, keepdim=True)
+            + g.mean(dim=(1, 2), keepdim=True))
+
+
 def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tensor]:
-    """Every per-image metric of orbits f (N, K, D) from one validation and one Gram per space.
+    """Every per-image metric of orbits f (N, K, D) from one uncentred K×K Gram per orbit.
 
     Returns name -> (N,) float64: spread, trace_l2, per_dim_var_l2, trace_raw, per_dim_var_raw,
     d_intra, orbit_effective_rank, (K ≥ 3) curvature_raw, curvature_arc, curvature_arc_scaled,
     (with an anchor) alignment, plus alignment_steps (N, K) and orbit_means (N, D) of u.
+    Three passes over the (N, K, D) features (Gram, orbit means, anchor products) whatever the
+    number of metrics; the L2-normalised Gram is D^{-1/2} G D^{-1/2}, D = diag G.
     """
-    f = _orbits(f)
+    if not isinstance(f, Tensor) or f.ndim != 3 or f.shape[1] < 2 or 0 in f.shape:
+        _orbits(f)  # raises the shape error
+    f = f.detach().to(torch.float64)
     n, k, d = f.shape
-    u = l2_normalise(f)
-    g = _centred_gram(u)
-    ss = _sum_sq(g)
-    raw_ss = (f - f.mean(dim=1, keepdim=True)).pow(2).sum(dim=(1, 2))
+    g = f @ f.transpose(1, 2)
+    sq = g.diagonal(dim1=1, dim2=2)  # ‖f_ik‖²: NaN/inf anywhere in f shows here
+    if not bool(torch.isfinite(sq).all()):
+        raise ValueError("orbit features contain NaN/inf; the model produced non-finite outputs")
+    inv = sq.sqrt().clamp_min(_TINY).reciprocal()  # (N, K)
+    gu = _centre_gram(g * inv[:, :, None] * inv[:, None, :])
+    ss = _sum_sq(gu)
+    raw_ss = _sum_sq(_centre_gram(g))
     out = {"spread": ss / k, "trace_l2": ss / (k - 1), "per_dim_var_l2": ss / (k - 1) / d,
            "trace_raw": raw_ss / (k - 1), "per_dim_var_raw": raw_ss / (k - 1) / d,
-           "d_intra": _d_intra_g(g), "orbit_effective_rank": _erank_g(g)}
+           "d_intra": _d_intra_g(gu), "orbit_effective_rank": _erank_g(gu)}
     if k >= 3:
-        out["curvature_raw"], out["curvature_arc"], out["curvature_arc_scaled"] = _curvatures_g(g)
+        out["curvature_raw"], out["curvature_arc"], out["curvature_arc_scaled"] = _curvatures_g(gu)
     if anchor is not None:
-        cos = _alignment(f, anchor)
+        if not isinstance(anchor, Tensor) or tuple(anchor.shape) != (n, d):
+            _alignment(f, anchor)  # raises the shape error
+        a = anchor.detach().to(torch.float64).to(f.device)
+        a = a / a.norm(dim=1, keepdim=True).clamp_min(_TINY)
+        cos = torch.einsum("nkd,nd->nk", f, a) * inv
         out["alignment"] = cos.mean(dim=1)
         out["alignment_steps"] = cos
-    out["orbit_means"] = u.mean(dim=1)
+    out["orbit_means"] = torch.einsum("nkd,nk->nd", f, inv) / k
     return out
 
 
@@ -240,15 +265,19 @@ def centroid_distance_from_means(means: Tensor, labels: Tensor, weights: Tensor 
     w = w.reshape(-1, n).to(means.device)
     if bool((w < 0).any()):
         raise ValueError("image weights must be non-negative multiplicities")
-    members = [torch.nonzero(y == c).reshape(-1) for c in classes]
-    gram = means @ means.T
-    mass = torch.stack([w[:, m].sum(dim=1) for m in members], dim=1)  # (B, C)
-    a = torch.zeros(w.shape[0], len(members), n, dtype=torch.float64, device=means.device)
-    proj = torch.empty_like(a)  # proj[:, c] = α_cᵀ G, using only class c's rows of G
-    for c, m in enumerate(members):
-        a[:, c, m] = w[:, m] / mass[:, c:c + 1].clamp_min(_TINY)
-        proj[:, c] = a[:, c, m] @ gram[m]
-    q = proj @ a.transpose(1, 2)  # (B, C, C): α_aᵀ G α_b
+    order = torch.argsort(y, stable=True)  # classes contiguous: slices instead of gathers
+    sizes = torch.unique_consecutive(y[order], return_counts=True)[1].tolist()
+    bounds = [0] + torch.cumsum(torch.tensor(sizes), 0).tolist()
+    ms, w = means[order], w[:, order]
+    gram = ms @ ms.T
+    mass = torch.stack([w[:, s:e].sum(dim=1) for s, e in zip(bounds[:-1], bounds[1:])], dim=1)
+    alpha = w / torch.repeat_interleave(mass.clamp_min(_TINY), torch.tensor(sizes), dim=1)
+    onehot = torch.repeat_interleave(torch.eye(len(sizes), dtype=torch.float64), torch.tensor(sizes),
+                                     dim=0).to(means.device)  # (N, C)
+    q = torch.empty(w.shape[0], len(sizes), len(sizes), dtype=torch.float64, device=means.device)
+    for c, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        proj = alpha[:, s:e].contiguous() @ gram[s:e]  # (B, N): α_cᵀ G over class c's rows only
+        q[:, c] = (proj * alpha) @ onehot  # α_cᵀ G α_b for every class b
     diag = q.diagonal(dim1=1, dim2=2)
     dist = (diag[:, :, None] + diag[:, None, :] - 2 * q).clamp_min(0.0).sqrt()
     c = classes.numel()
