@@ -74,8 +74,8 @@ def quick() -> C8Config:
     """shapes (1024 images, 32 px), ResNet-18 width 0.125, heads 64-128-128 / 128-32-128, batch 32,
     100 SGD steps at constant lr 0.05, tracking every 10 steps (11 points), 4 runs × 2 seeds.
 
-    Command: ``headgeom reproduce --only C8 --preset quick``. Runtime: about 3 min on 2 idle CPU cores
-    (about 8 min measured on 2 cores shared with other jobs). Measures λ_min/λ_max/n_negative of the
+    Command: ``headgeom reproduce --only C8 --preset quick``. Runtime: 86 s measured (one torch thread,
+    2 CPU cores shared with other jobs, load 4-6). Measures λ_min/λ_max/n_negative of the
     per-sample H_eff blocks (8 probe samples, ambient and MSE readings), ‖M‖/‖H‖, spread, escape.
     """
     return C8Config()
@@ -99,8 +99,9 @@ def paper() -> C8Config:
     predictor 2048-512-2048, no BN, batch 256, SGD lr 0.05 (momentum 0.9, no weight decay), 100 epochs,
     tracked once per epoch (195 steps), 4 runs × 3 seeds, on the GPU.
 
-    Command: ``headgeom reproduce --only C8 --preset paper``. Runtime: about 12 GPU-hours on one
-    H200 (12 runs of 100 epochs; estimated, not run). On 2 CPU cores: not feasible.
+    Command: ``headgeom reproduce --only C8 --preset paper``. Runtime: roughly 2-4 GPU-hours on one
+    H200 (12 runs of 100 epochs plus per-epoch tracking; a rough estimate from the training stack's
+    5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
     return C8Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                     out_dim=2048, pred_hidden=512, batch_size=256, epochs=100, max_steps=None,

@@ -79,8 +79,8 @@ def quick() -> GridConfig:
     """shapes (1024 images, 32 px), ResNet-18 width 0.125, heads 64-128-128 / 128-64-128, batch 32,
     60 SGD steps (cosine schedule over 2 epochs), tracking every 15 steps, 14 runs × 1 seed.
 
-    Command: ``headgeom reproduce --only GRID --preset quick``. Runtime: about 3-4 min on 2 idle CPU
-    cores (about 10 min measured on 2 shared cores). 60 steps is far too short to judge escape: the quick
+    Command: ``headgeom reproduce --only GRID --preset quick``. Runtime: 96 s measured (one torch thread,
+    2 CPU cores shared with other jobs, load 4-6). 60 steps is far too short to judge escape: the quick
     preset checks the plumbing and the early geometry, its verdicts say little.
     """
     return GridConfig()
@@ -102,8 +102,8 @@ def paper() -> GridConfig:
     """The paper's grid: CIFAR-10, ResNet-18 (d = 512), projector 512-2048-2048, predictor
     2048-512-2048, batch 512, 50 epochs (97 steps each, tracked per epoch), seeds 0, 1, 2, on the GPU.
 
-    Command: ``headgeom reproduce --only GRID --preset paper``. Runtime: about 14 GPU-hours on one
-    H200 (42 runs of 50 epochs; estimated, not run). On 2 CPU cores: not feasible.
+    Command: ``headgeom reproduce --only GRID --preset paper``. Runtime: roughly 3-5 GPU-hours on one
+    H200 (42 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
     return GridConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                       out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
