@@ -74,15 +74,15 @@ def quick() -> C12Config:
 
 
 def small() -> C12Config:
-    """CIFAR-10, ResNet-18 width 0.125, head 64-512-256 ReLU+BN, batch 256, 500 Adam steps (about 2.6
-    epochs), probes on 10,000 / 2,000 images (rotation 2,000 / 1,000 × 4), 2 seeds.
+    """CIFAR-10, ResNet-18 width 0.125, head 64-512-256 ReLU+BN, batch 256, 5 epochs (975 Adam steps),
+    probes on 10,000 / 2,000 images (rotation 2,000 / 1,000 × 4), 2 seeds.
 
     Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C12 --preset small``. Runtime:
-    about 50 min on 2 idle CPU cores (estimated from the measured 0.023 CPU-s per image of the quick model,
-    not run end to end).
+    about 40 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
+    to end).
     """
     return C12Config(preset="small", data="cifar10", data_options=(), hidden=512, out_dim=256,
-                     batch_size=256, epochs=3, max_steps=500, eval_train=10_000, eval_test=2_000,
+                     batch_size=256, epochs=5, max_steps=None, eval_train=10_000, eval_test=2_000,
                      rotation_train=2_000, rotation_test=1_000)
 
 

@@ -87,15 +87,15 @@ def quick() -> GridConfig:
 
 
 def small() -> GridConfig:
-    """CIFAR-10, ResNet-18 width 0.125, heads 64-256-256 / 256-128-256, batch 128, 120 steps (cosine over
-    one epoch, stopped at 120), tracking every 20 steps, 14 runs × 1 seed (raise with ``--seeds``).
+    """CIFAR-10, ResNet-18 width 0.125, heads 64-256-256 / 256-128-256, batch 128, one epoch (390 steps,
+    cosine), tracking every 39 steps, 14 runs × 1 seed (raise with ``--seeds``).
 
     Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only GRID --preset small``. Runtime:
-    about 50 min on 2 idle CPU cores (estimated from the measured 0.023 CPU-s per image of the quick model,
-    not run end to end).
+    about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
+    to end).
     """
     return GridConfig(preset="small", data="cifar10", data_options=(), hidden=256, out_dim=256, pred_hidden=128,
-                      batch_size=128, epochs=1, max_steps=120, track_every=20, probe_size=64, block_samples=4)
+                      batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64, block_samples=4)
 
 
 def paper() -> GridConfig:
