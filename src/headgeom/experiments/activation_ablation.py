@@ -120,7 +120,8 @@ def train_config(config: AblationConfig, act: str, seed: int):
 
     return TrainConfig(
         method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(act, config.hidden, config.out_dim), predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
+        head=paper_head(act, config.hidden, config.out_dim),
+        predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
         pseudo_collapse=config.pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
         data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
         normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
@@ -153,7 +154,8 @@ def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
     done, records, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
                                      block_samples=config.block_samples, after=knn_of_run(config))
     out: dict[str, Any] = {"activation": act, "steps": [int(r["step"]) for r in records],
-                           "final_loss": done.get("final_loss"), "spread_projector": series(records, "spread_projector"),
+                           "final_loss": done.get("final_loss"),
+                           "spread_projector": series(records, "spread_projector"),
                            "spread_z": series(records, "spread_z")}
     first = None
     for r in config.readings:

@@ -112,8 +112,9 @@ def train_config(config: C12Config, seed: int):
 
     return TrainConfig(
         method="simclr_oneway", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head("relu", config.hidden, config.out_dim, bn=True), method_options={"temperature": config.temperature},
-        data=config.data, data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
+        head=paper_head("relu", config.hidden, config.out_dim, bn=True),
+        method_options={"temperature": config.temperature}, data=config.data, data_dir=config.data_dir,
+        data_options=dict(config.data_options), image_size=config.image_size,
         epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed, optimizer="adam",
         lr=config.lr, weight_decay=config.weight_decay, schedule="constant", device=config.device, progress=False,
     )
@@ -177,7 +178,8 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> d
     n = len(gaps)
     above = sum(g > b for g, b in zip(gaps, bands)) / n
     below = sum(g < -b for g, b in zip(gaps, bands)) / n
-    verdict = "supported" if above >= config.majority else "not supported" if below >= config.majority else "inconclusive"
+    verdict = ("supported" if above >= config.majority
+               else "not supported" if below >= config.majority else "inconclusive")
     head_out = results[0][1]["head_output_point"]
     meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
             f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
@@ -216,7 +218,8 @@ def _figure(results: list[tuple[dict, dict]]):
     points = results[0][1]["points"]
     fig, axes = plt.subplots(1, len(PROBES), figsize=(4.4 * len(PROBES), 3.6), squeeze=False)
     for ax, probe in zip(axes[0], PROBES):
-        for variant, keep in (("raw", lambda p: not p.startswith("l2z/")), ("l2 input", lambda p: p == "z" or p.startswith("l2z/"))):
+        for variant, keep in (("raw", lambda p: not p.startswith("l2z/")),
+                              ("l2 input", lambda p: p == "z" or p.startswith("l2z/"))):
             pts = [p for p in points if keep(p)]
             if variant == "l2 input" and len(pts) < 2:
                 continue
@@ -243,7 +246,8 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
         notes.append("shapes draws every image's shape angle and shading direction uniformly, so its image distribution "
                      "is invariant under the 4 rotations: the rotation probe has nothing to find there (chance 0.25) "
                      "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")
-    return Summary(claims=claims, tables=[("C12: test accuracy per feature point (mean ± std (n seeds))", _table(results))],
+    return Summary(claims=claims,
+                   tables=[("C12: test accuracy per feature point (mean ± std (n seeds))", _table(results))],
                    figures=[("probes", lambda: _figure(results))], notes=notes)
 
 

@@ -126,7 +126,8 @@ def train_config(config: C8Config, run: str, seed: int):
     act, alpha = RUNS[run]
     return TrainConfig(
         method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(act, config.hidden, config.out_dim), predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
+        head=paper_head(act, config.hidden, config.out_dim),
+        predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
         pseudo_collapse=alpha, method_options={"recipe": "paper_simsiam"}, data=config.data,
         data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
         normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
@@ -217,8 +218,8 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
         flags = [bool(m["escaped"]) for m in ms if m.get("escaped") is not None and not m.get("dead_head")]
         (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
     verdict, reason = contrast_verdict(pos, neg, config.majority)
-    criterion = (f"{ESCAPE_DEFINITION}, escape_level = {config.escape_level:g} (k = {config.out_dim}); judged on the pseudo-collapsed runs "
-                 f"only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
+    criterion = (f"{ESCAPE_DEFINITION}, escape_level = {config.escape_level:g} (k = {config.out_dim}); judged on "
+                 f"the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
                  + f"; dead seeds left out. Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
             "measured": meas, "verdict": verdict, "criterion": criterion}
@@ -226,7 +227,8 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
 
 def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
     cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
-    lines = ["| run | " + " | ".join(cols) + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | loss |",
+    lines = ["| run | " + " | ".join(cols)
+             + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | loss |",
              "|" + "---|" * (len(cols) + 7)]
     for run in config.runs:
         ms = groups.get(run)
@@ -237,7 +239,8 @@ def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
         row = ([pm([m[f"frac_points_negative[{r}]"] for m in ms], ".2f") for r in config.readings]
                + [pm([m[f"lambda_min_min[{r}]"] for m in ms]) for r in config.readings]
                + [pm(mr), pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
-                  f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}", f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}",
+                  f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}",
+                  f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}",
                   pm([m["final_loss"] for m in ms], ".4f")])
         lines.append(f"| {run} | " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -248,7 +251,8 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
     groups = _groups(results)
     activation_of = {r: RUNS[r][0] for r in groups}
     collapsed = {r: RUNS[r][1] is not None for r in groups}
-    setting = {"objective": "simsiam (negative cosine, stop-gradient)", "head": paper_head("{act}", config.hidden, config.out_dim),
+    setting = {"objective": "simsiam (negative cosine, stop-gradient)",
+               "head": paper_head("{act}", config.hidden, config.out_dim),
                "predictor": paper_predictor("{act}", config.pred_hidden, config.out_dim), "data": config.data,
                "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
                "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}

@@ -118,7 +118,8 @@ def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     n = config.seeds if seeds is None else seeds
     if n < 1:
         raise ValueError(f"the collapse grid needs at least one seed; got {n}")
-    return [{"activation": a, "bn": bool(bn), "lr": float(lr), "seed": s} for a, bn, lr in config.runs for s in range(n)]
+    return [{"activation": a, "bn": bool(bn), "lr": float(lr), "seed": s}
+            for a, bn, lr in config.runs for s in range(n)]
 
 
 def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
@@ -181,7 +182,8 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
         meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
         meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
     criterion = (f"{ESCAPE_DEFINITION}; escape_level = {config.escape_level:g} (k = {config.out_dim}); a run that never "
-                 f"collapsed (BN heads) counts as escaped: the question is whether it ends non-collapsed; escape expected in {positive}, not "
+                 f"collapsed (BN heads) counts as escaped: the question is whether it ends non-collapsed; "
+                 f"escape expected in {positive}, not "
                  f"expected in {negative}; " + contrast_rule(config.majority) + f"; dead seeds left out "
                  f"({DEAD_DEFINITION}). Outcome: {reason}")
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
