@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.c8_hessian_tracking import curvature_claim
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, dead_head, escape, heff_series, m_ratio_series, negative_fraction, paper_head, paper_predictor,
     pm, run_training, series, trajectory_figure)
@@ -65,6 +65,7 @@ class AblationConfig:
     eval_train: int | None = 1024
     eval_test: int | None = 512
     device: str = "cpu"
+    num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
 def quick() -> AblationConfig:
@@ -101,7 +102,8 @@ def paper() -> AblationConfig:
     """
     return AblationConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                           out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
-                          probe_size=256, block_samples=32, eval_train=None, eval_test=None, device="auto")
+                          probe_size=256, block_samples=32, eval_train=None, eval_test=None, device="auto",
+                          num_threads=None)
 
 
 def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -147,6 +149,11 @@ def knn_of_run(config: AblationConfig):
 
 def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one activation; λ_min trajectories, spread, kNN per feature point."""
+    with torch_threads(config.num_threads):
+        return _run_cell(config, cell)
+
+
+def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     act, seed = cell["activation"], int(cell["seed"])
     if act not in ACTIVATIONS:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
@@ -60,6 +60,7 @@ class C12Config:
     margin: float = 0.01  # accuracy difference (fraction) below which z and h(z) count as tied
     majority: float = 0.8
     device: str = "cpu"
+    num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
 def quick() -> C12Config:
@@ -96,7 +97,7 @@ def paper() -> C12Config:
     """
     return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                      out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
-                     rotation_train=10_000, rotation_test=None, device="auto")
+                     rotation_train=10_000, rotation_test=None, device="auto", num_threads=None)
 
 
 def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -135,6 +136,11 @@ def _probe(config: C12Config):
 
 def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one seed and probe every feature point; accuracies per probe and point."""
+    with torch_threads(config.num_threads):
+        return _run_cell(config, cell)
+
+
+def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     done, _, res = run_training(train_config(config, int(cell["seed"])), (), after=_probe(config))
     if done.get("diverged"):

@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series, trajectory_figure)
@@ -68,6 +68,7 @@ class C8Config:
     escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
     majority: float = 0.8
     device: str = "cpu"
+    num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
 def quick() -> C8Config:
@@ -105,7 +106,7 @@ def paper() -> C8Config:
     """
     return C8Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                     out_dim=2048, pred_hidden=512, batch_size=256, epochs=100, max_steps=None,
-                    track_every=195, probe_size=256, block_samples=32, device="auto")
+                    track_every=195, probe_size=256, block_samples=32, device="auto", num_threads=None)
 
 
 def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -139,6 +140,11 @@ def train_config(config: C8Config, run: str, seed: int):
 
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one run and return its trajectories and per-run summaries (keys below)."""
+    with torch_threads(config.num_threads):
+        return _run_cell(config, cell)
+
+
+def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     run, seed = cell["run"], int(cell["seed"])
     if run not in RUNS:

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape, paper_head,
     heff_series, m_ratio_series, paper_predictor, pm, run_training, series, trajectory_figure)
@@ -73,6 +73,7 @@ class GridConfig:
     escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
     majority: float = 0.8
     device: str = "cpu"
+    num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
 def quick() -> GridConfig:
@@ -107,7 +108,7 @@ def paper() -> GridConfig:
     """
     return GridConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                       out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
-                      probe_size=256, block_samples=8, device="auto")
+                      probe_size=256, block_samples=8, device="auto", num_threads=None)
 
 
 def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -139,6 +140,11 @@ def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
 
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one grid run; trajectories, escape and dead-head flags."""
+    with torch_threads(config.num_threads):
+        return _run_cell(config, cell)
+
+
+def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     act, bn, lr, seed = cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"])
     done, records, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
