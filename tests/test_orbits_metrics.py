@@ -226,3 +226,22 @@ def test_other_errors():
         M.per_image_metrics(bad)
     with pytest.raises(ValueError, match="effective_rank needs"):
         M.effective_rank(torch.randn(1, 4))
+
+
+def test_gram_route_resolves_a_strongly_compressed_orbit():
+    # a head that compresses 1e4-fold: orbit radius 1e-4 around a unit-norm centre (spread ~1e-8);
+    # the uncentred-Gram route of per_image_metrics must agree with the direct centred formulas
+    th = np.deg2rad(np.arange(0, 360, 30))
+    fine = np.deg2rad(np.linspace(0, 45, 12))  # the pretrained protocol's small steps (δ ≈ 4.1°)
+    f = torch.from_numpy(np.stack([circle_orbit(1e-4, 1.0, th, D, 0), circle_orbit(3e-5, 2.0, th, D, 1),
+                                   circle_orbit(1e-4, 1.0, fine, D, 2)]))
+    per = M.per_image_metrics(f)
+    for name, direct in (("spread", M.orbit_spread(f)), ("trace_raw", M.within_orbit_trace(f, False)),
+                         ("d_intra", M.d_intra(f)), ("curvature_raw", M.curvature_raw(f))):
+        torch.testing.assert_close(per[name], direct, rtol=1e-5, atol=0, msg=name)
+    assert float(per["spread"][0]) == pytest.approx(1e-8 / (1 + 1e-8), rel=1e-5)  # (r/ρ)², μ = 0
+    for i in (0, 2):  # arc-length curvature ρ/r on the normalised circle, at any step
+        assert float(per["curvature_arc"][i]) == pytest.approx(math.sqrt(1 + 1e-8) / 1e-4, rel=1e-6)
+    delta = fine[1] - fine[0]
+    assert float(per["curvature_raw"][2]) == pytest.approx(4e-4 / math.sqrt(1 + 1e-8)
+                                                          * math.sin(delta / 2) ** 2, rel=1e-6)

@@ -29,10 +29,11 @@ Definitions (u = f / ‖f‖ row-wise where ``normalise=True``; m_i = (1/K) Σ_k
 - alignment: cos(f_ik, a_i) to the orbit's anchor a_i = f(x_i) at the family's identity (ξ = 0
   for rotation and hue).
 
-:func:`per_image_metrics` (what the analysis uses) takes every per-orbit quantity from one
-centred K×K Gram per orbit; a squared distance g_kk + g_ll − 2 g_kl is then resolved to about
-1e-16 of the orbit's squared size (float64). The single-metric functions compute spread and
-trace directly and serve as its cross-check. Features read in float32 carry ~1e-7 relative
+:func:`per_image_metrics` (what the analysis uses) takes the per-orbit quantities from K×K
+Grams of vectors formed in feature space (the centred orbit, the chords), so a squared distance
+g_kk + g_ll − 2 g_kl is resolved to about 1e-16 of the orbit's (or the chords') squared size in
+float64 however small the orbit. The single-metric functions compute spread, trace and the raw
+curvature directly and serve as its cross-check. Features read in float32 carry ~1e-7 relative
 noise, which sets the floor of every spread and makes the curvature of an orbit that barely
 moves (chords near that floor) meaningless.
 """
@@ -101,25 +102,22 @@ def _d_intra_g(g: Tensor) -> Tensor:
     return _sq_dist(g)[:, iu[0], iu[1]].sqrt().mean(dim=1)
 
 
-def _difference_matrix(k: int, order: int, like: Tensor) -> Tensor:
-    e = torch.eye(k, dtype=like.dtype, device=like.device)
-    for _ in range(order):
-        e = e[1:] - e[:-1]
-    return e  # (K - order, K): rows are the difference stencils
-
-
-def _curvatures_g(g: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """(raw second difference, arc-length curvature, × arc length) per orbit from G."""
-    k = g.shape[1]
-    e2 = _difference_matrix(k, 2, g)
-    raw = (e2 @ g @ e2.T).diagonal(dim1=1, dim2=2).clamp_min(0.0).sqrt().mean(dim=1)
-    e1 = _difference_matrix(k, 1, g)
-    s = e1 @ g @ e1.T  # chord inner products <s_k, s_l>
-    ell = s.diagonal(dim1=1, dim2=2).clamp_min(0.0).sqrt()  # (N, K-1)
-    cos = s.diagonal(offset=-1, dim1=1, dim2=2) / (ell[:, 1:] * ell[:, :-1])  # NaN at a zero chord
+def _curvatures_s(s: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """(raw second difference, arc-length curvature, × arc length) per orbit from the chord
+    Gram S_kl = <s_k, s_l> of the first differences s_k = f_{k+1} − f_k, (N, K−1, K−1)."""
+    ell = s.diagonal(dim1=1, dim2=2).clamp_min(0.0).sqrt()  # (N, K-1) chord lengths
+    off = s.diagonal(offset=-1, dim1=1, dim2=2)  # <s_k, s_{k-1}>
+    sq = s.diagonal(dim1=1, dim2=2)
+    raw = (sq[:, 1:] + sq[:, :-1] - 2 * off).clamp_min(0.0).sqrt().mean(dim=1)  # ‖s_k − s_{k−1}‖
+    cos = off / (ell[:, 1:] * ell[:, :-1])  # NaN at a zero chord
     turn = (2.0 - 2.0 * cos.clamp(-1.0, 1.0)).sqrt()  # ‖t_k − t_{k−1}‖
     arc = (turn / (0.5 * (ell[:, 1:] + ell[:, :-1]))).mean(dim=1)
     return raw, arc, arc * ell.sum(dim=1)
+
+
+def _chord_gram(u: Tensor) -> Tensor:
+    d = u[:, 1:] - u[:, :-1]  # differences in feature space: no cancellation for small orbits
+    return d @ d.transpose(1, 2)
 
 
 def _erank_g(g: Tensor) -> Tensor:
@@ -168,12 +166,12 @@ def curvature_raw(f: Tensor, normalise: bool = True) -> Tensor:
 
 def curvature_arc(f: Tensor, normalise: bool = True) -> Tensor:
     """Arc-length curvature mean_k ‖t_k − t_{k−1}‖ / ((ℓ_k + ℓ_{k−1}) / 2). -> (N,); 1/r on a circle."""
-    return _curvatures_g(_centred_gram(_prep(f, normalise, min_steps=3)))[1]
+    return _curvatures_s(_chord_gram(_prep(f, normalise, min_steps=3)))[1]
 
 
 def curvature_arc_scaled(f: Tensor, normalise: bool = True) -> Tensor:
     """:func:`curvature_arc` times the orbit's arc length Σ_k ℓ_k: dimensionless. -> (N,)."""
-    return _curvatures_g(_centred_gram(_prep(f, normalise, min_steps=3)))[2]
+    return _curvatures_s(_chord_gram(_prep(f, normalise, min_steps=3)))[2]
 
 
 def anchor_alignment(f: Tensor, anchor: Tensor) -> Tensor:
@@ -197,13 +195,14 @@ def _centre_gram(g: Tensor) -> Tensor:
 
 
 def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tensor]:
-    """Every per-image metric of orbits f (N, K, D) from one uncentred K×K Gram per orbit.
+    """Every per-image metric of orbits f (N, K, D), from a few K×K Grams per orbit.
 
     Returns name -> (N,) float64: spread, trace_l2, per_dim_var_l2, trace_raw, per_dim_var_raw,
     d_intra, orbit_effective_rank, (K ≥ 3) curvature_raw, curvature_arc, curvature_arc_scaled,
     (with an anchor) alignment, plus alignment_steps (N, K) and orbit_means (N, D) of u.
-    Three passes over the (N, K, D) features (Gram, orbit means, anchor products) whatever the
-    number of metrics; the L2-normalised Gram is D^{-1/2} G D^{-1/2}, D = diag G.
+    Grams: raw G = f fᵀ (norms, and the raw trace as a sum of squares), the centred Gram of
+    u (centred in feature space, so small orbits keep their relative precision), and the chord
+    Gram of u's first differences (curvatures). About nine passes over (N, K, D) in all.
     """
     if not isinstance(f, Tensor) or f.ndim != 3 or f.shape[1] < 2 or 0 in f.shape:
         _orbits(f)  # raises the shape error
@@ -214,23 +213,27 @@ def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tens
     if not bool(torch.isfinite(sq).all()):
         raise ValueError("orbit features contain NaN/inf; the model produced non-finite outputs")
     inv = sq.sqrt().clamp_min(_TINY).reciprocal()  # (N, K)
-    gu = _centre_gram(g * inv[:, :, None] * inv[:, None, :])
+    u = f * inv[..., None]
+    means = u.mean(dim=1)
+    centred = u - means[:, None]
+    gu = centred @ centred.transpose(1, 2)
     ss = _sum_sq(gu)
     raw_ss = _sum_sq(_centre_gram(g))
     out = {"spread": ss / k, "trace_l2": ss / (k - 1), "per_dim_var_l2": ss / (k - 1) / d,
            "trace_raw": raw_ss / (k - 1), "per_dim_var_raw": raw_ss / (k - 1) / d,
            "d_intra": _d_intra_g(gu), "orbit_effective_rank": _erank_g(gu)}
     if k >= 3:
-        out["curvature_raw"], out["curvature_arc"], out["curvature_arc_scaled"] = _curvatures_g(gu)
+        out["curvature_raw"], out["curvature_arc"], out["curvature_arc_scaled"] = \
+            _curvatures_s(_chord_gram(u))
     if anchor is not None:
         if not isinstance(anchor, Tensor) or tuple(anchor.shape) != (n, d):
             _alignment(f, anchor)  # raises the shape error
         a = anchor.detach().to(torch.float64).to(f.device)
         a = a / a.norm(dim=1, keepdim=True).clamp_min(_TINY)
-        cos = torch.einsum("nkd,nd->nk", f, a) * inv
+        cos = torch.einsum("nkd,nd->nk", u, a)
         out["alignment"] = cos.mean(dim=1)
         out["alignment_steps"] = cos
-    out["orbit_means"] = torch.einsum("nkd,nk->nd", f, inv) / k
+    out["orbit_means"] = means
     return out
 
 
