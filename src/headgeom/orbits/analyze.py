@@ -41,7 +41,9 @@ DEFINITIONS = {
     "trace_raw": "trace of the within-orbit covariance of the raw features f",
     "per_dim_var_raw": "trace_raw / D (the paper's pretrained per-dimension variance)",
     "d_intra": "mean pairwise distance ‖u_ik − u_il‖ within an orbit, mean over images",
-    "d_inter": "mean distance between class centroids of u over class pairs",
+    "d_inter": "mean distance between class centroids of u over class pairs (a distance between "
+               "noisy centroids is biased upward, and more so in resamples with repeated images: "
+               "the percentile interval can sit above the estimate with few images per class)",
     "class_orbit_ratio": "d_inter / d_intra",
     "orbit_effective_rank": "exp(entropy of the normalised eigenvalues of each orbit's "
                             "covariance of u), mean over images (at most K − 1)",
