@@ -20,9 +20,10 @@ verdict (one of ``VERDICTS``) and criterion (the rule the verdict used, in words
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
 VERDICTS = ("supported", "not supported", "inconclusive")
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion")
@@ -97,23 +98,6 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
            "min": min(finite) if finite else None, "max": max(finite) if finite else None}
     out.update(extra)
     return out
-
-
-@contextmanager
-def torch_threads(n: int | None):
-    """Run the block with ``n`` torch threads (None: as set), restoring the count afterwards.
-
-    Experiment cells on tiny matrices set 1: thread start-up dominates small blocks on shared cores.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    if n is not None:
-        torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def load_all() -> dict[str, Experiment]:

@@ -25,6 +25,7 @@ from torch import Tensor, nn
 
 from headgeom.augment.families import AugmentationFamily, get_family, orbit, orbit_values
 from headgeom.eval.features import Heads, as_head_chain, feature_points, point_names
+from headgeom.threads import torch_threads
 
 __all__ = ["OrbitFeatures", "as_unit_images", "eval_mode", "extract_orbits", "run_points",
            "torch_threads"]
@@ -65,29 +66,6 @@ def eval_mode(modules: Sequence[object]) -> Iterator[None]:
     finally:
         for m, flag in saved:
             m.training = flag
-
-
-@contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with ``n`` intra-op threads (None: unchanged); the setting is restored.
-
-    The augmentations and the metrics are many small tensor ops; with several OpenMP threads
-    each op pays a barrier that, on a busy machine, costs far more than the op (measured on the
-    shared 2-core box: D_inter replicates 0.55 s CPU with 2 threads, 0.012 s with 1; rotating
-    2520 32-px images 1.2-9.9 s with 2 threads, 0.37 s with 1). Big matmuls and convolutions
-    (backbone, heads) keep torch's setting.
-    """
-    if n is None:
-        yield
-        return
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"thread counts must be a positive int or None, got {n!r}")
-    saved = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(saved)
 
 
 def as_unit_images(images: Tensor) -> Tensor:
