@@ -87,8 +87,8 @@ def small() -> C8Config:
     one epoch (390 steps, constant lr 0.05), tracking every 39 steps (11 points), 4 runs × 3 seeds.
 
     Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C8 --preset small``.
-    Runtime: about 40 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s;
-    not run end to end). Measures the same quantities as quick.
+    Runtime: 27.5 min measured end to end (one torch thread, 2 CPU cores shared with other jobs, load
+    4-6). Measures the same quantities as quick.
     """
     return C8Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=512,
                     pred_hidden=256, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64,
