@@ -194,3 +194,20 @@ def test_simsiam_and_byol_geometry_losses_declare_their_curvature():
         assert eh.last_block_path == "sandwich+declared-curvature"
         ref_h, _, _ = reference_parts(head, loss, z, "ambient")
         assert_close(h, diagonal_blocks(ref_h, N, D), what=f"scale {scale}")
+
+
+def test_unfolded_linear_tail_after_the_last_activation():
+    # 5 -> 2 -> 6 after the last activation is not folded (a bottleneck): the tail is two Linears
+    head = nn.Sequential(nn.Linear(D, 7), nn.SiLU(), nn.Linear(7, 5), nn.Linear(5, 2), nn.Linear(2, 6)).to(DT).eval()
+    linear = nn.Sequential(nn.Linear(D, 3, bias=False), nn.Linear(3, 2, bias=False), nn.Linear(2, 5, bias=False)).to(DT)
+    z = torch.randn(N, D, dtype=DT)
+    for h in (head, linear):
+        k = h(z).shape[1]
+        loss = losses(k)["cosine-declared"]
+        eh = effective_hessian(h, loss, z, block_strategy="sandwich")
+        got_h, got_g, got_m = eh.decomposed_blocks()
+        ref_h, ref_g, ref_m = reference_parts(h, loss, z, "ambient")
+        assert sum(isinstance(m, nn.Linear) for m in eh.structured_layers) >= 2
+        assert_close(got_g, diagonal_blocks(ref_g, N, D), what="G")
+        assert_close(got_m, diagonal_blocks(ref_m, N, D), what="M")
+        assert_close(eh.blocks(), diagonal_blocks(ref_h, N, D), what="H")

@@ -169,7 +169,9 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     acts = vp.act_index
     p = len(acts)
     tail = _linears_between(layers, (acts[-1] + 1) if acts else 0, len(layers))
-    w_tail = tail[0].weight if tail else None  # fuse_affine_runs leaves at most one
+    w_tail = None  # the affine map after the last activation (a bottleneck may stay unfolded)
+    for lin in tail:
+        w_tail = lin.weight if w_tail is None else lin.weight @ w_tail
 
     eye = torch.eye(d, dtype=dtype, device=device)
     shared = eye  # P_0ᵀ... the pre-activation Jacobianᵀ of the first activation, same for all samples
