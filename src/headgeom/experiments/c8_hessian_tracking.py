@@ -286,8 +286,3 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
 ))
-
-# The collapse grid and the activation ablation are C8's companions but live in modules whose names do not
-# start with c<digit>, which registry.load_all does not import; importing them here registers them with
-# ``headgeom reproduce`` (harmless once load_all imports every experiment module).
-from headgeom.experiments import activation_ablation, collapse_grid  # noqa: E402,F401

@@ -100,14 +100,24 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
     return out
 
 
-def load_all() -> dict[str, Experiment]:
-    """Import every experiment module so that it registers itself."""
-    import importlib
+NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells"})
+
+
+def experiment_modules() -> list[str]:
+    """Names of the modules of headgeom.experiments that register experiments (all but the
+    machinery: registry, runner, shared helpers, and private modules)."""
     import pkgutil
 
     import headgeom.experiments as pkg
 
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name[:1] == "c" and info.name[1:2].isdigit():
-            importlib.import_module(f"headgeom.experiments.{info.name}")
+    return [info.name for info in pkgutil.iter_modules(pkg.__path__)
+            if not info.name.startswith("_") and info.name not in NOT_EXPERIMENTS]
+
+
+def load_all() -> dict[str, Experiment]:
+    """Import every experiment module so that it registers itself."""
+    import importlib
+
+    for name in experiment_modules():
+        importlib.import_module(f"headgeom.experiments.{name}")
     return EXPERIMENTS

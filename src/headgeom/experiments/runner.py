@@ -35,7 +35,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, Experiment, Summary, load_all
+from headgeom.experiments.registry import (EXPERIMENTS, VERDICTS, Experiment, Summary, experiment_modules,
+                                          load_all)
 from headgeom.io import atomic_write_json
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -89,6 +90,12 @@ def cell_key(cell: dict[str, Any], config: Any = None) -> str:
         parts.append(f"{k}={v}")
     slug = re.sub(r"[^A-Za-z0-9=.+-]+", "_", "_".join(parts)).strip("_.")[:80] or "cell"
     return f"{slug}-{digest}"
+
+
+def current_run_dir() -> Path | None:
+    """The run directory of the cell being run (None outside the runner)."""
+    current = _LOG_FILE.get()
+    return None if current is None else current[0].parent
 
 
 def log_metrics(record: dict[str, Any]) -> bool:
@@ -157,17 +164,12 @@ def _load() -> dict[str, str]:
         load_all()
         return {}
     except Exception:  # noqa: BLE001 - fall back to importing module by module
-        import pkgutil
-
-        import headgeom.experiments as pkg
-
         errors = {}
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if info.name[:1] == "c" and info.name[1:2].isdigit():
-                try:
-                    importlib.import_module(f"headgeom.experiments.{info.name}")
-                except Exception as err:  # noqa: BLE001
-                    errors[info.name] = f"{type(err).__name__}: {err}"
+        for name in experiment_modules():
+            try:
+                importlib.import_module(f"headgeom.experiments.{name}")
+            except Exception as err:  # noqa: BLE001
+                errors[name] = f"{type(err).__name__}: {err}"
         return errors
 
 

@@ -1,6 +1,6 @@
 """Shared pieces of the training experiments (C8, the collapse grid, the activation ablation, C12).
 
-Not an experiment itself (its name does not start with ``c<digit>``, so ``load_all`` skips it):
+Not an experiment itself (``registry.NOT_EXPERIMENTS`` names it, so ``load_all`` skips it):
 it wires :func:`headgeom.train.train` and :class:`headgeom.tracking.GeometryTracker` into one
 cell, reads the run's metrics.jsonl back as trajectories, and holds the rules the verdicts use
 (negative-curvature fraction, collapse escape, dead head), written once so every experiment
@@ -51,11 +51,7 @@ def cell_directory() -> Path | None:
     """The runner's directory of the cell being run (None outside ``headgeom reproduce``)."""
     from headgeom.experiments import runner
 
-    getter = getattr(runner, "current_run_dir", None)  # public accessor, once the runner has one
-    if getter is not None:
-        return getter()
-    current = runner._LOG_FILE.get()  # (metrics.jsonl of the running cell, t0)
-    return None if current is None else Path(current[0]).parent
+    return runner.current_run_dir()
 
 
 @contextlib.contextmanager
