@@ -35,7 +35,7 @@ from torch import Tensor, nn
 
 from headgeom.data import ImageDataset
 
-__all__ = ["HEAD_INPUTS", "Heads", "as_head_chain", "extract_features", "feature_points",
+__all__ = ["HEAD_INPUTS", "Heads", "as_head_chain", "eval_mode", "extract_features", "feature_points",
            "head_features", "head_points", "image_batches", "point_modules", "point_names"]
 
 HEAD_INPUTS = ("raw", "l2")
@@ -190,7 +190,7 @@ def image_batches(images: Tensor, batch_size: int, device: torch.device | str,
 
 
 @contextmanager
-def _eval_mode(modules: Sequence[object]) -> Iterator[None]:
+def eval_mode(modules: Sequence[object]) -> Iterator[None]:
     """Switch every nn.Module to eval mode and restore each submodule's flag afterwards."""
     saved = [(m, m.training) for mod in modules if isinstance(mod, nn.Module)
              for m in mod.modules()]
@@ -236,7 +236,7 @@ def extract_features(backbone: Callable[[Tensor], Tensor], data: ImageDataset | 
     chain = as_head_chain(heads)
     need_heads = bool(chain) and any(p != "z" for p in keep)
     parts: dict[str, list[Tensor]] = {p: [] for p in keep}
-    with _eval_mode([backbone] + [h for _, h in chain]), torch.no_grad():
+    with eval_mode([backbone] + [h for _, h in chain]), torch.no_grad():
         for x in image_batches(images, batch_size, device, mean, std, transform):
             z = backbone(x)
             if z.ndim != 2 or z.shape[0] != x.shape[0]:
@@ -268,7 +268,7 @@ def head_features(z: Tensor, heads: Heads | Callable | None, point: str, *,
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     parts = []
-    with _eval_mode([h for _, h in chain]), torch.no_grad():
+    with eval_mode([h for _, h in chain]), torch.no_grad():
         for start in range(0, z.shape[0], batch_size):
             zb = z[start:start + batch_size].to(device)
             parts.append(feature_points(zb, chain, variant)[point].float().cpu())

@@ -16,15 +16,14 @@ image is appended to the same forward pass.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
 
 from headgeom.augment.families import AugmentationFamily, get_family, orbit, orbit_values
-from headgeom.eval.features import Heads, as_head_chain, feature_points, point_names
+from headgeom.eval.features import Heads, as_head_chain, eval_mode, feature_points, point_names
 from headgeom.threads import torch_threads
 
 __all__ = ["OrbitFeatures", "as_unit_images", "eval_mode", "extract_orbits", "run_points",
@@ -52,20 +51,6 @@ class OrbitFeatures:
     @property
     def points(self) -> list[str]:
         return list(self.features)
-
-
-@contextmanager
-def eval_mode(modules: Sequence[object]) -> Iterator[None]:
-    """Every nn.Module in eval mode; each submodule's own train flag restored afterwards."""
-    saved = [(m, m.training) for mod in modules if isinstance(mod, nn.Module) for m in mod.modules()]
-    try:
-        for mod in modules:
-            if isinstance(mod, nn.Module):
-                mod.eval()
-        yield
-    finally:
-        for m, flag in saved:
-            m.training = flag
 
 
 def as_unit_images(images: Tensor) -> Tensor:
