@@ -23,8 +23,8 @@ from typing import Any
 from headgeom.experiments.c8_hessian_tracking import curvature_claim
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, dead_head, escape, heff_series, m_ratio_series, negative_fraction, paper_head, paper_predictor,
-    pm, run_training, series, trajectory_figure)
+    DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
+    run_training, series, simsiam_train_config, trajectory_figure)
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -118,18 +118,7 @@ def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, An
 
 
 def train_config(config: AblationConfig, act: str, seed: int):
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(act, config.hidden, config.out_dim),
-        predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
-        pseudo_collapse=config.pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
-        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
-        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
-        optimizer="sgd", lr=config.lr, momentum=config.momentum, weight_decay=0.0, schedule="cosine",
-        track_every=config.track_every, probe_size=config.probe_size, device=config.device, progress=False,
-    )
+    return simsiam_train_config(config, act, seed, pseudo_collapse=config.pseudo_collapse)
 
 
 def knn_of_run(config: AblationConfig):
@@ -175,16 +164,12 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{r}]"] = min(defined) if defined else None
         first = first or (lmin, lmax)
-    out.update(escape(out["spread_projector"], config.out_dim, config.escape_level))
-    out["dead_head"] = dead_head(first[0], first[1], out["spread_projector"]) if first else False
+    collapse_outcome(out, config, done, *(first or ([], [])))
     knn = ev.get("knn", {})  # empty when the run diverged
     points = list(knn)
     out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
                head_output_point=points[-1] if points else None,
                eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"))
-    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
-    if out["diverged"]:
-        out["escaped"] = None
     out["seconds"] = time.perf_counter() - t0
     return out
 

@@ -25,8 +25,9 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape,
-    heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series, trajectory_figure)
+    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
+    heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
+    simsiam_train_config, trajectory_figure)
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -122,20 +123,8 @@ def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 def train_config(config: C8Config, run: str, seed: int):
     """The headgeom.train.TrainConfig of one cell."""
-    from headgeom.train import TrainConfig
-
     act, alpha = RUNS[run]
-    return TrainConfig(
-        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(act, config.hidden, config.out_dim),
-        predictor=paper_predictor(act, config.pred_hidden, config.out_dim),
-        pseudo_collapse=alpha, method_options={"recipe": "paper_simsiam"}, data=config.data,
-        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
-        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
-        seed=seed, optimizer="sgd", lr=config.lr, momentum=config.momentum, weight_decay=0.0,
-        schedule="constant", track_every=config.track_every, probe_size=config.probe_size,
-        device=config.device, progress=False,
-    )
+    return simsiam_train_config(config, act, seed, pseudo_collapse=alpha, schedule="constant")
 
 
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
@@ -169,11 +158,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
         lmin0, lmax0 = (lmin, lmax) if lmin0 is None else (lmin0, lmax0)
-    out.update(escape(out["spread_projector"], config.out_dim, config.escape_level))
-    out["dead_head"] = dead_head(lmin0 or [], lmax0 or [], out["spread_projector"])
-    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
-    if out["diverged"]:
-        out["escaped"] = None
+    collapse_outcome(out, config, done, lmin0 or [], lmax0 or [])
     out["seconds"] = time.perf_counter() - t0
     return out
 

@@ -27,8 +27,9 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict, dead_head, escape, paper_head,
-    heff_series, m_ratio_series, paper_predictor, pm, run_training, series, trajectory_figure)
+    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
+    heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
+    trajectory_figure)
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -124,18 +125,7 @@ def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
 
 
 def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(act, config.hidden, config.out_dim, bn),
-        predictor=paper_predictor(act, config.pred_hidden, config.out_dim, bn),
-        pseudo_collapse=config.pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
-        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
-        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
-        optimizer="sgd", lr=lr, momentum=config.momentum, weight_decay=0.0, schedule="cosine",
-        track_every=config.track_every, probe_size=config.probe_size, device=config.device, progress=False,
-    )
+    return simsiam_train_config(config, act, seed, bn=bn, lr=lr, pseudo_collapse=config.pseudo_collapse)
 
 
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
@@ -157,11 +147,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     out["lambda_min"], out["heff_source"] = heff_series(records, "ambient", "lambda_min")
     out["lambda_max"], _ = heff_series(records, "ambient", "lambda_max")
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
-    out.update(escape(out["spread_projector"], config.out_dim, config.escape_level))
-    out["dead_head"] = dead_head(out["lambda_min"], out["lambda_max"], out["spread_projector"])
-    out["diverged"] = done.get("diverged")  # non-finite loss: escape is left undecided
-    if out["diverged"]:
-        out["escaped"] = None
+    collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     out["seconds"] = time.perf_counter() - t0
     return out
 

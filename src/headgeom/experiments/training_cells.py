@@ -185,6 +185,37 @@ def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | N
     return all(abs(s - tail[0]) <= 1e-9 * ref for s in tail)
 
 
+def collapse_outcome(out: dict[str, Any], config: Any, done: dict[str, Any],
+                     lambda_min: Sequence[float | None], lambda_max: Sequence[float | None]) -> None:
+    """Write a run's escape flags (ESCAPE_DEFINITION), dead-head flag and divergence into ``out``;
+    a run stopped by a non-finite loss leaves escape undecided."""
+    out.update(escape(out["spread_projector"], config.out_dim, config.escape_level))
+    out["dead_head"] = dead_head(lambda_min, lambda_max, out["spread_projector"])
+    out["diverged"] = done.get("diverged")
+    if out["diverged"]:
+        out["escaped"] = None
+
+
+def simsiam_train_config(config: Any, activation: str, seed: int, *, bn: bool = False,
+                         lr: float | None = None, pseudo_collapse: float | None = None,
+                         schedule: str = "cosine"):
+    """The headgeom.train.TrainConfig of one SimSiam cell of the training experiments: the
+    paper's projector/predictor templates, SGD without weight decay, no normalisation (PAPER.md §3)."""
+    from headgeom.train import TrainConfig
+
+    return TrainConfig(
+        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
+        head=paper_head(activation, config.hidden, config.out_dim, bn),
+        predictor=paper_predictor(activation, config.pred_hidden, config.out_dim, bn),
+        pseudo_collapse=pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
+        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
+        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
+        seed=seed, optimizer="sgd", lr=config.lr if lr is None else lr, momentum=config.momentum,
+        weight_decay=0.0, schedule=schedule, track_every=config.track_every, probe_size=config.probe_size,
+        device=config.device, progress=False,
+    )
+
+
 def fraction(flags: Sequence[bool]) -> float | None:
     return sum(bool(f) for f in flags) / len(flags) if flags else None
 
