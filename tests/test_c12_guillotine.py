@@ -4,21 +4,14 @@ import dataclasses
 import json
 
 import pytest
-import torch
 
 from headgeom.experiments.c12_guillotine import PROBES, C12Config, cells, run_cell, summarize, tie_band, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 TINY = C12Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
                  eval_train=None, eval_test=None, rotation_train=None, rotation_test=None, seeds=1, probe_max_iter=30)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems on shared cores: thread hand-offs dominate
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -6,24 +6,17 @@ import dataclasses
 import json
 
 import pytest
-import torch
 
 from headgeom.experiments.c8_hessian_tracking import RUNS, C8Config, cells, run_cell, summarize, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.experiments.training_cells import dead_head, escape, negative_fraction
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
                 epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
 SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
            "escaped", "dead_head", "seconds")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems on shared cores: thread hand-offs dominate
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

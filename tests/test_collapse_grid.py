@@ -4,10 +4,11 @@ import dataclasses
 import json
 
 import pytest
-import torch
 
 from headgeom.experiments.collapse_grid import GridConfig, cells, grid_runs, run_cell, run_name, summarize, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
 TINY = GridConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
                   max_steps=2, track_every=2, probe_size=8, block_samples=2)
@@ -15,14 +16,6 @@ KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_cond
         "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
         "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged", "seconds"}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems on shared cores: thread hand-offs dominate
-    yield
-    torch.set_num_threads(before)
 
 
 def test_the_paper_grid_has_14_runs_and_documented_presets():

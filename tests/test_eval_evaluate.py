@@ -23,16 +23,9 @@ from headgeom.eval.rankme import representation_stats
 from headgeom.eval.rotation import rotation_probe
 from headgeom.heads import head_from
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 FAST_PROBE = LinearProbeConfig(max_iter=100)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """The probes are many tiny ops: on a loaded 2-core machine 2 threads are ~5x slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def coloured(n: int, seed: int, split: str, size: int = 8) -> ImageDataset:

@@ -25,6 +25,8 @@ from headgeom.data import DATASET_STATS, ImageDataset
 from headgeom.eval.evaluate import EvalConfig, evaluate_model
 from headgeom.heads import head_from
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship",
            "truck"]
 
@@ -54,14 +56,6 @@ def read_test_jpegs(per_class: int) -> tuple[np.ndarray, np.ndarray]:
     images = np.stack([im for c in CLASSES for im in got[c]]).transpose(0, 3, 1, 2)
     labels = np.repeat(np.arange(10), per_class)
     return images, labels
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def test_sweep_on_real_cifar10_images():

@@ -10,15 +10,9 @@ from headgeom.heads import get_head_spec, parse_head
 from headgeom.methods import METHODS, SSLMethod, build_method
 from headgeom.objectives import barlow_twins, nt_xent, vicreg
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 BB = {"backbone_options": {"width": 1 / 32}}  # resnet18 with feature_dim 16
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ---- interface ----------------------------------------------------------------------------

@@ -22,6 +22,8 @@ from headgeom.geometry import effective_hessian
 from headgeom.methods import METHODS, build_method
 from headgeom.objectives import barlow_twins, info_nce, nt_xent, vicreg
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 N = 8
 HEADS = {
     "simclr": ("d-12-8:silu:bn", None),
@@ -32,14 +34,6 @@ HEADS = {
     "barlow_twins": ("d-12-8:silu:bn:nobias", None),
     "dino": ("d-12-10:gelu:dino=6", None),
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny problems: threads only contend on the 2 shared cores
-    yield
-    torch.set_num_threads(before)
 
 
 def make(name):

@@ -17,19 +17,13 @@ from headgeom.methods import (
     cosine_momentum, ema_update_, teacher_temperature,
 )
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 HEADS = {
     "simsiam": ("d-16-16:bn", "d-8-16"),
     "byol": ("d-16-16:bn", "d-8-16:silu"),
     "dino": ("d-16-16:gelu:dino=8", None),
 }
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make(name, seed=0, **kw):

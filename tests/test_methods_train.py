@@ -15,6 +15,8 @@ import torch
 from headgeom.data import load_shapes
 from headgeom.methods import METHODS, build_method
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
 STEPS = 12
 HEADS = {
     "dino": ("d-32-32:gelu:dino=16", None),
@@ -22,14 +24,6 @@ HEADS = {
     "byol": ("d-32-32:bn", "d-16-32:bn"),
 }
 OPTIONS = {"dino": {"center_momentum": 0.99, "teacher_temp": 0.04}}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def train_losses(name: str) -> list[float]:
