@@ -22,7 +22,7 @@ from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .loss_curvature import curvature_for
-from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks
+from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
 from .readings import READINGS, Loss, check_reading, loss_hvp
 
@@ -280,8 +280,7 @@ class EffectiveHessian:
             return True, curv
         costs = block_costs(self._layers, self.d, self.k, curv is not None)
         ours, theirs = costs["sandwich"], costs["jacobian"]
-        acts = [layer for layer in self._layers if not isinstance(layer, nn.Linear)]
-        m = self._layers[-1].in_features if isinstance(self._layers[-1], nn.Linear) and acts else self.k
+        m = tail_width(self._layers, self.k)
         fits = curv is not None or self.n * m * m * self.z.element_size() <= SANDWICH_MEMORY
         return ours <= theirs and fits, curv
 

@@ -117,6 +117,14 @@ def tail_curvature(w_tail: Tensor | None, k: int, hvp: Callable[[Tensor], Tensor
 HVP_COST_PER_ELEMENT = 64.0
 
 
+def tail_width(layers: list[nn.Module], k: int) -> int:
+    """m, the width at which the sandwich is formed: the input of the affine map after the last
+    activation (k when the chain ends in an activation; d for a head without activations)."""
+    acts = [i for i, layer in enumerate(layers) if not isinstance(layer, nn.Linear)]
+    tail = [layer for layer in layers[(acts[-1] + 1 if acts else 0):] if isinstance(layer, nn.Linear)]
+    return tail[0].in_features if tail else k
+
+
 def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged: bool = True) -> dict[str, float]:
     """FLOPs per sample of the blocks of H_eff by the sandwich and the Jacobian path.
 
@@ -127,7 +135,7 @@ def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged:
     widths = [layers[i - 1].out_features if i and isinstance(layers[i - 1], nn.Linear) else None for i in acts]
     lin_after_first = [layer for layer in layers[(acts[0] + 1 if acts else len(layers)):] if isinstance(layer, nn.Linear)]
     tail = [layer for layer in layers[(acts[-1] + 1 if acts else 0):] if isinstance(layer, nn.Linear)]
-    m = tail[0].in_features if tail else k
+    m = tail_width(layers, k)
     jac_mid = sum(2.0 * d * lin.in_features * lin.out_features for lin in lin_after_first if lin not in tail)
     act_w = [w if w is not None else d for w in widths]
     # sandwich path
