@@ -73,3 +73,25 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
         atomic_write_json(path, {"bad": object()})
     assert json.loads(path.read_text())["a"] == 1.0
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_reproduce_checkpoints_option_sets_the_folder_for_c10(tmp_path, monkeypatch, capsys):
+    import os
+
+    from headgeom.experiments import runner
+
+    seen = {}
+
+    def fake_run(ids, **kwargs):
+        seen["dir"] = os.environ.get("HEADGEOM_CHECKPOINTS")
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(runner, "run_experiments", fake_run)
+    monkeypatch.delenv("HEADGEOM_CHECKPOINTS", raising=False)
+    missing = tmp_path / "nope"
+    assert main(["reproduce", "--only", "C10", "--checkpoints", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert "--checkpoints" in err and str(missing) in err and "not a directory" in err
+    assert "dir" not in seen
+    assert main(["reproduce", "--only", "C10", "--checkpoints", str(tmp_path)]) == 2
+    assert seen["dir"] == str(tmp_path.resolve())

@@ -35,12 +35,18 @@ def _cmd_hessian(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, theory_only: bool) -> int:
+    import os
     from pathlib import Path
 
     from headgeom.experiments.runner import run_experiments
     from headgeom.report.markdown import format_claims_short
 
     ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
+    if args.checkpoints is not None:
+        if not Path(args.checkpoints).is_dir():
+            raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
+                                    f"the official checkpoint files there (see the C10 section of the report)")
+        os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
                           progress=not args.no_progress, theory_only=theory_only)
     print("\n" + format_claims_short(res["claims"]))
@@ -71,6 +77,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="output folder for report.md, results.json, figures/ and runs/ (default reproduce-out)")
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="override the presets' number of seeds")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--checkpoints", default=None, metavar="DIR",
+                   help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
 
 
 def build_parser() -> argparse.ArgumentParser:
