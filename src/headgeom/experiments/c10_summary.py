@@ -1,0 +1,268 @@
+"""C10 summary: claims, tables and notes from the per-checkpoint orbit ratios (PAPER.md §6.3).
+
+The verdict rule (stated in every claim): for each checkpoint × family, the ratio z / h(z) of
+the chosen metric *compresses* when its bootstrap CI lies above 1 and *expands* when it lies
+below 1. A method's claim is supported when every pair of its checkpoints × families goes the
+stated way (DINO: compress; VICReg, Barlow Twins: expand), not supported when any pair goes the
+opposite way, and inconclusive otherwise or when a checkpoint file is missing. The dichotomy is
+supported when all three method claims are, not supported when any is not.
+
+The claims use ``trace_ratio_raw`` (dimension-fair) with the head fed raw z; a second dichotomy
+entry uses the paper's per-dimension ratio, which is the trace ratio times D_h / D_z, so the
+two entries differ by that factor only. Computation lives in c10_pretrained; this module only
+reads the cells' metrics.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message, placement_table
+from headgeom.experiments.registry import Summary
+
+__all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
+
+STATEMENT = ("§6.3: DINO heads compress augmentation orbits (orbit variance falls through the head), "
+             "VICReg and Barlow Twins heads expand them")
+METHODS = {"dino": ("DINO", "compress"), "vicreg": ("VICReg", "expand"), "barlow_twins": ("Barlow Twins", "expand")}
+OPPOSITE = {"compress": "expand", "expand": "compress"}
+METRICS = {
+    "trace_ratio_raw": "tr Σ_z / tr Σ_h of raw features (dimension-fair)",
+    "per_dim_ratio_raw": "(tr Σ_z / D_z) / (tr Σ_h / D_h) of raw features (the paper's per-dimension ratio)",
+    "trace_ratio": "tr Σ_z / tr Σ_h of L2-normalised features (C9's compression)",
+    "per_dim_ratio": "per-dimension ratio of L2-normalised features",
+}
+PRIMARY = ("trace_ratio_raw", "raw")
+PAPER_METRIC = ("per_dim_ratio_raw", "raw")
+# PAPER.md §3, rotation orbits: the paper's per-dimension ratio and an independent trace-ratio reproduction
+PAPER_PER_DIM = {"dino_vit": 1284.0, "dino_resnet50": 176.0, "vicreg": 1.43, "barlow_twins": 2.63}
+REPRO_TRACE = {"dino_vit": 7.7, "dino_resnet50": 3.8, "vicreg": 0.25, "barlow_twins": 0.45}
+
+
+def _f(x: Any) -> float:
+    """A JSON number back to float: None (NaN) -> nan, "inf"/"-inf" -> ±inf."""
+    if isinstance(x, str):
+        return float(x) if x in ("inf", "-inf") else math.nan
+    return math.nan if x is None else float(x)
+
+
+def direction(est: dict[str, Any]) -> str:
+    """"compress" (CI above 1), "expand" (CI below 1), "neither" (CI holds 1) or "undefined"."""
+    lo, hi = (_f(c) for c in (est.get("ci") or [None, None]))
+    if math.isnan(lo) or math.isnan(hi):
+        return "undefined"
+    return "compress" if lo > 1 else "expand" if hi < 1 else "neither"
+
+
+def _split(config: Any, results: list[tuple[dict, dict]]) -> tuple[dict[str, dict], list[str], str | None]:
+    """(measured metrics by release, releases without a measurement, the checkpoint directory)."""
+    measured = {m["release"]: m for _, m in results if m.get("status") == "measured"}
+    dirs = [c.get("dir") for c, _ in results if c.get("dir")]
+    directory = dirs[0] if dirs else (None if (d := checkpoints_dir(config.checkpoints_dir)) is None else str(d))
+    missing = [r for r in EXPECTED_FILES if r not in measured]
+    return measured, missing, directory
+
+
+def method_verdict(method: str, metric: str, head_input: str, measured: dict[str, dict],
+                   families: tuple[str, ...]) -> tuple[str, list[tuple[str, str, str, dict]], list[str]]:
+    """(verdict, [(release, family, direction, estimate)], releases of the method not measured)."""
+    releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
+    missing = [r for r in releases if r not in measured]
+    if missing:
+        return "inconclusive", [], missing
+    pairs = []
+    for r in releases:
+        for fam in families:
+            est = measured[r]["families"][fam]["ratios"][head_input][metric]
+            pairs.append((r, fam, direction(est), est))
+    want = METHODS[method][1]
+    if all(d == want for _, _, d, _ in pairs):
+        return "supported", pairs, []
+    if any(d == OPPOSITE[want] for _, _, d, _ in pairs):
+        return "not supported", pairs, []
+    return "inconclusive", pairs, []
+
+
+def _ci_measured(est: dict[str, Any], n: int) -> dict[str, Any]:
+    lo, hi = (_f(c) for c in est["ci"])
+    return {"value": _f(est["value"]), "n": n, "spread": None, "ci": [lo, hi],
+            "spread_kind": f"{est.get('level', 0.95):.0%} CI [{lo:.4g}, {hi:.4g}], bootstrap over images"}
+
+
+def _criterion(metric: str, head_input: str, level: float, what: str) -> str:
+    return (f"per checkpoint x family, 'compress' if the {level:.0%} bootstrap CI of {metric} ({METRICS[metric]}; "
+            f"z over h(z), head fed {head_input} z) lies above 1, 'expand' if it lies below 1; {what}; "
+            "inconclusive otherwise, or when a checkpoint file is missing (setting missing_files says what to place where; "
+            "download addresses in the C10 checkpoint-file table)")
+
+
+def _method_claim(config: Any, method: str, measured: dict, directory: str | None) -> tuple[dict, str]:
+    name, want = METHODS[method]
+    metric, head_input = PRIMARY
+    verdict, pairs, missing = method_verdict(method, metric, head_input, measured, tuple(config.families))
+    meas = {f"{metric}[{r}/{fam}]": _ci_measured(est, measured[r]["n_images"]) for r, fam, _, est in pairs}
+    paper_metric, _ = PAPER_METRIC
+    for r, fam, _, _ in pairs:
+        if fam == "rotation_45":
+            est = measured[r]["families"][fam]["ratios"][head_input][paper_metric]
+            meas[f"{paper_metric}[{r}/{fam}] (paper's)"] = _ci_measured(est, measured[r]["n_images"])
+    setting = {"method": name, "checkpoints": ", ".join(EXPECTED_FILES[r].label for r in EXPECTED_FILES
+                                                        if EXPECTED_FILES[r].method == method),
+               "metric": metric, "head_input": f"{head_input} z (the trained map)",
+               "families": ", ".join(config.families), "images": _images_text(config)}
+    if method == "dino":
+        setting["which"] = f"DINO {config.which}"
+    if missing:
+        setting["missing_files"] = placement_message(missing, directory, urls=False)
+    what = (f"supported if every {name} checkpoint x family is '{want}', not supported if any is '{OPPOSITE[want]}'")
+    claim = {"id": "C10", "statement": f"§6.3: {name} heads {want} augmentation orbits "
+             + ("(orbit variance falls through the head)" if want == "compress" else "(orbit variance grows through the head)"),
+             "setting": setting, "measured": meas, "verdict": verdict,
+             "criterion": _criterion(metric, head_input, config.level, what)}
+    return claim, verdict
+
+
+def _images_text(config: Any) -> str:
+    return (f"{config.n_classes * config.per_class} {config.data} {config.split} images ({config.n_classes} classes x "
+            f"{config.per_class}) at {config.image_size} px, {config.steps} steps")
+
+
+def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: str, missing: list[str],
+               directory: str | None) -> dict:
+    if all(v == "supported" for v in verdicts.values()):
+        verdict = "supported"
+    elif any(v == "not supported" for v in verdicts.values()):
+        verdict = "not supported"
+    else:
+        verdict = "inconclusive"
+    setting = {"metric": metric, "head_input": f"{head_input} z", "families": ", ".join(config.families),
+               "images": _images_text(config)}
+    if missing:
+        setting["missing_files"] = placement_message(missing, directory, urls=False)
+    what = "the dichotomy is supported if the DINO, VICReg and Barlow Twins claims under this metric all are, " \
+           "not supported if any is not"
+    return {"id": "C10", "statement": STATEMENT, "setting": setting,
+            "measured": {f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}, "verdict": verdict,
+            "criterion": _criterion(metric, head_input, config.level, what)}
+
+
+def _fmt(est: dict | None) -> str:
+    if not est:
+        return "-"
+    lo, hi = (_f(c) for c in est["ci"])
+    return f"{_f(est['value']):.3g} [{lo:.3g}, {hi:.3g}]"
+
+
+def _ratio_table(config: Any, measured: dict) -> str:
+    inputs = [v for v in ("raw", "l2") if v in config.head_inputs]
+    cols = ["checkpoint", "family", "D_z", "D_h", "D_h/D_z"]
+    for v in inputs:
+        cols += [f"per-dim raw ({v} in)", f"trace raw ({v} in)", f"dir ({v} in)"]
+    cols += ["trace L2 (raw in)", "class/orbit z → h", "fresh head trace raw", "paper per-dim / repro trace"]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in EXPECTED_FILES:
+        if r not in measured:
+            continue
+        for fam, fr in measured[r]["families"].items():
+            row = [EXPECTED_FILES[r].label, fam, str(fr["dim_z"]), str(fr["dim_head"]), f"{fr['dim_head'] / fr['dim_z']:.4g}"]
+            for v in inputs:
+                rat = fr["ratios"][v]
+                row += [_fmt(rat["per_dim_ratio_raw"]), _fmt(rat["trace_ratio_raw"]), direction(rat["trace_ratio_raw"])]
+            co = fr["class_orbit_ratio"]
+            row += [_fmt(fr["ratios"]["raw"].get("trace_ratio")),
+                    f"{_f((co.get('z') or {}).get('value')):.3g} → {_f((co.get('raw') or {}).get('value')):.3g}",
+                    _fmt((fr.get("controls") or {}).get("fresh_head", {}).get("raw", {}).get("trace_ratio_raw")),
+                    f"{PAPER_PER_DIM[r]:g} / {REPRO_TRACE[r]:g}" if fam == "rotation_45" else "-"]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _verdict_table(config: Any, measured: dict) -> tuple[str, dict[tuple[str, str], dict[str, str]]]:
+    inputs = [v for v in ("raw", "l2") if v in config.head_inputs]
+    combos = [(m, v) for v in inputs for m in METRICS]
+    table = {c: {meth: method_verdict(meth, c[0], c[1], measured, tuple(config.families))[0] for meth in METHODS}
+             for c in combos}
+    lines = ["| method (stated) | " + " | ".join(f"{m} ({v} in)" for m, v in combos) + " |",
+             "|" + "---|" * (len(combos) + 1)]
+    for meth, (name, want) in METHODS.items():
+        lines.append(f"| {name} ({want}) | " + " | ".join(table[c][meth] for c in combos) + " |")
+    return "\n".join(lines), table
+
+
+def _notes(config: Any, measured: dict, missing: list[str], directory: str | None,
+           table: dict[tuple[str, str], dict[str, str]]) -> list[str]:
+    notes = []
+    if missing:
+        notes.append(placement_message(missing, directory))
+    notes.append(f"Protocol: {_images_text(config)}; 32-px images resized to {config.image_size} px (bilinear) before "
+                 "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 pitfall 6). "
+                 f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
+                 "falls through the head. CIs: percentile bootstrap over images, stratified by class.")
+    notes.append("per_dim_ratio = trace_ratio x D_h / D_z exactly (D_z, D_h: backbone and head-output dimensions), "
+                 "so the paper's per-dimension ratio inflates a head wider than the backbone by D_h / D_z "
+                 "(PAPER.md §4 pitfall 4).")
+    for r, m in measured.items():
+        fr = next(iter(m["families"].values()))
+        notes.append(f"{EXPECTED_FILES[r].label}: D_z = {fr['dim_z']}, D_h = {fr['dim_head']}, D_h / D_z = "
+                     f"{fr['dim_head'] / fr['dim_z']:.4g}; head {m.get('head')}; sha256 {m.get('sha256')} "
+                     f"({(m.get('sha256_check') or {}).get('status', '?')}); missing keys {len(m.get('missing_keys', []))}, "
+                     f"unexpected keys {len(m.get('unexpected_keys', []))}; {m.get('seconds', 0):.1f} s.")
+    primary, paper = table.get(PRIMARY), table.get(PAPER_METRIC)
+    if primary and paper and not missing:
+        flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {primary[k]} under the trace ratio"
+                 for k in METHODS if paper[k] != primary[k]]
+        notes.append("The dimension factor flips " + ("; ".join(flips) if flips else "no verdict") + ".")
+    return notes
+
+
+def _figure(config: Any, measured: dict):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
+    rel = [r for r in EXPECTED_FILES if r in measured]
+    for ax, fam in zip(axes[0], config.families):
+        for j, metric in enumerate(("trace_ratio_raw", "per_dim_ratio_raw")):
+            xs, ys, lo, hi = [], [], [], []
+            for i, r in enumerate(rel):
+                est = measured[r]["families"][fam]["ratios"]["raw"][metric]
+                v, (a, b) = _f(est["value"]), (_f(c) for c in est["ci"])
+                xs.append(i + (j - 0.5) * 0.3)
+                ys.append(v)
+                lo.append(max(v - a, 0.0) if math.isfinite(a) else 0.0)
+                hi.append(max(b - v, 0.0) if math.isfinite(b) else 0.0)
+            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=metric)
+        ax.axhline(1.0, color="0.5", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(rel)), [EXPECTED_FILES[r].label for r in rel], rotation=30, fontsize=7)
+        ax.set_title(fam)
+    axes[0][0].set_ylabel("z / h(z) orbit variance ratio (CI)")
+    axes[0][-1].legend(fontsize=7)
+    fig.suptitle("C10: orbit variance through the official heads (> 1: compress)")
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
+    """Claims per method (trace ratio), the dichotomy under the trace and the paper's per-dim ratio,
+    the file table, the ratio table, the verdict-by-metric table and notes."""
+    measured, missing, directory = _split(config, results)
+    claims, verdicts = [], {}
+    for method in METHODS:
+        claim, verdicts[method] = _method_claim(config, method, measured, directory)
+        claims.append(claim)
+    claims.append(_dichotomy(config, verdicts, *PRIMARY, missing, directory))
+    paper_verdicts = {m: method_verdict(m, *PAPER_METRIC, measured, tuple(config.families))[0] for m in METHODS}
+    claims.append(_dichotomy(config, paper_verdicts, *PAPER_METRIC, missing, directory))
+    files = [file_cell(r, None if directory is None else Path(directory)) for r in EXPECTED_FILES]
+    tables = [("C10 official checkpoint files", placement_table(files))]
+    verdict_md, table = _verdict_table(config, measured)
+    if measured:
+        tables.append((f"C10 orbit variance ratios z / h(z) at the head output (value [{config.level:.0%} CI])",
+                       _ratio_table(config, measured)))
+        tables.append(("C10 verdict each metric would give (the claims use trace_ratio_raw, raw in)", verdict_md))
+    figures = [("ratios", lambda: _figure(config, measured))] if measured else []
+    return Summary(claims=claims, tables=tables, figures=figures, notes=_notes(config, measured, missing, directory, table))
