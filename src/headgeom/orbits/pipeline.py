@@ -1,0 +1,171 @@
+"""One model, one dataset: the whole ``headgeom analyze`` computation (issue 5 §5; claims C6, C7,
+C9-C11).
+
+:func:`select_images` draws the analysed test images (seeded, balanced over classes);
+:func:`run_analysis` extracts every family's orbits (headgeom.orbits.extract), computes all
+metrics with bootstrap CIs and controls (headgeom.orbits.analyze), draws the orbit PCA panels
+(headgeom.orbits.figures) and, unless skipped, runs the tangent-metric and Fisher analysis of
+headgeom.orbits.tangent_metric on a smaller image set. It returns the JSON-able result and the
+figures as PNG bytes; writing is the caller's (the CLI writes atomically).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from headgeom.augment.families import get_family
+from headgeom.data import ImageDataset
+from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features
+from headgeom.orbits.extract import extract_orbits
+from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
+from headgeom.orbits.model_input import ModelInput, prepare_images
+
+__all__ = ["AnalysisOptions", "figure_points", "load_tangent_metric", "run_analysis",
+           "select_images"]
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What ``headgeom analyze`` measures (defaults: a CPU-friendly run of the paper's protocol)."""
+
+    families: tuple[str, ...]
+    steps: int = 12
+    head_input: tuple[str, ...] = ("raw",)
+    value_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    n_boot: int = 1000
+    level: float = 0.95
+    seed: int = 0
+    controls: bool = True
+    batch_size: int = 128
+    tangents: bool = True
+    tangent_images: int = 16
+    tangent_loss: str = "negative_cosine"
+    tangent_random: int = 8
+    tangent_rel_tol: float = 1e-6
+    tangent_batch_size: int = 16
+
+
+def select_images(data: ImageDataset, n: int, seed: int) -> Tensor:
+    """Indices (n,) of a seeded draw balanced over classes, in dataset order.
+
+    Classes are visited round-robin over a seeded permutation of each class's images, so every
+    class gets ⌊n / C⌋ or ⌈n / C⌉ images while it has them (D_inter needs several classes).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"--images must be an int >= 2 (the bootstrap resamples images), got {n!r}")
+    if n > len(data):
+        raise ValueError(f"--images {n} exceeds the {len(data)} images of {data.name}/{data.split}; "
+                         f"pass --images <= {len(data)}")
+    gen = torch.Generator().manual_seed(int(seed))
+    perm = torch.randperm(len(data), generator=gen)
+    per_class = [perm[data.labels[perm] == c].tolist() for c in range(data.num_classes)]
+    chosen: list[int] = []
+    depth = 0
+    while len(chosen) < n:
+        for idx in per_class:
+            if depth < len(idx) and len(chosen) < n:
+                chosen.append(idx[depth])
+        depth += 1
+    return torch.tensor(sorted(chosen), dtype=torch.long)
+
+
+def figure_points(points: Sequence[str]) -> list[str]:
+    """z and the last point of each head input variant (h(z), and h(z/‖z‖) when analysed)."""
+    raw = [p for p in points if p != "z" and "/" not in p]
+    l2 = [p for p in points if p.startswith("l2z/")]
+    return ["z"] + raw[-1:] + l2[-1:]
+
+
+def load_tangent_metric() -> tuple[Callable, Callable | None]:
+    """(tangent_metric_analysis, plot_tangent_spectra or None) of headgeom.orbits.tangent_metric.
+
+    Raises ImportError saying what is missing when the analysis itself cannot be imported.
+    """
+    try:
+        from headgeom.orbits import tangent_metric as tm
+        analysis = tm.tangent_metric_analysis
+    except (ImportError, AttributeError) as err:
+        raise ImportError(f"headgeom.orbits.tangent_metric.tangent_metric_analysis is not available "
+                          f"({err}); the tangent-metric and Fisher tables need it (or pass "
+                          f"--no-tangents)") from err
+    return analysis, getattr(tm, "plot_tangent_spectra", None)
+
+
+def _protocol(opts: AnalysisOptions, n_images: int, labels: bool, mi: ModelInput) -> dict[str, Any]:
+    return {"n_images": n_images, "steps": opts.steps, "families": list(opts.families),
+            "head_input": list(opts.head_input), "n_boot": opts.n_boot, "seed": opts.seed,
+            "level": opts.level, "controls": opts.controls,
+            "value_ranges": {k: list(v) for k, v in opts.value_ranges.items()},
+            "bootstrap": "percentile, over images" + (", stratified by class" if labels else ""),
+            "normalisation": {"mean": None if mi.mean is None else list(mi.mean),
+                              "std": None if mi.std is None else list(mi.std),
+                              "order": "augment on [0, 1] pixels, then normalise"},
+            "precision": "features float32, metrics float64"}
+
+
+def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: AnalysisOptions, *,
+                 device: torch.device | str = "cpu",
+                 progress: Callable[[Sequence[str]], Any] | None = None,
+                 say: Callable[[str], None] = lambda msg: None) -> tuple[dict, dict[str, bytes]]:
+    """Orbit (and tangent-metric) analysis of ``data``'s images at ``indices``.
+
+    Returns (result, figures): result {"protocol", "definitions", "families", "tangent_metric",
+    "seconds"}; figures {file name: PNG bytes}. ``progress`` wraps the family loop (e.g. tqdm).
+    """
+    for fam in opts.families:
+        get_family(fam)  # unknown names fail before any forward pass
+    images = prepare_images(data.images[indices], mi.size)
+    labels = data.labels[indices]
+    head_chain = mi.heads or None
+    out: dict[str, Any] = {"protocol": _protocol(opts, len(indices), True, mi),
+                           "definitions": DEFINITIONS, "families": {}}
+    figures: dict[str, bytes] = {}
+    seconds: dict[str, float] = {}
+    loop = progress(opts.families) if progress is not None else opts.families
+    for fam in loop:
+        t0 = time.perf_counter()
+        of = extract_orbits(mi.backbone, images, fam, opts.steps, head_chain,
+                            head_input=list(opts.head_input),
+                            value_range=opts.value_ranges.get(fam), batch_size=opts.batch_size,
+                            device=device, mean=mi.mean, std=mi.std)
+        out["families"][fam] = analyze_orbit_features(
+            of, labels, heads=head_chain, n_boot=opts.n_boot, seed=opts.seed, level=opts.level,
+            controls=opts.controls, device=device)
+        fig = plot_orbit_pca(of.features, labels, points=figure_points(of.points),
+                             title=f"{fam} orbits ({of.units}), 2-D PCA of L2-normalised features")
+        figures[f"orbits_{fam}.png"] = figure_png_bytes(fig)
+        seconds[f"orbits_{fam}"] = time.perf_counter() - t0
+    out["tangent_metric"] = _tangents(mi, images, opts, figures, seconds, say)
+    out["seconds"] = seconds
+    return out, figures
+
+
+def _tangents(mi: ModelInput, images: Tensor, opts: AnalysisOptions, figures: dict[str, bytes],
+              seconds: dict[str, float], say: Callable[[str], None]) -> dict[str, Any]:
+    if not opts.tangents:
+        return {"skipped": "--no-tangents"}
+    if "head" not in mi.heads:
+        return {"skipped": "the checkpoint holds no projection head: no head metric to pull back"}
+    try:
+        analysis, plot = load_tangent_metric()
+    except ImportError as err:
+        say(f"warning: {err}; tangent metric skipped")
+        return {"skipped": str(err)}
+    t0 = time.perf_counter()
+    n = min(opts.tangent_images, images.shape[0])
+    result = analysis(mi.backbone, mi.heads["head"], images[:n], list(opts.families),
+                      loss=opts.tangent_loss, n_random=opts.tangent_random,
+                      rel_tol=opts.tangent_rel_tol, mean=mi.mean, std=mi.std, seed=opts.seed,
+                      batch_size=opts.tangent_batch_size)
+    seconds["tangent_metric"] = time.perf_counter() - t0
+    if plot is not None:
+        figures["tangent_spectra.png"] = figure_png_bytes(plot(result))
+    else:
+        say("note: headgeom.orbits.tangent_metric has no plot_tangent_spectra; no spectra figure")
+    return result

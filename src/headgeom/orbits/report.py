@@ -1,0 +1,256 @@
+"""``headgeom analyze``'s report.md and terminal table, written from the result dict alone.
+
+Every number printed is the JSON's value formatted with :func:`fmt` (4 significant digits), so
+a report can always be checked against analysis.json. Layout: header (model, sha256, data,
+preprocessing, protocol), a summary over families at the head's last point, then per family the
+metrics at every point, the ratios z / point (the paper's compression, the dimension-fair trace
+ratio and the per-dimension ratio side by side; PAPER.md §4 pitfall 4), the controls and the
+orbit figure; then the tangent-metric and Fisher tables when they were computed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["POINT_COLUMNS", "RATIO_COLUMNS", "fmt", "fmt_estimate", "format_report",
+           "format_summary", "last_head_points", "summary_rows"]
+
+POINT_COLUMNS = (("spread", "spread"), ("d_intra", "D_intra"), ("d_inter", "D_inter"),
+                 ("class_orbit_ratio", "class/orbit"), ("orbit_effective_rank", "eff. rank"),
+                 ("curvature_raw", "curvature (raw)"), ("curvature_arc", "curvature (arc)"),
+                 ("alignment", "alignment"))
+RATIO_COLUMNS = (("compression", "compression (spread)"), ("trace_ratio", "trace ratio"),
+                 ("per_dim_ratio", "per-dim ratio"), ("trace_ratio_raw", "trace ratio (raw f)"),
+                 ("per_dim_ratio_raw", "per-dim ratio (raw f)"), ("d_intra_ratio", "D_intra ratio"),
+                 ("class_orbit_change", "class/orbit change"))
+SUMMARY_COLUMNS = ("compression", "trace_ratio_raw", "per_dim_ratio_raw", "class_orbit_change")
+
+
+def fmt(x: Any) -> str:
+    """A number at 4 significant digits; None/NaN as "nan", infinities as "inf"/"-inf"."""
+    if x is None:
+        return "nan"
+    if isinstance(x, str):
+        return x
+    x = float(x)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.4g}"
+
+
+def fmt_estimate(e: dict[str, Any] | None) -> str:
+    """``value [lo, hi]`` of an estimate dict; "–" when absent."""
+    if not e:
+        return "–"
+    ci = e.get("ci") or [None, None]
+    return f"{fmt(e.get('value'))} [{fmt(ci[0])}, {fmt(ci[1])}]"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def last_head_points(fam: dict[str, Any]) -> list[str]:
+    """The last point of each head input variant (h(z); l2z/... for h(z/‖z‖))."""
+    ratios = list(fam.get("ratios", {}))
+    raw = [p for p in ratios if "/" not in p]
+    l2 = [p for p in ratios if p.startswith("l2z/")]
+    return raw[-1:] + l2[-1:]
+
+
+def summary_rows(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(family, point, {column: estimate}) at the last head point(s), with the controls'
+    compression (fresh head, random directions) for the same point."""
+    rows = []
+    for name, fam in result["orbits"]["families"].items():
+        for p in last_head_points(fam):
+            cells = {c: fam["ratios"][p].get(c) for c in SUMMARY_COLUMNS}
+            ctrl = fam.get("controls", {})
+            for key in ("fresh_head", "random_directions"):
+                cells[key] = ctrl.get(key, {}).get("ratios", {}).get(p, {}).get("compression")
+            rows.append((name, p, cells))
+    return rows
+
+
+def format_summary(result: dict[str, Any]) -> str:
+    """A short plain-text table for the terminal: the head's effect on each family's orbits."""
+    rows = summary_rows(result)
+    if not rows:
+        return "no head in the checkpoint: per-point metrics of z only (see report.md)"
+    head = f"{'family':<12} {'point':<12} {'compression [95% CI]':<30} {'trace(raw)':>10} " \
+           f"{'per-dim(raw)':>12} {'cls/orb chg':>11} {'fresh':>8} {'random':>8}"
+    lines = [head]
+    for fam, p, c in rows:
+        v = lambda k: fmt((c.get(k) or {}).get("value"))  # noqa: E731
+        lines.append(f"{fam:<12} {p:<12} {fmt_estimate(c['compression']):<30} "
+                     f"{v('trace_ratio_raw'):>10} {v('per_dim_ratio_raw'):>12} "
+                     f"{v('class_orbit_change'):>11} {v('fresh_head'):>8} {v('random_directions'):>8}")
+    return "\n".join(lines)
+
+
+def _vec(v: Any) -> str:
+    return "none" if v is None else "(" + ", ".join(fmt(x) for x in v) + ")"
+
+
+def _header(result: dict[str, Any]) -> list[str]:
+    m, pre, d = result["model"], result["preprocessing"], result["data"]
+    proto = result["orbits"]["protocol"]
+    check = m.get("sha256_check") or {}
+    ranges = proto.get("value_ranges") or {}
+    fams = ", ".join(f"{f} ({ranges[f][0]:g} to {ranges[f][1]:g})" if f in ranges else f
+                     for f in proto["families"])
+    lines = [
+        f"# headgeom analyze: {m['path']}", "",
+        f"- model: release `{m['release']}`, backbone {m['backbone']['name']} "
+        f"{m['backbone']['options']}, head `{m.get('head') or 'none'}`",
+        f"- sha256: `{m['sha256']}` ({check.get('status', 'unknown')}"
+        + (f": {check['message']}" if check.get("message") else "") + ")",
+        f"- data: {d['name']}/{d['split']}, {d['n_images']} images (seed {d['seed']}, balanced over "
+        f"{len(d['per_class'])} classes: {d['per_class']})",
+        f"- preprocessing: {pre['reason']}; side {pre['size'] or 'native'}, mean "
+        f"{_vec(pre['mean'])}, std {_vec(pre['std'])}; {pre['order']}",
+        f"- orbits: {proto['steps']} steps per family; families {fams}; head input "
+        f"{', '.join(proto['head_input'])} (raw = h(z), l2 = the paper's h(z/‖z‖), PAPER.md §4 "
+        f"pitfall 5)",
+        f"- statistics: {int(proto['level'] * 100)}% {proto['bootstrap']} bootstrap, "
+        f"B = {proto['n_boot']}; {proto['precision']}",
+        f"- device {result.get('device')}, {fmt(result.get('seconds', {}).get('total'))} s in all",
+    ]
+    return lines
+
+
+def _family_section(name: str, fam: dict[str, Any]) -> list[str]:
+    xi = fam["xi"]
+    lines = ["", f"## {name}", "",
+             f"ξ from {xi[0]:g} to {xi[-1]:g} ({fam['units']}), {len(xi)} steps; anchor: "
+             f"{fam['anchor']}.", "", "### Metrics at every point", ""]
+    rows = [[p, str(fam["dims"][p])] + [fmt_estimate(m.get(k)) for k, _ in POINT_COLUMNS]
+            for p, m in fam["points"].items()]
+    lines.append(_table(["point", "D"] + [t for _, t in POINT_COLUMNS], rows))
+    if fam.get("ratios"):
+        lines += ["", "### Ratios z / point", ""]
+        rows = [[p] + [fmt_estimate(r.get(k)) for k, _ in RATIO_COLUMNS]
+                for p, r in fam["ratios"].items()]
+        lines.append(_table(["point"] + [t for _, t in RATIO_COLUMNS], rows))
+    ctrl = fam.get("controls")
+    if ctrl:
+        lines += ["", "### Controls at the head's output", ""]
+        rows = []
+        for p in last_head_points(fam):
+            rows.append(["trained head", p] + [fmt_estimate(fam["ratios"][p].get(k))
+                                               for k, _ in RATIO_COLUMNS])
+            for key, label in (("fresh_head", "fresh head"), ("random_directions", "random directions")):
+                r = ctrl.get(key, {}).get("ratios", {}).get(p, {})
+                rows.append([label, p] + [fmt_estimate(r.get(k)) for k, _ in RATIO_COLUMNS])
+        lines.append(_table(["", "point"] + [t for _, t in RATIO_COLUMNS], rows))
+        lines += [""] + [f"- {ctrl[k]['what']}" for k in ("fresh_head", "random_directions")
+                         if k in ctrl]
+    lines += ["", f"![{name} orbits](figures/orbits_{name}.png)"]
+    return lines
+
+
+QUOTIENT_METRICS = (("head_G", "G = J_hᵀJ_h (z)"), ("head_loss", "J_hᵀ∇²L J_h (z)"),
+                    ("backbone", "J_bᵀJ_b (pixels)"), ("end_to_end", "(J_hJ_b)ᵀ(J_hJ_b) (pixels)"))
+QUOTIENT_COLUMNS = ("median log10 q (tangent)", "median log10 q (random)",
+                    "ratio of medians [95% CI]", "P(q_t < q_r)", "tangents below random median",
+                    "q_t = 0")
+
+
+def _get(d: Any, *keys: str) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def quotient_rows(fam: dict[str, Any]) -> list[list[str]]:
+    """One row per metric of a tangent-metric family entry (tangent vs random directions)."""
+    rows = []
+    for key, label in QUOTIENT_METRICS:
+        q = fam.get(key)
+        if not q:
+            continue
+        rows.append([label, fmt(_get(q, "tangent", "median_log10")),
+                     fmt(_get(q, "random", "median_log10")), fmt_estimate(q.get("ratio_ci")),
+                     fmt(q.get("p_below")), fmt(q.get("frac_tangent_below_random_median")),
+                     fmt(_get(q, "tangent", "n_zero"))])
+    return rows
+
+
+def fisher_row(name: str, fam: dict[str, Any], tol: str) -> list[str]:
+    """Fisher ranks of one family at relative tolerance ``tol`` (the key, e.g. "1e-06")."""
+    f = fam.get("fisher") or {}
+    chart, head = f.get("chart") or {}, f.get("head") or {}
+    med = lambda d: fmt(_get(d, tol, "median"))  # noqa: E731
+    return [name, fmt(chart.get("dim_theta")), med(chart.get("rank_z")), med(chart.get("rank_h")),
+            fmt(_get(chart, "bound_holds", tol)), f"{fmt(head.get('d'))}",
+            med(head.get("rank")), fmt(_get(head, "null_space", tol, "tangent_mostly_null")),
+            fmt(_get(head, "null_space", tol, "random_mostly_null"))]
+
+
+def _tangent_section(tm: dict[str, Any], has_figure: bool) -> list[str]:
+    lines = ["", "## Tangent metric and Fisher rank (C6, C7)", ""]
+    if "skipped" in tm:
+        return lines + [f"Not computed: {tm['skipped']}."]
+    proto = tm.get("protocol", {})
+    tol = proto.get("fisher", {}).get("rel_tol")
+    tol_key = f"{float(tol):g}" if tol is not None else ""
+    lines += [f"{proto.get('n_images')} images, {proto.get('n_random')} random directions per "
+              f"image, {proto.get('dtype')}; loss {_get(proto, 'loss', 'name')} "
+              f"({_get(proto, 'loss', 'reading')}); tangents at ξ0 = {proto.get('xi0')}. "
+              f"q = vᵀAv/‖v‖²; a ratio of medians < 1 means A suppresses the augmentation "
+              f"tangent against random directions.", ""]
+    for fam, entry in tm.get("families", {}).items():
+        rows = quotient_rows(entry)
+        if rows:
+            check = entry.get("tangent_check") or {}
+            lines += [f"### {fam}", "", _table(["metric A"] + list(QUOTIENT_COLUMNS), rows), "",
+                      f"jvp tangent against the central difference: median relative error "
+                      f"{fmt(check.get('rel_err_median'))}, max {fmt(check.get('rel_err_max'))}.", ""]
+    fams = tm.get("families", {})
+    if fams:
+        lines += [f"### Fisher ranks at tolerance {tol_key} · λ_max", "",
+                  f"Observation model: {_get(proto, 'fisher', 'observation_model')}. Medians over "
+                  f"images; Thm 5.3 predicts rank I_h(θ) ≤ rank I_z(θ) − 1.", ""]
+        lines.append(_table(["family", "dim θ", "rank I_z(θ)", "rank I_h(θ)", "bound holds",
+                             "d", "rank I_h(z)", "tangents mostly null", "random mostly null"],
+                            [fisher_row(f, e, tol_key) for f, e in fams.items()]))
+    if has_figure:
+        lines += ["", "![tangent spectra](figures/tangent_spectra.png)"]
+    defs = tm.get("definitions", {})
+    if defs:
+        lines += ["", "Definitions:", ""] + [f"- `{k}`: {v}" for k, v in defs.items()]
+    return lines
+
+
+def format_report(result: dict[str, Any]) -> str:
+    """The whole report.md (markdown) of a ``headgeom analyze`` result."""
+    lines = _header(result)
+    rows = summary_rows(result)
+    if rows:
+        lines += ["", "## Summary: the head's last point", "",
+                  "Ratios are z over the point (> 1: the head shrinks the orbit). fresh / random: "
+                  "compression of a freshly initialised head / of random directions of equal size.",
+                  ""]
+        cols = list(SUMMARY_COLUMNS) + ["fresh_head", "random_directions"]
+        titles = ["compression (spread)", "trace ratio (raw f)", "per-dim ratio (raw f)",
+                  "class/orbit change", "fresh head compression", "random directions compression"]
+        lines.append(_table(["family", "point"] + titles,
+                            [[f, p] + [fmt_estimate(c.get(k)) for k in cols] for f, p, c in rows]))
+    for name, fam in result["orbits"]["families"].items():
+        lines += _family_section(name, fam)
+    has_fig = any(str(p).endswith("tangent_spectra.png")
+                  for p in result.get("files", {}).get("figures", []))
+    lines += _tangent_section(result.get("tangent_metric") or {"skipped": "not run"}, has_fig)
+    lines += ["", "## Definitions", ""]
+    lines += [f"- `{k}`: {v}" for k, v in result["orbits"]["definitions"].items()]
+    notes = result["model"].get("notes") or []
+    if notes:
+        lines += ["", "## Loader notes", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
