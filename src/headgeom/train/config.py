@@ -51,7 +51,9 @@ class TrainConfig:
     ``track_block_samples`` (H_eff blocks of that many probe samples; None = all).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar).
+    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun
+    with more than one process, BatchNorm statistics over the global batch, as one process would
+    compute them; no effect on one process or without BatchNorm; headgeom.train.ddp).
     """
 
     method: str
@@ -90,6 +92,7 @@ class TrainConfig:
     bf16: bool = True
     channels_last: bool = True
     progress: bool = True
+    sync_bn: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
@@ -112,6 +115,8 @@ class TrainConfig:
                              f"got {self.track_block_samples!r}")
         if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 1):
             raise ValueError(f"TrainConfig.image_size must be None or a positive int, got {self.image_size!r}")
+        if not isinstance(self.sync_bn, bool):
+            raise ValueError(f"TrainConfig.sync_bn must be True or False, got {self.sync_bn!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
         if self.schedule not in SCHEDULES:

@@ -7,9 +7,14 @@ does with an index list); gradients are averaged by DDP. So the data order, the 
 state and therefore ``--resume`` are those of a single-process run, at the cost of augmenting
 the global batch on every process (cheap next to the network on the device).
 
-What differs from one process with the same global batch: the loss and BatchNorm see each
-process's shard only (SimCLR negatives, VICReg/Barlow statistics, BN statistics are per process;
-losses that are means over samples, without BN, match to round-off).
+The loss and BatchNorm see the global batch, as in the official code bases: inside the DDP
+forward (:func:`headgeom.methods.distributed.global_batch`) SimCLR gathers the projections of
+every process with gradient (global negatives), VICReg its embeddings, Barlow Twins all-reduces
+its cross-correlation, and DINO's centre update is all-reduced (in ``on_step_end``). With
+``sync_bn`` (default) every BatchNorm of backbone, heads and EMA copies is converted to
+:class:`~headgeom.methods.distributed.GlobalBatchNorm` (global statistics on gloo/CPU and
+nccl/GPU). So P processes × B/P train as one process × B, to float round-off. One process runs
+no collective and is bit-identical to a run without DDP support.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from dataclasses import dataclass
 import torch
 import torch.distributed as dist
 
-__all__ = ["DistContext", "init_distributed"]
+from headgeom.methods.distributed import convert_sync_batchnorm, global_batch, has_batchnorm, shard_rows
+
+__all__ = ["DistContext", "GlobalBatchDDP", "init_distributed"]
 
 
 @dataclass(frozen=True)
@@ -44,14 +51,18 @@ class DistContext:
 
     def shard(self, views: list[torch.Tensor]) -> list[torch.Tensor]:
         """Each view's rows ``rank::world`` (the global batch interleaved over processes)."""
-        return views if self.world == 1 else [v[self.rank::self.world] for v in views]
+        return [shard_rows(v, self.rank, self.world) for v in views]
 
-    def wrap(self, module: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-        """``DistributedDataParallel(module)`` when distributed, else ``module``."""
+    def wrap(self, module: torch.nn.Module, device: torch.device, sync_bn: bool = True) -> torch.nn.Module:
+        """``module`` wrapped for DDP when distributed (its forward sees the global batch), else
+        ``module`` itself. ``sync_bn``: convert its BatchNorm layers, in place and keeping their
+        tensors, to global-batch BatchNorm first (when it has any)."""
         if self.world == 1:
             return module
+        if sync_bn and has_batchnorm(module):
+            convert_sync_batchnorm(module)
         ids = [device.index] if device.type == "cuda" else None
-        return torch.nn.parallel.DistributedDataParallel(module, device_ids=ids)
+        return GlobalBatchDDP(module, device_ids=ids)
 
     def mean(self, x: torch.Tensor) -> float:
         """Mean of the scalar ``x`` over processes (every process gets the same number, so all
@@ -65,6 +76,16 @@ class DistContext:
     def barrier(self) -> None:
         if self.world > 1:
             dist.barrier()
+
+
+class GlobalBatchDDP(torch.nn.parallel.DistributedDataParallel):
+    """DDP whose forward runs inside :func:`~headgeom.methods.distributed.global_batch`: the
+    method's gathers and synchronised BatchNorm act over all processes there, and only there
+    (the bare method, e.g. the tracker's probe forward on rank 0, stays local)."""
+
+    def forward(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        with global_batch():
+            return super().forward(*args, **kwargs)
 
 
 def init_distributed(device: torch.device) -> DistContext:

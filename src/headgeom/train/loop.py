@@ -191,7 +191,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
             "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
             "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
             "processes": ctx.world, "resumed_from_step": step if resume else None, **_environment()})
-    model = ctx.wrap(method, device)
+    model = ctx.wrap(method, device, sync_bn=config.sync_bn)
     writer = CheckpointWriter()
 
     def checkpoint(epoch_start_state: torch.Tensor) -> None:
@@ -243,6 +243,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
             loss = result["loss"]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
+            if hasattr(method, "before_optimizer_step"):  # e.g. DINO's freeze_last_layer
+                method.before_optimizer_step(step, step // steps_per_epoch)
             optimizer.step()
             method.on_step_end(step, total)  # index of the update just taken, 0-based
             step += 1
