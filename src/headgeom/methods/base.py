@@ -160,6 +160,10 @@ class SSLMethod(nn.Module):
         """{"loss": scalar, "z": [(N, d) per view], "logs": dict[str, float]}."""
         raise NotImplementedError
 
+    def before_optimizer_step(self, step: int, epoch: int) -> None:
+        """Called after ``loss.backward()`` and before ``optimizer.step()`` with the 0-based step
+        and epoch; may edit gradients (DINO's ``freeze_last_layer``); no-op here."""
+
     def on_step_end(self, step: int, total_steps: int) -> None:
         """Called after ``optimizer.step()`` with the 0-based index of that step; no-op here."""
 

@@ -1,6 +1,10 @@
 """SimCLR (Chen et al. 2020) with any projector: symmetric NT-Xent, and the paper's
 one-directional InfoNCE with cross-view negatives only (PAPER.md §3, "SimCLR for
-guillotine/orbits")."""
+guillotine/orbits").
+
+Under DDP the projections of every process are gathered with gradient (official SimCLR's
+cross-replica concat), so the negatives are those of the global batch and the loss is the
+single-process one (headgeom.methods.distributed)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -9,6 +13,7 @@ from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.distributed import gather_rows
 from headgeom.objectives import info_nce, nt_xent
 
 
@@ -34,7 +39,7 @@ class SimCLR(SSLMethod):
     def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
         views = self.check_views(views)
         z = self.encode(views)
-        u1, u2 = (self.projector(zv) for zv in z)
+        u1, u2 = (gather_rows(self.projector(zv)) for zv in z)  # global batch under DDP
         return {"loss": full_precision(self.loss_fn, u1, u2), "z": z, "logs": {}}
 
     def geometry_problem(self, z_views: Sequence[Tensor]):

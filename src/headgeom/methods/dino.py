@@ -7,6 +7,10 @@ the running centre and the current teacher temperature. After each optimiser ste
 (``on_step_end``): EMA update of the teacher (cosine 0.996 → 1), centre update from the
 step's teacher outputs (momentum 0.9), and the teacher temperature of the next step
 (DINO's linspace warm-up 0.04 → 0.07 over ``teacher_temp_warmup`` × total steps, then constant).
+During the first ``freeze_last_layer`` epochs (official default 1, main_dino.py
+``--freeze_last_layer``) the projector's output layer gets no update: its gradients are dropped
+after backward (``before_optimizer_step``, DINO's ``cancel_gradients_last_layer``), so the
+optimiser skips it (no momentum, no weight decay) until then.
 """
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ class DINO(SSLMethod):
         "momentum_final": 1.0,
         "n_global_views": 2,
         "n_local_crops": 8,  # main_dino.py --local_crops_number
+        "freeze_last_layer": 1,  # epochs with the output layer fixed (main_dino.py default 1)
     }
     RECIPE = "dino"
     N_VIEWS = None
@@ -52,6 +57,8 @@ class DINO(SSLMethod):
             raise ValueError(
                 f"dino teacher_temp_warmup is a fraction of the run's steps in [0, 1]; got {o['teacher_temp_warmup']!r}"
             )
+        if o["freeze_last_layer"] < 0:
+            raise ValueError(f"dino freeze_last_layer is a number of epochs >= 0; got {o['freeze_last_layer']!r}")
         self.teacher = EMATarget(nn.Sequential(self.backbone, self.projector))
         self.centering = DINOCenter(projector.out_dim, o["center_momentum"])
         # the temperature of the next forward, in state_dict (extra state): schedule step 0
@@ -102,6 +109,21 @@ class DINO(SSLMethod):
         if self.training:
             self._pending_center = DINOCenter.batch_sum(teacher)
         return {"loss": loss, "z": z, "logs": {"teacher_temp": self.current_teacher_temp}}
+
+    def last_layer(self) -> nn.Module:
+        """The projector's output Linear (the weight-normed prototype layer of DINO's head)."""
+        linears = [m for m in self.projector.modules() if isinstance(m, nn.Linear)]
+        if not linears:
+            raise ValueError(f"dino freeze_last_layer needs a projector with a Linear layer; "
+                             f"{self.spec.head!r} has none (set freeze_last_layer=0)")
+        return linears[-1]
+
+    def before_optimizer_step(self, step: int, epoch: int) -> None:
+        """Drop the output layer's gradients while ``epoch < freeze_last_layer`` (official
+        ``cancel_gradients_last_layer``: ``p.grad = None``, so the optimiser skips it)."""
+        if epoch < self.options["freeze_last_layer"]:
+            for p in self.last_layer().parameters():
+                p.grad = None
 
     @torch.no_grad()
     def on_step_end(self, step: int, total_steps: int) -> None:

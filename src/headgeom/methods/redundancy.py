@@ -1,13 +1,22 @@
-"""VICReg (Bardes et al. 2022) and Barlow Twins (Zbontar et al. 2021) with any expander."""
+"""VICReg (Bardes et al. 2022) and Barlow Twins (Zbontar et al. 2021) with any expander.
+
+Under DDP both see the global batch, as their official code: VICReg gathers the embeddings of
+every process with gradient (``FullGatherLayer``) and computes its terms on them; Barlow Twins
+standardises with the global batch's moments and sums the cross-correlation c = âᵀb̂ / N
+(N the global batch) over processes (``all_reduce(c)``, here with its gradient, so that the
+update equals the single-process one; headgeom.methods.distributed)."""
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+import torch
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.distributed import active_world, all_reduce_sum, gather_rows, global_moments
 from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg
+from headgeom.objectives.vicreg import off_diagonal_sq_sum
 
 
 class VICReg(SSLMethod):
@@ -27,7 +36,7 @@ class VICReg(SSLMethod):
     def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
         views = self.check_views(views)
         z = self.encode(views)
-        a, b = (self.projector(zv) for zv in z)
+        a, b = (gather_rows(self.projector(zv)) for zv in z)  # global batch under DDP
         loss, invariance, variance, covariance = full_precision(self._terms, a, b)
         logs = {"invariance": float(invariance.detach()), "variance": float(variance.detach()),
                 "covariance": float(covariance.detach())}
@@ -68,8 +77,24 @@ class BarlowTwins(SSLMethod):
         views = self.check_views(views)
         z = self.encode(views)
         a, b = (self.projector(zv) for zv in z)
-        loss = full_precision(lambda x, y: barlow_twins(x, y, self.options["lambd"], self.options["eps"]), a, b)
+        o = self.options
+        if active_world() == 1:
+            loss = full_precision(lambda x, y: barlow_twins(x, y, o["lambd"], o["eps"]), a, b)
+        else:
+            loss = full_precision(self._global_loss, a, b)
         return {"loss": loss, "z": z, "logs": {}}
+
+    def _global_loss(self, a: Tensor, b: Tensor) -> Tensor:
+        """The Barlow Twins loss of the global batch from this process's rows a, b (n, D): both
+        views standardised with the global moments (one gather), c = Σ_processes âᵀb̂ / N summed
+        with gradient; the same number on every process, equal to ``barlow_twins`` of the
+        gathered batch."""
+        d = a.shape[1]
+        mean, var, n = global_moments(torch.cat([a, b], dim=1))
+        ab = (torch.cat([a, b], dim=1) - mean) / torch.sqrt(var + self.options["eps"])
+        c = all_reduce_sum(ab[:, :d].T @ ab[:, d:] / n)
+        diag = torch.diagonal(c)
+        return (1 - diag).pow(2).sum() + self.options["lambd"] * off_diagonal_sq_sum(c)
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
