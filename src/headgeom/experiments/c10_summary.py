@@ -130,7 +130,9 @@ def _images_text(config: Any) -> str:
 
 def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: str, missing: list[str],
                directory: str | None) -> dict:
-    if all(v == "supported" for v in verdicts.values()):
+    if missing:  # the dichotomy is about all four checkpoints
+        verdict = "inconclusive"
+    elif all(v == "supported" for v in verdicts.values()):
         verdict = "supported"
     elif any(v == "not supported" for v in verdicts.values()):
         verdict = "not supported"
