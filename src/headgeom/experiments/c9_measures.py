@@ -1,0 +1,159 @@
+"""C9's measures of orbit compression, every one a ratio with a joint bootstrap CI (PAPER.md §3
+"Orbits", Tables 1 and 5; §4 pitfalls 4-5).
+
+Pure computation on stored orbit features (headgeom.orbits.extract): point name -> (N, K, D).
+Every measure of one family is resampled with ONE (B, N) matrix of image multiplicities, so the
+numerator and denominator of each ratio, and a trained head against its controls, move
+together in every replicate (percentile intervals, headgeom.orbits.bootstrap).
+
+For the head output h (raw z into the head, or the paper's z/‖z‖) against z, all on
+L2-normalised features u = f/‖f‖ unless said otherwise:
+
+- ``compression``: spread(z) / spread(h), the paper's ratio (spread = (1/K) Σ_k ‖u_k − ū‖²);
+  it equals the trace ratio of the within-orbit covariances (dimension-fair, pitfall 4);
+- ``per_dim_ratio``: compression · D_h / D_z, the per-dimension variance ratio of the paper's
+  pretrained analysis (grows with D_h / D_z for the same geometry);
+- ``trace_ratio_raw``: the same on unnormalised features (depends on the two spaces' scales);
+- ``d_intra_ratio``: D_intra(z) / D_intra(h);
+- ``class_orbit_z``, ``class_orbit_h``, ``class_orbit_change`` = class_orbit_h / class_orbit_z
+  (class/orbit = D_inter / D_intra; the paper: 2.04 → 2.50 for ResNet-18);
+- ``d_inter_ratio``: D_inter(z) / D_inter(h) (the paper: 56× for ViT-Tiny);
+- ``global_ratio``: global spread(z) / global spread(h), global spread = the mean squared
+  distance of every orbit point of every image to the mean of all of them: how much the head
+  shrinks the whole cloud (near-global collapse shows as a large global ratio);
+- ``selectivity``: compression / global_ratio = [spread/global](z) / [spread/global](h): how
+  much more the head shrinks orbits than the cloud they live in (> 1: selective);
+- ``<control>_compression`` and ``vs_<control>`` = compression / control compression for the
+  fresh head of the same architecture and for random-direction orbits of equal size
+  (headgeom.orbits.controls).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor
+
+from headgeom.orbits.analyze import point_replicates
+from headgeom.orbits.bootstrap import estimate
+from headgeom.orbits.metrics import l2_normalise
+
+__all__ = ["DEFINITIONS", "c9_measures", "global_spread", "interval_side"]
+
+DEFINITIONS = {
+    "compression": "spread(z) / spread(h) on L2-normalised features (the paper's ratio; equals "
+                   "the trace ratio of the within-orbit covariances, dimension-fair)",
+    "per_dim_ratio": "per-dimension within-orbit variance ratio = compression · D_h / D_z",
+    "trace_ratio_raw": "within-orbit trace ratio on unnormalised features (scale-dependent)",
+    "d_intra_ratio": "D_intra(z) / D_intra(h)",
+    "class_orbit_z": "D_inter / D_intra at z",
+    "class_orbit_h": "D_inter / D_intra at h",
+    "class_orbit_change": "class_orbit_h / class_orbit_z",
+    "d_inter_ratio": "D_inter(z) / D_inter(h)",
+    "global_ratio": "global spread(z) / global spread(h); global spread = mean squared distance of "
+                    "all orbit points of all images to their common mean (L2-normalised)",
+    "selectivity": "compression / global_ratio (> 1: orbits shrink more than the whole cloud)",
+    "fresh_head_compression": "compression of a freshly initialised head of the same architecture",
+    "vs_fresh_head": "compression / fresh_head_compression",
+    "random_directions_compression": "compression of z orbits replaced by isotropic random "
+                                     "displacements of equal within-orbit size",
+    "vs_random_directions": "compression / random_directions_compression",
+}
+
+
+def global_spread(f: Tensor, counts: Tensor) -> tuple[float, Tensor]:
+    """(value, replicates (B,)) of the global spread of L2-normalised orbit features.
+
+    f: (N, K, D); counts: (B, N) image multiplicities. With weights w the global mean is
+    ū = Σ_i w_i m_i / Σ_i w_i (m_i the orbit mean of u) and the spread is
+    Σ_i w_i (1/K) Σ_k ‖u_ik‖² / Σ_i w_i − ‖ū‖², computed from the N×N Gram of the orbit means.
+    """
+    u = l2_normalise(f)
+    sq = u.pow(2).sum(dim=-1).mean(dim=1)  # (N,) 1 except for zero rows
+    m = u.mean(dim=1)
+    gram = m @ m.T
+    w = torch.cat([torch.ones(1, f.shape[0], dtype=torch.float64), counts.to(torch.float64)])
+    tot = w.sum(dim=1)
+    out = (w @ sq) / tot - ((w @ gram) * w).sum(dim=1) / tot.pow(2)
+    return float(out[0]), out[1:]
+
+
+class _Stats:
+    """Values and replicates of every point metric plus the global spread, per feature set."""
+
+    def __init__(self, labels: Tensor, counts: Tensor) -> None:
+        self.labels, self.counts = labels, counts
+        self.vals: dict[tuple[str, str], dict[str, float]] = {}
+        self.reps: dict[tuple[str, str], dict[str, Tensor]] = {}
+
+    def add(self, key: tuple[str, str], f: Tensor) -> None:
+        if key in self.vals:
+            return
+        vals, reps, _ = point_replicates(f, None, self.labels, self.counts)
+        vals["global"], reps["global"] = global_spread(f, self.counts)
+        self.vals[key], self.reps[key] = vals, reps
+
+    def ratio(self, a: tuple[str, str], b: tuple[str, str], metric: str) -> tuple[float, Tensor]:
+        return self.vals[a][metric] / self.vals[b][metric], self.reps[a][metric] / self.reps[b][metric]
+
+
+def c9_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, head_point: str,
+                controls: Mapping[str, Mapping[str, Tensor]] | None = None,
+                level: float = 0.95) -> dict[str, dict]:
+    """Every C9 measure of the module docstring for the head output ``head_point`` against "z".
+
+    features: point -> (N, K, D) orbits of the trained model; labels: (N,) class ids (>= 2
+    classes); counts: (B, N) bootstrap multiplicities shared by everything here; controls:
+    name -> features of the control (its own "z" and ``head_point``), e.g. "fresh_head",
+    "random_directions". Returns measure -> estimate {value, ci, level, n_boot, ...}.
+    """
+    for p in ("z", head_point):
+        if p not in features:
+            raise KeyError(f"feature point {p!r} missing; have {sorted(features)}")
+    st = _Stats(labels, counts)
+    z, h = ("model", "z"), ("model", head_point)
+    st.add(z, features["z"])
+    st.add(h, features[head_point])
+    d_z, d_h = features["z"].shape[-1], features[head_point].shape[-1]
+    out: dict[str, dict] = {}
+
+    def put(name: str, pair: tuple[float, Tensor]) -> None:
+        out[name] = estimate(pair[0], pair[1], level)
+
+    comp = st.ratio(z, h, "spread")
+    put("compression", comp)
+    put("per_dim_ratio", (comp[0] * d_h / d_z, comp[1] * d_h / d_z))
+    put("trace_ratio_raw", st.ratio(z, h, "trace_raw"))
+    put("d_intra_ratio", st.ratio(z, h, "d_intra"))
+    for key, p in ((z, "z"), (h, "h")):
+        put(f"class_orbit_{p}", (st.vals[key]["class_orbit_ratio"], st.reps[key]["class_orbit_ratio"]))
+    put("class_orbit_change", st.ratio(h, z, "class_orbit_ratio"))
+    put("d_inter_ratio", st.ratio(z, h, "d_inter"))
+    glob = st.ratio(z, h, "global")
+    put("global_ratio", glob)
+    put("selectivity", (comp[0] / glob[0], comp[1] / glob[1]))
+    out["global_spread_z"] = {"value": st.vals[z]["global"]}
+    out["global_spread_h"] = {"value": st.vals[h]["global"]}
+    for name, feats in (controls or {}).items():
+        cz, ch = (name, "z"), (name, head_point)
+        st.add(cz, feats["z"])
+        st.add(ch, feats[head_point])
+        ctrl = st.ratio(cz, ch, "spread")
+        put(f"{name}_compression", ctrl)
+        put(f"vs_{name}", (comp[0] / ctrl[0], comp[1] / ctrl[1]))
+    return out
+
+
+def interval_side(est: Mapping, threshold: float = 1.0) -> str:
+    """Where an estimate's interval lies against ``threshold``: "above" (lo > t), "below"
+    (hi < t), "straddles", or "undefined" (a bound missing or NaN). Infinite bounds count (a
+    head output with zero spread in every resample has compression +inf, above any threshold)."""
+    ci = est.get("ci") if isinstance(est, Mapping) else None
+    if not ci or ci[0] is None or ci[1] is None:
+        return "undefined"
+    lo, hi = float(ci[0]), float(ci[1])
+    if math.isnan(lo) or math.isnan(hi):
+        return "undefined"
+    return "above" if lo > threshold else "below" if hi < threshold else "straddles"

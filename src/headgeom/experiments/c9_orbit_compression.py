@@ -1,0 +1,382 @@
+"""C9 (Tables 1 and 5): does the head compress augmentation orbits while keeping classes apart?
+
+Training (PAPER.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
+cross-view negatives only (``simclr_oneway``, T = 0.1), Adam 1e-3, the ``paper_simclr`` recipe,
+ReLU+BN head Linear(d→hidden, no bias) → BN → ReLU → Linear(hidden→out, no bias) → BN, on the
+CIFAR ResNet-18 and the paper's 3-layer ViT-Tiny (one cell per backbone × seed).
+
+Orbits (headgeom.orbits, PAPER.md §3 "Orbits"): ``orbit_classes`` classes × ``orbit_per_class``
+held-out test images (the same images for every cell; the paper: 5 × 3), 12 steps per family,
+rotation 0-330° (the paper's C9 family, the one judged) and hue, saturation, blur (the pretrained
+protocol's, reported). Read side by side at the head output h (headgeom.experiments.c9_measures):
+the paper's protocol, h(z/‖z‖) (pitfall 5) with spread on L2-normalised features, and the corrected
+reading, h(raw z); for each the compression (= trace ratio), the per-dimension ratio (pitfall 4),
+D_intra/D_inter ratios, the class/orbit ratio before and after the head, the global spread ratio
+(near-global collapse: the paper's 4015× for ViT-Tiny came with D_inter shrinking 56×), the
+selectivity = compression / global ratio, and the two controls (fresh head of the same
+architecture; random-direction orbits of equal size). Every measure has a percentile bootstrap CI
+over images (stratified by class, one resample matrix for everything of a family).
+
+Claims (per backbone and head input; CI = 95% interval of one seed; majority over seeds):
+- "compresses while keeping classes apart": a seed supports it when compression's CI lies above 1,
+  class_orbit_change's CI does not lie below 1, and vs_fresh_head's CI lies above 1; it refutes
+  it when any of the three lies on the wrong side (compression or vs_fresh_head CI below 1,
+  class_orbit_change CI below 1); otherwise it is undecided.
+- "selective, not global": compression, selectivity and vs_random_directions CIs all above 1
+  supports; any of them below 1 refutes; otherwise undecided.
+supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training
+
+STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "
+             "(ViT-Tiny) while keeping classes apart")
+BACKBONES = ("resnet18", "vit_tiny")
+VARIANTS = {"l2": "paper protocol: h(z/|z|)", "raw": "corrected: h(raw z)"}
+PAPER_NUMBERS = {"resnet18": {"compression": 21.85, "d_intra_ratio": 4.76, "class_orbit_z": 2.04,
+                              "class_orbit_h": 2.50},
+                 "vit_tiny": {"compression": 4015.0, "d_inter_ratio": 56.0}}
+MAIN_RULE = {"compression": "above", "class_orbit_change": "not below", "vs_fresh_head": "above"}
+SELECTIVE_RULE = {"compression": "above", "selectivity": "above", "vs_random_directions": "above"}
+
+
+@dataclass(frozen=True)
+class C9Config:
+    """Every setting of C9 (module docstring)."""
+
+    preset: str = "quick"
+    seeds: int = 2
+    backbones: tuple[str, ...] = BACKBONES
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
+    width: float = 0.125  # ResNet-18 width multiplier (1.0 = 512-d z)
+    vit_options: tuple[tuple[str, Any], ...] = (("embed_dim", 48),)  # vit_tiny builder options
+    hidden: int = 256
+    out_dim: int = 128
+    temperature: float = 0.1
+    batch_size: int = 64
+    epochs: int = 5
+    max_steps: int | None = 120
+    lr: float = 1e-3
+    families: tuple[str, ...] = ("rotation", "hue", "saturation", "blur")
+    judge_family: str = "rotation"
+    steps: int = 12
+    orbit_classes: int = 5
+    orbit_per_class: int = 8
+    n_boot: int = 1000
+    level: float = 0.95
+    majority: float = 0.8
+    device: str = "cpu"
+    num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
+
+
+def quick() -> C9Config:
+    """shapes (2048 images, 32 px); ResNet-18 width 0.125 (64-d z) and ViT-Tiny width 48 (3 layers),
+    head d-256-128 ReLU+BN, batch 64, 120 Adam steps; orbits of 5 classes × 8 test images × 12 steps for
+    rotation, hue, saturation, blur; 1000 bootstrap resamples; 2 seeds (4 cells).
+
+    Command: ``headgeom reproduce --only C9 --preset quick``. Runtime: about 2-3 min on 2 shared CPU
+    cores (one torch thread). Measures orbit compression (paper protocol and corrected), class/orbit
+    ratio, global spread and the two controls.
+    """
+    return C9Config()
+
+
+def small() -> C9Config:
+    """CIFAR-10; ResNet-18 width 0.125 (64-d z) and ViT-Tiny width 96 (3 layers, 3 heads), head
+    d-512-256 ReLU+BN, batch 256, 300 Adam steps (~1.5 epochs); orbits of 5 classes × 20 test images;
+    2 seeds (4 cells).
+
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C9 --preset small``. Runtime:
+    roughly 25-30 min on 2 shared CPU cores (estimated from the C12 small preset's ~1.2 s per batch-256
+    step at this ResNet width; not run end to end). Without CIFAR-10 the cells fail with the loader's
+    message saying where to put the data.
+    """
+    return C9Config(preset="small", data="cifar10", data_options=(), vit_options=(("embed_dim", 96),),
+                    hidden=512, out_dim=256, batch_size=256, epochs=2, max_steps=300, orbit_per_class=20)
+
+
+def paper() -> C9Config:
+    """The paper's runs: CIFAR-10, ResNet-18 (d = 512) and ViT-Tiny (192 wide, 3 layers), head
+    d-2048-2048 ReLU+BN, batch 256, Adam 1e-3, 50 epochs, T = 0.1; orbits of the paper's 5 classes
+    with 40 test images each (the paper used 3: CIs need more); 3 seeds, on the GPU.
+
+    Command: ``headgeom reproduce --only C9 --preset paper``. Runtime: roughly 1-2 GPU-hours on one
+    H200 (6 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run).
+    On 2 CPU cores: not feasible.
+    """
+    return C9Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, vit_options=(),
+                    hidden=2048, out_dim=2048, batch_size=256, epochs=50, max_steps=None,
+                    orbit_per_class=40, n_boot=2000, device="auto", num_threads=None)
+
+
+def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
+    """One cell per backbone × seed."""
+    n = config.seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError(f"C9 needs at least one seed; got {n}")
+    unknown = [b for b in config.backbones if b not in BACKBONES]
+    if unknown or not config.backbones:
+        raise ValueError(f"C9 backbones must be among {BACKBONES}; got {config.backbones}")
+    if config.judge_family not in config.families:
+        raise ValueError(f"judge_family {config.judge_family!r} is not among the families {config.families}")
+    return [{"backbone": b, "seed": s} for b in config.backbones for s in range(n)]
+
+
+def train_config(config: C9Config, backbone: str, seed: int):
+    from headgeom.train import TrainConfig
+
+    options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
+    return TrainConfig(
+        method="simclr_oneway", backbone=backbone, backbone_options=options,
+        head=paper_head("relu", config.hidden, config.out_dim, bn=True),
+        method_options={"temperature": config.temperature}, data=config.data, data_dir=config.data_dir,
+        data_options=dict(config.data_options), epochs=config.epochs, max_steps=config.max_steps,
+        batch_size=config.batch_size, seed=seed, optimizer="adam", lr=config.lr, weight_decay=0.0,
+        schedule="constant", device=config.device, progress=False,
+    )
+
+
+def orbit_images(test, n_classes: int, per_class: int, seed: int = 0):
+    """(uint8 images (N, 3, H, W), labels (N,)): ``per_class`` test images of each of the first
+    ``n_classes`` classes, drawn by a seeded permutation (the same for every cell)."""
+    import torch
+
+    if n_classes < 2 or n_classes > test.num_classes:
+        raise ValueError(f"orbit_classes must be in [2, {test.num_classes}] (D_inter needs two classes); "
+                         f"got {n_classes}")
+    order = torch.randperm(len(test), generator=torch.Generator().manual_seed(seed))
+    picks = []
+    for c in range(n_classes):
+        idx = order[test.labels[order] == c][:per_class]
+        if idx.numel() < per_class:
+            raise ValueError(f"class {c} ({test.classes[c]}) has {idx.numel()} test images, fewer than "
+                             f"orbit_per_class = {per_class}; lower orbit_per_class or use more test images")
+        picks.append(idx)
+    idx = torch.cat(picks)
+    return test.images[idx], test.labels[idx].to(torch.int64)
+
+
+def _analyze(config: C9Config, tc, seed: int):
+    def after(run_dir) -> dict[str, Any]:
+        import torch
+
+        from headgeom.data import dataset_stats, load_dataset
+        from headgeom.io import atomic_write_json
+        from headgeom.orbits import analyze_orbit_features, extract_orbits
+        from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
+        from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
+        from headgeom.train import build_method_from_config, load_checkpoint, resolve_device
+
+        dev = resolve_device(tc.device)
+        method = build_method_from_config(tc)
+        method.load_state_dict(load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")["method"])
+        method = method.to(dev).eval()
+        test = load_dataset(tc.data, "test", tc.data_dir, **tc.data_options)
+        recipe = method.recipe(test.image_size[0])
+        mean, std = getattr(recipe, "mean", None), getattr(recipe, "std", None)
+        if mean is None and tc.normalize:  # as headgeom.train normalised the views
+            stats = dataset_stats(tc.data, load_dataset(tc.data, "train", tc.data_dir, **tc.data_options))
+            mean, std = tuple(stats.mean), tuple(stats.std)
+        images, labels = orbit_images(test, config.orbit_classes, config.orbit_per_class)
+        chain = [("head", method.projector)]
+        counts = bootstrap_counts(bootstrap_indices(len(labels), config.n_boot, seed, strata=labels), len(labels))
+        families, full = {}, {}
+        for fam in config.families:
+            of = extract_orbits(method.backbone, images, fam, config.steps, chain, head_input=("raw", "l2"),
+                                device=dev, mean=mean, std=std)
+            full[fam] = analyze_orbit_features(of, labels, n_boot=config.n_boot, seed=seed, level=config.level,
+                                               controls=False)
+            head_out = [p for p in of.points if p.startswith("head.")][-1]
+            z = of.features["z"]
+            ctrl = {"fresh_head": head_points_on(z, fresh_heads(chain, seed), ("raw", "l2"), device=dev),
+                    "random_directions": head_points_on(random_direction_orbits(z, seed), chain, ("raw", "l2"),
+                                                        device=dev)}
+            families[fam] = {
+                v: c9_measures(of.features, labels, counts, prefix + head_out,
+                               {k: f for k, f in ctrl.items()}, config.level)
+                for v, prefix in (("raw", ""), ("l2", "l2z/"))}
+            families[fam]["layers"] = {p: r["compression"] for p, r in full[fam]["ratios"].items()}
+        cell = cell_directory()
+        if cell is not None:  # the full analysis (every metric at every point) beside the cell
+            atomic_write_json(cell / "orbits.json", {"families": full, "n_images": len(labels)})
+        return {"families": families, "head_output_point": head_out, "n_images": int(len(labels)),
+                "dims": {"z": int(z.shape[-1]), "h": int(of.features[head_out].shape[-1])},
+                "classes": [test.classes[c] for c in range(config.orbit_classes)],
+                "normalisation": {"mean": mean, "std": std}, "torch": torch.__version__}
+    return after
+
+
+def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
+    """Train one backbone × seed, then measure its orbits; C9 measures per family and head input."""
+    with torch_threads(config.num_threads):
+        t0 = time.perf_counter()
+        seed = int(cell["seed"])
+        tc = train_config(config, cell["backbone"], seed)
+        done, _, res = run_training(tc, (), after=_analyze(config, tc, seed))
+        if done.get("diverged"):
+            raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
+                               f"{done['diverged']}")
+        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"), **res,
+                "seconds": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------- verdicts
+def seed_outcome(measures: dict[str, dict], rule: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """("supports" | "refutes" | "undecided", side of each measure's CI) for one seed under ``rule``
+    (measure -> "above": CI above 1 holds, below 1 refutes; "not below": CI below 1 refutes, else holds)."""
+    sides = {m: interval_side(measures[m]) for m in rule}
+    fails = any(s == "below" for s in sides.values())
+    holds = all(sides[m] == "above" if need == "above" else sides[m] in ("above", "straddles")
+                for m, need in rule.items())
+    return ("refutes" if fails else "supports" if holds else "undecided"), sides
+
+
+def _rule_text(rule: dict[str, str]) -> str:
+    return " and ".join(f"{m} CI {'above 1' if need == 'above' else 'not below 1'}" for m, need in rule.items())
+
+
+def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) -> dict[str, Any]:
+    rule = MAIN_RULE if kind == "main" else SELECTIVE_RULE
+    fam = config.judge_family
+    per_seed = [m["families"][fam][variant] for c, m in results if c["backbone"] == backbone]
+    outcomes = [seed_outcome(ms, rule) for ms in per_seed]
+    n = len(outcomes)
+    sup = sum(o == "supports" for o, _ in outcomes) / n if n else 0.0
+    ref = sum(o == "refutes" for o, _ in outcomes) / n if n else 0.0
+    verdict = ("inconclusive" if not n else "supported" if sup >= config.majority
+               else "not supported" if ref >= config.majority else "inconclusive")
+    keys = list(rule) + ([] if kind == "main" else ["global_ratio", "d_inter_ratio"])
+    meas = {k: measured([ms[k]["value"] for ms in per_seed], per_seed_ci=[ms[k]["ci"] for ms in per_seed])
+            for k in dict.fromkeys(keys + ["per_dim_ratio", "class_orbit_z", "class_orbit_h"])} if n else {}
+    statement = STATEMENT if kind == "main" else (
+        "the head's orbit compression is selective (orbits shrink more than the whole representation cloud "
+        "and more than random directions of equal size), not global collapse")
+    criterion = (f"{fam} orbits, head output, {VARIANTS[variant]}; per seed (95% percentile bootstrap CIs over "
+                 f"images): supports if {_rule_text(rule)}; refutes if any of those CIs lies below 1; else "
+                 f"undecided. supported if >= {config.majority:.0%} of the {n} seeds support, not supported if "
+                 f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "
+                 f"refute; sides per seed: {[s for _, s in outcomes]})")
+    setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.data,
+               "objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+               "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "reading": "n/a (orbit metrics)",
+               "steps": config.max_steps or f"{config.epochs} epochs",
+               "orbits": f"{config.orbit_classes} classes x {config.orbit_per_class} test images x {config.steps} steps"}
+    return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
+            "criterion": criterion}
+
+
+# ---------------------------------------------------------------- tables and figure
+def _cell_text(est: dict) -> str:
+    ci = est.get("ci") or [None, None]
+    lo, hi = ("-" if v is None else f"{float(v):.3g}" for v in ci)
+    return f"{est['value']:.3g} [{lo}, {hi}]"
+
+
+TABLE_COLUMNS = ("compression", "per_dim_ratio", "d_intra_ratio", "class_orbit_z", "class_orbit_h",
+                 "d_inter_ratio", "global_ratio", "selectivity", "fresh_head_compression",
+                 "random_directions_compression")
+
+
+def _seed_table(config: C9Config, results) -> str:
+    lines = ["| backbone | seed | head input | " + " | ".join(TABLE_COLUMNS) + " |",
+             "|---" * (3 + len(TABLE_COLUMNS)) + "|"]
+    for c, m in sorted(results, key=lambda r: (r[0]["backbone"], r[0]["seed"])):
+        for v in VARIANTS:
+            ms = m["families"][config.judge_family][v]
+            lines.append(f"| {c['backbone']} | {c['seed']} | {v} | "
+                         + " | ".join(_cell_text(ms[k]) for k in TABLE_COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def _paper_table(config: C9Config, results) -> str:
+    lines = ["| backbone | measure | paper | ours, paper protocol (l2) | ours, corrected (raw) |", "|---|---|---|---|---|"]
+    for b, numbers in PAPER_NUMBERS.items():
+        ms = [m["families"][config.judge_family] for c, m in results if c["backbone"] == b]
+        for k, paper_value in numbers.items():
+            lines.append(f"| {b} | {k} | {paper_value:g} | "
+                         + " | ".join(pm([x[v][k]["value"] for x in ms]) for v in ("l2", "raw")) + " |")
+    return "\n".join(lines)
+
+
+def _family_table(config: C9Config, results) -> str:
+    lines = ["| backbone | family | compression l2 | compression raw | selectivity raw | vs fresh head raw | "
+             "vs random dirs raw |", "|---|---|---|---|---|---|---|"]
+    for b in config.backbones:
+        ms = [m["families"] for c, m in results if c["backbone"] == b]
+        for fam in config.families:
+            vals = [pm([x[fam][v][k]["value"] for x in ms]) for v, k in
+                    (("l2", "compression"), ("raw", "compression"), ("raw", "selectivity"),
+                     ("raw", "vs_fresh_head"), ("raw", "vs_random_directions"))]
+            lines.append(f"| {b} | {fam} | " + " | ".join(vals) + " |")
+    return "\n".join(lines)
+
+
+def _figure(config: C9Config, results):
+    import matplotlib.pyplot as plt
+
+    series = (("l2", "compression", "paper protocol h(z/|z|)"), ("raw", "compression", "corrected h(raw z)"),
+              ("raw", "fresh_head_compression", "fresh head (raw)"),
+              ("raw", "random_directions_compression", "random directions (raw)"))
+    fig, axes = plt.subplots(1, len(config.backbones), figsize=(5.2 * len(config.backbones), 3.8), squeeze=False)
+    for ax, b in zip(axes[0], config.backbones):
+        runs = [m for c, m in results if c["backbone"] == b]
+        for j, (v, k, label) in enumerate(series):
+            for s, m in enumerate(runs):
+                xs, ys, lo, hi = [], [], [], []
+                for i, fam in enumerate(config.families):
+                    est = m["families"][fam][v][k]
+                    ci = [float("nan") if x is None else float(x) for x in (est.get("ci") or [None, None])]
+                    xs.append(i + 0.12 * (j - 1.5) + 0.03 * s)
+                    ys.append(est["value"])
+                    lo.append(max(est["value"] - ci[0], 0.0))
+                    hi.append(max(ci[1] - est["value"], 0.0))
+                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", ms=3, capsize=2, color=f"C{j}",
+                            label=label if s == 0 else None)
+        ax.axhline(1.0, color="0.5", lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(config.families)), config.families)
+        ax.set_title(f"{b} ({len(runs)} seeds)")
+        ax.set_ylabel("orbit compression spread(z)/spread(h), 95% CI")
+        ax.legend(fontsize=7)
+    fig.suptitle("C9: orbit compression at the head output, per family")
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
+    """Per backbone present and head input: the main claim and the selectivity claim; tables; figure."""
+    present = [b for b in config.backbones if any(c["backbone"] == b for c, _ in results)]
+    claims = [_claim(config, results, b, v, kind) for b in present for v in ("l2", "raw") for kind in ("main", "selective")]
+    notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
+             "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
+             "ratio multiplies it by D_h/D_z (PAPER.md §4 pitfall 4). Every cell's full analysis (every metric at "
+             "every head layer) is in its run directory's orbits.json."]
+    if config.data == "shapes":
+        notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
+                     "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")
+    fam = config.judge_family
+    return Summary(claims=claims,
+                   tables=[(f"C9 per seed, {fam}, head output: value [95% CI]", _seed_table(config, results)),
+                           (f"C9 beside the paper's numbers ({fam}; mean ± std (n seeds))", _paper_table(config, results)),
+                           ("C9 per family (mean ± std (n seeds))", _family_table(config, results))],
+                   figures=[("compression", lambda: _figure(config, results))], notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="C9",
+    title="Orbit compression through the head (ResNet-18, ViT-Tiny): paper protocol vs corrected, with controls",
+    statement=STATEMENT,
+    presets={"quick": quick, "small": small, "paper": paper},
+    cells=cells,
+    run_cell=run_cell,
+    summarize=summarize,
+))

@@ -1,0 +1,206 @@
+"""C9 experiment: presets and cells, the joint-bootstrap measures against direct recomputation on
+resampled images, a tiny training + orbit cell (finite, consistent with analyze_orbit_features),
+and the verdict rule on hand-made metrics (supported, not supported, inconclusive)."""
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from headgeom.experiments.c9_measures import c9_measures, global_spread, interval_side
+from headgeom.experiments.c9_orbit_compression import (C9Config, cells, orbit_images, run_cell, seed_outcome,
+                                                       summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
+from headgeom.experiments.registry import VERDICTS, check_claim
+from headgeom.orbits import metrics as M
+from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
+TINY = C9Config(data_options=(("n", 40), ("size", 16)), width=0.0625,
+                vit_options=(("embed_dim", 12), ("depth", 1), ("img_size", 16)), hidden=16, out_dim=8,
+                batch_size=8, max_steps=2, families=("rotation", "hue"), steps=3, orbit_classes=2,
+                orbit_per_class=3, n_boot=40, seeds=1)
+
+
+def test_presets_cells_and_training_settings():
+    import headgeom.experiments.c9_orbit_compression as mod
+    from headgeom.experiments.registry import load_all
+
+    exp = mod.EXPERIMENT
+    assert load_all()["C9"] is exp and exp.id == "C9" and set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        cfg = preset()
+        assert cfg.preset == name and "headgeom reproduce --only C9" in preset.__doc__
+        assert cells(cfg) == [{"backbone": b, "seed": s} for b in ("resnet18", "vit_tiny") for s in range(cfg.seeds)]
+    paper = exp.config("paper")
+    tc = train_config(paper, "vit_tiny", 2)
+    assert (tc.method, tc.optimizer, tc.lr, tc.batch_size, tc.epochs, tc.method_options["temperature"]) == (
+        "simclr_oneway", "adam", 1e-3, 256, 50, 0.1)
+    assert tc.backbone == "vit_tiny" and tc.backbone_options == {} and tc.seed == 2  # the paper's 192-wide ViT
+    assert train_config(paper, "resnet18", 0).backbone_options == {"width": 1.0}
+    assert tc.head == "d-2048-2048:relu:nobias:bn:last=bn"
+    with pytest.raises(ValueError, match="at least one seed"):
+        cells(TINY, 0)
+    with pytest.raises(ValueError, match="backbones must be among"):
+        cells(dataclasses.replace(TINY, backbones=("resnet50",)))
+    with pytest.raises(ValueError, match="judge_family"):
+        cells(dataclasses.replace(TINY, judge_family="blur"))
+
+
+def test_orbit_images_pick_per_class_and_say_when_too_few():
+    from headgeom.data import load_dataset
+
+    test = load_dataset("shapes", "test", n=40, size=16)
+    images, labels = orbit_images(test, 3, 2)
+    assert images.shape == (6, 3, 16, 16) and labels.tolist() == [0, 0, 1, 1, 2, 2]
+    assert torch.equal(orbit_images(test, 3, 2)[0], images)  # the same images for every cell
+    with pytest.raises(ValueError, match="fewer than orbit_per_class"):
+        orbit_images(test, 2, 30)
+    with pytest.raises(ValueError, match="orbit_classes"):
+        orbit_images(test, 1, 2)
+
+
+# ---------------------------------------------------------------- measures against direct recomputation
+def _synthetic(n=8, k=5, d=6, dh=10, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 2
+    centres = torch.randn(2, d, generator=g, dtype=torch.float64) * 3
+    z = centres[labels][:, None] + torch.randn(n, k, d, generator=g, dtype=torch.float64)
+    w = torch.randn(d, dh, generator=g, dtype=torch.float64)
+    h = torch.tanh(z @ w * 0.3)  # some nonlinear map, orbits and cloud shrink differently
+    return {"z": z, "head.1": h}, labels
+
+
+def _global_direct(f):
+    u = M.l2_normalise(f).reshape(-1, f.shape[-1])
+    return float((u - u.mean(dim=0)).pow(2).sum(dim=1).mean())
+
+
+def test_global_spread_matches_the_direct_formula_on_resampled_images():
+    feats, labels = _synthetic()
+    idx = bootstrap_indices(8, 5, 3, strata=labels)
+    value, reps = global_spread(feats["z"], bootstrap_counts(idx, 8))
+    assert value == pytest.approx(_global_direct(feats["z"]), rel=1e-12)
+    for b in range(5):  # a replicate = the statistic of the images drawn (repeats included)
+        assert float(reps[b]) == pytest.approx(_global_direct(feats["z"][idx[b]]), rel=1e-12)
+
+
+def _direct(feats, labels, p):
+    z, h = feats["z"], feats[p]
+    comp = float(M.orbit_spread(z).mean() / M.orbit_spread(h).mean())
+    cor = [float(M.class_centroid_distance(f, labels) / M.d_intra(f).mean()) for f in (z, h)]
+    return {"compression": comp, "class_orbit_change": cor[1] / cor[0],
+            "d_inter_ratio": float(M.class_centroid_distance(z, labels) / M.class_centroid_distance(h, labels)),
+            "selectivity": comp / (_global_direct(z) / _global_direct(h))}
+
+
+def test_c9_measures_values_replicates_and_intervals_match_direct_computation():
+    feats, labels = _synthetic()
+    ctrl_feats, _ = _synthetic(seed=1)
+    idx = bootstrap_indices(8, 200, 0, strata=labels)
+    out = c9_measures(feats, labels, bootstrap_counts(idx, 8), "head.1", {"fresh_head": ctrl_feats}, 0.9)
+    ref = _direct(feats, labels, "head.1")
+    for k, v in ref.items():
+        assert out[k]["value"] == pytest.approx(v, rel=1e-10), k
+    assert out["per_dim_ratio"]["value"] == pytest.approx(ref["compression"] * 10 / 6, rel=1e-12)
+    ctrl = _direct(ctrl_feats, labels, "head.1")["compression"]
+    assert out["fresh_head_compression"]["value"] == pytest.approx(ctrl, rel=1e-10)
+    assert out["vs_fresh_head"]["value"] == pytest.approx(ref["compression"] / ctrl, rel=1e-10)
+    # percentile intervals of replicates recomputed image set by image set (numerator and denominator jointly)
+    reps = {k: [] for k in ("compression", "selectivity", "class_orbit_change")}
+    for b in range(200):
+        sub = {p: f[idx[b]] for p, f in feats.items()}
+        r = _direct(sub, labels[idx[b]], "head.1")
+        for k in reps:
+            reps[k].append(r[k])
+    for k, values in reps.items():
+        q = torch.quantile(torch.tensor(values, dtype=torch.float64), torch.tensor([0.05, 0.95], dtype=torch.float64))
+        assert out[k]["ci"] == pytest.approx(q.tolist(), rel=1e-9), k
+    with pytest.raises(KeyError, match="head.9"):
+        c9_measures(feats, labels, bootstrap_counts(idx, 8), "head.9")
+
+
+def test_interval_side_and_seed_outcome():
+    assert [interval_side({"ci": ci}) for ci in ([1.1, 2], [0.2, 0.9], [0.9, 1.2], [None, 2], ["inf", "inf"])] == [
+        "above", "below", "straddles", "undefined", "above"]
+    e = lambda lo, hi: {"value": (lo + hi) / 2, "ci": [lo, hi]}  # noqa: E731
+    good = {"compression": e(3, 5), "class_orbit_change": e(0.9, 1.3), "vs_fresh_head": e(1.5, 2)}
+    assert seed_outcome(good, MAIN_RULE)[0] == "supports"  # class/orbit straddling 1 does not fall
+    assert seed_outcome({**good, "class_orbit_change": e(0.5, 0.8)}, MAIN_RULE)[0] == "refutes"
+    assert seed_outcome({**good, "vs_fresh_head": e(0.8, 1.2)}, MAIN_RULE)[0] == "undecided"
+    assert seed_outcome({**good, "compression": e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
+
+
+# ---------------------------------------------------------------- a tiny cell end to end
+@pytest.fixture(scope="module")
+def tiny():
+    return {b: run_cell(TINY, {"backbone": b, "seed": 0}) for b in ("resnet18", "vit_tiny")}
+
+
+def test_tiny_cells_are_finite_and_consistent_with_the_full_analysis(tiny):
+    import math
+
+    for b, m in tiny.items():
+        json.dumps(m)
+        assert m["backbone"] == b and m["head_output_point"] == "head.4" and m["n_images"] == 6
+        assert m["dims"] == {"z": 32 if b == "resnet18" else 12, "h": 8}
+        for fam in TINY.families:
+            f = m["families"][fam]
+            for v, point in (("raw", "head.4"), ("l2", "l2z/head.4")):
+                for k, est in f[v].items():
+                    assert math.isfinite(est["value"]), (b, fam, v, k)
+                # the same ratio through headgeom.orbits.analyze (an independent code path)
+                assert f[v]["compression"]["value"] == pytest.approx(f["layers"][point]["value"], rel=1e-10)
+                assert f[v]["per_dim_ratio"]["value"] == pytest.approx(f[v]["compression"]["value"] * 8 / m["dims"]["z"],
+                                                                       rel=1e-12)
+
+
+def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
+    results = [({"backbone": b, "seed": 0}, m) for b, m in tiny.items()]
+    summary = summarize(TINY, results)
+    assert len(summary.claims) == 8
+    for c in summary.claims:
+        check_claim(c)
+        assert c["verdict"] in VERDICTS
+    fig = summary.figures[0][1]()
+    assert len(fig.axes) == 2
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- verdicts on hand-made metrics
+def _fake(ests: dict[str, tuple[float, float]]):
+    names = set(MAIN_RULE) | set(SELECTIVE_RULE) | {"per_dim_ratio", "class_orbit_z", "class_orbit_h",
+                                                    "global_ratio", "d_inter_ratio", "d_intra_ratio",
+                                                    "fresh_head_compression", "random_directions_compression"}
+    full = {k: {"value": sum(ests.get(k, (2.0, 3.0))) / 2, "ci": list(ests.get(k, (2.0, 3.0)))} for k in names}
+    return {"families": {"rotation": {"raw": full, "l2": full}}}
+
+
+def _verdicts(per_seed):
+    cfg = dataclasses.replace(TINY, families=("rotation",), seeds=len(per_seed))
+    results = [({"backbone": b, "seed": s}, _fake(e)) for b in ("resnet18", "vit_tiny") for s, e in enumerate(per_seed)]
+    summary = summarize(cfg, results)
+    for c in summary.claims:
+        check_claim(c)
+    json.dumps(summary.claims)
+    return {(c["setting"]["backbone"], c["statement"].startswith("Tables")): c["verdict"] for c in summary.claims
+            if c["setting"]["head_input"].startswith("corrected")}
+
+
+def test_verdict_follows_the_stated_criterion():
+    # every CI above 1 in both seeds: both claims supported
+    assert set(_verdicts([{}, {}]).values()) == {"supported"}
+    # classes merge (class/orbit CI below 1) in both seeds: main refuted; selective claim unaffected
+    v = _verdicts([{"class_orbit_change": (0.5, 0.8)}] * 2)
+    assert v[("resnet18", True)] == "not supported" and v[("resnet18", False)] == "supported"
+    # global collapse: selectivity below 1 refutes the selective claim only
+    v = _verdicts([{"selectivity": (0.6, 0.9)}] * 2)
+    assert v[("vit_tiny", True)] == "supported" and v[("vit_tiny", False)] == "not supported"
+    # one seed undecided (vs fresh head straddles 1): 50% < 80% support -> inconclusive
+    v = _verdicts([{}, {"vs_fresh_head": (0.9, 1.4)}])
+    assert v[("resnet18", True)] == "inconclusive"
+    # one seed supports, one refutes -> inconclusive
+    v = _verdicts([{}, {"compression": (0.2, 0.5)}])
+    assert v[("resnet18", True)] == "inconclusive" and v[("resnet18", False)] == "inconclusive"
