@@ -1,0 +1,390 @@
+"""C11 (depth ablation): do deeper heads compress augmentation orbits more and protect the backbone better?
+
+Training (PAPER.md §3, "SimCLR for guillotine/orbits", as C12): the paper's one-directional InfoNCE
+with cross-view negatives only (``simclr_oneway``, temperature 0.1), Adam lr 1e-3, the ``paper_simclr``
+recipe; the head is the paper's ReLU+BN projector with ``depth`` hidden layers,
+[Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out, no bias) → BN, so depth 1 is the
+paper's projector (depth counts hidden layers, as in C3; PAPER.md does not say how the paper counted).
+One cell per depth × seed; a seed fixes the initialisation and the data order, so depths are paired by seed.
+
+Measured per cell (:mod:`headgeom.experiments.c11_measure`): rotation orbits (0-330°, the paper's
+protocol) of a fixed set of test images through the backbone and the head; the trace ratio
+trace(z)/trace(h(z)) of the within-orbit covariance of L2-normalised features with a bootstrap CI
+(dimension-fair; it equals the paper's spread compression, shown beside it), the per-dimension ratio
+(PAPER.md §4 pitfall 4) and the raw-feature trace ratio beside it, the class/orbit ratio
+D_inter/D_intra at z and h(z) and its change; the same ratios for a freshly initialised head of the
+same depth (control); heads fed raw z and the paper's z/‖z‖ (pitfall 5). Backbone (z) and head-output
+class probes: weighted kNN and the linear probe on the test split.
+
+Claims, each "the quantity increases with depth" with one rule (:func:`increase_test`): per seed, the
+difference g(depth max) − g(depth min) (g = log for the compression, identity for accuracies), a
+Student-t CI over seeds at ``level``; supported if the CI's lower end is > 0, the mean difference
+exceeds the margin and the depth means increase monotonically; not supported if the CI's upper end is
+below the margin (an increase of at least the margin is excluded); inconclusive otherwise (the seed
+spread covers the difference), or with fewer than two paired seeds. The accuracy claims are also
+inconclusive when no depth's mean backbone accuracy exceeds chance (1 / classes) by ``learned_floor``:
+a backbone that has not learned the classes has nothing to protect.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from headgeom.experiments.c11_measure import depth_head, measure_run
+from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.training_cells import pm, run_training
+
+STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
+PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
+
+
+@dataclass(frozen=True)
+class C11Config:
+    """Every setting of C11 (module docstring)."""
+
+    preset: str = "quick"
+    seeds: int = 2
+    depths: tuple[int, ...] = (1, 2, 3)
+    data: str = "shapes"
+    data_dir: str | None = None
+    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
+    width: float = 0.125
+    hidden: int = 256
+    out_dim: int = 128
+    temperature: float = 0.1
+    batch_size: int = 64
+    epochs: int = 5
+    max_steps: int | None = 100
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    knn_k: int = 200
+    eval_train: int | None = 2048
+    eval_test: int | None = 1024
+    probe_max_iter: int = 1000
+    head_inputs: tuple[str, ...] = ("raw", "l2")  # raw first: the judged one
+    orbit_classes: int = 5
+    orbit_per_class: int = 6
+    orbit_steps: int = 12
+    orbit_seed: int = 0
+    n_boot: int = 1000
+    level: float = 0.95  # of the seed-level t interval
+    compression_margin: float = 1.1  # ratio of compressions (depth max / depth min) counted as an increase
+    accuracy_margin: float = 0.01  # accuracy difference (fraction) counted as an increase
+    learned_floor: float = 0.05  # backbone accuracy above chance needed before "protection" is judged
+    device: str = "cpu"
+    num_threads: int | None = 1
+
+
+def quick() -> C11Config:
+    """shapes (2048 images, 32 px), ResNet-18 width 0.125, heads 64-256×depth-128 ReLU+BN for depth 1, 2, 3,
+    batch 64, 100 Adam steps, probes on 2048/1024 images, orbits of 5 classes × 6 test images × 12
+    rotations, 2 seeds (6 cells).
+
+    Command: ``headgeom reproduce --only C11 --preset quick``. Runtime: see BENCHMARKS.md / the module's
+    commit (a few minutes on 2 CPU cores, one torch thread). Measures orbit compression (trace ratio),
+    class/orbit change and backbone kNN / linear accuracy per depth.
+    """
+    return C11Config()
+
+
+def small() -> C11Config:
+    """CIFAR-10, ResNet-18 width 0.125, heads 64-512×depth-256 ReLU+BN, batch 256, 130 Adam steps (2/3 of an
+    epoch), probes on 10,000 / 2,000 images, orbits of 5 classes × 6 test images × 12 rotations, 3 seeds
+    (9 cells).
+
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C11 --preset small``. Runtime: about
+    40 min on 2 shared CPU cores with one torch thread (estimated from C12's small cell, about 1.2 s per
+    step of batch 256 with its probes; not run end to end).
+    """
+    return C11Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=256,
+                     batch_size=256, epochs=1, max_steps=130, eval_train=10_000, eval_test=2_000)
+
+
+def paper() -> C11Config:
+    """The paper's SimCLR run per depth: CIFAR-10, ResNet-18 (d = 512), heads 512-2048×depth-2048 ReLU+BN,
+    batch 256, Adam 1e-3, 50 epochs, temperature 0.1; the paper's orbits (5 classes × 3 test images × 12
+    rotations); full kNN / linear probes (50,000 / 10,000); 3 seeds (9 runs), on the GPU.
+
+    Command: ``headgeom reproduce --only C11 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
+    H200 (9 runs of 50 epochs; scaled from C12's estimate, not run). On 2 CPU cores: not feasible.
+    """
+    return C11Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
+                     out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
+                     orbit_per_class=3, device="auto", num_threads=None)
+
+
+def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
+    """One cell per seed × depth, seed-major (every depth of seed 0 first, so pairs finish early)."""
+    n = config.seeds if seeds is None else seeds
+    if n < 1:
+        raise ValueError(f"C11 needs at least one seed; got {n}")
+    if len(set(config.depths)) < 2 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
+                                          for d in config.depths):
+        raise ValueError(f"C11 depths must be at least two distinct ints >= 1; got {config.depths}")
+    if not config.head_inputs or config.head_inputs[0] != "raw":
+        raise ValueError(f"C11 head_inputs must start with 'raw' (the judged reading); got {config.head_inputs}")
+    return [{"depth": d, "seed": s} for s in range(n) for d in sorted(config.depths)]
+
+
+def train_config(config: C11Config, depth: int, seed: int):
+    """The headgeom.train.TrainConfig of one cell (the paper's SimCLR, module docstring)."""
+    from headgeom.train import TrainConfig
+
+    return TrainConfig(
+        method="simclr_oneway", backbone="resnet18", backbone_options={"width": config.width},
+        head=depth_head(depth, config.hidden, config.out_dim), method_options={"temperature": config.temperature},
+        data=config.data, data_dir=config.data_dir, data_options=dict(config.data_options), epochs=config.epochs,
+        max_steps=config.max_steps, batch_size=config.batch_size, seed=seed, optimizer="adam", lr=config.lr,
+        weight_decay=config.weight_decay, schedule="constant", device=config.device, progress=False,
+    )
+
+
+def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
+    """Train one depth × seed, then probe the backbone and measure orbits through the head."""
+    with torch_threads(config.num_threads):
+        t0 = time.perf_counter()
+        depth, seed = int(cell["depth"]), int(cell["seed"])
+        done, _, res = run_training(train_config(config, depth, seed), (), after=lambda d: measure_run(d, config))
+        if done.get("diverged"):
+            raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
+                               f"{done['diverged']}")
+        return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
+                "seconds": time.perf_counter() - t0}
+
+
+# ---------------------------------------------------------------- the rule
+def increase_test(by_depth: dict[int, dict[int, float]], *, log: bool, margin: float,
+                  level: float = 0.95) -> dict[str, Any]:
+    """Does a per-seed quantity increase with depth? ``by_depth``: depth -> {seed: value}.
+
+    Seeds present (finite, and > 0 when ``log``) at every depth are paired; diff = g(v at the
+    largest depth) − g(v at the smallest), g = log or identity; ``margin`` is on the same scale as
+    diff (pass log(ratio) for ratios). Returns the verdict (module docstring rule), the reason, and
+    the numbers: n, mean_diff, ci, means per depth, monotone, spearman (pooled over every point),
+    per-seed monotone fraction."""
+    import numpy as np
+    from scipy import stats
+
+    depths = sorted(by_depth)
+
+    def ok(v: Any) -> bool:
+        return isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 or not log)
+
+    seeds = sorted(set.intersection(*[{s for s, v in by_depth[d].items() if ok(v)} for d in depths])) if depths else []
+    g = (lambda v: math.log(v)) if log else (lambda v: float(v))
+    out: dict[str, Any] = {"depths": depths, "paired_seeds": seeds, "n": len(seeds), "log": log, "margin": margin,
+                           "level": level}
+    if len(depths) < 2 or len(seeds) < 2:
+        out.update(verdict="inconclusive", reason=f"{len(seeds)} seed(s) measured at every depth {depths}; "
+                                                  "the rule needs >= 2 paired seeds")
+        return out
+    table = np.array([[g(by_depth[d][s]) for d in depths] for s in seeds])  # (seeds, depths)
+    diff = table[:, -1] - table[:, 0]
+    n, mean = len(diff), float(diff.mean())
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * diff.std(ddof=1) / math.sqrt(n))
+    means = table.mean(axis=0)
+    monotone = bool(np.all(np.diff(means) > 0))
+    pooled = (stats.spearmanr(np.repeat([depths], n, axis=0).ravel(), table.ravel()).statistic
+              if np.ptp(table) > 0 else math.nan)  # undefined for constant values
+    out.update(mean_diff=mean, ci=[mean - half, mean + half], diffs=diff.tolist(),
+               means={d: float(m) for d, m in zip(depths, means)}, monotone=monotone,
+               spearman=None if not math.isfinite(pooled) else float(pooled),
+               seeds_monotone=float(np.mean(np.all(np.diff(table, axis=1) > 0, axis=1))))
+    lo, hi = out["ci"]
+    if lo > 0 and mean > margin and monotone:
+        verdict = "supported"
+    elif hi < margin:
+        verdict = "not supported"
+    else:
+        verdict = "inconclusive"
+    out.update(verdict=verdict, reason=(f"paired difference depth {depths[-1]} - depth {depths[0]} = {mean:.3g}, "
+                                        f"{level:.0%} t-CI [{lo:.3g}, {hi:.3g}] over {n} seeds, margin {margin:.3g}, "
+                                        f"depth means {'' if monotone else 'not '}monotone increasing"))
+    return out
+
+
+RULE = ("per seed, diff = {g}(value at depth {dmax}) - {g}(value at depth {dmin}); {level:.0%} Student-t CI of the "
+        "mean diff over the seeds measured at every depth; supported if the CI's lower end > 0, the mean diff > "
+        "{margin} and the per-depth means increase monotonically; not supported if the CI's upper end < {margin} "
+        "(an increase of at least the margin is excluded); inconclusive otherwise (the seed spread covers the "
+        "difference) or with < 2 paired seeds")
+
+
+# ---------------------------------------------------------------- summary
+def _by_depth(results: list[tuple[dict, dict]], key: str) -> dict[int, dict[int, float]]:
+    out: dict[int, dict[int, float]] = {}
+    for cell, m in results:
+        v = m.get(key)
+        v = v["value"] if isinstance(v, dict) else v
+        out.setdefault(int(cell["depth"]), {})[int(cell["seed"])] = v if v is not None else math.nan
+    return out
+
+
+def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log: bool, margin: float,
+           what: str, setting: dict[str, Any]) -> dict[str, Any]:
+    by = _by_depth(results, key)
+    for d in config.depths:
+        by.setdefault(d, {})
+    t = increase_test(by, log=log, margin=math.log(margin) if log else margin, level=config.level)
+    extra = ""
+    if not log:
+        chance = 1.0 / max(int(m.get("num_classes") or 1) for _, m in results) if results else 1.0
+        best = max((v for v in (t.get("means") or {}).values()), default=-math.inf)
+        extra = (f"; chance accuracy {chance:.3g}, best depth mean {best:.3g}, needed > chance + "
+                 f"{config.learned_floor:g} before the rule applies")
+        if best <= chance + config.learned_floor:
+            t["verdict"] = "inconclusive"
+            extra += " (not met: the backbone has not learned the classes, nothing to protect)"
+    meas = {f"{what}[depth {d}]": measured([v for v in by[d].values() if v is not None]) for d in sorted(by)}
+    meas["paired_difference"] = {"value": t.get("mean_diff"), "n": t["n"], "ci": t.get("ci"), "level": config.level,
+                                 "scale": "log" if log else "fraction", "per_seed": t.get("diffs")}
+    meas["spearman_depth_vs_value"] = {"value": t.get("spearman"), "n": t["n"] * len(t["depths"]),
+                                       "what": "pooled over every (depth, seed) point"}
+    meas["fraction_of_seeds_monotone"] = {"value": t.get("seeds_monotone"), "n": t["n"]}
+    criterion = RULE.format(g="log" if log else "", dmax=max(config.depths), dmin=min(config.depths),
+                            level=config.level, margin=(f"log({margin:g})" if log else f"{margin:g}"))
+    criterion += f". Observed: {t['reason']}{extra}"
+    base = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+            "heads": {d: depth_head(d, config.hidden, config.out_dim) for d in sorted(config.depths)},
+            "reading": "n/a (orbit statistics and probe accuracies)", "data": config.data,
+            "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
+            "preset": config.preset}
+    return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
+            "verdict": t["verdict"], "criterion": criterion}
+
+
+def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
+    orbit = (f"rotation 0-330° in {config.orbit_steps} steps, {config.orbit_classes} classes × "
+             f"{config.orbit_per_class} test images")
+    claims = [_claim(config, results, f"trace_ratio[{v}]", log=True, margin=config.compression_margin,
+                     what="trace_ratio", setting={"part": "deeper heads compress more", "head_input": v,
+                                                  "metric": "trace ratio of L2-normalised features z over h(z) "
+                                                            "(= the paper's spread compression)", "orbits": orbit})
+              for v in config.head_inputs]
+    for probe in ("knn", "linear"):
+        protocol = (f"weighted cosine kNN, k = {config.knn_k}, T = 0.1" if probe == "knn"
+                    else "linear probe on standardised features (L-BFGS, wd 1e-4)")
+        claims.append(_claim(config, results, f"{probe}[z]", log=False, margin=config.accuracy_margin,
+                             what=f"{probe}_accuracy_z",
+                             setting={"part": "deeper heads protect the backbone better", "probe": probe,
+                                      "metric": f"backbone (z) class accuracy, test split, {protocol}"}))
+    return claims
+
+
+def _col(results: list[tuple[dict, dict]], key: str, fmt: str = ".3g") -> str:
+    return pm([(m.get(key) or {}).get("value") if isinstance(m.get(key), dict) else m.get(key) for _, m in results],
+              fmt)
+
+
+def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
+    l2 = "l2" in config.head_inputs
+    head = ["depth", "trace ratio (raw z in)", "fresh head (raw z in)"]
+    head += ["trace ratio (l2 z in, paper)"] if l2 else []
+    head += ["class/orbit z", "class/orbit h(z)", "class/orbit change", "kNN z", "linear z", "kNN h(z)", "linear h(z)",
+             "paper compression"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for d in sorted(config.depths):
+        rs = [(c, m) for c, m in results if int(c["depth"]) == d]
+        row = [str(d), _col(rs, "trace_ratio[raw]"), _col(rs, "fresh_trace_ratio[raw]")]
+        row += [_col(rs, "trace_ratio[l2]")] if l2 else []
+        row += [_col(rs, "class_orbit_ratio[z]"), _col(rs, "class_orbit_ratio[raw]"),
+                _col(rs, "class_orbit_change[raw]"), _col(rs, "knn[z]", ".3f"), _col(rs, "linear[z]", ".3f"),
+                _col(rs, "knn[h]", ".3f"), _col(rs, "linear[h]", ".3f"),
+                f"{PAPER_COMPRESSION[d]:g}" if d in PAPER_COMPRESSION else "-"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _ci(e: Any) -> str:
+    if not isinstance(e, dict) or e.get("value") is None:
+        return "-"
+    lo, hi = e.get("ci") or (None, None)
+    band = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
+    return f"{e['value']:.3g}{band}"
+
+
+def _cell_table(results: list[tuple[dict, dict]]) -> str:
+    head = ["depth", "seed", "trace ratio [CI]", "spread compression", "per-dim ratio", "raw-feature trace ratio",
+            "class/orbit change [CI]", "fresh head trace ratio [CI]", "final loss", "seconds"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c, m in sorted(results, key=lambda r: (int(r[0]["depth"]), int(r[0]["seed"]))):
+        row = [str(c["depth"]), str(c["seed"])] + [_ci(m.get(k)) for k in (
+            "trace_ratio[raw]", "compression[raw]", "per_dim_ratio[raw]", "trace_ratio_raw[raw]",
+            "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
+        row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-",
+                f"{m['seconds']:.0f}" if isinstance(m.get("seconds"), (int, float)) else "-"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _figure(config: C11Config, results: list[tuple[dict, dict]]):
+    import matplotlib.pyplot as plt
+
+    panels: list[tuple[str, list[tuple[str, str]], bool]] = [
+        ("orbit compression z / h(z) (trace ratio)", [("trace_ratio[raw]", "trained, raw z in"),
+                                                      ("fresh_trace_ratio[raw]", "fresh head, raw z in")]
+         + ([("trace_ratio[l2]", "trained, l2 z in (paper)")] if "l2" in config.head_inputs else []), True),
+        ("backbone (z) test accuracy", [("knn[z]", "kNN"), ("linear[z]", "linear probe")], False),
+        ("class/orbit ratio change h(z) / z", [("class_orbit_change[raw]", "trained, raw z in"),
+                                               ("fresh_class_orbit_change[raw]", "fresh head, raw z in")], True),
+    ]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    depths = sorted(config.depths)
+    for ax, (title, keys, logy) in zip(axes[0], panels):
+        for i, (key, label) in enumerate(keys):
+            by = _by_depth(results, key)
+            off = 0.08 * (i - (len(keys) - 1) / 2)
+            pts = [(d + off, v) for d in depths for v in by.get(d, {}).values()
+                   if v is not None and math.isfinite(v)]
+            if pts:
+                ax.scatter(*zip(*pts), s=14, alpha=0.6, color=colours[i % len(colours)])
+            means = [(d + off, measured(list(by[d].values()))["value"]) for d in depths if by.get(d)]
+            ax.plot(*zip(*means), "-", color=colours[i % len(colours)], label=label + " (mean; dots = seeds)")
+        ax.set_xticks(depths)
+        ax.set_xlabel("head depth (hidden layers)")
+        ax.set_title(title, fontsize=9)
+        if logy:
+            ax.set_yscale("log")
+        ax.legend(fontsize=6)
+    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data})")
+    fig.tight_layout()
+    return fig
+
+
+def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
+    """Claims (compression per head input, backbone kNN and linear), the per-depth and per-cell tables,
+    the figure (compression, backbone accuracy and class/orbit change against depth, seeds as dots)."""
+    n = {d: sum(int(c["depth"]) == d for c, _ in results) for d in sorted(config.depths)}
+    notes = [f"cells measured per depth: {n}. Depth counts hidden layers (depth 1 = the paper's projector).",
+             "trace ratio = trace of the within-orbit covariance of L2-normalised z over that of h(z); it equals the "
+             "paper's spread compression (the factor K/(K-1) cancels); per-dim and raw-feature ratios are in the cell "
+             "table (pitfall 4). CIs in the cell table: percentile bootstrap over orbit images, stratified by class.",
+             "fresh head: the same architecture freshly initialised (eval-mode BN at its initial statistics) on the "
+             "same z orbits; compression it shows comes from the architecture, not from training.",
+             f"the paper reported compression {PAPER_COMPRESSION} (depth 1/2/3) for its own runs; shown, never "
+             "tuned toward."]
+    if config.data == "shapes":
+        notes.append("shapes is a synthetic offline stand-in for CIFAR-10; its verdicts check the machinery, the small "
+                     "and paper presets (CIFAR-10) are the ones to read for the claim.")
+    if config.seeds < 3:
+        notes.append(f"with {config.seeds} seeds the t-interval is wide (t = 12.7 at n = 2); expect inconclusive "
+                     "verdicts unless the effect is large and consistent.")
+    claims = _claims(config, results)
+    return Summary(claims=claims,
+                   tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),
+                           ("C11: per cell (raw z into the head; bootstrap CIs over images)", _cell_table(results))],
+                   figures=[("depth", lambda: _figure(config, results))], notes=notes)
+
+
+EXPERIMENT = register(Experiment(
+    id="C11",
+    title="Depth ablation: orbit compression and backbone probes for heads of depth 1, 2, 3",
+    statement=STATEMENT,
+    presets={"quick": quick, "small": small, "paper": paper},
+    cells=cells,
+    run_cell=run_cell,
+    summarize=summarize,
+))

@@ -1,0 +1,193 @@
+"""C11 experiment: presets and cells, the depth heads, a tiny training + measurement cell (finite metrics,
+documented keys), the orbit-image choice, and the increase rule against an independent t-interval on
+hand-made metrics (supported, not supported, inconclusive)."""
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+from headgeom.experiments.c11_depth import C11Config, cells, increase_test, paper, run_cell, summarize, train_config
+from headgeom.experiments.c11_measure import RATIOS, depth_head, orbit_images
+from headgeom.experiments.registry import VERDICTS, check_claim
+from headgeom.experiments.training_cells import paper_head
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
+
+TINY = C11Config(data_options=(("n", 40), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
+                 eval_train=None, eval_test=None, probe_max_iter=30, orbit_classes=2, orbit_per_class=2,
+                 orbit_steps=4, n_boot=50, seeds=1)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_cell(TINY, {"depth": 2, "seed": 0})
+
+
+def test_registered_presets_and_cells():
+    import headgeom.experiments.c11_depth as mod
+    from headgeom.experiments.registry import EXPERIMENTS, experiment_modules
+
+    exp = EXPERIMENTS["C11"]  # registered on import (load_all imports every module; others may be mid-edit)
+    assert exp is mod.EXPERIMENT and "c11_depth" in experiment_modules()
+    assert set(exp.presets) == {"quick", "small", "paper"}
+    for name, preset in exp.presets.items():
+        cfg = preset()
+        assert cfg.preset == name and "headgeom reproduce --only C11" in preset.__doc__
+        assert cfg.depths == (1, 2, 3) and cfg.seeds >= 2 and cfg.head_inputs[0] == "raw"
+        assert len(cells(cfg)) == 3 * cfg.seeds
+    assert cells(TINY, 2) == [{"depth": d, "seed": s} for s in (0, 1) for d in (1, 2, 3)]
+    with pytest.raises(ValueError, match="at least one seed"):
+        cells(TINY, 0)
+    for bad, match in ((dict(depths=(2, 2)), "two distinct"), (dict(depths=(0, 1)), "ints >= 1"),
+                       (dict(head_inputs=("l2",)), "start with 'raw'")):
+        with pytest.raises(ValueError, match=match):
+            cells(dataclasses.replace(TINY, **bad))
+
+
+def test_paper_preset_trains_the_papers_simclr_with_depth_heads():
+    tc = train_config(paper(), 3, 2)
+    assert (tc.method, tc.optimizer, tc.lr, tc.batch_size, tc.epochs, tc.method_options["temperature"], tc.seed) == (
+        "simclr_oneway", "adam", 1e-3, 256, 50, 0.1, 2)
+    assert tc.head == "d-2048-2048-2048-2048:relu:nobias:bn:last=bn"
+    # depth 1 is exactly the paper's projector (the C12 head)
+    assert depth_head(1, 2048, 2048) == paper_head("relu", 2048, 2048, bn=True)
+    with pytest.raises(ValueError, match="depth must be an int >= 1"):
+        depth_head(0, 8, 8)
+
+
+def test_depth_heads_have_depth_hidden_layers():
+    from headgeom.methods import build_method
+
+    for depth in (1, 2, 3):
+        m = build_method("simclr_oneway", backbone="resnet18", backbone_options={"width": 0.125},
+                         head=depth_head(depth, 16, 8))
+        kinds = [type(layer).__name__ for layer in m.projector.layers]
+        assert kinds == ["Linear", "BatchNorm1d", "ReLU"] * depth + ["Linear", "BatchNorm1d"]
+        assert all(layer.bias is None for layer in m.projector.layers if isinstance(layer, torch.nn.Linear))
+
+
+def test_orbit_images_pick_per_class_and_fail_clearly():
+    from headgeom.data import ImageDataset
+
+    labels = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 0])
+    data = ImageDataset(torch.arange(9, dtype=torch.uint8).view(9, 1, 1, 1).expand(9, 3, 2, 2).contiguous(), labels,
+                        ["a", "b", "c"], "toy", "test")
+    images, y = orbit_images(data, 2, 3, seed=0)
+    assert y.tolist() == [0, 0, 0, 1, 1, 1]
+    assert set(images[:3, 0, 0, 0].tolist()) <= {0, 3, 6, 8} and set(images[3:, 0, 0, 0].tolist()) == {1, 4, 7}
+    assert torch.equal(images, orbit_images(data, 2, 3, seed=0)[0])  # seeded
+    with pytest.raises(ValueError, match="fewer than orbit_per_class"):
+        orbit_images(data, 3, 3, seed=0)
+    with pytest.raises(ValueError, match="has 3 classes"):
+        orbit_images(data, 4, 2, seed=0)
+
+
+def test_tiny_cell_gives_finite_documented_metrics(tiny):
+    json.dumps(tiny)
+    assert (tiny["depth"], tiny["seed"], tiny["n_head_layers"], tiny["head_output_point"]) == (2, 0, 8, "head.7")
+    for key in ("knn[z]", "linear[z]", "knn[h]", "linear[h]"):
+        assert 0.0 <= tiny[key] <= 1.0
+    for v in TINY.head_inputs:
+        for r in RATIOS:
+            for key in (f"{r}[{v}]", f"fresh_{r}[{v}]"):
+                e = tiny[key]
+                assert math.isfinite(e["value"]) and e["value"] > 0 and all(math.isfinite(c) for c in e["ci"])
+        # the trace ratio of L2-normalised features is the paper's spread compression (K/(K-1) cancels)
+        assert tiny[f"trace_ratio[{v}]"]["value"] == pytest.approx(tiny[f"compression[{v}]"]["value"], rel=1e-9)
+        # the per-dimension ratio differs from it by exactly the dimension factor D_h / D_z (pitfall 4)
+        assert tiny[f"per_dim_ratio[{v}]"]["value"] == pytest.approx(
+            tiny[f"trace_ratio[{v}]"]["value"] * tiny["dims"]["h"] / tiny["dims"]["z"], rel=1e-9)
+        assert tiny[f"class_orbit_change[{v}]"]["value"] == pytest.approx(
+            tiny[f"class_orbit_ratio[{v}]"]["value"] / tiny["class_orbit_ratio[z]"]["value"], rel=1e-9)
+    assert tiny["dims"] == {"z": 64, "h": 16} and tiny["orbit_n_images"] == 4 and tiny["num_classes"] == 10
+
+
+def _t_interval(diffs, level=0.95):
+    """Independent reference: mean ± t quantile · s / sqrt(n), s with ddof 1."""
+    from scipy.stats import t
+
+    n = len(diffs)
+    mean = sum(diffs) / n
+    s = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1))
+    q = t.ppf(0.5 + level / 2, n - 1)
+    return mean - q * s / math.sqrt(n), mean + q * s / math.sqrt(n)
+
+
+def test_increase_rule_matches_an_independent_t_interval():
+    by = {1: {0: 1.0, 1: 2.0, 2: 1.5}, 2: {0: 2.0, 1: 2.5, 2: 2.5}, 3: {0: 3.0, 1: 3.5, 2: 4.0}}
+    t = increase_test(by, log=False, margin=0.1)
+    lo, hi = _t_interval([2.0, 1.5, 2.5])
+    assert t["ci"] == pytest.approx([lo, hi]) and t["mean_diff"] == pytest.approx(2.0)
+    assert t["verdict"] == "supported" and t["monotone"] and t["seeds_monotone"] == 1.0 and t["spearman"] > 0.8
+    t = increase_test(by, log=True, margin=math.log(1.1))
+    assert t["ci"] == pytest.approx(list(_t_interval([math.log(3.0), math.log(3.5 / 2), math.log(4.0 / 1.5)])))
+    # decreasing with a tight CI: an increase of at least the margin is excluded
+    down = {d: {s: -v for s, v in vals.items()} for d, vals in by.items()}
+    assert increase_test(down, log=False, margin=0.1)["verdict"] == "not supported"
+    # a real but tiny increase (below the margin, tight CI): not supported
+    flat = {1: {0: 0.50, 1: 0.60}, 2: {0: 0.502, 1: 0.602}, 3: {0: 0.504, 1: 0.6041}}
+    assert increase_test(flat, log=False, margin=0.01)["verdict"] == "not supported"
+    # seed spread covers the difference: inconclusive
+    noisy = {1: {0: 0.5, 1: 0.6}, 2: {0: 0.55, 1: 0.6}, 3: {0: 0.7, 1: 0.55}}
+    assert increase_test(noisy, log=False, margin=0.01)["verdict"] == "inconclusive"
+    # significant depth-3-vs-1 increase but non-monotone means: inconclusive
+    bump = {1: {0: 1.0, 1: 1.1, 2: 1.0}, 2: {0: 5.0, 1: 5.0, 2: 5.2}, 3: {0: 2.0, 1: 2.1, 2: 2.05}}
+    t = increase_test(bump, log=False, margin=0.1)
+    assert t["ci"][0] > 0.1 and not t["monotone"] and t["verdict"] == "inconclusive"
+    # one paired seed (seed 1 missing at depth 3, seed 2 non-finite): inconclusive, not a crash
+    one = {1: {0: 1.0, 1: 2.0, 2: 1.0}, 2: {0: 2.0, 1: 3.0, 2: 2.0}, 3: {0: 3.0, 2: math.nan}}
+    t = increase_test(one, log=False, margin=0.1)
+    assert t["n"] == 1 and t["verdict"] == "inconclusive"
+    assert increase_test({1: {0: 1.0, 1: 2.0}, 3: {0: 0.0, 1: 3.0}}, log=True, margin=0.1)["n"] == 1  # log needs > 0
+
+
+def _fake(depth, seed, compression, knn, linear):
+    est = lambda v: {"value": v, "ci": [0.9 * v, 1.1 * v]}  # noqa: E731
+    m = {"depth": depth, "seed": seed, "final_loss": 1.0, "seconds": 1.0, "num_classes": 10, "knn[z]": knn,
+         "linear[z]": linear,
+         "knn[h]": knn - 0.1, "linear[h]": linear - 0.1, "class_orbit_ratio[z]": est(2.0)}
+    for v in ("raw", "l2"):
+        for r in RATIOS:
+            m[f"{r}[{v}]"] = m[f"fresh_{r}[{v}]"] = est(compression)
+        m[f"class_orbit_ratio[{v}]"] = est(2.5)
+    return m
+
+
+def test_summarize_verdicts_follow_the_rule():
+    cfg = dataclasses.replace(TINY, seeds=3)
+    # compression rises 10 -> 20 -> 40 in every seed; kNN falls clearly; linear: seed noise covers it
+    knn = {1: 0.6, 2: 0.5, 3: 0.4}
+    linear = {(1, 0): 0.5, (2, 0): 0.52, (3, 0): 0.6, (1, 1): 0.5, (2, 1): 0.49, (3, 1): 0.45, (1, 2): 0.5,
+              (2, 2): 0.55, (3, 2): 0.52}
+    results = [({"depth": d, "seed": s}, _fake(d, s, 10.0 * 2 ** (d - 1) * (1 + 0.05 * s), knn[d] + 0.01 * s,
+                                               linear[d, s]))
+               for s in range(3) for d in (1, 2, 3)]
+    summary = summarize(cfg, results)
+    for c in summary.claims:
+        check_claim(c)
+        assert c["id"] == "C11" and c["verdict"] in VERDICTS
+    by = {(c["setting"].get("head_input") or c["setting"]["probe"]): c["verdict"] for c in summary.claims}
+    assert by == {"raw": "supported", "l2": "supported", "knn": "not supported", "linear": "inconclusive"}
+    raw = summary.claims[0]["measured"]
+    assert raw["paired_difference"]["value"] == pytest.approx(math.log(4.0)) and raw["paired_difference"]["n"] == 3
+    assert raw["trace_ratio[depth 2]"]["n"] == 3
+    json.dumps(summary.claims)
+    assert [t for t, _ in summary.tables] and summary.tables[0][1].count("\n") == 1 + 3
+    assert summary.tables[1][1].count("\n") == 1 + 9
+    import matplotlib
+
+    matplotlib.use("Agg")
+    fig = summary.figures[0][1]()
+    assert len(fig.axes) == 3
+    # a clear accuracy increase, but every depth within learned_floor of chance (0.1): nothing to protect
+    near_chance = [({"depth": d, "seed": s}, _fake(d, s, 10.0, 0.1 + 0.01 * d, 0.1 + 0.01 * d + 0.001 * s))
+                   for s in range(3) for d in (1, 2, 3)]
+    verdicts = {c["setting"].get("probe"): c["verdict"] for c in summarize(cfg, near_chance).claims}
+    assert verdicts["knn"] == verdicts["linear"] == "inconclusive"
+    lifted = [(c, {**m, "knn[z]": m["knn[z]"] + 0.2}) for c, m in near_chance]
+    assert {c["setting"].get("probe"): c["verdict"] for c in summarize(cfg, lifted).claims}["knn"] == "supported"
+    # a failed cell (depth 3, seed 2 missing): still a summary; with one seed left everything is inconclusive
+    few = [r for r in results if r[0]["seed"] == 0]
+    assert {c["verdict"] for c in summarize(cfg, few).claims} == {"inconclusive"}
