@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message
 from headgeom.experiments.c10_summary import STATEMENT, summarize
 from headgeom.experiments.registry import Experiment, register, torch_threads
+from headgeom.orbits.model_input import prepare_images
 
 __all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper", "run_cell",
            "summarize"]
@@ -155,16 +155,13 @@ def load_images(config: C10Config) -> tuple[torch.Tensor, torch.Tensor, dict[str
                              f"for per_class={config.per_class}")
         idx.append(where)
     index = torch.cat(idx)
-    x = ds.images[index].float().div_(255.0)
-    native = tuple(x.shape[-2:])
-    if native != (config.image_size, config.image_size):
-        # bilinear weights are convex, so [0, 1] pixels stay in [0, 1] (clamp: rounding only)
-        x = F.interpolate(x, size=(config.image_size, config.image_size), mode="bilinear",
-                          align_corners=False).clamp_(0.0, 1.0)
+    native = tuple(ds.images.shape[-2:])
+    # bilinear on [0, 1] pixels, clamped (the same resize as `headgeom analyze`), before the orbit
+    x = prepare_images(ds.images[index], config.image_size)
     info = {"data": config.data, "split": config.split, "indices": index.tolist(),
             "classes": [ds.classes[c] for c in range(config.n_classes)], "native_size": list(native),
             "image_size": config.image_size,
-            "resize": "bilinear (align_corners=False) before the augmentation" if native != (
+            "resize": "bilinear (antialias) on [0, 1] pixels before the augmentation" if native != (
                 config.image_size, config.image_size) else "none"}
     return x, ds.labels[index].clone(), info
 
