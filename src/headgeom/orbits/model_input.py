@@ -160,45 +160,43 @@ def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
         heads["pred"] = model.predictor
     source = {"path": str(path), **model.summary()}
     is_run = model.release.startswith("headgeom_")
-    mean = std = None
+    # where mean/std come from: ("imagenet",), (dataset, options, dir) or None; measured once below
+    stats_from: tuple | None
     if is_run:
         tc = _run_config(path)
-        kind, size = "run", tc.image_size
+        kind, size, families = "run", tc.image_size, CIFAR_FAMILIES
         d_name = data or tc.data
         d_opts = dict(tc.data_options) if data is None else dict(data_options or {})
         d_dir = data_dir if data_dir is not None else (tc.data_dir if data is None else None)
-        if tc.normalize:
-            mean, std = _data_stats(tc.data, dict(tc.data_options),
-                                    data_dir if data_dir is not None else tc.data_dir)
+        stats_from = ((tc.data, dict(tc.data_options),
+                       data_dir if data_dir is not None else tc.data_dir) if tc.normalize else None)
         reason = (f"headgeom run ({tc.method}, {tc.backbone} {tc.backbone_options}) trained on "
                   f"{tc.data}: its own preprocessing, "
                   + (f"{tc.image_size}-px views" if tc.image_size else "native size")
                   + (f", {tc.data} mean/std" if tc.normalize else ", no normalisation (as trained)"))
         source["run_config"] = {"method": tc.method, "data": tc.data, "normalize": tc.normalize,
                                 "image_size": tc.image_size}
-        families = CIFAR_FAMILIES
     else:
         d_name, d_opts, d_dir = data or "cifar10", dict(data_options or {}), data_dir
         why, size = _imagenet_reason(model.release, model.backbone_name, model.backbone_kwargs)
         if why is not None:
-            kind, families = "imagenet", PRETRAINED_FAMILIES
-            mean, std = _data_stats("imagenet", {}, None)
+            kind, families, stats_from = "imagenet", PRETRAINED_FAMILIES, ("imagenet", {}, None)
             reason = f"{why}: {size}-px inputs, ImageNet mean/std"
         else:
-            kind, families = "native", CIFAR_FAMILIES
-            mean, std = _data_stats(d_name, d_opts, d_dir)
+            kind, families, stats_from = "native", CIFAR_FAMILIES, (d_name, d_opts, d_dir)
             reason = (f"{model.backbone_name} with a CIFAR-style input ({model.release}): "
                       + (f"{size}-px inputs" if size else "native size")
                       + f", the analysis data's ({d_name}) mean/std")
     if normalization == "imagenet":
-        mean, std = _data_stats("imagenet", {}, None)
+        stats_from = ("imagenet", {}, None)
         reason += "; normalisation overridden: ImageNet mean/std (--normalization imagenet)"
     elif normalization == "dataset":
-        mean, std = _data_stats(d_name, d_opts, d_dir)
+        stats_from = (d_name, d_opts, d_dir)
         reason += f"; normalisation overridden: {d_name} mean/std (--normalization dataset)"
     elif normalization == "none":
-        mean = std = None
+        stats_from = None
         reason += "; normalisation overridden: none (--normalization none)"
+    mean, std = _data_stats(*stats_from) if stats_from is not None else (None, None)
     if input_size is not None:
         size = input_size or None
         reason += f"; input size overridden: {size or 'native'} (--input-size)"
