@@ -251,3 +251,14 @@ def test_direction_reads_the_interval():
     assert direction(_est(1, 0.9, 1.1)) == "neither"
     assert direction(_est(1, None, 1.1)) == "undefined"
     assert direction(_est(5, 2, "inf")) == "compress"
+
+
+def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
+    """A file that is there but whose cell failed is reported as not measured, not as to be placed."""
+    (tmp_path / EXPECTED_FILES["dino_vit"].filename).write_bytes(b"x")
+    results = [({**c, "dir": str(tmp_path)}, m) for c, m in _fake({k: v for k, v in GOOD.items() if k != "dino_vit"})]
+    s = summarize(C10Config(families=("rotation_45", "hue")), results)
+    dino = s.claims[0]
+    assert dino["verdict"] == "inconclusive" and "missing_files" not in dino["setting"]
+    assert EXPECTED_FILES["dino_vit"].filename in dino["setting"]["not_measured"]
+    assert "Failed cells" in dino["setting"]["not_measured"]

@@ -64,6 +64,22 @@ def _split(config: Any, results: list[tuple[dict, dict]]) -> tuple[dict[str, dic
     return measured, missing, directory
 
 
+def _unmeasured(missing: list[str], directory: str | None) -> dict[str, str]:
+    """Setting entries for checkpoints without a measurement: ``missing_files`` (absent files: what
+    to place where) and ``not_measured`` (present files whose cell failed or was not run)."""
+    folder = None if directory is None else Path(directory)
+    absent = [r for r in missing if not file_cell(r, folder)["present"]]
+    out = {}
+    if absent:
+        out["missing_files"] = placement_message(absent, directory, urls=False)
+    broken = [r for r in missing if r not in absent]
+    if broken:
+        out["not_measured"] = ("present but not measured (the cell failed, see Failed cells, or the release is not "
+                               "in config.releases): " + ", ".join(f"{EXPECTED_FILES[r].label} `{EXPECTED_FILES[r].filename}`"
+                                                                    for r in broken))
+    return out
+
+
 def method_verdict(method: str, metric: str, head_input: str, measured: dict[str, dict],
                    families: tuple[str, ...]) -> tuple[str, list[tuple[str, str, str, dict]], list[str]]:
     """(verdict, [(release, family, direction, estimate)], releases of the method not measured)."""
@@ -113,8 +129,7 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
                "families": ", ".join(config.families), "images": _images_text(config)}
     if method == "dino":
         setting["which"] = f"DINO {config.which}"
-    if missing:
-        setting["missing_files"] = placement_message(missing, directory, urls=False)
+    setting.update(_unmeasured(missing, directory))
     what = (f"supported if every {name} checkpoint x family is '{want}', not supported if any is '{OPPOSITE[want]}'")
     claim = {"id": "C10", "statement": f"§6.3: {name} heads {want} augmentation orbits "
              + ("(orbit variance falls through the head)" if want == "compress" else "(orbit variance grows through the head)"),
@@ -140,8 +155,7 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
         verdict = "inconclusive"
     setting = {"metric": metric, "head_input": f"{head_input} z", "families": ", ".join(config.families),
                "images": _images_text(config)}
-    if missing:
-        setting["missing_files"] = placement_message(missing, directory, urls=False)
+    setting.update(_unmeasured(missing, directory))
     what = "the dichotomy is supported if the DINO, VICReg and Barlow Twins claims under this metric all are, " \
            "not supported if any is not"
     return {"id": "C10", "statement": STATEMENT, "setting": setting,
@@ -195,8 +209,12 @@ def _verdict_table(config: Any, measured: dict) -> tuple[str, dict[tuple[str, st
 def _notes(config: Any, measured: dict, missing: list[str], directory: str | None,
            table: dict[tuple[str, str], dict[str, str]]) -> list[str]:
     notes = []
-    if missing:
-        notes.append(placement_message(missing, directory))
+    extra = _unmeasured(missing, directory)
+    if "missing_files" in extra:
+        folder = None if directory is None else Path(directory)
+        notes.append(placement_message([r for r in missing if not file_cell(r, folder)["present"]], directory))
+    if "not_measured" in extra:
+        notes.append("Checkpoint files " + extra["not_measured"] + ".")
     notes.append(f"Protocol: {_images_text(config)}; 32-px images resized to {config.image_size} px (bilinear) before "
                  "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 pitfall 6). "
                  f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
@@ -211,10 +229,12 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
                      f"({(m.get('sha256_check') or {}).get('status', '?')}); missing keys {len(m.get('missing_keys', []))}, "
                      f"unexpected keys {len(m.get('unexpected_keys', []))}; {m.get('seconds', 0):.1f} s.")
     primary, paper = table.get(PRIMARY), table.get(PAPER_METRIC)
-    if primary and paper and not missing:
+    judged = [k for k in METHODS if all(r in measured for r, e in EXPECTED_FILES.items() if e.method == k)]
+    if primary and paper and judged:
         flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {primary[k]} under the trace ratio"
-                 for k in METHODS if paper[k] != primary[k]]
-        notes.append("The dimension factor flips " + ("; ".join(flips) if flips else "no verdict") + ".")
+                 for k in judged if paper[k] != primary[k]]
+        notes.append(f"Of the methods measured ({', '.join(METHODS[k][0] for k in judged)}), the dimension factor flips "
+                     + ("; ".join(flips) if flips else "no verdict") + ".")
     return notes
 
 
