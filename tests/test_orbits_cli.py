@@ -220,18 +220,21 @@ def test_cifar_stem_checkpoint_file_native_size(tmp_path):
     assert mi.size == 40 and mi.mean == IMAGENET_MEAN and mi.data == "cifar10"
 
 
-def test_checkpoint_file_of_a_run_with_both_head_inputs(run_dir, tmp_path, capsys):
+def test_checkpoint_file_of_a_run_with_both_head_inputs_and_predictor(run_dir, tmp_path, capsys):
     out = tmp_path / "out"
     code, cap = _analyze([run_dir / "checkpoints" / "last.pt", "--images", 6, "--families", "blur",
-                          "--head-input", "both", "--no-tangents", "--out", out, *FAST], capsys)
+                          "--head-input", "both", "--predictor", "--no-tangents", "--out", out,
+                          *FAST], capsys)
     assert code == 0, cap.err
     res = json.loads((out / "analysis.json").read_text())
     fam = res["orbits"]["families"]["blur"]
-    assert "head.3" in fam["ratios"] and "l2z/head.3" in fam["ratios"]
+    last = ["head.3", "pred.3", "l2z/head.3", "l2z/pred.3"]
+    assert all(p in fam["ratios"] for p in last) and "pred.4" not in fam["ratios"]
     md = (out / "report.md").read_text()
     summary = _table_after(md, "## Summary")
-    assert [r[1] for r in summary] == ["head.3", "l2z/head.3"]
-    _close(summary[1][2], fam["ratios"]["l2z/head.3"]["compression"])
+    assert [r[1] for r in summary] == last
+    for r in summary:
+        _close(r[2], fam["ratios"][r[1]]["compression"])
 
 
 def test_tangent_metric_missing_is_reported_not_fatal(run_dir, tmp_path, monkeypatch, capsys):

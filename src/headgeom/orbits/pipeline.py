@@ -25,6 +25,7 @@ from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features
 from headgeom.orbits.extract import extract_orbits
 from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
 from headgeom.orbits.model_input import ModelInput, prepare_images
+from headgeom.orbits.report import last_points
 
 __all__ = ["AnalysisOptions", "figure_points", "load_tangent_metric", "run_analysis",
            "select_images"]
@@ -76,10 +77,8 @@ def select_images(data: ImageDataset, n: int, seed: int) -> Tensor:
 
 
 def figure_points(points: Sequence[str]) -> list[str]:
-    """z and the last point of each head input variant (h(z), and h(z/‖z‖) when analysed)."""
-    raw = [p for p in points if p != "z" and "/" not in p]
-    l2 = [p for p in points if p.startswith("l2z/")]
-    return ["z"] + raw[-1:] + l2[-1:]
+    """z and the last point of each head and input variant (h(z); p(h(z)); h(z/‖z‖) ...)."""
+    return ["z"] + last_points(list(points))
 
 
 def load_tangent_metric() -> tuple[Callable, Callable | None]:

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 __all__ = ["POINT_COLUMNS", "RATIO_COLUMNS", "fmt", "fmt_estimate", "format_report",
-           "format_summary", "last_head_points", "summary_rows"]
+           "format_summary", "last_head_points", "last_points", "summary_rows"]
 
 POINT_COLUMNS = (("spread", "spread"), ("d_intra", "D_intra"), ("d_inter", "D_inter"),
                  ("class_orbit_ratio", "class/orbit"), ("orbit_effective_rank", "eff. rank"),
@@ -56,11 +56,18 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def last_head_points(fam: dict[str, Any]) -> list[str]:
-    """The last point of each head input variant (h(z); l2z/... for h(z/‖z‖))."""
-    ratios = list(fam.get("ratios", {}))
-    raw = [p for p in ratios if "/" not in p]
-    l2 = [p for p in ratios if p.startswith("l2z/")]
-    return raw[-1:] + l2[-1:]
+    """The last point of each head of each input variant: h(z) (``head.i``), p(h(z)) with a
+    predictor (``pred.j``), and their ``l2z/`` versions, in forward order."""
+    return last_points(list(fam.get("ratios", {})))
+
+
+def last_points(points: list[str]) -> list[str]:
+    """The last of each group ``<variant/><head>.<i>`` of point names ("z" left out)."""
+    last: dict[str, str] = {}
+    for p in points:
+        if p != "z":
+            last[p.rsplit(".", 1)[0]] = p
+    return list(last.values())
 
 
 def summary_rows(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
