@@ -1,8 +1,11 @@
 """2-process gloo DDP (torch.multiprocessing.spawn) against one process with the same global batch.
 
-With a loss that is a mean over samples and no BatchNorm/dropout, DDP's averaged gradient equals
-the single-process one, and every process augments the same global batch (headgeom.train.ddp),
-so parameters and logged losses match to float32 round-off.
+Every process augments the same global batch (headgeom.train.ddp). With a loss that is a mean
+over samples and no BatchNorm/dropout, DDP's averaged gradient equals the single-process one.
+The batch-coupled methods (SimCLR, VICReg, Barlow Twins), DINO (centre all-reduced) and a
+BatchNorm backbone and head with ``sync_bn`` see the global batch, so they match too: the logged
+losses of every step and every parameter and buffer after two updates agree to float32
+round-off. Control: the BatchNorm case with ``sync_bn=False`` does not match.
 """
 from __future__ import annotations
 
@@ -10,12 +13,51 @@ import json
 import os
 import socket
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from torch import nn
+
+from headgeom.methods import build_method
 from headgeom.train import load_checkpoint, train
 from test_train_loop import cfg, tiny
+
+# name -> (method, head, backbone with BatchNorm, sync_bn, method options)
+CASES = {
+    "simclr": ("simclr", "d-16-8", False, True, {}),
+    "vicreg": ("vicreg", "d-16-8", False, True, {}),
+    "barlow_twins": ("barlow_twins", "d-16-8", False, True, {}),
+    "dino": ("dino", "d-16-16:gelu:dino=8", False, True, {"n_local_crops": 2}),
+    "bn_sync": ("simclr_oneway", "d-16-8:bn", True, True, {}),
+    "bn_no_sync": ("simclr_oneway", "d-16-8:bn", True, False, {}),  # control
+}
+
+
+class TinyBackbone(nn.Module):
+    """(N, 3, H, W) -> (N, 8), with or without BatchNorm."""
+
+    feature_dim = 8
+
+    def __init__(self, bn: bool) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.BatchNorm2d(8) if bn else nn.Identity(),
+                                 nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten())
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def case_config(name: str):
+    method, head, bn, sync, options = CASES[name]
+    return cfg(method=method, backbone="tiny_bn" if bn else "tiny", head=head, method_options=options,
+               sync_bn=sync, optimizer="sgd", epochs=1, max_steps=2, warmup_epochs=0.0)
+
+
+def build_tiny(config):
+    return build_method(config.method, backbone=TinyBackbone(config.backbone == "tiny_bn"), head=config.head,
+                        **config.method_options)
 
 
 def _free_port() -> int:
@@ -56,3 +98,64 @@ def test_two_process_gloo_matches_single_process(tmp_path):
     torch.manual_seed(cfg().seed)  # train() seeds the initialisation the same way
     init = tiny(cfg(method_options={"separable": True})).state_dict()
     assert not torch.allclose(init["skip.weight"], b["method"]["skip.weight"])
+
+
+def _case_worker(rank: int, world: int, port: int, out: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    try:
+        for name in CASES:
+            train(case_config(name), os.path.join(out, name), build_method=build_tiny)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def case_runs(tmp_path_factory):
+    """{name: (single-process run dir, 2-process run dir)} for every case in CASES."""
+    root = tmp_path_factory.mktemp("ddp_cases")
+    mp.spawn(_case_worker, args=(2, _free_port(), str(root / "ddp")), nprocs=2, join=True)
+    torch.set_num_threads(1)
+    for name in CASES:
+        train(case_config(name), root / "single" / name, build_method=build_tiny)
+    return {name: (root / "single" / name, root / "ddp" / name) for name in CASES}
+
+
+def _losses(run):
+    return [json.loads(x)["loss"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def _state(run):
+    ck = load_checkpoint(run / "checkpoints" / "last.pt")
+    assert ck["step"] == 2
+    return {k: v for k, v in ck["method"].items() if isinstance(v, torch.Tensor) and v.is_floating_point()}
+
+
+@pytest.mark.parametrize("name", ["simclr", "vicreg", "barlow_twins", "dino", "bn_sync"])
+def test_two_processes_match_one_on_the_global_batch(case_runs, name):
+    single, multi = case_runs[name]
+    la, lb = _losses(single), _losses(multi)
+    assert len(la) == len(lb) == 2
+    for a, b in zip(la, lb):
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(a)), (la, lb)
+    a, b = _state(single), _state(multi)
+    assert set(a) == set(b)
+    for k, v in a.items():
+        torch.testing.assert_close(b[k], v, rtol=1e-4, atol=1e-5, msg=k)
+    if name == "dino":
+        assert a["centering.center"].abs().max() > 0  # the centre moved, and matches
+    if name == "bn_sync":
+        assert any("running_mean" in k for k in a)  # BatchNorm in backbone and head
+    torch.manual_seed(3)  # train() seeds the initialisation with config.seed
+    init = build_tiny(case_config(name)).state_dict()
+    moved = [k for k in a if k in init and not torch.allclose(init[k], b[k])]
+    assert moved, "the 2-process run did not change any parameter"
+
+
+def test_without_sync_bn_the_batchnorm_case_differs(case_runs):
+    """Control: per-process BatchNorm statistics change the loss, so the match above is not vacuous."""
+    single, multi = case_runs["bn_no_sync"]
+    la, lb = _losses(single), _losses(multi)
+    assert abs(la[0] - lb[0]) > 1e-3, (la, lb)
