@@ -110,8 +110,8 @@ def test_no_directory_says_how_to_give_one(monkeypatch):
     cs = cells(config)
     assert all(c["dir"] is None and not c["present"] for c in cs)
     claim = summarize(config, [(c, run_cell(config, c)) for c in cs]).claims[3]
-    assert "--checkpoints DIR" in claim["setting"]["missing_files"] and CHECKPOINTS_ENV in claim["setting"]["missing_files"]
-    assert "DIR/checkpoint.pth" in claim["setting"]["missing_files"]
+    msg = claim["setting"]["missing_files"]
+    assert "--checkpoints DIR" in msg and CHECKPOINTS_ENV in msg and "DIR/checkpoint.pth" in msg
 
 
 def test_cells_change_when_a_file_appears_and_config_dir_wins(tmp_path, monkeypatch):

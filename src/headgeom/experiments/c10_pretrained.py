@@ -40,8 +40,8 @@ from headgeom.experiments.c10_summary import STATEMENT, summarize
 from headgeom.experiments.registry import Experiment, register, torch_threads
 from headgeom.orbits.model_input import prepare_images
 
-__all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper", "run_cell",
-           "summarize"]
+__all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper",
+           "run_cell", "summarize"]
 
 FAMILIES = ("rotation_45", "hue", "saturation", "blur")  # the paper's pretrained orbits
 RATIO_KEYS = ("per_dim_ratio_raw", "trace_ratio_raw", "per_dim_ratio", "trace_ratio", "class_orbit_change")
@@ -196,8 +196,9 @@ def _compact(fr: dict[str, Any], last: dict[str, str]) -> dict[str, Any]:
                          "per_dim_ratio_raw": r["per_dim_ratio_raw"]["value"]} for p, r in fr["ratios"].items()},
     }
     if "controls" in fr:
-        out["controls"] = {c: {v: {k: fr["controls"][c]["ratios"][p][k] for k in ("trace_ratio_raw", "per_dim_ratio_raw")}
-                               for v, p in last.items()} for c in ("fresh_head", "random_directions")}
+        keys = ("trace_ratio_raw", "per_dim_ratio_raw")
+        out["controls"] = {c: {v: {k: fr["controls"][c]["ratios"][p][k] for k in keys} for v, p in last.items()}
+                           for c in ("fresh_head", "random_directions")}
     return out
 
 
@@ -216,7 +217,8 @@ def _analyse(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
     model = load_checkpoint(path, which=config.which if release.startswith("dino") else None)
     if model.release != release:
         raise ValueError(f"{path} holds a {model.release!r} checkpoint, but C10 reads the official "
-                         f"{EXPECTED_FILES[release].label} file under this name ({release!r}); put the right file there")
+                         f"{EXPECTED_FILES[release].label} file under this name ({release!r}); put the right file "
+                         "there")
     if model.head is None:
         raise ValueError(f"{path} has no projection head ({model.release}); C10 needs the full checkpoint, "
                          f"download {EXPECTED_FILES[release].url}")

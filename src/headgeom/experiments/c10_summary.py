@@ -18,7 +18,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message, placement_table
+from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
+                                             placement_table)
 from headgeom.experiments.registry import Summary
 
 __all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
@@ -74,9 +75,9 @@ def _unmeasured(missing: list[str], directory: str | None) -> dict[str, str]:
         out["missing_files"] = placement_message(absent, directory, urls=False)
     broken = [r for r in missing if r not in absent]
     if broken:
+        names = ", ".join(f"{EXPECTED_FILES[r].label} `{EXPECTED_FILES[r].filename}`" for r in broken)
         out["not_measured"] = ("present but not measured (the cell failed, see Failed cells, or the release is not "
-                               "in config.releases): " + ", ".join(f"{EXPECTED_FILES[r].label} `{EXPECTED_FILES[r].filename}`"
-                                                                    for r in broken))
+                               f"in config.releases): {names}")
     return out
 
 
@@ -109,8 +110,8 @@ def _ci_measured(est: dict[str, Any], n: int) -> dict[str, Any]:
 def _criterion(metric: str, head_input: str, level: float, what: str) -> str:
     return (f"per checkpoint x family, 'compress' if the {level:.0%} bootstrap CI of {metric} ({METRICS[metric]}; "
             f"z over h(z), head fed {head_input} z) lies above 1, 'expand' if it lies below 1; {what}; "
-            "inconclusive otherwise, or when a checkpoint file is missing (setting missing_files says what to place where; "
-            "download addresses in the C10 checkpoint-file table)")
+            "inconclusive otherwise, or when a checkpoint file is missing (setting missing_files says what to place "
+            "where; download addresses in the C10 checkpoint-file table)")
 
 
 def _method_claim(config: Any, method: str, measured: dict, directory: str | None) -> tuple[dict, str]:
@@ -132,7 +133,8 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
     setting.update(_unmeasured(missing, directory))
     what = (f"supported if every {name} checkpoint x family is '{want}', not supported if any is '{OPPOSITE[want]}'")
     claim = {"id": "C10", "statement": f"§6.3: {name} heads {want} augmentation orbits "
-             + ("(orbit variance falls through the head)" if want == "compress" else "(orbit variance grows through the head)"),
+             + ("(orbit variance falls through the head)" if want == "compress"
+                else "(orbit variance grows through the head)"),
              "setting": setting, "measured": meas, "verdict": verdict,
              "criterion": _criterion(metric, head_input, config.level, what)}
     return claim, verdict
@@ -181,7 +183,8 @@ def _ratio_table(config: Any, measured: dict) -> str:
         if r not in measured:
             continue
         for fam, fr in measured[r]["families"].items():
-            row = [EXPECTED_FILES[r].label, fam, str(fr["dim_z"]), str(fr["dim_head"]), f"{fr['dim_head'] / fr['dim_z']:.4g}"]
+            row = [EXPECTED_FILES[r].label, fam, str(fr["dim_z"]), str(fr["dim_head"]),
+                   f"{fr['dim_head'] / fr['dim_z']:.4g}"]
             for v in inputs:
                 rat = fr["ratios"][v]
                 row += [_fmt(rat["per_dim_ratio_raw"]), _fmt(rat["trace_ratio_raw"]), direction(rat["trace_ratio_raw"])]
@@ -216,7 +219,8 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
     if "not_measured" in extra:
         notes.append("Checkpoint files " + extra["not_measured"] + ".")
     notes.append(f"Protocol: {_images_text(config)}; 32-px images resized to {config.image_size} px (bilinear) before "
-                 "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 pitfall 6). "
+                 "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 "
+                 "pitfall 6). "
                  f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
                  "falls through the head. CIs: percentile bootstrap over images, stratified by class.")
     notes.append("per_dim_ratio = trace_ratio x D_h / D_z exactly (D_z, D_h: backbone and head-output dimensions), "
@@ -226,14 +230,16 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
         fr = next(iter(m["families"].values()))
         notes.append(f"{EXPECTED_FILES[r].label}: D_z = {fr['dim_z']}, D_h = {fr['dim_head']}, D_h / D_z = "
                      f"{fr['dim_head'] / fr['dim_z']:.4g}; head {m.get('head')}; sha256 {m.get('sha256')} "
-                     f"({(m.get('sha256_check') or {}).get('status', '?')}); missing keys {len(m.get('missing_keys', []))}, "
-                     f"unexpected keys {len(m.get('unexpected_keys', []))}; {m.get('seconds', 0):.1f} s.")
+                     f"({(m.get('sha256_check') or {}).get('status', '?')}); missing keys "
+                     f"{len(m.get('missing_keys', []))}, unexpected keys {len(m.get('unexpected_keys', []))}; "
+                     f"{m.get('seconds', 0):.1f} s.")
     primary, paper = table.get(PRIMARY), table.get(PAPER_METRIC)
     judged = [k for k in METHODS if all(r in measured for r, e in EXPECTED_FILES.items() if e.method == k)]
     if primary and paper and judged:
-        flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {primary[k]} under the trace ratio"
-                 for k in judged if paper[k] != primary[k]]
-        notes.append(f"Of the methods measured ({', '.join(METHODS[k][0] for k in judged)}), the dimension factor flips "
+        flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {primary[k]} under the "
+                 "trace ratio" for k in judged if paper[k] != primary[k]]
+        names = ", ".join(METHODS[k][0] for k in judged)
+        notes.append(f"Of the methods measured ({names}), the dimension factor flips "
                      + ("; ".join(flips) if flips else "no verdict") + ".")
     return notes
 
@@ -287,4 +293,5 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
                        _ratio_table(config, measured)))
         tables.append(("C10 verdict each metric would give (the claims use trace_ratio_raw, raw in)", verdict_md))
     figures = [("ratios", lambda: _figure(config, measured))] if measured else []
-    return Summary(claims=claims, tables=tables, figures=figures, notes=_notes(config, measured, missing, directory, table))
+    notes = _notes(config, measured, missing, directory, table)
+    return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
