@@ -163,7 +163,7 @@ def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
         check_claim(c)
         assert c["verdict"] in VERDICTS
     fig = summary.figures[0][1]()
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 4  # compression and selectivity rows, one column per backbone
     import matplotlib.pyplot as plt
 
     plt.close(fig)

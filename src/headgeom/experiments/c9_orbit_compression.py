@@ -320,34 +320,41 @@ def _family_table(config: C9Config, results) -> str:
     return "\n".join(lines)
 
 
+def _estimate_bars(est: dict) -> tuple[float, float, float]:
+    ci = [float("nan") if x is None else float(x) for x in (est.get("ci") or [None, None])]
+    return est["value"], max(est["value"] - ci[0], 0.0), max(ci[1] - est["value"], 0.0)
+
+
+FIGURE_ROWS = (("orbit compression spread(z)/spread(h)",
+                (("l2", "compression", "paper protocol h(z/|z|)"), ("raw", "compression", "corrected h(raw z)"),
+                 ("raw", "fresh_head_compression", "fresh head (raw)"),
+                 ("raw", "random_directions_compression", "random directions (raw)"))),
+               ("selectivity = compression / global ratio",
+                (("l2", "selectivity", "paper protocol h(z/|z|)"), ("raw", "selectivity", "corrected h(raw z)"))))
+
+
 def _figure(config: C9Config, results):
     import matplotlib.pyplot as plt
 
-    series = (("l2", "compression", "paper protocol h(z/|z|)"), ("raw", "compression", "corrected h(raw z)"),
-              ("raw", "fresh_head_compression", "fresh head (raw)"),
-              ("raw", "random_directions_compression", "random directions (raw)"))
-    fig, axes = plt.subplots(1, len(config.backbones), figsize=(5.2 * len(config.backbones), 3.8), squeeze=False)
-    for ax, b in zip(axes[0], config.backbones):
+    nb = len(config.backbones)
+    fig, axes = plt.subplots(2, nb, figsize=(5.2 * nb, 7.2), squeeze=False)
+    for col, b in enumerate(config.backbones):
         runs = [m for c, m in results if c["backbone"] == b]
-        for j, (v, k, label) in enumerate(series):
-            for s, m in enumerate(runs):
-                xs, ys, lo, hi = [], [], [], []
-                for i, fam in enumerate(config.families):
-                    est = m["families"][fam][v][k]
-                    ci = [float("nan") if x is None else float(x) for x in (est.get("ci") or [None, None])]
-                    xs.append(i + 0.12 * (j - 1.5) + 0.03 * s)
-                    ys.append(est["value"])
-                    lo.append(max(est["value"] - ci[0], 0.0))
-                    hi.append(max(ci[1] - est["value"], 0.0))
-                ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", ms=3, capsize=2, color=f"C{j}",
-                            label=label if s == 0 else None)
-        ax.axhline(1.0, color="0.5", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(config.families)), config.families)
-        ax.set_title(f"{b} ({len(runs)} seeds)")
-        ax.set_ylabel("orbit compression spread(z)/spread(h), 95% CI")
-        ax.legend(fontsize=7)
-    fig.suptitle("C9: orbit compression at the head output, per family")
+        for row, (ylabel, series) in enumerate(FIGURE_ROWS):
+            ax = axes[row][col]
+            for j, (v, k, label) in enumerate(series):
+                for s, m in enumerate(runs):
+                    bars = [_estimate_bars(m["families"][fam][v][k]) for fam in config.families]
+                    xs = [i + 0.12 * (j - (len(series) - 1) / 2) + 0.03 * s for i in range(len(bars))]
+                    ax.errorbar(xs, [y for y, _, _ in bars], yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]],
+                                fmt="o", ms=3, capsize=2, color=f"C{j}", label=label if s == 0 else None)
+            ax.axhline(1.0, color="0.5", lw=0.8)
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(config.families)), config.families)
+            ax.set_title(f"{b} ({len(runs)} seeds)")
+            ax.set_ylabel(f"{ylabel}, 95% CI", fontsize=8)
+            ax.legend(fontsize=7)
+    fig.suptitle("C9: orbits at the head output per family (one point per seed); > 1 = compressed / selective")
     fig.tight_layout()
     return fig
 
@@ -359,7 +366,13 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
     notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
              "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
              "ratio multiplies it by D_h/D_z (PAPER.md §4 pitfall 4). Every cell's full analysis (every metric at "
-             "every head layer) is in its run directory's orbits.json."]
+             "every head layer) is in its run directory's orbits.json.",
+             "class/orbit intervals: D_inter of a bootstrap resample (repeated images) is biased upward, so with few "
+             "images per class the interval of class_orbit_z/h can sit above its estimate (headgeom.orbits "
+             "DEFINITIONS); class_orbit_change resamples both sides jointly, so the bias largely cancels there.",
+             "the fresh head (no-bias Linears, BN at its initial running statistics, ReLU) is positively homogeneous, "
+             "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
+             "which is why h(z/|z|) can shrink the whole cloud (PAPER.md §4 pitfall 5): compare global_ratio."]
     if config.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
                      "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")
