@@ -4,6 +4,7 @@ colour operation), the tangent-metric import path, and argument errors (exit sta
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import re
@@ -258,8 +259,14 @@ def test_tangent_metric_tables_match_json(run_dir, tmp_path):
     assert code == 0
     res = json.loads((out / "analysis.json").read_text())
     tm = res["tangent_metric"]["families"]["hue"]
-    assert res["tangent_metric"]["protocol"]["n_images"] == 2
+    proto = res["tangent_metric"]["protocol"]
+    assert proto["n_images"] == 2 and res["data"]["tangent_indices"] == res["data"]["indices"][:2]
+    assert proto["normalisation"]["mean"] == pytest.approx(res["preprocessing"]["mean"])
+    assert proto["head"] == ["head"] and proto["families"] == ["hue"]
     md = (out / "report.md").read_text()
+    if importlib.util.find_spec("headgeom.orbits.tangent_figures") is not None:
+        png = out / "figures" / "tangent_spectra.png"
+        assert png.read_bytes()[:4] == b"\x89PNG" and "figures/tangent_spectra.png" in md
     rows = _table_after(md[md.index("## Tangent metric"):], "### hue")
     assert rows[0][0].startswith("G = J_h")
     q = tm["head_G"]

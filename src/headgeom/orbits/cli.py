@@ -208,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
         "preprocessing": mi.preprocessing(),
         "data": {"name": data.name, "split": data.split, "n_images": len(indices),
                  "seed": args.seed, "indices": indices.tolist(),
+                 "tangent_indices": indices[:args.tangent_images].tolist()
+                 if "skipped" not in analysis["tangent_metric"] else [],
                  "labels": data.labels[indices].tolist(), "classes": data.classes,
                  "per_class": {data.classes[c]: n for c, n in enumerate(counts) if n}},
         "device": str(device), "environment": environment(),

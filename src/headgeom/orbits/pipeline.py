@@ -53,10 +53,12 @@ class AnalysisOptions:
 
 
 def select_images(data: ImageDataset, n: int, seed: int) -> Tensor:
-    """Indices (n,) of a seeded draw balanced over classes, in dataset order.
+    """Indices (n,) of a seeded draw balanced over classes, in round-robin order.
 
     Classes are visited round-robin over a seeded permutation of each class's images, so every
-    class gets ⌊n / C⌋ or ⌈n / C⌉ images while it has them (D_inter needs several classes).
+    class gets ⌊n / C⌋ or ⌈n / C⌉ images while it has them (D_inter needs several classes), and
+    every prefix is balanced too: the figures' first orbits and the tangent images (the first
+    ``tangent_images``) cover the classes.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise ValueError(f"--images must be an int >= 2 (the bootstrap resamples images), got {n!r}")
@@ -73,7 +75,7 @@ def select_images(data: ImageDataset, n: int, seed: int) -> Tensor:
             if depth < len(idx) and len(chosen) < n:
                 chosen.append(idx[depth])
         depth += 1
-    return torch.tensor(sorted(chosen), dtype=torch.long)
+    return torch.tensor(chosen, dtype=torch.long)
 
 
 def figure_points(points: Sequence[str]) -> list[str]:
@@ -82,18 +84,23 @@ def figure_points(points: Sequence[str]) -> list[str]:
 
 
 def load_tangent_metric() -> tuple[Callable, Callable | None]:
-    """(tangent_metric_analysis, plot_tangent_spectra or None) of headgeom.orbits.tangent_metric.
+    """(tangent_metric_analysis, plot_tangent_spectra or None) from headgeom.orbits.tangent_metric
+    and headgeom.orbits.tangent_figures.
 
-    Raises ImportError saying what is missing when the analysis itself cannot be imported.
+    Raises ImportError saying what is missing when the analysis itself cannot be imported; a
+    missing plot only drops the spectra figure.
     """
     try:
-        from headgeom.orbits import tangent_metric as tm
-        analysis = tm.tangent_metric_analysis
-    except (ImportError, AttributeError) as err:
+        from headgeom.orbits.tangent_metric import tangent_metric_analysis
+    except ImportError as err:
         raise ImportError(f"headgeom.orbits.tangent_metric.tangent_metric_analysis is not available "
                           f"({err}); the tangent-metric and Fisher tables need it (or pass "
                           f"--no-tangents)") from err
-    return analysis, getattr(tm, "plot_tangent_spectra", None)
+    try:
+        from headgeom.orbits.tangent_figures import plot_tangent_spectra
+    except ImportError:
+        plot_tangent_spectra = None
+    return tangent_metric_analysis, plot_tangent_spectra
 
 
 def _protocol(opts: AnalysisOptions, n_images: int, labels: bool, mi: ModelInput) -> dict[str, Any]:
@@ -166,5 +173,6 @@ def _tangents(mi: ModelInput, images: Tensor, opts: AnalysisOptions, figures: di
     if plot is not None:
         figures["tangent_spectra.png"] = figure_png_bytes(plot(result))
     else:
-        say("note: headgeom.orbits.tangent_metric has no plot_tangent_spectra; no spectra figure")
+        say("note: headgeom.orbits.tangent_figures.plot_tangent_spectra is not available; no "
+            "tangent spectra figure")
     return result
