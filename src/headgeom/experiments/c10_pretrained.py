@@ -78,9 +78,12 @@ def quick() -> C10Config:
     """15 CIFAR-10 test images (5 classes × 3) at 224 px, rotation 0-45° and hue ±0.4, 6 steps.
 
     Command: ``headgeom reproduce --only C10 --preset quick --checkpoints DIR``. Runtime: under a
-    second without the files (all claims inconclusive, the report lists what to place where);
-    with the four files about 105 orbit images × 2 families per checkpoint, estimated 2-5 min on
-    2 CPU cores plus loading the files (no GPU needed; one is used when available).
+    second without the files (all claims inconclusive; the report lists what to place where).
+    With files, about 195 224-px forward passes per checkpoint: measured on full-size synthetic
+    files of the official layouts, 166 s (DINO ViT-S/16, 65536-d head) and 256 s (VICReg
+    ResNet-50, 8192-d head) per cell on 2 CPU cores shared with other jobs (load average ~11),
+    so about 15 min for the four (less on an idle machine); seconds per cell on one GPU, plus
+    loading each file (8-13 s).
     """
     return C10Config(preset="quick")
 
@@ -88,8 +91,9 @@ def quick() -> C10Config:
 def small() -> C10Config:
     """30 images (10 classes × 3), the paper's four families at 12 steps, 500 bootstrap resamples.
 
-    Command: ``headgeom reproduce --only C10 --preset small --checkpoints DIR``. Runtime: estimated
-    15-30 min on 2 CPU cores (about 1,500 224-px forward passes per checkpoint), a minute on a GPU.
+    Command: ``headgeom reproduce --only C10 --preset small --checkpoints DIR``. Runtime: about
+    1,530 224-px forward passes per checkpoint, 8× quick: estimated 1-2 h on 2 CPU cores from
+    the measured quick cells, a few minutes on one GPU.
     """
     return C10Config(preset="small", n_classes=10, per_class=3, families=FAMILIES, steps=12, n_boot=500)
 
@@ -98,9 +102,9 @@ def paper() -> C10Config:
     """The paper's protocol: 50 CIFAR-10 test images (10 classes × 5) at 224 px, 12-step orbits of
     rotation 0-45°, hue ±0.4, saturation 0-2 and blur σ 0.1-3.0, 1,000 bootstrap resamples.
 
-    Command: ``headgeom reproduce --only C10 --preset paper --checkpoints DIR``. Runtime: estimated
-    30-60 min on 2 CPU cores (about 2,500 224-px forward passes per checkpoint), a few minutes on
-    a GPU.
+    Command: ``headgeom reproduce --only C10 --preset paper --checkpoints DIR``. Runtime: about
+    2,550 224-px forward passes per checkpoint, 13× quick: estimated 2-3 h on 2 CPU cores from
+    the measured quick cells, a few minutes on one GPU.
     """
     return C10Config(preset="paper", n_classes=10, per_class=5, families=FAMILIES, steps=12, n_boot=1000)
 

@@ -218,7 +218,10 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
         notes.append(placement_message([r for r in missing if not file_cell(r, folder)["present"]], directory))
     if "not_measured" in extra:
         notes.append("Checkpoint files " + extra["not_measured"] + ".")
-    notes.append(f"Protocol: {_images_text(config)}; 32-px images resized to {config.image_size} px (bilinear) before "
+    native = sorted({tuple(m["images"]["native_size"]) for m in measured.values() if "images" in m})
+    side = " / ".join(f"{h}x{w}" for h, w in native) if native else "32x32 (CIFAR-10)"
+    notes.append(f"Protocol: {_images_text(config)}; {side}-px images resized to {config.image_size} px (bilinear) "
+                 "before "
                  "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 "
                  "pitfall 6). "
                  f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
