@@ -219,8 +219,8 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
     if "not_measured" in extra:
         notes.append("Checkpoint files " + extra["not_measured"] + ".")
     native = sorted({tuple(m["images"]["native_size"]) for m in measured.values() if "images" in m})
-    side = " / ".join(f"{h}x{w}" for h, w in native) if native else "32x32 (CIFAR-10)"
-    notes.append(f"Protocol: {_images_text(config)}; {side}-px images resized to {config.image_size} px (bilinear) "
+    side = " / ".join(f"{h}x{w}-px" for h, w in native) if native else "32x32-px CIFAR-10"
+    notes.append(f"Protocol: {_images_text(config)}; {side} images resized to {config.image_size} px (bilinear) "
                  "before "
                  "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 "
                  "pitfall 6). "
