@@ -309,3 +309,40 @@ def test_default_out_names():
     assert str(cli.default_out("x/dino_deitsmall16_pretrain_full_checkpoint.pth")) == \
         "analyze-out/dino_deitsmall16_pretrain_full_checkpoint"
     assert str(cli.default_out("checkpoint_0099.pth.tar")) == "analyze-out/checkpoint_0099"
+
+
+def test_progress_counts_every_backbone_image(run_dir):
+    from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
+
+    class Bar:
+        def __init__(self, total):
+            self.total, self.n, self.closed = total, 0, False
+
+        def update(self, k):
+            self.n += k
+
+        def close(self):
+            self.closed = True
+
+    bars = []
+    mi = model_input.resolve_model(run_dir)
+    data = load_dataset("shapes", "test", n=64)
+    idx = select_images(data, 4, 0)
+    opts = AnalysisOptions(families=("hue", "blur"), steps=3, n_boot=20, controls=False,
+                           tangents=False)
+    res, figs = run_analysis(mi, data, idx, opts, progress=lambda t: bars.append(Bar(t)) or bars[-1])
+    # hue's identity (0) is on the 3-step grid; blur's (σ = 0) is not: 4 clean anchors more
+    assert bars[0].total == bars[0].n == 4 * 3 + 4 * (3 + 1) and bars[0].closed
+    assert res["families"]["blur"]["anchor"].startswith("clean image")
+    assert sorted(figs) == ["orbits_blur.png", "orbits_hue.png"]
+
+
+def test_select_images_balanced_prefixes():
+    from headgeom.orbits.pipeline import select_images
+
+    data = load_dataset("shapes", "test", n=64)
+    idx = select_images(data, 25, 7)
+    assert len(set(idx.tolist())) == 25 and torch.equal(idx, select_images(data, 25, 7))
+    counts = torch.bincount(data.labels[idx[:10]], minlength=10)
+    assert counts.tolist() == [1] * 10  # every prefix of C images covers the C classes
+    assert not torch.equal(idx, select_images(data, 25, 8))

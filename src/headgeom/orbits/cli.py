@@ -195,8 +195,8 @@ def run(args: argparse.Namespace) -> int:
         tangent_images=args.tangent_images, tangent_loss=args.tangent_loss,
         tangent_random=args.tangent_random)
     t_load = time.perf_counter() - t_start
-    bar = lambda fams: tqdm(fams, desc="orbits", unit="family", disable=args.quiet,  # noqa: E731
-                            file=sys.stderr)
+    bar = lambda total: tqdm(total=total, desc="orbits", unit="img", disable=args.quiet,  # noqa: E731
+                             file=sys.stderr, smoothing=0.1)
     analysis, figures = run_analysis(mi, data, indices, opts, device=device, progress=bar, say=say)
     counts = [int(v) for v in data.labels[indices].bincount(minlength=data.num_classes)]
     seconds = {"load": t_load, **analysis.pop("seconds")}

@@ -11,15 +11,16 @@ figures as PNG bytes; writing is the caller's (the CLI writes atomically).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from headgeom.augment.families import get_family
+from headgeom.augment.families import get_family, orbit_values
 from headgeom.data import ImageDataset
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features
 from headgeom.orbits.extract import extract_orbits
@@ -103,6 +104,31 @@ def load_tangent_metric() -> tuple[Callable, Callable | None]:
     return tangent_metric_analysis, plot_tangent_spectra
 
 
+class _Counting(nn.Module):
+    """backbone(x), then ``bar.update(len(x))``: progress in images through the backbone."""
+
+    def __init__(self, backbone: Callable[[Tensor], Tensor], bar: Any) -> None:
+        super().__init__()
+        self.backbone, self.bar = backbone, bar
+
+    def forward(self, x: Tensor) -> Tensor:
+        z = self.backbone(x)
+        self.bar.update(int(x.shape[0]))
+        return z
+
+
+def _backbone_images(opts: AnalysisOptions, n: int) -> int:
+    """Images the orbit extraction passes through the backbone: N·K per family, plus N clean
+    anchors when the family's identity is not on the grid (as headgeom.orbits.extract does)."""
+    total = 0
+    for name in opts.families:
+        fam = get_family(name)
+        xi = orbit_values(fam, opts.steps, opts.value_ranges.get(name))
+        on_grid = any(math.isclose(v, fam.identity_value, rel_tol=0.0, abs_tol=1e-9) for v in xi)
+        total += n * (opts.steps + (0 if on_grid else 1))
+    return total
+
+
 def _protocol(opts: AnalysisOptions, n_images: int, labels: bool, mi: ModelInput) -> dict[str, Any]:
     return {"n_images": n_images, "steps": opts.steps, "families": list(opts.families),
             "head_input": list(opts.head_input), "n_boot": opts.n_boot, "seed": opts.seed,
@@ -117,12 +143,13 @@ def _protocol(opts: AnalysisOptions, n_images: int, labels: bool, mi: ModelInput
 
 def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: AnalysisOptions, *,
                  device: torch.device | str = "cpu",
-                 progress: Callable[[Sequence[str]], Any] | None = None,
+                 progress: Callable[[int], Any] | None = None,
                  say: Callable[[str], None] = lambda msg: None) -> tuple[dict, dict[str, bytes]]:
     """Orbit (and tangent-metric) analysis of ``data``'s images at ``indices``.
 
     Returns (result, figures): result {"protocol", "definitions", "families", "tangent_metric",
-    "seconds"}; figures {file name: PNG bytes}. ``progress`` wraps the family loop (e.g. tqdm).
+    "seconds"}; figures {file name: PNG bytes}. ``progress(total)`` returns a bar (``update(n)``,
+    ``close()``, e.g. tqdm) advanced by the images each backbone pass takes, over all families.
     """
     for fam in opts.families:
         get_family(fam)  # unknown names fail before any forward pass
@@ -133,10 +160,11 @@ def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: Anal
                            "definitions": DEFINITIONS, "families": {}}
     figures: dict[str, bytes] = {}
     seconds: dict[str, float] = {}
-    loop = progress(opts.families) if progress is not None else opts.families
-    for fam in loop:
+    bar = progress(_backbone_images(opts, len(indices))) if progress is not None else None
+    backbone = mi.backbone if bar is None else _Counting(mi.backbone, bar)
+    for fam in opts.families:
         t0 = time.perf_counter()
-        of = extract_orbits(mi.backbone, images, fam, opts.steps, head_chain,
+        of = extract_orbits(backbone, images, fam, opts.steps, head_chain,
                             head_input=list(opts.head_input),
                             value_range=opts.value_ranges.get(fam), batch_size=opts.batch_size,
                             device=device, mean=mi.mean, std=mi.std)
@@ -147,6 +175,8 @@ def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: Anal
                              title=f"{fam} orbits ({of.units}), 2-D PCA of L2-normalised features")
         figures[f"orbits_{fam}.png"] = figure_png_bytes(fig)
         seconds[f"orbits_{fam}"] = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
     out["tangent_metric"] = _tangents(mi, images, opts, figures, seconds, say)
     out["seconds"] = seconds
     return out, figures
@@ -165,6 +195,7 @@ def _tangents(mi: ModelInput, images: Tensor, opts: AnalysisOptions, figures: di
         return {"skipped": str(err)}
     t0 = time.perf_counter()
     n = min(opts.tangent_images, images.shape[0])
+    say(f"tangent metric and Fisher ranks on {n} images x {len(opts.families)} families (float64)")
     result = analysis(mi.backbone, mi.heads["head"], images[:n], list(opts.families),
                       loss=opts.tangent_loss, n_random=opts.tangent_random,
                       rel_tol=opts.tangent_rel_tol, mean=mi.mean, std=mi.std, seed=opts.seed,
