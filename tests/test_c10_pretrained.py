@@ -262,3 +262,22 @@ def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
     assert dino["verdict"] == "inconclusive" and "missing_files" not in dino["setting"]
     assert EXPECTED_FILES["dino_vit"].filename in dino["setting"]["not_measured"]
     assert "Failed cells" in dino["setting"]["not_measured"]
+
+
+def test_reproduce_reports_placement_and_reruns_a_cell_once_its_file_appears(tmp_path, monkeypatch):
+    from headgeom.experiments.runner import run_experiments
+
+    folder = tmp_path / "ckpts"
+    folder.mkdir()
+    monkeypatch.setenv(CHECKPOINTS_ENV, str(folder))
+    out = run_experiments(["C10"], "quick", out=tmp_path / "out", progress=False)
+    report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    assert all(c["verdict"] == "inconclusive" for c in out["claims"]) and len(out["claims"]) == 5
+    for e in EXPECTED_FILES.values():
+        assert str(folder / e.filename) in report and e.url in report
+    (folder / "checkpoint.pth").write_bytes(b"not a checkpoint")  # appears: its cell runs (and fails to load)
+    again = run_experiments(["C10"], "quick", out=tmp_path / "out", progress=False)
+    exp = again["experiments"]["C10"]
+    assert exp["n_reused"] == 3 and exp["n_failed"] == 1 and "checkpoint.pth" in json.dumps(exp["failed_cells"])
+    barlow = next(c for c in again["claims"] if c["setting"].get("method") == "Barlow Twins")
+    assert barlow["verdict"] == "inconclusive" and "checkpoint.pth" in barlow["setting"]["not_measured"]
