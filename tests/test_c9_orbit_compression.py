@@ -60,6 +60,12 @@ def test_orbit_images_pick_per_class_and_say_when_too_few():
         orbit_images(test, 1, 2)
 
 
+def test_a_cell_without_cifar_fails_with_the_loaders_message(tmp_path):
+    cfg = dataclasses.replace(TINY, data="cifar10", data_options=(), data_dir=str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="CIFAR-10 not found.*HEADGEOM_DATA"):
+        run_cell(cfg, {"backbone": "resnet18", "seed": 0})
+
+
 # ---------------------------------------------------------------- measures against direct recomputation
 def _synthetic(n=8, k=5, d=6, dh=10, seed=0):
     g = torch.Generator().manual_seed(seed)
