@@ -94,6 +94,7 @@ def test_tiny_cell_gives_finite_documented_metrics(tiny):
             for key in (f"{r}[{v}]", f"fresh_{r}[{v}]"):
                 e = tiny[key]
                 assert math.isfinite(e["value"]) and e["value"] > 0 and all(math.isfinite(c) for c in e["ci"])
+        assert math.isfinite(tiny[f"random_dir_trace_ratio[{v}]"]["value"])
         # the trace ratio of L2-normalised features is the paper's spread compression (K/(K-1) cancels)
         assert tiny[f"trace_ratio[{v}]"]["value"] == pytest.approx(tiny[f"compression[{v}]"]["value"], rel=1e-9)
         # the per-dimension ratio differs from it by exactly the dimension factor D_h / D_z (pitfall 4)
@@ -151,6 +152,7 @@ def _fake(depth, seed, compression, knn, linear):
     for v in ("raw", "l2"):
         for r in RATIOS:
             m[f"{r}[{v}]"] = m[f"fresh_{r}[{v}]"] = est(compression)
+        m[f"random_dir_trace_ratio[{v}]"] = est(compression)
         m[f"class_orbit_ratio[{v}]"] = est(2.5)
     return m
 
@@ -175,7 +177,7 @@ def test_summarize_verdicts_follow_the_rule():
     assert raw["trace_ratio[depth 2]"]["n"] == 3
     json.dumps(summary.claims)
     assert [t for t, _ in summary.tables] and summary.tables[0][1].count("\n") == 1 + 3
-    assert summary.tables[1][1].count("\n") == 1 + 9
+    assert summary.tables[1][1].count("\n") == 1 + 3 and summary.tables[2][1].count("\n") == 1 + 9
     import matplotlib
 
     matplotlib.use("Agg")

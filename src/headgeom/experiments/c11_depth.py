@@ -213,12 +213,17 @@ RULE = ("per seed, diff = {g}(value at depth {dmax}) - {g}(value at depth {dmin}
 
 
 # ---------------------------------------------------------------- summary
+def _value(m: dict[str, Any], key: str) -> float:
+    """A cell's number under ``key`` (the value of an estimate), NaN when absent."""
+    v = m.get(key)
+    v = v.get("value") if isinstance(v, dict) else v
+    return float(v) if isinstance(v, (int, float)) else math.nan
+
+
 def _by_depth(results: list[tuple[dict, dict]], key: str) -> dict[int, dict[int, float]]:
     out: dict[int, dict[int, float]] = {}
     for cell, m in results:
-        v = m.get(key)
-        v = v["value"] if isinstance(v, dict) else v
-        out.setdefault(int(cell["depth"]), {})[int(cell["seed"])] = v if v is not None else math.nan
+        out.setdefault(int(cell["depth"]), {})[int(cell["seed"])] = _value(m, key)
     return out
 
 
@@ -274,20 +279,20 @@ def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[dict[st
 
 
 def _col(results: list[tuple[dict, dict]], key: str, fmt: str = ".3g") -> str:
-    return pm([(m.get(key) or {}).get("value") if isinstance(m.get(key), dict) else m.get(key) for _, m in results],
-              fmt)
+    return pm([_value(m, key) for _, m in results], fmt)
 
 
 def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
     l2 = "l2" in config.head_inputs
-    head = ["depth", "trace ratio (raw z in)", "fresh head (raw z in)"]
+    head = ["depth", "trace ratio (raw z in)", "fresh head (raw z in)", "trained / fresh"]
     head += ["trace ratio (l2 z in, paper)"] if l2 else []
     head += ["class/orbit z", "class/orbit h(z)", "class/orbit change", "kNN z", "linear z", "kNN h(z)", "linear h(z)",
              "paper compression"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for d in sorted(config.depths):
         rs = [(c, m) for c, m in results if int(c["depth"]) == d]
-        row = [str(d), _col(rs, "trace_ratio[raw]"), _col(rs, "fresh_trace_ratio[raw]")]
+        vs_fresh = [_value(m, "trace_ratio[raw]") / _value(m, "fresh_trace_ratio[raw]") for _, m in rs]
+        row = [str(d), _col(rs, "trace_ratio[raw]"), _col(rs, "fresh_trace_ratio[raw]"), pm(vs_fresh)]
         row += [_col(rs, "trace_ratio[l2]")] if l2 else []
         row += [_col(rs, "class_orbit_ratio[z]"), _col(rs, "class_orbit_ratio[raw]"),
                 _col(rs, "class_orbit_change[raw]"), _col(rs, "knn[z]", ".3f"), _col(rs, "linear[z]", ".3f"),
@@ -303,6 +308,18 @@ def _ci(e: Any) -> str:
     lo, hi = e.get("ci") or (None, None)
     band = f" [{lo:.3g}, {hi:.3g}]" if lo is not None and hi is not None else ""
     return f"{e['value']:.3g}{band}"
+
+
+def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
+    head = ["depth"] + [f"{what} ({v} z in)" for v in config.head_inputs
+                        for what in ("trained", "fresh head", "random directions")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for d in sorted(config.depths):
+        rs = [(c, m) for c, m in results if int(c["depth"]) == d]
+        row = [str(d)] + [_col(rs, f"{prefix}trace_ratio[{v}]") for v in config.head_inputs
+                          for prefix in ("", "fresh_", "random_dir_")]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 def _cell_table(results: list[tuple[dict, dict]]) -> str:
@@ -343,6 +360,12 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
                 ax.scatter(*zip(*pts), s=14, alpha=0.6, color=colours[i % len(colours)])
             means = [(d + off, measured(list(by[d].values()))["value"]) for d in depths if by.get(d)]
             ax.plot(*zip(*means), "-", color=colours[i % len(colours)], label=label + " (mean; dots = seeds)")
+        if logy:
+            ax.axhline(1.0, color="0.6", lw=0.8)
+        else:
+            chance = [1.0 / m["num_classes"] for _, m in results if m.get("num_classes")]
+            if chance:
+                ax.axhline(chance[0], color="0.6", lw=0.8, ls=":", label="chance")
         ax.set_xticks(depths)
         ax.set_xlabel("head depth (hidden layers)")
         ax.set_title(title, fontsize=9)
@@ -363,7 +386,9 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
              "paper's spread compression (the factor K/(K-1) cancels); per-dim and raw-feature ratios are in the cell "
              "table (pitfall 4). CIs in the cell table: percentile bootstrap over orbit images, stratified by class.",
              "fresh head: the same architecture freshly initialised (eval-mode BN at its initial statistics) on the "
-             "same z orbits; compression it shows comes from the architecture, not from training.",
+             "same z orbits; compression it shows comes from the architecture, not from training. Random "
+             "directions: each z orbit replaced by isotropic displacements of the same size; a head that compresses "
+             "augmentation orbits selectively compresses these much less (similar values: global, not selective).",
              f"the paper reported compression {PAPER_COMPRESSION} (depth 1/2/3) for its own runs; shown, never "
              "tuned toward."]
     if config.data == "shapes":
@@ -375,6 +400,8 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     claims = _claims(config, results)
     return Summary(claims=claims,
                    tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),
+                           ("C11: trace ratio z / h(z) of the trained head and its controls (mean ± std (n seeds))",
+                            _controls_table(config, results)),
                            ("C11: per cell (raw z into the head; bootstrap CIs over images)", _cell_table(results))],
                    figures=[("depth", lambda: _figure(config, results))], notes=notes)
 
