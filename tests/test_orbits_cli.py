@@ -178,6 +178,7 @@ def test_imagenet_model_resizes_to_224_and_normalises_after_colour_ops(tmp_path,
     assert mi.kind == "imagenet" and mi.size == 224 and "7x7 stem" in mi.reason
     assert mi.mean == IMAGENET_MEAN and mi.std == IMAGENET_STD
     assert mi.default_families == ("rotation_45", "hue", "saturation", "blur")
+    assert mi.default_images == 50
     seen = {}
     original = model_input.resolve_model
 
@@ -215,7 +216,7 @@ def test_cifar_stem_checkpoint_file_native_size(tmp_path):
     path = tmp_path / "cifar_resnet18.pth"
     torch.save(resnet18(width=0.125).state_dict(), path)
     mi = model_input.resolve_model(path, normalization="none", data="shapes")
-    assert mi.kind == "native" and mi.size is None and mi.mean is None
+    assert mi.kind == "native" and mi.size is None and mi.mean is None and mi.default_images == 200
     assert "overridden: none" in mi.reason
     mi = model_input.resolve_model(path, input_size=40, normalization="imagenet")
     assert mi.size == 40 and mi.mean == IMAGENET_MEAN and mi.data == "cifar10"
@@ -223,11 +224,12 @@ def test_cifar_stem_checkpoint_file_native_size(tmp_path):
 
 def test_checkpoint_file_of_a_run_with_both_head_inputs_and_predictor(run_dir, tmp_path, capsys):
     out = tmp_path / "out"
-    code, cap = _analyze([run_dir / "checkpoints" / "last.pt", "--images", 6, "--families", "blur",
+    code, cap = _analyze([run_dir / "checkpoints" / "last.pt", "--families", "blur",
                           "--head-input", "both", "--predictor", "--no-tangents", "--out", out,
                           *FAST], capsys)
     assert code == 0, cap.err
     res = json.loads((out / "analysis.json").read_text())
+    assert res["data"]["n_images"] == 64  # the default 200, capped by the run's 64 test images
     fam = res["orbits"]["families"]["blur"]
     last = ["head.3", "pred.3", "l2z/head.3", "l2z/pred.3"]
     assert all(p in fam["ratios"] for p in last) and "pred.4" not in fam["ratios"]

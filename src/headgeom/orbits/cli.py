@@ -19,7 +19,7 @@ from pathlib import Path
 
 __all__ = ["add_parser", "default_out", "run"]
 
-_DEFAULTS = {"images": 200, "steps": 12, "boot": 1000, "tangent_images": 16}
+_DEFAULTS = {"steps": 12, "boot": 1000, "tangent_images": 16}
 
 
 def _positive(minimum: int):
@@ -97,8 +97,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         "rotation,hue,saturation,blur otherwise)")
     p.add_argument("--range", dest="ranges", type=_value_range, action="append", default=[],
                    metavar="FAMILY=LO:HI", help="parameter interval of a family (repeatable)")
-    p.add_argument("--images", type=_positive(2), default=_DEFAULTS["images"], metavar="N",
-                   help=f"test images, seeded and balanced over classes (default {_DEFAULTS['images']})")
+    p.add_argument("--images", type=_positive(2), default=None, metavar="N",
+                   help="test images, seeded and balanced over classes (default: 50 for ImageNet "
+                        "models, the paper's pretrained protocol; 200 otherwise)")
     p.add_argument("--steps", type=_positive(2), default=_DEFAULTS["steps"], metavar="K",
                    help=f"parameter steps per orbit (default {_DEFAULTS['steps']})")
     p.add_argument("--head-input", choices=("raw", "l2", "both"), default="raw",
@@ -179,7 +180,10 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--range names {extra}, which are not analysed ({families}); add them to "
                          f"--families")
     data = load_dataset(mi.data, args.split, mi.data_dir, **mi.data_options)
-    indices = select_images(data, args.images, args.seed)
+    n_images = args.images
+    if n_images is None:  # the default, capped by a small split (an explicit --images is not)
+        n_images = min(mi.default_images, len(data))
+    indices = select_images(data, n_images, args.seed)
     out = Path(args.out) if args.out else default_out(args.path)
     say(f"{mi.source['release']}: {mi.reason}")
     say(f"{len(indices)} {data.name}/{data.split} images x {args.steps} steps x {len(families)} "
