@@ -236,13 +236,14 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
     extra = ""
     if not log:
         chance = 1.0 / max(int(m.get("num_classes") or 1) for _, m in results) if results else 1.0
-        best = max((v for v in (t.get("means") or {}).values()), default=-math.inf)
+        means = [measured(list(by[d].values()))["value"] for d in by]
+        best = max((v for v in means if math.isfinite(v)), default=math.nan)
         extra = (f"; chance accuracy {chance:.3g}, best depth mean {best:.3g}, needed > chance + "
                  f"{config.learned_floor:g} before the rule applies")
-        if best <= chance + config.learned_floor:
+        if not best > chance + config.learned_floor:  # NaN (nothing measured) counts as not met
             t["verdict"] = "inconclusive"
             extra += " (not met: the backbone has not learned the classes, nothing to protect)"
-    meas = {f"{what}[depth {d}]": measured([v for v in by[d].values() if v is not None]) for d in sorted(by)}
+    meas = {f"{what}[depth {d}]": measured(list(by[d].values())) for d in sorted(by)}
     meas["paired_difference"] = {"value": t.get("mean_diff"), "n": t["n"], "ci": t.get("ci"), "level": config.level,
                                  "scale": "log" if log else "fraction", "per_seed": t.get("diffs")}
     meas["spearman_depth_vs_value"] = {"value": t.get("spearman"), "n": t["n"] * len(t["depths"]),
