@@ -130,6 +130,7 @@ def _scenarios(rank: int) -> dict:
         xb, gb, weight, bias = bn_inputs(shape)
         model = convert_sync_batchnorm(nn.Sequential(make_bn(shape, weight, bias)))
         assert isinstance(model[0], GlobalBatchNorm)
+        assert isinstance(model[0], nn.BatchNorm1d if len(shape) == 2 else nn.BatchNorm2d)
         local = copy.deepcopy(model)
         xr = shard_rows(xb, rank, WORLD).clone().requires_grad_(True)
         with global_batch():
@@ -253,3 +254,27 @@ def test_method_on_two_processes_matches_one(ranks, name):
         assert res[name]["buffers"]  # BatchNorm running statistics (and DINO's centre)
         for k, v in res[name]["buffers"].items():
             close(v, state[k], tol=1e-9)
+
+
+def test_convert_keeps_tensors_names_and_local_behaviour():
+    """One process: the converted module holds the same tensors under the same names and computes
+    exactly what torch's BatchNorm computes (train and eval); torch's SyncBatchNorm is refused."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Sequential(nn.BatchNorm2d(2)))
+    ref = copy.deepcopy(model)
+    tensors = {k: v for k, v in model.state_dict(keep_vars=True).items()}
+    convert_sync_batchnorm(model)
+    assert isinstance(model[1], GlobalBatchNorm) and isinstance(model[1], nn.BatchNorm1d)
+    assert isinstance(model[2][0], GlobalBatchNorm) and isinstance(model[2][0], nn.BatchNorm2d)
+    after = model.state_dict(keep_vars=True)
+    assert list(after) == list(tensors) and all(after[k] is tensors[k] for k in tensors)
+    x, img = torch.randn(6, 3), torch.randn(6, 2, 3, 3)
+    for mode in (True, False):
+        model.train(mode), ref.train(mode)
+        with global_batch():  # no process group: still local
+            assert torch.equal(model[:2](x), ref[:2](x))
+            assert torch.equal(model[2](img), ref[2](img))
+    for k, v in ref.state_dict().items():
+        assert torch.equal(model.state_dict()[k], v), k
+    with pytest.raises(TypeError, match="BatchNorm1d/2d/3d"):
+        convert_sync_batchnorm(nn.SyncBatchNorm(4))

@@ -11,8 +11,9 @@ shard, for P processes × N/P samples to train as one process × N. As the offic
   to exactly ∂L/∂θ of one process.
 - :func:`all_reduce_sum` is the differentiable sum over processes (backward: the sum of the
   gradients), for Barlow Twins' all-reduced cross-correlation and the BatchNorm moments.
-- :class:`GlobalBatchNorm` (via :func:`convert_sync_batchnorm`) normalises with the moments of
-  the global batch (torch's SyncBatchNorm needs a GPU; this one runs on gloo/CPU and nccl/GPU).
+- :class:`GlobalBatchNorm1d` / ``2d`` / ``3d`` (via :func:`convert_sync_batchnorm`) normalise
+  with the moments of the global batch (torch's SyncBatchNorm needs a GPU; these run on
+  gloo/CPU and nccl/GPU).
 
 Collectives run only inside :func:`global_batch` (entered by the DDP wrapper of
 :mod:`headgeom.train.ddp` around the training forward), so a forward on one process alone (the
@@ -34,8 +35,8 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
-__all__ = ["GlobalBatchNorm", "active_world", "all_reduce_sum", "convert_sync_batchnorm",
-           "gather_rows", "global_batch", "global_moments", "has_batchnorm", "shard_rows"]
+__all__ = ["GlobalBatchNorm", "GlobalBatchNorm1d", "GlobalBatchNorm2d", "GlobalBatchNorm3d", "active_world",
+           "all_reduce_sum", "convert_sync_batchnorm", "gather_rows", "global_batch", "global_moments", "has_batchnorm", "shard_rows"]
 
 _GLOBAL = contextvars.ContextVar("headgeom_global_batch", default=False)
 
@@ -139,15 +140,11 @@ def global_moments(x: Tensor, dims: tuple[int, ...] = (0,)) -> tuple[Tensor, Ten
 
 
 class GlobalBatchNorm(_BatchNorm):
-    """BatchNorm over any (N, C, ...) input whose training statistics are those of the global
-    batch inside :func:`global_batch` under DDP (all shards the same size), and plain BatchNorm
-    otherwise (eval mode, one process, a forward outside the DDP wrapper). Parameters and buffers
-    keep torch's BatchNorm names, so state_dicts load either way."""
-
-    def _check_input_dim(self, x: Tensor) -> None:
-        if x.dim() < 2:
-            raise ValueError(f"GlobalBatchNorm expects (N, C, ...) input with at least 2 dims; got shape "
-                             f"{tuple(x.shape)}")
+    """Mixin for BatchNorm whose training statistics are those of the global batch inside
+    :func:`global_batch` under DDP, and plain BatchNorm otherwise (eval mode, one process, a
+    forward outside the DDP wrapper). Used as :class:`GlobalBatchNorm1d` / ``2d`` / ``3d``,
+    subclasses of torch's BatchNorm{1,2,3}d (so ``isinstance`` checks elsewhere hold) with the
+    same parameter and buffer names (so state_dicts load either way)."""
 
     def forward(self, x: Tensor) -> Tensor:
         if not (self.training and active_world() > 1):
@@ -162,7 +159,7 @@ class GlobalBatchNorm(_BatchNorm):
         xs = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
         mean, var, n = global_moments(xs, dims)
         if self.track_running_stats and self.running_mean is not None:
-            with torch.no_grad():
+            with torch.no_grad():  # torch's rule: the running variance is the unbiased one
                 unbiased = var.detach() * (n / (n - 1).clamp_min(1))
                 self.running_mean.mul_(1 - factor).add_(mean.detach().to(self.running_mean.dtype), alpha=factor)
                 self.running_var.mul_(1 - factor).add_(unbiased.to(self.running_var.dtype), alpha=factor)
@@ -173,18 +170,41 @@ class GlobalBatchNorm(_BatchNorm):
         return y.to(x.dtype)
 
 
+class GlobalBatchNorm1d(GlobalBatchNorm, nn.BatchNorm1d):
+    """BatchNorm1d over the global batch under DDP (heads: (N, C) or (N, C, L))."""
+
+
+class GlobalBatchNorm2d(GlobalBatchNorm, nn.BatchNorm2d):
+    """BatchNorm2d over the global batch under DDP (backbones: (N, C, H, W))."""
+
+
+class GlobalBatchNorm3d(GlobalBatchNorm, nn.BatchNorm3d):
+    """BatchNorm3d over the global batch under DDP ((N, C, D, H, W))."""
+
+
+_GLOBAL_VERSION = {nn.BatchNorm1d: GlobalBatchNorm1d, nn.BatchNorm2d: GlobalBatchNorm2d,
+                   nn.BatchNorm3d: GlobalBatchNorm3d}
+
+
 def has_batchnorm(module: nn.Module) -> bool:
     """True when ``module`` holds any BatchNorm layer."""
     return any(isinstance(m, _BatchNorm) for m in module.modules())
 
 
 def convert_sync_batchnorm(module: nn.Module) -> nn.Module:
-    """Every BatchNorm{1,2,3}d in ``module`` replaced, in place, by a :class:`GlobalBatchNorm`
-    that holds the same parameter and buffer tensors (optimizer references and loaded state stay
-    valid); returns ``module`` (or its replacement when it is itself a BatchNorm)."""
-    if isinstance(module, _BatchNorm) and not isinstance(module, GlobalBatchNorm):
-        new = GlobalBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
-                              module.track_running_stats, device="meta")
+    """Every BatchNorm{1,2,3}d in ``module`` replaced, in place, by its :class:`GlobalBatchNorm`
+    version holding the same parameter and buffer tensors (optimizer references and loaded state
+    stay valid); returns ``module`` (or its replacement when it is itself a BatchNorm). Other
+    BatchNorm classes (torch's SyncBatchNorm, lazy ones) raise: convert them from a plain one."""
+    if isinstance(module, GlobalBatchNorm):
+        return module
+    if isinstance(module, _BatchNorm):
+        kind = next((k for k in _GLOBAL_VERSION if type(module) is k), None)
+        if kind is None:
+            raise TypeError(f"convert_sync_batchnorm converts nn.BatchNorm1d/2d/3d; got {type(module).__name__}. "
+                            f"Build the model with plain BatchNorm layers, or pass sync_bn=False")
+        new = _GLOBAL_VERSION[kind](module.num_features, module.eps, module.momentum, module.affine,
+                                    module.track_running_stats, device="meta")
         if module.affine:
             new.weight, new.bias = module.weight, module.bias
         new.running_mean, new.running_var = module.running_mean, module.running_var
