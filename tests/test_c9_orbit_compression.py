@@ -157,8 +157,8 @@ def test_tiny_cells_are_finite_and_consistent_with_the_full_analysis(tiny):
                     assert math.isfinite(est["value"]), (b, fam, v, k)
                 # the same ratio through headgeom.orbits.analyze (an independent code path)
                 assert f[v]["compression"]["value"] == pytest.approx(f["layers"][point]["value"], rel=1e-10)
-                assert f[v]["per_dim_ratio"]["value"] == pytest.approx(f[v]["compression"]["value"] * 8 / m["dims"]["z"],
-                                                                       rel=1e-12)
+                factor = 8 / m["dims"]["z"]  # D_h / D_z
+                assert f[v]["per_dim_ratio"]["value"] == pytest.approx(f[v]["compression"]["value"] * factor, rel=1e-12)
 
 
 def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):

@@ -30,11 +30,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from headgeom.data import ImageDataset
 
 STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "
              "(ViT-Tiny) while keeping classes apart")
@@ -84,8 +89,9 @@ def quick() -> C9Config:
     rotation, hue, saturation, blur; 1000 bootstrap resamples; 2 seeds (4 cells).
 
     Command: ``headgeom reproduce --only C9 --preset quick``. Runtime: 107 s of CPU time measured
-    (one torch thread), so about 2 min at idle; 6.5 min wall on 2 cores shared at load 8-12. Measures orbit compression (paper protocol and corrected), class/orbit
-    ratio, global spread and the two controls.
+    (one torch thread), so about 2 min at idle; 6.5 min wall on 2 cores shared at load 8-12. Measures
+    orbit compression (paper protocol and corrected), class/orbit ratio, global spread and the two
+    controls.
     """
     return C9Config()
 
@@ -145,7 +151,7 @@ def train_config(config: C9Config, backbone: str, seed: int):
     )
 
 
-def orbit_images(test, n_classes: int, per_class: int, seed: int = 0):
+def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int = 0) -> tuple[Tensor, Tensor]:
     """(uint8 images (N, 3, H, W), labels (N,)): ``per_class`` test images of each of the first
     ``n_classes`` classes, drawn by a seeded permutation (the same for every cell)."""
     import torch
@@ -201,8 +207,7 @@ def _analyze(config: C9Config, tc, seed: int):
                     "random_directions": head_points_on(random_direction_orbits(z, seed), chain, ("raw", "l2"),
                                                         device=dev)}
             families[fam] = {
-                v: c9_measures(of.features, labels, counts, prefix + head_out,
-                               {k: f for k, f in ctrl.items()}, config.level)
+                v: c9_measures(of.features, labels, counts, prefix + head_out, ctrl, config.level)
                 for v, prefix in (("raw", ""), ("l2", "l2z/"))}
             families[fam]["layers"] = {p: r["compression"] for p, r in full[fam]["ratios"].items()}
         cell = cell_directory()
@@ -269,7 +274,8 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                "objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "reading": "n/a (orbit metrics)",
                "steps": config.max_steps or f"{config.epochs} epochs",
-               "orbits": f"{config.orbit_classes} classes x {config.orbit_per_class} test images x {config.steps} steps"}
+               "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
+                          f"{config.steps} steps")}
     return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
             "criterion": criterion}
 
@@ -298,7 +304,8 @@ def _seed_table(config: C9Config, results) -> str:
 
 
 def _paper_table(config: C9Config, results) -> str:
-    lines = ["| backbone | measure | paper | ours, paper protocol (l2) | ours, corrected (raw) |", "|---|---|---|---|---|"]
+    lines = ["| backbone | measure | paper | ours, paper protocol (l2) | ours, corrected (raw) |",
+             "|---|---|---|---|---|"]
     for b, numbers in PAPER_NUMBERS.items():
         ms = [m["families"][config.judge_family] for c, m in results if c["backbone"] == b]
         for k, paper_value in numbers.items():
@@ -346,8 +353,9 @@ def _figure(config: C9Config, results):
                 for s, m in enumerate(runs):
                     bars = [_estimate_bars(m["families"][fam][v][k]) for fam in config.families]
                     xs = [i + 0.12 * (j - (len(series) - 1) / 2) + 0.03 * s for i in range(len(bars))]
-                    ax.errorbar(xs, [y for y, _, _ in bars], yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]],
-                                fmt="o", ms=3, capsize=2, color=f"C{j}", label=label if s == 0 else None)
+                    ax.errorbar(xs, [y for y, _, _ in bars],
+                                yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]], fmt="o", ms=3,
+                                capsize=2, color=f"C{j}", label=label if s == 0 else None)
             ax.axhline(1.0, color="0.5", lw=0.8)
             ax.set_yscale("log")
             ax.set_xticks(range(len(config.families)), config.families)
@@ -362,7 +370,8 @@ def _figure(config: C9Config, results):
 def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
     """Per backbone present and head input: the main claim and the selectivity claim; tables; figure."""
     present = [b for b in config.backbones if any(c["backbone"] == b for c, _ in results)]
-    claims = [_claim(config, results, b, v, kind) for b in present for v in ("l2", "raw") for kind in ("main", "selective")]
+    claims = [_claim(config, results, b, v, kind)
+              for b in present for v in ("l2", "raw") for kind in ("main", "selective")]
     notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
              "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
              "ratio multiplies it by D_h/D_z (PAPER.md §4 pitfall 4). Every cell's full analysis (every metric at "
@@ -379,7 +388,8 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
     fam = config.judge_family
     return Summary(claims=claims,
                    tables=[(f"C9 per seed, {fam}, head output: value [95% CI]", _seed_table(config, results)),
-                           (f"C9 beside the paper's numbers ({fam}; mean ± std (n seeds))", _paper_table(config, results)),
+                           (f"C9 beside the paper's numbers ({fam}; mean ± std (n seeds))",
+                            _paper_table(config, results)),
                            ("C9 per family (mean ± std (n seeds))", _family_table(config, results))],
                    figures=[("compression", lambda: _figure(config, results))], notes=notes)
 
