@@ -150,7 +150,9 @@ def test_run_cell_on_synthetic_official_files(measured):
     s = summarize(config, [(c, jsonable(m)) for c, m in results])
     assert len(s.claims) == 5 and all(check_claim(c)["verdict"] in VERDICTS for c in s.claims)
     assert not any("missing_files" in c["setting"] for c in s.claims)
-    assert any("dimension factor flips" in n for n in s.notes) and len(s.tables) == 3
+    assert any("dimension factor flips" in n for n in s.notes) and len(s.tables) == 4
+    profile = s.tables[3][1]
+    assert "head.0 Linear(64->32) (D=32)" in profile and "l2z/" not in profile
     fig = s.figures[0][1]()
     import matplotlib.pyplot as plt
 

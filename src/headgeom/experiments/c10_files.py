@@ -12,7 +12,10 @@ official releases give them and are looked up directly in one directory:
 DIR is ``C10Config.checkpoints_dir`` when set, else ``$HEADGEOM_CHECKPOINTS`` (which
 ``headgeom reproduce --checkpoints DIR`` sets). The download addresses are the "full checkpoint"
 links of the official READMEs (facebookresearch/dino, /vicreg, /barlowtwins); headgeom does not
-download them.
+download them. The Barlow Twins README has moved its link between versions (``barlowtwins/ljng/``
+now; ``barlowtwins/ep1000_bs2048_lrw0.2_lrb0.0048_lambd0.0051/`` earlier), always to a file named
+``checkpoint.pth``; whichever is placed, the loader checks that it is a Barlow Twins checkpoint and
+its sha256 is recorded in the report.
 """
 from __future__ import annotations
 

@@ -188,15 +188,17 @@ def _last_points(names: list[str], head_inputs: tuple[str, ...]) -> dict[str, st
     return out
 
 
-def _compact(fr: dict[str, Any], last: dict[str, str]) -> dict[str, Any]:
-    """The parts of one family's analyze_orbits result that C10 reports."""
+def _compact(fr: dict[str, Any], last: dict[str, str], modules: dict[str, str]) -> dict[str, Any]:
+    """The parts of one family's analyze_orbits result that C10 reports (``modules``: point -> the
+    layer it reads, from headgeom.eval.features.point_modules)."""
     dims = fr["dims"]
     out: dict[str, Any] = {
         "dim_z": dims["z"], "dim_head": dims[last["raw"]], "xi": fr["xi"], "units": fr["units"],
         "ratios": {v: {k: fr["ratios"][p][k] for k in RATIO_KEYS if k in fr["ratios"][p]} for v, p in last.items()},
         "class_orbit_ratio": {"z": fr["points"]["z"].get("class_orbit_ratio"),
                               **{v: fr["points"][p].get("class_orbit_ratio") for v, p in last.items()}},
-        "by_point": {p: {"dim": dims[p], "trace_ratio_raw": r["trace_ratio_raw"]["value"],
+        "by_point": {p: {"dim": dims[p], "module": modules.get(p.removeprefix("l2z/"), ""),
+                         "trace_ratio_raw": r["trace_ratio_raw"]["value"],
                          "per_dim_ratio_raw": r["per_dim_ratio_raw"]["value"]} for p, r in fr["ratios"].items()},
     }
     if "controls" in fr:
@@ -209,7 +211,7 @@ def _compact(fr: dict[str, Any], last: dict[str, str]) -> dict[str, Any]:
 def _analyse(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
     from headgeom.checkpoints import load_checkpoint
     from headgeom.data import DATASET_STATS
-    from headgeom.eval.features import point_names
+    from headgeom.eval.features import point_modules, point_names
     from headgeom.orbits import analyze_orbits
 
     t0 = time.perf_counter()
@@ -243,7 +245,7 @@ def _analyse(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
         "missing_keys": summary["missing"], "unexpected_keys": summary["unexpected"], "loader_notes": summary["notes"],
         "which": config.which if release.startswith("dino") else None, "head_points": last,
         "images": image_info, "n_images": int(images.shape[0]), "protocol": res["protocol"],
-        "families": {f: _compact(res["families"][f], last) for f in config.families},
+        "families": {f: _compact(res["families"][f], last, point_modules(heads)) for f in config.families},
         "device": str(device), "load_seconds": t_load, "seconds": time.perf_counter() - t0,
     }
 

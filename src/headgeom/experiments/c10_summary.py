@@ -197,6 +197,19 @@ def _ratio_table(config: Any, measured: dict) -> str:
     return "\n".join(lines)
 
 
+def _profile_table(config: Any, measured: dict) -> str:
+    """trace_ratio_raw (z over each point) after every head layer, head fed raw z, per family."""
+    lines = ["| checkpoint | family | z / point, raw trace (point, layer, D) |", "|---|---|---|"]
+    for r in EXPECTED_FILES:
+        if r not in measured:
+            continue
+        for fam, fr in measured[r]["families"].items():
+            pts = "; ".join(f"{p} {v.get('module', '')} (D={v['dim']}): {_f(v['trace_ratio_raw']):.3g}"
+                            for p, v in fr["by_point"].items() if not p.startswith("l2z/"))
+            lines.append(f"| {EXPECTED_FILES[r].label} | {fam} | {pts} |")
+    return "\n".join(lines)
+
+
 def _verdict_table(config: Any, measured: dict) -> tuple[str, dict[tuple[str, str], dict[str, str]]]:
     inputs = [v for v in ("raw", "l2") if v in config.head_inputs]
     combos = [(m, v) for v in inputs for m in METRICS]
@@ -295,6 +308,9 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
         tables.append((f"C10 orbit variance ratios z / h(z) at the head output (value [{config.level:.0%} CI])",
                        _ratio_table(config, measured)))
         tables.append(("C10 verdict each metric would give (the claims use trace_ratio_raw, raw in)", verdict_md))
+        if all("by_point" in fr for m in measured.values() for fr in m["families"].values()):
+            tables.append(("C10 where the change happens: raw trace ratio z / point after each head layer",
+                           _profile_table(config, measured)))
     figures = [("ratios", lambda: _figure(config, measured))] if measured else []
     notes = _notes(config, measured, missing, directory, table)
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
