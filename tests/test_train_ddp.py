@@ -159,3 +159,19 @@ def test_without_sync_bn_the_batchnorm_case_differs(case_runs):
     single, multi = case_runs["bn_no_sync"]
     la, lb = _losses(single), _losses(multi)
     assert abs(la[0] - lb[0]) > 1e-3, (la, lb)
+
+
+def test_sync_bn_flag_and_config():
+    """--no-sync-bn turns the global-batch BatchNorm off; it is on by default; config checks the type."""
+    import argparse
+
+    from headgeom.train import TrainConfig
+    from headgeom.train.cli import add_parser, config_from_args
+
+    p = argparse.ArgumentParser()
+    add_parser(p.add_subparsers(dest="command"))
+    base = ["train", "--method", "simclr", "--backbone", "resnet18", "--data", "shapes", "--out", "x"]
+    assert config_from_args(p.parse_args(base)).sync_bn is True
+    assert config_from_args(p.parse_args([*base, "--no-sync-bn"])).sync_bn is False
+    with pytest.raises(ValueError, match="sync_bn"):
+        TrainConfig(method="simclr", sync_bn="yes")
