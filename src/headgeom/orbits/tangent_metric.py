@@ -31,7 +31,7 @@ from torch.func import jvp
 
 from headgeom.augment.families import AugmentationFamily, get_family
 from headgeom.eval.features import as_head_chain
-from headgeom.geometry.fisher import GaussianObservation, fisher_eigen, numerical_rank, per_sample_jacobian
+from headgeom.geometry.fisher import GaussianObservation, numerical_rank, per_sample_jacobian
 from headgeom.geometry.loss_curvature import curvature_for
 from headgeom.geometry.tangents import augmentation_tangent, random_unit_directions
 from headgeom.objectives import analysis_loss
@@ -66,6 +66,8 @@ DEFINITIONS = {
     "fisher.head.null_space": "‖P_null v‖²/‖v‖² for P_null the eigenvectors of I_h(z) at or below "
                               "tol · λ_max; mostly_null: the fraction of directions with more than "
                               "half their squared norm there",
+    "fisher.eigen_floor": "d · eps(dtype): the relative resolution of the eigenvalues of I_h(z) (eigh of the "
+                          "formed matrix); ranks at tolerances near it are not meaningful",
     "fisher.chart": "ranks of I_z(θ) and I_h(θ) on the chart θ = (ξ, r_1..r_m) (module docstring); "
                     "bound_holds: fraction of images with rank I_h(θ) ≤ rank I_z(θ) − 1 (Thm 5.3)",
     "tangent_check": "‖t_jvp − t_fd‖/‖t_fd‖ per image, t_fd the central difference of f(n(t_ξ(x))) "
@@ -186,10 +188,10 @@ def _base_point(pix_to_z: Callable, head_fn: Callable | None, x_pt: Tensor, e_pi
     # Per-sample loss: the declared blocks of the batch mean, times b (checked against the exact HVP).
     curv = curvature_for(analysis_loss(loss, c), u, "ambient", check=True)
     loss_r = torch.stack([(jv_r[:, j] * curv.apply(jv_r[:, j])).sum(-1) for j in range(m)], 1) * b
+    # I_h(z) = J_hᵀJ_h (σ = 1) by eigh of the formed d × d matrix: ~10x faster than the SVD of J
+    # on CPU, eigenvalues resolved to about d·eps·λ_max (protocol.fisher.eigen_floor).
     jac = per_sample_jacobian(head_fn, z)  # (b, k, d)
-    if jac.shape[1] > jac.shape[2]:  # I_h = JᵀJ = RᵀR with J = QR: the same eigen-system, d × d
-        jac = torch.linalg.qr(jac, mode="r").R
-    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=fisher_eigen(jac))
+    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=torch.linalg.eigh(jac.mT @ jac))
     return out
 
 
@@ -333,7 +335,9 @@ def _assemble(fams, xi0, acc, dims, chain, tols, settings: dict) -> dict:
         "fisher": {"observation_model": GaussianObservation(1.0).describe("g(theta)") +
                    " with g = h at theta = z (I_h(z)), and g = f∘x, h∘f∘x on the chart theta (I_z, I_h)",
                    "rel_tol": settings["rel_tol"], "tol_sweep": list(tols),
-                   "rank_rule": "eigenvalues of I above tol · λ_max(I), from singular values of J (float64)",
+                   "rank_rule": "eigenvalues of I above tol · λ_max(I); I_h(z) by eigh of the formed "
+                                "d × d matrix, the chart's I(θ) from singular values of J",
+                   "eigen_floor": (dims["d"] or 0) * torch.finfo(settings["dtype"]).eps,
                    "mostly_null": f"‖P_null v‖²/‖v‖² > {MOSTLY}"},
         "bootstrap": {"n_boot": 1000, "level": 0.95, "unit": "image"},
     }
