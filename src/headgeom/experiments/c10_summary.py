@@ -177,7 +177,7 @@ def _ratio_table(config: Any, measured: dict) -> str:
     cols = ["checkpoint", "family", "D_z", "D_h", "D_h/D_z"]
     for v in inputs:
         cols += [f"per-dim raw ({v} in)", f"trace raw ({v} in)", f"dir ({v} in)"]
-    cols += ["trace L2 (raw in)", "class/orbit z → h", "fresh head trace raw", "paper per-dim / repro trace"]
+    cols += ["trace L2 (raw in)", "class/orbit z → h (raw in), change [CI]", "fresh head trace raw", "paper per-dim / repro trace"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in EXPECTED_FILES:
         if r not in measured:
@@ -190,7 +190,8 @@ def _ratio_table(config: Any, measured: dict) -> str:
                 row += [_fmt(rat["per_dim_ratio_raw"]), _fmt(rat["trace_ratio_raw"]), direction(rat["trace_ratio_raw"])]
             co = fr["class_orbit_ratio"]
             row += [_fmt(fr["ratios"]["raw"].get("trace_ratio")),
-                    f"{_f((co.get('z') or {}).get('value')):.3g} → {_f((co.get('raw') or {}).get('value')):.3g}",
+                    f"{_f((co.get('z') or {}).get('value')):.3g} → {_f((co.get('raw') or {}).get('value')):.3g}, "
+                    f"x {_fmt(fr['ratios']['raw'].get('class_orbit_change'))}",
                     _fmt((fr.get("controls") or {}).get("fresh_head", {}).get("raw", {}).get("trace_ratio_raw")),
                     f"{PAPER_PER_DIM[r]:g} / {REPRO_TRACE[r]:g}" if fam == "rotation_45" else "-"]
             lines.append("| " + " | ".join(row) + " |")
