@@ -177,7 +177,8 @@ def _ratio_table(config: Any, measured: dict) -> str:
     cols = ["checkpoint", "family", "D_z", "D_h", "D_h/D_z"]
     for v in inputs:
         cols += [f"per-dim raw ({v} in)", f"trace raw ({v} in)", f"dir ({v} in)"]
-    cols += ["trace L2 (raw in)", "class/orbit z → h (raw in), change [CI]", "fresh head trace raw", "paper per-dim / repro trace"]
+    cols += ["trace L2 (raw in)", "class/orbit z → h (raw in), change [CI]", "fresh head trace raw",
+             "paper per-dim / repro trace"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in EXPECTED_FILES:
         if r not in measured:
