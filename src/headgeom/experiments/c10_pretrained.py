@@ -23,8 +23,11 @@ head's output h(z), all as z over h(z) (> 1: the orbit variance falls through th
 - controls: a freshly initialised head of the same architecture, random-direction orbits.
 
 Σ is the within-orbit covariance, averaged over images. The verdicts use ``trace_ratio_raw``
-with raw head input; the report shows the verdict every other metric would give, and whether
-the paper's per-dimension ratio flips it.
+with raw head input: the claim is about orbit variance through the trained head, the raw trace
+is that variance without the dimension count (pitfall 4), and it differs from the paper's metric
+by the factor D_h / D_z alone, so comparing the two isolates that factor. The report shows the
+verdict every other metric would give (the L2 ratios remove feature scale), and whether the
+paper's per-dimension ratio flips it.
 """
 from __future__ import annotations
 
