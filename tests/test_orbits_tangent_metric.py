@@ -203,7 +203,7 @@ def test_fisher_ranks_match_numpy_matrix_rank():
         assert rh == [2, 2, 2]
         assert e["head"]["rank"][tol_key] == {"median": float(np.median(rh)), "min": float(min(rh)),
                                               "max": float(max(rh)), "mean": float(np.mean(rh))}
-        assert e["chart"]["rank_z"][tol_key]["min"] == min(rz) and e["chart"]["rank_z"][tol_key]["max"] == max(rz)
+        assert (e["chart"]["rank_z"][tol_key]["min"], e["chart"]["rank_z"][tol_key]["max"]) == (min(rz), max(rz))
         assert e["chart"]["rank_h"][tol_key]["max"] == max(rhc) == 2
         assert e["head"]["null_space"][tol_key]["tangent_mean"] == pytest.approx(float(torch.stack(fr).mean()), abs=1e-9)
 
@@ -243,6 +243,7 @@ class ThreeD(nn.Module):
     (dict(loss="vicreg"), "loss must be one of"),
     (dict(n_random=0), "n_random must be an int >= 1"),
     (dict(mean=MEAN), "both mean and std"),
+    (dict(xi0={"rotation": 5.0}), "xi0 names families that are not analysed"),
 ])
 def test_bad_input_raises_clear_value_errors(kwargs, match):
     args = dict(backbone=Backbone(), head=smooth_head(), images=images(2), families=["hue"])

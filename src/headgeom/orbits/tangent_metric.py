@@ -31,48 +31,20 @@ from torch.func import jvp
 
 from headgeom.augment.families import AugmentationFamily, get_family
 from headgeom.eval.features import as_head_chain
-from headgeom.geometry.fisher import GaussianObservation, numerical_rank, per_sample_jacobian
+from headgeom.geometry.fisher import per_sample_jacobian
 from headgeom.geometry.loss_curvature import curvature_for
 from headgeom.geometry.tangents import augmentation_tangent, random_unit_directions
 from headgeom.objectives import analysis_loss
 from headgeom.orbits.extract import as_unit_images
-from headgeom.orbits.tangent_summary import json_float, quotient_summary, rank_summary
+from headgeom.orbits.tangent_summary import DEFINITIONS, assemble_result
 
-__all__ = ["DEFINITIONS", "LOSSES", "TOL_SWEEP", "tangent_metric_analysis"]
+__all__ = ["DEFINITIONS", "LOSSES", "TOL_SWEEP", "tangent_metric_analysis"]  # DEFINITIONS re-exported
 
 LOSSES = ("negative_cosine", "mse")
 TOL_SWEEP = (1e-4, 1e-6, 1e-8)
-METRICS = ("head_G", "head_loss", "backbone", "end_to_end")
 FD_REL_STEP = 1e-8  # central-difference step of the tangent check, times the family's range
-IDENTITY_ATOL = 1e-12  # t_ξ0(x) within this of x shares the clean image's base point
-MOSTLY = 0.5  # a direction is "mostly" in a subspace when more than half its squared norm lies there
+IDENTITY_ULPS = 64  # t_ξ0(x) within 64·eps(dtype) of x shares the clean image's base point
 
-DEFINITIONS = {
-    "head_G": "q = ‖J_h v‖²/‖v‖² at z = f(n(t_ξ0(x))), v in R^d: the tangent t vs random unit v",
-    "head_loss": "q = (J_h v)ᵀ ∇²_u L (J_h v)/‖v‖², ∇²_u L the exact (ambient) Hessian of the per-sample "
-                 "analysis loss at u = h(z) with a fixed target (see protocol.loss)",
-    "backbone": "q = ‖J_b v‖²/‖v‖², b = f∘n on [0, 1] pixels at t_ξ0(x): the pixel tangent u "
-                "(q = ‖t‖²/‖u‖²) vs random unit pixel directions",
-    "end_to_end": "q = ‖J_h J_b v‖²/‖v‖² on the same pixel directions as backbone",
-    "tangent": "distribution over images of log10|q| of the augmentation tangent (n_zero: q = 0 "
-               "exactly, log10 = -inf; zero-norm tangents are undefined and left out)",
-    "random": "distribution over images × n_random of log10|q| of random unit directions",
-    "ratio_of_medians": "median|q_tangent| / median|q_random| (lower medians); < 1: the metric "
-                        "suppresses the tangent",
-    "ratio_ci": "95% percentile bootstrap over images (1000 replicates) of ratio_of_medians",
-    "p_below": "P(|q_tangent| < |q_random|) over all pairs, ties ½ (0.5 like random, 1 suppressed)",
-    "frac_tangent_below_random_median": "fraction of tangents with |q| below the random median",
-    "fisher.head.rank": "numerical rank of I_h(z) = J_hᵀJ_h/σ² (d × d): eigenvalues above tol · λ_max",
-    "fisher.head.null_space": "‖P_null v‖²/‖v‖² for P_null the eigenvectors of I_h(z) at or below "
-                              "tol · λ_max; mostly_null: the fraction of directions with more than "
-                              "half their squared norm there",
-    "fisher.eigen_floor": "d · eps(dtype): the relative resolution of the eigenvalues of I_h(z) (eigh of the "
-                          "formed matrix); ranks at tolerances near it are not meaningful",
-    "fisher.chart": "ranks of I_z(θ) and I_h(θ) on the chart θ = (ξ, r_1..r_m) (module docstring); "
-                    "bound_holds: fraction of images with rank I_h(θ) ≤ rank I_z(θ) − 1 (Thm 5.3)",
-    "tangent_check": "‖t_jvp − t_fd‖/‖t_fd‖ per image, t_fd the central difference of f(n(t_ξ(x))) "
-                     "with step fd_step",
-}
 
 
 def _unit_images(images: Tensor, dtype: torch.dtype, device: torch.device) -> Tensor:
@@ -109,7 +81,7 @@ def _xi0_for(fam: AugmentationFamily, xi0: float | Mapping[str, float] | None) -
     return float(xi0)
 
 
-def _check_args(families: Sequence[str], loss: str, n_random: int, rel_tol: float, mean, std,
+def _check_args(families: Sequence[str], xi0, loss: str, n_random: int, rel_tol: float, mean, std,
                 batch_size: int) -> list[AugmentationFamily]:
     if isinstance(families, str) or not isinstance(families, Sequence) or len(families) == 0:
         raise ValueError(f"families must be a non-empty list of family names, e.g. ['rotation', 'hue']; "
@@ -117,6 +89,9 @@ def _check_args(families: Sequence[str], loss: str, n_random: int, rel_tol: floa
     fams = [get_family(f) for f in families]  # ValueError names the unknown one and lists the rest
     if len({f.name for f in fams}) != len(fams):
         raise ValueError(f"families must be distinct; got {[f.name for f in fams]}")
+    if isinstance(xi0, Mapping) and set(xi0) - {f.name for f in fams}:
+        raise ValueError(f"xi0 names families that are not analysed: {sorted(set(xi0) - {f.name for f in fams})}; "
+                         f"analysed: {[f.name for f in fams]}")
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES} (per-sample losses with a fixed target and a "
                          f"declared Hessian); got {loss!r}")
@@ -158,10 +133,6 @@ def _jvp_rows(fn: Callable[[Tensor], Tensor], at: Tensor, dirs: Tensor, chunk: i
 
 def _quotient(num: Tensor, den: Tensor) -> Tensor:
     return torch.where(den > 0, num / den.clamp_min(torch.finfo(den.dtype).tiny), torch.nan)
-
-
-def _ranks(values: Tensor, tols: Sequence[float]) -> dict[str, Tensor]:
-    return {f"{t:g}": numerical_rank(values, t) for t in tols}
 
 
 def _null_fractions(lam: Tensor, vecs: Tensor, v: Tensor, tol: float) -> Tensor:
@@ -222,7 +193,7 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
         "backbone", "end_to_end", "fisher", "tangent_check", "xi0", "units"}}}; head entries are
         None when head is None. See DEFINITIONS.
     """
-    fams = _check_args(families, loss, n_random, rel_tol, mean, std, batch_size)
+    fams = _check_args(families, xi0, loss, n_random, rel_tol, mean, std, batch_size)
     device = _device_of(backbone, images.device if isinstance(images, Tensor) else torch.device("cpu"))
     x_all = _unit_images(images, dtype, device)
     bb = _prepared(backbone, dtype)
@@ -263,7 +234,7 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
         for fam in fams:
             xi = _xi0_for(fam, xi0)
             x_aug = fam.apply(x, xi)
-            if float((x_aug - x).abs().max()) <= IDENTITY_ATOL:  # the identity within rounding
+            if float((x_aug - x).abs().max()) <= IDENTITY_ULPS * torch.finfo(dtype).eps:  # the identity within rounding
                 if clean is None:
                     clean = _base_point(pix_to_z, head_fn if chain else None, x, e_pix, e_z, c, loss,
                                         batch_size)
@@ -300,84 +271,10 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
             for tol in tols:
                 add(fam.name, f"null_{tol:g}", _null_fractions(lam, vecs, v, tol))
 
-    return _assemble(fams, xi0, acc, dims, chain, tols, settings=dict(
+    return assemble_result(acc, dict(
+        families=[f.name for f in fams], units={f.name: f.units for f in fams},
+        xi0={f.name: _xi0_for(f, xi0) for f in fams},
+        fd_step={f.name: FD_REL_STEP * (f.range[1] - f.range[0]) for f in fams},
+        d=dims["d"], k=dims["k"], head=[n for n, _ in chain] or None, tols=tols,
         loss=loss, n_random=m, rel_tol=rel_tol, mean=mean, std=std, seed=seed, dtype=dtype,
         batch_size=batch_size, n_images=int(x_all.shape[0]), image_shape=list(x_all.shape[1:])))
-
-
-def _cat(acc: dict, key: str) -> Tensor:
-    return torch.cat(acc[key])
-
-
-def _assemble(fams, xi0, acc, dims, chain, tols, settings: dict) -> dict:
-    loss = settings["loss"]
-    target = ("c = h(f(n(x))) of the un-augmented image, detached (at ξ0 = identity u = c, so the "
-              "ambient −cos Hessian is the tangential projector (I − ûûᵀ)/‖u‖², PSD)")
-    protocol = {
-        "claims": ["C6", "C7"],
-        "n_images": settings["n_images"], "image_shape": settings["image_shape"],
-        "families": [f.name for f in fams],
-        "xi0": {f.name: _xi0_for(f, xi0) for f in fams},
-        "xi0_rule": "each family's tangent point: its identity value (blur: σ = 1, where the tangent is non-zero)",
-        "n_random": settings["n_random"], "random_directions": "Gaussian, unit norm (quotients are scale-free); "
-        "independent draws in z-space (head_G, head_loss) and pixel space (backbone, end_to_end), one set "
-        "per image shared by all families; families whose t_ξ0 is the identity (within 1e-12) share "
-        "the clean image as base point",
-        "seed": settings["seed"], "dtype": str(settings["dtype"]).replace("torch.", ""),
-        "batch_size": settings["batch_size"],
-        "normalisation": None if settings["mean"] is None else {"mean": list(map(float, settings["mean"])),
-                                                               "std": list(map(float, settings["std"]))},
-        "normalisation_order": "augmentation on [0, 1] pixels, then (x − mean)/std (PAPER.md §4 pitfall 6)",
-        "d": dims["d"], "k": dims["k"], "head": [n for n, _ in chain] or None,
-        "loss": {"name": loss, "reading": "ambient (exact Hessian in u)",
-                 "reduction": "per sample (the batch mean's Hessian blocks times N)",
-                 "target": target if loss == "negative_cosine" else target.split(" (")[0]},
-        "fisher": {"observation_model": GaussianObservation(1.0).describe("g(theta)") +
-                   " with g = h at theta = z (I_h(z)), and g = f∘x, h∘f∘x on the chart theta (I_z, I_h)",
-                   "rel_tol": settings["rel_tol"], "tol_sweep": list(tols),
-                   "rank_rule": "eigenvalues of I above tol · λ_max(I); I_h(z) by eigh of the formed "
-                                "d × d matrix, the chart's I(θ) from singular values of J",
-                   "eigen_floor": (dims["d"] or 0) * torch.finfo(settings["dtype"]).eps,
-                   "mostly_null": f"‖P_null v‖²/‖v‖² > {MOSTLY}"},
-        "bootstrap": {"n_boot": 1000, "level": 0.95, "unit": "image"},
-    }
-    out = {}
-    for i, f in enumerate(fams):
-        a = acc[f.name]
-        fd = _cat(a, "fd_err")
-        entry: dict = {"xi0": _xi0_for(f, xi0), "units": f.units,
-                       "tangent_check": {"fd_step": FD_REL_STEP * (f.range[1] - f.range[0]),
-                                         "rel_err_median": json_float(torch.nanmedian(fd)),
-                                         "rel_err_max": json_float(fd.nan_to_num(0.0).max())}}
-        seed = settings["seed"] + i
-        for metric in METRICS:
-            if f"{metric}_t" in a:
-                entry[metric] = quotient_summary(_cat(a, f"{metric}_t"), _cat(a, f"{metric}_r"), seed=seed)
-            else:
-                entry[metric] = None
-        lam_z = _cat(a, "chart_lam_z")
-        chart: dict = {"dim_theta": int(lam_z.shape[1]), "dim_v_aug": 1,
-                       "rank_z": {t: rank_summary(r) for t, r in _ranks(lam_z, tols).items()},
-                       "rank_h": None, "bound_holds": None}
-        fisher: dict = {"chart": chart, "head": None}
-        if chain:
-            lam_h = _cat(a, "chart_lam_h")
-            rz, rh = _ranks(lam_z, tols), _ranks(lam_h, tols)
-            chart["rank_h"] = {t: rank_summary(r) for t, r in rh.items()}
-            chart["bound_holds"] = {t: float((rh[t] <= rz[t] - 1).double().mean()) for t in rz}
-            lam = _cat(a, "head_lam")
-            m = settings["n_random"]
-            null = {}
-            for t in tols:
-                fr = _cat(a, f"null_{t:g}")
-                null[f"{t:g}"] = {"tangent_mean": json_float(torch.nanmean(fr[:, 0])),
-                                  "random_mean": json_float(torch.nanmean(fr[:, 1:1 + m])),
-                                  "tangent_mostly_null": float((fr[:, 0] > MOSTLY).double().mean()),
-                                  "random_mostly_null": float((fr[:, 1:1 + m] > MOSTLY).double().mean())}
-            fisher["head"] = {"d": dims["d"], "k": dims["k"],
-                              "rank": {t: rank_summary(r) for t, r in _ranks(lam, tols).items()},
-                              "rank_at_rel_tol": rank_summary(numerical_rank(lam, settings["rel_tol"])),
-                              "null_space": null}
-        entry["fisher"] = fisher
-        out[f.name] = entry
-    return {"protocol": protocol, "definitions": dict(DEFINITIONS), "families": out}
