@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from datetime import timedelta
 
 import pytest
 import torch
@@ -20,7 +21,7 @@ import torch.multiprocessing as mp
 
 from torch import nn
 
-from headgeom.methods import build_method
+from headgeom.methods import build_method, preserve_buffers
 from headgeom.train import load_checkpoint, train
 from test_train_loop import cfg, tiny
 
@@ -52,7 +53,15 @@ class TinyBackbone(nn.Module):
 def case_config(name: str):
     method, head, bn, sync, options = CASES[name]
     return cfg(method=method, backbone="tiny_bn" if bn else "tiny", head=head, method_options=options,
-               sync_bn=sync, optimizer="sgd", epochs=1, max_steps=2, warmup_epochs=0.0)
+               sync_bn=sync, optimizer="sgd", epochs=1, max_steps=2, warmup_epochs=0.0,
+               track_every=1 if name == "bn_sync" else 0, probe_size=16)
+
+
+def probe_tracker(step, method, probe):
+    """The loss of the probe batch through the bare method: on rank 0 only, in train mode with
+    BatchNorm; it must run locally (no collective, else rank 0 would wait for rank 1 forever)."""
+    with torch.no_grad(), preserve_buffers(method):
+        return {"probe_loss": float(method(probe)["loss"])}
 
 
 def build_tiny(config):
@@ -104,9 +113,11 @@ def _case_worker(rank: int, world: int, port: int, out: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
+    # joined here with a short timeout, so a collective that only one process reaches fails fast
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=120))
     try:
         for name in CASES:
-            train(case_config(name), os.path.join(out, name), build_method=build_tiny)
+            train(case_config(name), os.path.join(out, name), build_method=build_tiny, tracker=probe_tracker)
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -119,12 +130,12 @@ def case_runs(tmp_path_factory):
     mp.spawn(_case_worker, args=(2, _free_port(), str(root / "ddp")), nprocs=2, join=True)
     torch.set_num_threads(1)
     for name in CASES:
-        train(case_config(name), root / "single" / name, build_method=build_tiny)
+        train(case_config(name), root / "single" / name, build_method=build_tiny, tracker=probe_tracker)
     return {name: (root / "single" / name, root / "ddp" / name) for name in CASES}
 
 
-def _losses(run):
-    return [json.loads(x)["loss"] for x in (run / "metrics.jsonl").read_text().splitlines()]
+def _losses(run, key="loss"):
+    return [r[key] for r in map(json.loads, (run / "metrics.jsonl").read_text().splitlines()) if key in r]
 
 
 def _state(run):
@@ -148,6 +159,10 @@ def test_two_processes_match_one_on_the_global_batch(case_runs, name):
         assert a["centering.center"].abs().max() > 0  # the centre moved, and matches
     if name == "bn_sync":
         assert any("running_mean" in k for k in a)  # BatchNorm in backbone and head
+        pa, pb = _losses(single, "probe_loss"), _losses(multi, "probe_loss")  # rank 0's local tracker
+        assert len(pa) == len(pb) == 3  # steps 0, 1, 2
+        for x, y in zip(pa, pb):
+            assert abs(x - y) <= 1e-5 * max(1.0, abs(x)), (pa, pb)
     torch.manual_seed(3)  # train() seeds the initialisation with config.seed
     init = build_tiny(case_config(name)).state_dict()
     moved = [k for k in a if k in init and not torch.allclose(init[k], b[k])]
