@@ -28,12 +28,16 @@ class OfficialFile:
 
 OFFICIAL_FILES: dict[str, OfficialFile] = {f.filename: f for f in (
     OfficialFile("dino_deitsmall16_pretrain_full_checkpoint.pth", "dino_vit",
-                 "facebookresearch/dino README, 'full checkpoint' of ViT-S/16"),
+                 "https://dl.fbaipublicfiles.com/dino/dino_deitsmall16_pretrain/"
+                 "dino_deitsmall16_pretrain_full_checkpoint.pth"),
     OfficialFile("dino_resnet50_pretrain_full_checkpoint.pth", "dino_resnet50",
                  "https://dl.fbaipublicfiles.com/dino/dino_resnet50_pretrain/"
                  "dino_resnet50_pretrain_full_checkpoint.pth"),
-    OfficialFile("resnet50_fullckpt.pth", "vicreg", "facebookresearch/vicreg README, ResNet-50 full checkpoint"),
-    OfficialFile("checkpoint.pth", "barlow_twins", "facebookresearch/barlowtwins README, ResNet-50 full checkpoint"),
+    OfficialFile("resnet50_fullckpt.pth", "vicreg", "https://dl.fbaipublicfiles.com/vicreg/resnet50_fullckpt.pth"),
+    OfficialFile("checkpoint.pth", "barlow_twins",
+                 "https://dl.fbaipublicfiles.com/barlowtwins/ljng/checkpoint.pth (facebookresearch/barlowtwins "
+                 "README, ResNet-50 full checkpoint; older README versions link "
+                 "ep1000_bs2048_lrw0.2_lrb0.0048_lambd0.0051/checkpoint.pth)"),
     OfficialFile("checkpoint_0099.pth.tar", "simsiam", "facebookresearch/simsiam README, 100-epoch pre-trained model"),
 )}
 
