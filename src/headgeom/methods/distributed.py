@@ -36,7 +36,8 @@ from torch import Tensor, nn
 from torch.nn.modules.batchnorm import _BatchNorm
 
 __all__ = ["GlobalBatchNorm", "GlobalBatchNorm1d", "GlobalBatchNorm2d", "GlobalBatchNorm3d", "active_world",
-           "all_reduce_sum", "convert_sync_batchnorm", "gather_rows", "global_batch", "global_moments", "has_batchnorm", "shard_rows"]
+           "all_reduce_sum", "convert_sync_batchnorm", "gather_rows", "global_batch", "global_moments",
+           "has_batchnorm", "shard_rows"]
 
 _GLOBAL = contextvars.ContextVar("headgeom_global_batch", default=False)
 
@@ -102,7 +103,8 @@ class _AllReduceSum(torch.autograd.Function):
 
 def gather_rows(x: Tensor) -> Tensor:
     """The global batch (P·n, ...) from each process's rows (n, ...), in the global order (process
-    r holds rows r::P), differentiable; ``x`` itself when :func:`active_world` is 1."""
+    r holds rows r::P), differentiable; ``x`` itself when :func:`active_world` is 1. Every
+    process must hold the same number of rows (headgeom.train checks that P divides the batch)."""
     world = active_world()
     if world == 1:
         return x
