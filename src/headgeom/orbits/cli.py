@@ -91,8 +91,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--data-dir", default=None, metavar="DIR", help="dataset folder (default: the "
                    "run's, then $HEADGEOM_DATA)")
     p.add_argument("--split", default="test", help="split the images come from (default test)")
+    from headgeom.augment.families import FAMILIES
+
     p.add_argument("--families", type=_families, default=None, metavar="F[,F...]",
-                   help="augmentation families or 'all' (default: the paper's protocol, "
+                   help=f"augmentation families ({', '.join(FAMILIES)}) or 'all' (default: the "
+                        "paper's protocol, "
                         "rotation_45,hue,saturation,blur for ImageNet models, "
                         "rotation,hue,saturation,blur otherwise)")
     p.add_argument("--range", dest="ranges", type=_value_range, action="append", default=[],

@@ -124,7 +124,7 @@ def _header(result: dict[str, Any]) -> list[str]:
         f"- orbits: {proto['steps']} steps per family; families {fams}; head input "
         f"{', '.join(proto['head_input'])} (raw = h(z), l2 = the paper's h(z/‖z‖), PAPER.md §4 "
         f"pitfall 5)",
-        f"- statistics: {int(proto['level'] * 100)}% {proto['bootstrap']} bootstrap, "
+        f"- statistics: {fmt(100 * proto['level'])}% intervals, bootstrap {proto['bootstrap']}, "
         f"B = {proto['n_boot']}; {proto['precision']}",
         f"- device {result.get('device')}, {fmt(result.get('seconds', {}).get('total'))} s in all",
     ]
