@@ -42,7 +42,6 @@ __all__ = ["DEFINITIONS", "LOSSES", "TOL_SWEEP", "tangent_metric_analysis"]  # D
 
 LOSSES = ("negative_cosine", "mse")
 TOL_SWEEP = (1e-4, 1e-6, 1e-8)
-FD_REL_STEP = 1e-8  # central-difference step of the tangent check, times the family's range
 IDENTITY_ULPS = 64  # t_ξ0(x) within 64·eps(dtype) of x shares the clean image's base point
 
 
@@ -79,6 +78,11 @@ def _xi0_for(fam: AugmentationFamily, xi0: float | Mapping[str, float] | None) -
     if isinstance(xi0, Mapping):
         return float(xi0.get(fam.name, fam.tangent_point))
     return float(xi0)
+
+
+def _fd_step(fam: AugmentationFamily, dtype: torch.dtype) -> float:
+    """sqrt(eps) × the range: small enough to rarely straddle a ReLU kink, above round-off."""
+    return torch.finfo(dtype).eps ** 0.5 * (fam.range[1] - fam.range[0])
 
 
 def _check_args(families: Sequence[str], xi0, loss: str, n_random: int, rel_tol: float, mean, std,
@@ -120,7 +124,7 @@ def _jvp_rows(fn: Callable[[Tensor], Tensor], at: Tensor, dirs: Tensor, chunk: i
 
     Rows are replicated M times and pushed through fn in chunks of ``chunk`` rows (fn row-wise)."""
     b, m = dirs.shape[:2]
-    rep = at.unsqueeze(1).expand(b, m, *at.shape[1:]).reshape(b * m, *at.shape[1:])
+    rep = at.repeat_interleave(m, dim=0)  # a fresh tensor: jvp refuses overlapping (expanded) primals
     flat = dirs.reshape(b * m, *at.shape[1:])
     outs, tans = [], []
     for s in range(0, b * m, chunk):
@@ -243,7 +247,7 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
                 base = _base_point(pix_to_z, head_fn if chain else None, x_aug, e_pix, e_z, c, loss,
                                    batch_size)
             u_pix, t_z = augmentation_tangent(lambda y: (y, pix_to_z(y)), x, fam, xi)
-            h = FD_REL_STEP * (fam.range[1] - fam.range[0])
+            h = _fd_step(fam, dtype)
             fd = (pix_to_z(fam.apply(x, xi + h)) - pix_to_z(fam.apply(x, xi - h))) / (2 * h)
             add(fam.name, "fd_err", _quotient((t_z - fd).norm(dim=1), fd.norm(dim=1)))
             u2, t2 = u_pix.flatten(1).pow(2).sum(1), t_z.pow(2).sum(1)
@@ -274,7 +278,7 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
     return assemble_result(acc, dict(
         families=[f.name for f in fams], units={f.name: f.units for f in fams},
         xi0={f.name: _xi0_for(f, xi0) for f in fams},
-        fd_step={f.name: FD_REL_STEP * (f.range[1] - f.range[0]) for f in fams},
+        fd_step={f.name: _fd_step(f, dtype) for f in fams},
         d=dims["d"], k=dims["k"], head=[n for n, _ in chain] or None, tols=tols,
         loss=loss, n_random=m, rel_tol=rel_tol, mean=mean, std=std, seed=seed, dtype=dtype,
         batch_size=batch_size, n_images=int(x_all.shape[0]), image_shape=list(x_all.shape[1:])))

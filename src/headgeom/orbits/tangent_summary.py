@@ -50,7 +50,8 @@ DEFINITIONS = {
     "fisher.chart": "ranks of I_z(θ) and I_h(θ) on the chart θ = (ξ, r_1..r_m) (module docstring); "
                     "bound_holds: fraction of images with rank I_h(θ) ≤ rank I_z(θ) − 1 (Thm 5.3)",
     "tangent_check": "‖t_jvp − t_fd‖/‖t_fd‖ per image, t_fd the central difference of f(n(t_ξ(x))) "
-                     "with step fd_step",
+                     "with step fd_step = sqrt(eps(dtype)) × the family's range; n_undefined: images "
+                     "whose difference is 0",
 }
 
 
@@ -189,7 +190,8 @@ def assemble_result(acc: dict[str, dict[str, list[Tensor]]], settings: dict) -> 
         entry: dict = {"xi0": settings["xi0"][name], "units": settings["units"][name],
                        "tangent_check": {"fd_step": settings["fd_step"][name],
                                          "rel_err_median": json_float(torch.nanmedian(fd)),
-                                         "rel_err_max": json_float(fd.nan_to_num(0.0).max())}}
+                                         "rel_err_max": json_float(fd[~fd.isnan()].max()) if (~fd.isnan()).any() else None,
+                                         "n_undefined": int(fd.isnan().sum())}}
         seed = settings["seed"] + i
         for metric in METRICS:
             if f"{metric}_t" in a:
