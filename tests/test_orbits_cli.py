@@ -292,7 +292,7 @@ def test_bad_arguments_exit_2(run_dir, argv, message, capsys):
 @pytest.mark.parametrize("extra, message", [
     (["--images", "65"], "--images 65 exceeds the 64 images of shapes/test"),
     (["--families", "hue", "--range", "blur=0.5:1"], "--range names ['blur']"),
-    (["--data", "cifar10", "--data-dir", "{empty}"], "CIFAR"),
+    (["--data", "cifar10", "--data-dir", "{empty}"], "CIFAR-10 not found under"),
     (["--level", "1.5"], "--level must lie in (0, 1)"),
 ])
 def test_bad_values_exit_2_with_message(run_dir, tmp_path, extra, message, capsys):
