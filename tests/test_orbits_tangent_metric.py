@@ -208,6 +208,16 @@ def test_fisher_ranks_match_numpy_matrix_rank():
         assert e["head"]["null_space"][tol_key]["tangent_mean"] == pytest.approx(float(torch.stack(fr).mean()), abs=1e-9)
 
 
+def test_batches_do_not_change_the_tangent_quotients():
+    """3 images in batches of 2 (the last batch holds one image) against one batch of 3."""
+    x, head = images(3), smooth_head().double()
+    one = tangent_metric_analysis(Backbone(), head, x, ["blur"], n_random=2)["families"]["blur"]
+    two = tangent_metric_analysis(Backbone(), head, x, ["blur"], n_random=2, batch_size=2)["families"]["blur"]
+    for metric in ("backbone", "end_to_end", "head_G", "head_loss"):
+        assert two[metric]["log10_tangent"] == pytest.approx(one[metric]["log10_tangent"], rel=1e-12)
+        assert len(two[metric]["log10_random"]) == 6
+
+
 def test_backbone_only_and_json():
     x = (images(2) * 255).round().to(torch.uint8)
     res = tangent_metric_analysis(Backbone(), None, x, ["rotation", "blur"], n_random=2)
