@@ -150,7 +150,9 @@ def run(args: argparse.Namespace) -> int:
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2
-    if tracker is not None and int(os.environ.get("RANK", "0")) == 0:
+    if int(os.environ.get("RANK", "0")) != 0:
+        return 0  # under torchrun rank 0 reports for the job
+    if tracker is not None:
         from headgeom.tracking import plot_run
         tracker.write_metadata(Path(args.out) / "tracking.json")  # definitions and the engine path taken
         paths = plot_run(args.out)
