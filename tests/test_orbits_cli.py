@@ -16,7 +16,7 @@ from torch import nn
 
 from headgeom.augment import functional as AF
 from headgeom.augment.families import get_family, orbit
-from headgeom.backbones import resnet18
+from headgeom.backbones import VisionTransformer, resnet18
 from headgeom.checkpoints import file_sha256
 from headgeom.data import load_dataset
 from headgeom.orbits import cli, model_input
@@ -348,3 +348,42 @@ def test_select_images_balanced_prefixes():
     counts = torch.bincount(data.labels[idx[:10]], minlength=10)
     assert counts.tolist() == [1] * 10  # every prefix of C images covers the C classes
     assert not torch.equal(idx, select_images(data, 25, 8))
+
+
+def test_official_dino_vit_layout_end_to_end(tmp_path, capsys):
+    """A synthetic DINO full checkpoint (official keys, weight-normed last layer): ImageNet
+    preprocessing at the ViT's own side, the head's points and controls in the report."""
+    from test_checkpoints_loaders import DDP, DINOHead, MultiCropWrapper, randomise_
+
+    torch.manual_seed(0)
+    nets = {name: randomise_(MultiCropWrapper(
+        VisionTransformer(img_size=16, patch_size=4, embed_dim=64, depth=1, num_heads=1),
+        DINOHead(64, 24, nlayers=2, hidden_dim=32, bottleneck_dim=8)), seed=i)
+        for i, name in enumerate(("student", "teacher"))}
+    path = tmp_path / "dino_deitsmall16_pretrain_full_checkpoint.pth"
+    torch.save({"student": DDP(nets["student"]).state_dict(), "teacher": nets["teacher"].state_dict(),
+                "epoch": 1}, path)
+    out = tmp_path / "out"
+    code, cap = _analyze([path, "--data", "shapes", "--images", 6, "--families", "rotation_45",
+                          "--no-tangents", "--out", out, *FAST], capsys)
+    assert code == 0, cap.err
+    res = json.loads((out / "analysis.json").read_text())
+    assert res["model"]["release"] == "dino_vit"
+    pre = res["preprocessing"]
+    assert pre["kind"] == "imagenet" and pre["size"] == 16 and pre["mean"] == list(IMAGENET_MEAN)
+    assert "official ImageNet release 'dino_vit'" in pre["reason"]
+    fam = res["orbits"]["families"]["rotation_45"]
+    last = list(fam["ratios"])[-1]
+    assert set(fam["controls"]) == {"fresh_head", "random_directions"}
+    summary = _table_after((out / "report.md").read_text(), "## Summary")
+    assert summary[0][1] == last
+    _close(summary[0][2], fam["ratios"][last]["compression"])
+
+
+def test_vit_backbone_side_and_kind(tmp_path):
+    for side, patch, kind in ((16, 4, "native"), (112, 16, "imagenet")):
+        path = tmp_path / f"vit{side}.pth"
+        torch.save(VisionTransformer(img_size=side, patch_size=patch, embed_dim=64, depth=1,
+                                     num_heads=1).state_dict(), path)
+        mi = model_input.resolve_model(path, num_heads=1, normalization="none")
+        assert (mi.kind, mi.size) == (kind, side)
