@@ -146,6 +146,20 @@ def _null_fractions(lam: Tensor, vecs: Tensor, v: Tensor, tol: float) -> Tensor:
     return (coeff * null.unsqueeze(1)).sum(-1) / coeff.sum(-1)
 
 
+def _head_gram(head_fn: Callable, z: Tensor, k: int, max_elements: int = 2 ** 26) -> Tensor:
+    """I_h(z) = J_hᵀJ_h (σ = 1) per image, (b, d, d), from per-sample Jacobians (k × d) formed a few
+    images at a time (at most ``max_elements`` Jacobian entries at once; a DINO head has k = 65536).
+
+    Its eigenvalues come from eigh of this formed matrix (about 10x faster than the SVD of J on
+    CPU), resolved to about d·eps·λ_max (protocol.fisher.eigen_floor)."""
+    step = max(1, max_elements // (k * z.shape[1]))
+    grams = []
+    for s in range(0, z.shape[0], step):
+        jac = per_sample_jacobian(head_fn, z[s:s + step])  # (step, k, d)
+        grams.append(jac.mT @ jac)
+    return torch.cat(grams)
+
+
 def _base_point(pix_to_z: Callable, head_fn: Callable | None, x_pt: Tensor, e_pix: Tensor,
                 e_z: Tensor | None, c: Tensor | None, loss: str, chunk: int) -> dict:
     """Everything at one base point x_pt (b, 3, H, W) that does not depend on the family.
@@ -163,10 +177,7 @@ def _base_point(pix_to_z: Callable, head_fn: Callable | None, x_pt: Tensor, e_pi
     # Per-sample loss: the declared blocks of the batch mean, times b (checked against the exact HVP).
     curv = curvature_for(analysis_loss(loss, c), u, "ambient", check=True)
     loss_r = torch.stack([(jv_r[:, j] * curv.apply(jv_r[:, j])).sum(-1) for j in range(m)], 1) * b
-    # I_h(z) = J_hᵀJ_h (σ = 1) by eigh of the formed d × d matrix: ~10x faster than the SVD of J
-    # on CPU, eigenvalues resolved to about d·eps·λ_max (protocol.fisher.eigen_floor).
-    jac = per_sample_jacobian(head_fn, z)  # (b, k, d)
-    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=torch.linalg.eigh(jac.mT @ jac))
+    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=torch.linalg.eigh(_head_gram(head_fn, z, u.shape[1])))
     return out
 
 
