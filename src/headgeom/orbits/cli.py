@@ -148,14 +148,19 @@ def default_out(path: str | Path) -> Path:
     return Path("analyze-out") / (name or "model")
 
 
+def _check_ranges(ranges: list[tuple[str, tuple[float, float]]], families: list[str]) -> None:
+    extra = sorted({n for n, _ in ranges} - set(families))
+    if extra:
+        raise ValueError(f"--range names {extra}, which are not analysed ({families}); add them to "
+                         f"--families")
+
+
 def _check_args(args: argparse.Namespace) -> None:
+    """Checks that need no model: fail before loading anything."""
     if not 0 < args.level < 1:
         raise ValueError(f"--level must lie in (0, 1), got {args.level}")
     if args.families is not None:
-        extra = sorted({n for n, _ in args.ranges} - set(args.families))
-        if extra:
-            raise ValueError(f"--range names {extra}, which --families {args.families} does not "
-                             f"analyse; add them to --families")
+        _check_ranges(args.ranges, args.families)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,10 +183,7 @@ def run(args: argparse.Namespace) -> int:
                        predictor=args.predictor, normalization=args.normalization,
                        input_size=args.input_size, data=args.data, data_dir=args.data_dir)
     families = args.families or list(mi.default_families)
-    extra = sorted({n for n, _ in args.ranges} - set(families))
-    if extra:
-        raise ValueError(f"--range names {extra}, which are not analysed ({families}); add them to "
-                         f"--families")
+    _check_ranges(args.ranges, families)
     data = load_dataset(mi.data, args.split, mi.data_dir, **mi.data_options)
     n_images = args.images
     if n_images is None:  # the default, capped by a small split (an explicit --images is not)

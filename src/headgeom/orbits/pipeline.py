@@ -129,12 +129,13 @@ def _backbone_images(opts: AnalysisOptions, n: int) -> int:
     return total
 
 
-def _protocol(opts: AnalysisOptions, n_images: int, labels: bool, mi: ModelInput) -> dict[str, Any]:
+def _protocol(opts: AnalysisOptions, n_images: int, mi: ModelInput) -> dict[str, Any]:
+    """The orbit protocol record (the keys of headgeom.orbits.analyze_orbits' protocol)."""
     return {"n_images": n_images, "steps": opts.steps, "families": list(opts.families),
             "head_input": list(opts.head_input), "n_boot": opts.n_boot, "seed": opts.seed,
             "level": opts.level, "controls": opts.controls,
             "value_ranges": {k: list(v) for k, v in opts.value_ranges.items()},
-            "bootstrap": "percentile, over images" + (", stratified by class" if labels else ""),
+            "bootstrap": "percentile, over images, stratified by class",
             "normalisation": {"mean": None if mi.mean is None else list(mi.mean),
                               "std": None if mi.std is None else list(mi.std),
                               "order": "augment on [0, 1] pixels, then normalise"},
@@ -156,7 +157,7 @@ def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: Anal
     images = prepare_images(data.images[indices], mi.size)
     labels = data.labels[indices]
     head_chain = mi.heads or None
-    out: dict[str, Any] = {"protocol": _protocol(opts, len(indices), True, mi),
+    out: dict[str, Any] = {"protocol": _protocol(opts, len(indices), mi),
                            "definitions": DEFINITIONS, "families": {}}
     figures: dict[str, bytes] = {}
     seconds: dict[str, float] = {}
