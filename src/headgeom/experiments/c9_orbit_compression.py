@@ -102,8 +102,9 @@ def small() -> C9Config:
     2 seeds (4 cells).
 
     Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C9 --preset small``. Runtime:
-    about 20 min at idle on one thread (measured CPU time per batch-256 step: ResNet 0.32 s, ViT 1.46 s,
-    so 300 steps × 2 seeds ≈ 18 min, plus data and orbits; 3-4× longer on cores shared at load 12).
+    about 27 min at idle on one thread: a ResNet-18 cell measured 226 s of CPU time (735 s wall at load
+    10); a ViT cell about 570 s (measured 1.46 s CPU per batch-256 step × 300, plus the ResNet cell's
+    data and orbit overhead); 2 seeds each. Expect 3-4× longer on cores shared at load 10-12.
     Without CIFAR-10 the cells fail with the loader's message saying where to put the data.
     """
     return C9Config(preset="small", data="cifar10", data_options=(), vit_options=(("embed_dim", 96),),
