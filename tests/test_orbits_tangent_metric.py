@@ -229,6 +229,24 @@ def test_head_gram_in_chunks_matches_dense_jacobians():
         torch.testing.assert_close(gram[i], jh.T @ jh, rtol=1e-12, atol=1e-14)
 
 
+class AttentionBackbone(nn.Module):
+    """Self-attention over the H·W pixel tokens through F.scaled_dot_product_attention (as the ViTs)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(6)
+        self.qkv, self.out = nn.Linear(3, 3 * 8), nn.Linear(8, 4)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x.flatten(2).transpose(1, 2)).unsqueeze(1).chunk(3, dim=-1)
+        return self.out(nn.functional.scaled_dot_product_attention(q, k, v).mean(dim=(1, 2)))
+
+
+def test_attention_backbones_get_forward_mode_tangents():
+    res = tangent_metric_analysis(AttentionBackbone(), smooth_head(), images(2), ["rotation"], n_random=2)
+    assert res["families"]["rotation"]["tangent_check"]["rel_err_max"] < 1e-6
+
+
 def test_backbone_only_and_json():
     x = (images(2) * 255).round().to(torch.uint8)
     res = tangent_metric_analysis(Backbone(), None, x, ["rotation", "blur"], n_random=2)

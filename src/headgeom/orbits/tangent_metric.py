@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 from torch.func import jvp
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from headgeom.augment.families import AugmentationFamily, get_family
 from headgeom.eval.features import as_head_chain
@@ -235,56 +236,59 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
         acc[fam].setdefault(key, []).append(value.detach().cpu())
 
     dims = {"d": None, "k": None}
-    for start in range(0, x_all.shape[0], batch_size):
-        x = x_all[start:start + batch_size]
-        b = x.shape[0]
-        # One set of random directions per image, shared by every family (same control distribution).
-        e_pix = random_unit_directions((b, m, *x.shape[1:]), gen, dtype, sample_dims=3).to(device)
-        z_clean = pix_to_z(x)
-        dims["d"] = z_clean.shape[1]
-        e_z = random_unit_directions((b, m, dims["d"]), gen, dtype).to(device) if chain else None
-        c = _rows(head_fn(z_clean), b, "head") if chain else None
-        dims["k"] = None if c is None else c.shape[1]
-        clean = None
-        for fam in fams:
-            xi = _xi0_for(fam, xi0)
-            x_aug = fam.apply(x, xi)
-            if float((x_aug - x).abs().max()) <= IDENTITY_ULPS * torch.finfo(dtype).eps:  # the identity within rounding
-                if clean is None:
-                    clean = _base_point(pix_to_z, head_fn if chain else None, x, e_pix, e_z, c, loss,
-                                        batch_size)
-                base = clean
-            else:
-                base = _base_point(pix_to_z, head_fn if chain else None, x_aug, e_pix, e_z, c, loss,
-                                   batch_size)
-            u_pix, t_z = augmentation_tangent(lambda y: (y, pix_to_z(y)), x, fam, xi)
-            h = _fd_step(fam, dtype)
-            fd = (pix_to_z(fam.apply(x, xi + h)) - pix_to_z(fam.apply(x, xi - h))) / (2 * h)
-            add(fam.name, "fd_err", _quotient((t_z - fd).norm(dim=1), fd.norm(dim=1)))
-            u2, t2 = u_pix.flatten(1).pow(2).sum(1), t_z.pow(2).sum(1)
-            add(fam.name, "backbone_t", _quotient(t2, u2))
-            add(fam.name, "backbone_r", base["jb_e"].pow(2).sum(-1))
-            # Chart θ = (ξ at unit pixel speed, r_1..r_m): J_z columns, eigenvalues of I_z(θ).
-            speed = u2.sqrt().clamp_min(torch.finfo(dtype).tiny)
-            jz = torch.cat([(t_z / speed[:, None]).unsqueeze(1), base["jb_e"]], 1)
-            add(fam.name, "chart_lam_z", torch.linalg.svdvals(jz).square())
-            if not chain:
-                continue
-            jv_t = jvp(head_fn, (base["z"],), (t_z,))[1]  # (b, k)
-            jv2 = jv_t.pow(2).sum(-1)
-            add(fam.name, "head_G_t", _quotient(jv2, t2))
-            add(fam.name, "head_G_r", base["jv_r"][:, :m].pow(2).sum(-1))
-            add(fam.name, "end_to_end_t", _quotient(jv2, u2))
-            add(fam.name, "end_to_end_r", base["jv_r"][:, m:].pow(2).sum(-1))
-            add(fam.name, "head_loss_t", _quotient((jv_t * base["curv"].apply(jv_t)).sum(-1) * b, t2))
-            add(fam.name, "head_loss_r", base["loss_r"])
-            ju = torch.cat([(jv_t / speed[:, None]).unsqueeze(1), base["jv_r"][:, m:]], 1)
-            add(fam.name, "chart_lam_h", torch.linalg.svdvals(ju).square())
-            lam, vecs = base["eig"]
-            add(fam.name, "head_lam", lam)
-            v = torch.cat([t_z.unsqueeze(1), e_z], 1)
-            for tol in tols:
-                add(fam.name, f"null_{tol:g}", _null_fractions(lam, vecs, v, tol))
+    # Forward-mode AD has no rule for the fused attention kernels (ViT backbones): use the math one.
+    with sdpa_kernel([SDPBackend.MATH]):
+        for start in range(0, x_all.shape[0], batch_size):
+            x = x_all[start:start + batch_size]
+            b = x.shape[0]
+            # One set of random directions per image, shared by every family (same control distribution).
+            e_pix = random_unit_directions((b, m, *x.shape[1:]), gen, dtype, sample_dims=3).to(device)
+            z_clean = pix_to_z(x)
+            dims["d"] = z_clean.shape[1]
+            e_z = random_unit_directions((b, m, dims["d"]), gen, dtype).to(device) if chain else None
+            c = _rows(head_fn(z_clean), b, "head") if chain else None
+            dims["k"] = None if c is None else c.shape[1]
+            clean = None
+            for fam in fams:
+                xi = _xi0_for(fam, xi0)
+                x_aug = fam.apply(x, xi)
+                at_identity = float((x_aug - x).abs().max()) <= IDENTITY_ULPS * torch.finfo(dtype).eps
+                if at_identity:  # within rounding: share the clean image's base point
+                    if clean is None:
+                        clean = _base_point(pix_to_z, head_fn if chain else None, x, e_pix, e_z, c, loss,
+                                            batch_size)
+                    base = clean
+                else:
+                    base = _base_point(pix_to_z, head_fn if chain else None, x_aug, e_pix, e_z, c, loss,
+                                       batch_size)
+                u_pix, t_z = augmentation_tangent(lambda y: (y, pix_to_z(y)), x, fam, xi)
+                h = _fd_step(fam, dtype)
+                fd = (pix_to_z(fam.apply(x, xi + h)) - pix_to_z(fam.apply(x, xi - h))) / (2 * h)
+                add(fam.name, "fd_err", _quotient((t_z - fd).norm(dim=1), fd.norm(dim=1)))
+                u2, t2 = u_pix.flatten(1).pow(2).sum(1), t_z.pow(2).sum(1)
+                add(fam.name, "backbone_t", _quotient(t2, u2))
+                add(fam.name, "backbone_r", base["jb_e"].pow(2).sum(-1))
+                # Chart θ = (ξ at unit pixel speed, r_1..r_m): J_z columns, eigenvalues of I_z(θ).
+                speed = u2.sqrt().clamp_min(torch.finfo(dtype).tiny)
+                jz = torch.cat([(t_z / speed[:, None]).unsqueeze(1), base["jb_e"]], 1)
+                add(fam.name, "chart_lam_z", torch.linalg.svdvals(jz).square())
+                if not chain:
+                    continue
+                jv_t = jvp(head_fn, (base["z"],), (t_z,))[1]  # (b, k)
+                jv2 = jv_t.pow(2).sum(-1)
+                add(fam.name, "head_G_t", _quotient(jv2, t2))
+                add(fam.name, "head_G_r", base["jv_r"][:, :m].pow(2).sum(-1))
+                add(fam.name, "end_to_end_t", _quotient(jv2, u2))
+                add(fam.name, "end_to_end_r", base["jv_r"][:, m:].pow(2).sum(-1))
+                add(fam.name, "head_loss_t", _quotient((jv_t * base["curv"].apply(jv_t)).sum(-1) * b, t2))
+                add(fam.name, "head_loss_r", base["loss_r"])
+                ju = torch.cat([(jv_t / speed[:, None]).unsqueeze(1), base["jv_r"][:, m:]], 1)
+                add(fam.name, "chart_lam_h", torch.linalg.svdvals(ju).square())
+                lam, vecs = base["eig"]
+                add(fam.name, "head_lam", lam)
+                v = torch.cat([t_z.unsqueeze(1), e_z], 1)
+                for tol in tols:
+                    add(fam.name, f"null_{tol:g}", _null_fractions(lam, vecs, v, tol))
 
     return assemble_result(acc, dict(
         families=[f.name for f in fams], units={f.name: f.units for f in fams},
