@@ -82,9 +82,11 @@ def quick() -> C11Config:
     batch 64, 100 Adam steps, probes on 2048/1024 images, orbits of 5 classes × 6 test images × 12
     rotations, 2 seeds (6 cells).
 
-    Command: ``headgeom reproduce --only C11 --preset quick``. Runtime: see BENCHMARKS.md / the module's
-    commit (a few minutes on 2 CPU cores, one torch thread). Measures orbit compression (trace ratio),
-    class/orbit change and backbone kNN / linear accuracy per depth.
+    Command: ``headgeom reproduce --only C11 --preset quick``. Runtime: 160 s of CPU for the 6 cells (one
+    torch thread; about 3 min wall on the idle 2-core machine), measured as 10 min 14 s wall on the shared
+    machine at load 8-12. Measures orbit compression (trace ratio), class/orbit change and backbone kNN /
+    linear accuracy per depth. On shapes at this budget the backbone stays near chance (kNN about 0.12-0.14,
+    chance 0.1), so the accuracy claims are inconclusive by the chance floor: quick checks the machinery.
     """
     return C11Config()
 
@@ -94,9 +96,9 @@ def small() -> C11Config:
     epoch), probes on 10,000 / 2,000 images, orbits of 5 classes × 6 test images × 12 rotations, 3 seeds
     (9 cells).
 
-    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C11 --preset small``. Runtime: about
-    40 min on 2 shared CPU cores with one torch thread (estimated from C12's small cell, about 1.2 s per
-    step of batch 256 with its probes; not run end to end).
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C11 --preset small``. Runtime: the
+    depth-3 cell measured 122 s of CPU (426 s wall at load about 10; backbone kNN 0.35, chance 0.1), so about
+    20 min for the 9 cells on the idle 2-core machine and about an hour on a loaded one.
     """
     return C11Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=256,
                      batch_size=256, epochs=1, max_steps=130, eval_train=10_000, eval_test=2_000)
