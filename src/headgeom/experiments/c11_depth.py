@@ -397,9 +397,10 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     if config.data == "shapes":
         notes.append("shapes is a synthetic offline stand-in for CIFAR-10; its verdicts check the machinery, the small "
                      "and paper presets (CIFAR-10) are the ones to read for the claim.")
-    if config.seeds < 3:
-        notes.append(f"with {config.seeds} seeds the t-interval is wide (t = 12.7 at n = 2); expect inconclusive "
-                     "verdicts unless the effect is large and consistent.")
+    n_seeds = len({int(c["seed"]) for c, _ in results})
+    if n_seeds < 3:
+        notes.append(f"with {n_seeds} seed(s) the t-interval is wide (t = 12.7 at n = 2) or undefined (n = 1); expect "
+                     "inconclusive verdicts unless the effect is large and consistent.")
     claims = _claims(config, results)
     return Summary(claims=claims,
                    tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),
