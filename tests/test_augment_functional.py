@@ -169,6 +169,26 @@ def test_hue_gradients():
     assert torch.autograd.gradcheck(AF.adjust_hue, (x, sh), check_forward_ad=True, fast_mode=True)
 
 
+def test_hue_tangent_at_channel_ties_is_the_central_difference():
+    # uint8 images tie channels often; there the hue map has a kink in the shift and the jvp must
+    # give the symmetric derivative (the limit of a central difference), not the sum of both sides
+    pixels = [(0.6, 0.6, 0.2), (0.2, 0.6, 0.6), (0.6, 0.2, 0.6), (0.8, 0.4, 0.4), (0.3, 0.7, 0.3),
+              (0.5, 0.5, 0.5), (0.9, 0.1, 0.5)]
+    x = torch.tensor(pixels, dtype=torch.float64).T.reshape(1, 3, 1, len(pixels))
+    for shift in (0.0, 1 / 6, 0.25):
+        s0 = torch.tensor([shift], dtype=torch.float64)
+        _, tangent = torch.func.jvp(lambda t: AF.adjust_hue(x, t), (s0,), (torch.ones_like(s0),))
+        h = 1e-6
+        central = (AF.adjust_hue(x, s0 + h) - AF.adjust_hue(x, s0 - h)) / (2 * h)
+        torch.testing.assert_close(tangent, central, rtol=0, atol=1e-6)
+    # the value is unchanged: the closed form still equals colorsys at the tie pixels
+    out = AF.adjust_hue(x, 0.1)
+    for c, px in enumerate(pixels):
+        hh, ss, vv = colorsys.rgb_to_hsv(*px)
+        ref = torch.tensor(colorsys.hsv_to_rgb((hh + 0.1) % 1.0, ss, vv), dtype=torch.float64)
+        torch.testing.assert_close(out[0, :, 0, c], ref, rtol=0, atol=1e-12)
+
+
 def gaussian_taps(sigma, k):
     t = np.arange(k) - k // 2
     g = np.exp(-0.5 * (t / sigma) ** 2)

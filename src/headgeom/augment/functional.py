@@ -254,14 +254,28 @@ def adjust_saturation(x: Tensor, factor: Param) -> Tensor:
     return (f * x + (1 - f) * _luma(x)).clamp(0, 1)
 
 
+def _relu_symmetric(x: Tensor) -> Tensor:
+    """max(x, 0) as (x + |x|)/2: autograd's derivative at 0 is 1/2 (the mean of both sides)."""
+    return 0.5 * (x + x.abs())
+
+
+def _clamp01_symmetric(x: Tensor) -> Tensor:
+    """clamp(x, 0, 1) with the mean one-sided derivative (1/2) at the kinks 0 and 1."""
+    return _relu_symmetric(x) - _relu_symmetric(x - 1)
+
+
 def adjust_hue(x: Tensor, shift: Param) -> Tensor:
     """Rotate the HSV hue by ``shift`` turns (torchvision's RGB→HSV→RGB, value and saturation kept).
 
     Written in closed form, ``out_n = max - (max - min) * clamp(min(k_n, 4 - k_n), 0, 1)`` with
     ``k_n = (n + 6 hue + 6 shift) mod 6`` for n = 5, 3, 1 (R, G, B): piecewise linear, hence
-    differentiable in the shift almost everywhere. Unlike torchvision the shift is not
-    restricted to [-0.5, 0.5]; the map has period 1. (A YIQ rotation would be smooth but does
-    not keep HSV value and saturation and so differs from torchvision.)
+    differentiable in the shift almost everywhere. At its kinks (a channel tie, frequent in
+    uint8 images: e.g. R = G) the derivative is the mean of the two one-sided ones, the limit of
+    a central difference, so a jvp tangent is the symmetric one there: the ramp is written as
+    clamp01(k) − clamp01(k − 3) with clamp01(x) = relu(x) − relu(x − 1) and relu(x) = (x + |x|)/2,
+    whose autograd derivative at 0 is 1/2. Unlike torchvision the shift is not restricted to
+    [-0.5, 0.5]; the map has period 1. (A YIQ rotation would be smooth but does not keep HSV
+    value and saturation and so differs from torchvision.)
     """
     check_images(x, rgb=True)
     sh = _factor(shift, x, "shift")
@@ -274,7 +288,7 @@ def adjust_hue(x: Tensor, shift: Param) -> Tensor:
     base = (h6 + 6 * sh.squeeze(1)).unsqueeze(-3)  # (N, 1, H, W)
     n = torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
     k = torch.remainder(n + base, 6)
-    ramp = torch.minimum(k, 4 - k).clamp(0, 1)
+    ramp = _clamp01_symmetric(k) - _clamp01_symmetric(k - 3)  # = clamp(min(k, 4 - k), 0, 1) on [0, 6)
     return (maxc.unsqueeze(-3) - chroma.unsqueeze(-3) * ramp).clamp(0, 1)
 
 
