@@ -1,4 +1,4 @@
-"""Augmentation orbits through the backbone and every head layer (PAPER.md §3; issue 5 §1).
+"""Augmentation orbits through the backbone and every head layer (PAPER.md §3; issue 5).
 
 - :mod:`~headgeom.orbits.metrics`: pure metrics on orbit features (N, K, D).
 - :mod:`~headgeom.orbits.bootstrap`: percentile bootstrap over images, ratios resampled jointly.
@@ -6,10 +6,14 @@
 - :mod:`~headgeom.orbits.controls`: fresh-head and random-direction controls.
 - :mod:`~headgeom.orbits.analyze`: ``analyze_orbits`` -> JSON-able dict with CIs.
 - :mod:`~headgeom.orbits.figures`: 2-D PCA projections of orbits (matplotlib Agg).
+- :mod:`~headgeom.orbits.tangent_metric`: Rayleigh quotients on augmentation tangents (C6) and
+  Fisher ranks (C7) of real models; :mod:`~headgeom.orbits.tangent_figures` plots them.
 """
 
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, analyze_orbits
 from headgeom.orbits.extract import OrbitFeatures, extract_orbits
+from headgeom.orbits.tangent_figures import plot_tangent_spectra
+from headgeom.orbits.tangent_metric import tangent_metric_analysis
 
 __all__ = ["DEFINITIONS", "OrbitFeatures", "analyze_orbit_features", "analyze_orbits",
-           "extract_orbits"]
+           "extract_orbits", "plot_tangent_spectra", "tangent_metric_analysis"]
