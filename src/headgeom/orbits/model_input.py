@@ -10,8 +10,8 @@ The preprocessing is a property of the model, decided here and recorded in every
 - headgeom runs (``headgeom train --out RUN``, or its ``checkpoints/last.pt``): the run's own
   preprocessing: native size (or the run's ``image_size``) and, when the run normalised, its
   training set's mean/std, again after the augmentation.
-- other backbones (a CIFAR-stem ResNet, a small ViT): native size of the analysis data and that
-  dataset's mean/std.
+- other backbones: a CIFAR-stem ResNet at the analysis data's native size, a small ViT at its own
+  ``img_size``, both with the analysis dataset's mean/std.
 
 ``--normalization`` and ``--input-size`` override the choice; the reason is always stated.
 """
