@@ -95,3 +95,11 @@ def test_reproduce_checkpoints_option_sets_the_folder_for_c10(tmp_path, monkeypa
     assert "dir" not in seen
     assert main(["reproduce", "--only", "C10", "--checkpoints", str(tmp_path)]) == 2
     assert seen["dir"] == str(tmp_path.resolve())
+
+
+def test_analyze_is_wired_and_a_missing_input_is_a_clear_error(tmp_path, capsys):
+    missing = tmp_path / "no_such_run"
+    assert main(["analyze", str(missing), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("headgeom analyze: error:") and str(missing) in err
+    assert not (tmp_path / "out").exists()

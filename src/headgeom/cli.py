@@ -132,10 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     from headgeom.checkpoints.cli import add_parser as add_checkpoint
     from headgeom.eval.cli import add_parser as add_eval
+    from headgeom.orbits.cli import add_parser as add_analyze
     from headgeom.train.cli import add_parser as add_train
 
     add_train(sub)
     add_eval(sub)
+    add_analyze(sub)
     add_checkpoint(sub)
     return p
 

@@ -8,6 +8,8 @@
 - :mod:`~headgeom.orbits.figures`: 2-D PCA projections of orbits (matplotlib Agg).
 - :mod:`~headgeom.orbits.tangent_metric`: Rayleigh quotients on augmentation tangents (C6) and
   Fisher ranks (C7) of real models; :mod:`~headgeom.orbits.tangent_figures` plots them.
+- :mod:`~headgeom.orbits.cli`, :mod:`~headgeom.orbits.model_input`, :mod:`~headgeom.orbits.pipeline`,
+  :mod:`~headgeom.orbits.report`: ``headgeom analyze``.
 """
 
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, analyze_orbits
