@@ -96,9 +96,9 @@ def small() -> C11Config:
     epoch), probes on 10,000 / 2,000 images, orbits of 5 classes × 6 test images × 12 rotations, 3 seeds
     (9 cells).
 
-    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C11 --preset small``. Runtime: the
-    depth-3 cell measured 122 s of CPU (426 s wall at load about 10; backbone kNN 0.35, chance 0.1), so about
-    20 min for the 9 cells on the idle 2-core machine and about an hour on a loaded one.
+    Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C11 --preset small``. Runtime: 26.8 min
+    wall measured end to end (990 s CPU, one torch thread, 2 shared cores at load 4-8; peak RSS 1.1 GB);
+    about 17-20 min on the idle machine. Backbone kNN about 0.35 (chance 0.1) at this budget.
     """
     return C11Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=256,
                      batch_size=256, epochs=1, max_steps=130, eval_train=10_000, eval_test=2_000)
