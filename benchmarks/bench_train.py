@@ -2,7 +2,7 @@
 against a bare PyTorch loop timed in the same run (issue 4, "Performance").
 
     python benchmarks/bench_train.py [--data-dir DIR] [--widths 0.25,0.5] [--full-width]
-        [--batch-size 256] [--steps 8] [--warmup 2] [--repeats 3] [--threads N]
+        [--batch-size 256] [--steps 8] [--warmup 2] [--repeats 4] [--threads N]
         [--track-periods 195,39] [--no-tracking] [--json OUT]
 
 DIR holds ``cifar-10-batches-bin`` (real CIFAR-10); without it the embedded ``shapes`` data set
@@ -25,8 +25,9 @@ step's checkpoint (the loop writes one per epoch, i.e. once per 195 steps at bat
 own images/s, which includes it, is kept in the JSON). Each stamp also reads the process CPU
 time, so the same window gives images per CPU second, steadier than wall time on a shared
 machine (with ``--threads 1`` it counts the work and not the waiting). Runs are interleaved:
-repeat r runs [bare, headgeom, headgeom+tracking] rotated by r, so load changes weigh on all of
-them. Ratios are headgeom/bare within a repeat; the table gives medians over repeats.
+repeat r runs [bare, headgeom, headgeom+tracking], in reverse order on odd r, so load changes
+weigh on all of them and, over an even number of repeats, a steady drift of the load favours
+neither loop. Ratios are headgeom/bare within a repeat; the table gives medians over repeats.
 
 Tracking: ``GeometryTracker(every=K, reading, block_samples)`` exactly as ``headgeom train
 --track-every K`` builds it (TrainConfig defaults: probe 256, ambient reading, H_eff blocks of 32
@@ -219,6 +220,11 @@ def amortised(call_s: float, step_s: float, period: int) -> float:
     return call_s / (period * step_s + call_s)
 
 
+def run_order(kinds: list[str], repeat: int) -> list[str]:
+    """The kinds in order on even repeats and reversed on odd ones (ABBA over two repeats)."""
+    return list(kinds) if repeat % 2 == 0 else list(kinds)[::-1]
+
+
 def bench_width(width: float, args: argparse.Namespace, data: str, data_options: dict[str, Any]) -> dict[str, Any]:
     ds = load_dataset(data, "train", args.data_dir, **data_options)
     stats = dataset_stats(data, ds)
@@ -226,8 +232,7 @@ def bench_width(width: float, args: argparse.Namespace, data: str, data_options:
     kinds = ["bare", "headgeom"] + ([] if args.no_tracking else ["tracking"])
     runs: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     for r in range(args.repeats):
-        order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]
-        for kind in order:
+        for kind in run_order(kinds, r):
             if kind == "bare":
                 res = bare_loop(ds.images, mean, std, width, args.batch_size, args.steps, args.warmup, args.seed)
                 res = {k: res[k] for k in ("images_per_s", "images_per_cpu_s")} | {"final_loss": res["losses"][-1]}
@@ -292,7 +297,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--steps", type=int, default=8, help="timed iterations per run")
     p.add_argument("--warmup", type=int, default=2, help="untimed iterations before them")
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=4, help="interleaved repeats (even: balanced order)")
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--track-periods", default="195,39",

@@ -75,6 +75,13 @@ def test_throughput_from_stamps(bench):
     assert bench.amortised(call_s=2.0, step_s=0.5, period=4) == pytest.approx(2.0 / (4 * 0.5 + 2.0))
 
 
+def test_run_order_puts_each_loop_first_equally_often_over_two_repeats(bench):
+    kinds = ["bare", "headgeom", "tracking"]
+    assert bench.run_order(kinds, 0) == kinds and bench.run_order(kinds, 3) == kinds[::-1]
+    before = [o.index("bare") < o.index("headgeom") for o in (bench.run_order(kinds, r) for r in range(4))]
+    assert before.count(True) == before.count(False) == 2
+
+
 def test_bare_loop_runs_and_counts_images_per_s_from_its_clock(bench, shapes):
     stats = dataset_stats("shapes", shapes)
     res = bench.bare_loop(shapes.images, tuple(stats.mean), tuple(stats.std), WIDTH, B, steps=2, warmup=1,
