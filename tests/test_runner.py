@@ -329,3 +329,17 @@ def test_jsonable_and_log_outside_runner():
     with pytest.raises(TypeError, match="cannot be written as JSON"):
         jsonable({"x": object()})
     assert log_metrics({"step": 1}) is False
+
+
+def test_every_listed_experiment_module_registers_an_experiment():
+    # a helper module of an experiment must be named in registry.NOT_EXPERIMENTS, so that the
+    # runner's "module did not import" accounting only counts experiments
+    import importlib
+
+    from headgeom.experiments.registry import EXPERIMENTS, Experiment, experiment_modules
+
+    for name in experiment_modules():
+        mod = importlib.import_module(f"headgeom.experiments.{name}")
+        exp = getattr(mod, "EXPERIMENT", None)
+        assert isinstance(exp, Experiment), f"{name} registers no EXPERIMENT; add it to NOT_EXPERIMENTS"
+        assert EXPERIMENTS[exp.id] is exp

@@ -100,7 +100,9 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
     return out
 
 
-NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells"})
+# machinery and the helper modules of experiments (they register nothing)
+NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "c9_measures", "c10_files", "c10_summary",
+                             "c11_measure"})
 
 
 def experiment_modules() -> list[str]:
