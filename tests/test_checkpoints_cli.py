@@ -8,7 +8,7 @@ import torch
 
 from headgeom.backbones import resnet18
 from headgeom.checkpoints import file_sha256
-from headgeom.checkpoints.cli import _main
+from headgeom.cli import main as _main
 
 
 class _System:

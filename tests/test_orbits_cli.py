@@ -19,6 +19,7 @@ from headgeom.augment.families import get_family, orbit
 from headgeom.backbones import VisionTransformer, resnet18
 from headgeom.checkpoints import file_sha256
 from headgeom.data import load_dataset
+from headgeom.cli import main
 from headgeom.orbits import cli, model_input
 from headgeom.train import TrainConfig, build_method_from_config, save_checkpoint
 
@@ -51,7 +52,7 @@ def run_dir(tmp_path_factory):
 
 
 def _analyze(argv, capsys=None):
-    code = cli._main(["analyze", *map(str, argv)])
+    code = main(["analyze", *map(str, argv)])
     return code, (capsys.readouterr() if capsys is not None else None)
 
 

@@ -45,18 +45,3 @@ def run(args: argparse.Namespace) -> int:
         atomic_write_json(args.json, summary)
         print(f"wrote {args.json}", file=sys.stderr)
     return 0
-
-
-def _main(argv: list[str] | None = None) -> int:  # for `python -m headgeom.checkpoints.cli` before wiring
-    parser = argparse.ArgumentParser(prog="headgeom")
-    add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"headgeom checkpoint: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

@@ -239,18 +239,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwrote {json_path}\nwrote {report}")
     print(f"wrote {len(written)} figure(s) under {out / 'figures'}")
     return 0
-
-
-def _main(argv: list[str] | None = None) -> int:  # `python -m headgeom.orbits.cli` before wiring
-    parser = argparse.ArgumentParser(prog="headgeom")
-    add_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except (ValueError, TypeError, FileNotFoundError, RuntimeError) as err:
-        print(f"headgeom analyze: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
