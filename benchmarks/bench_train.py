@@ -145,7 +145,8 @@ def bare_loop(images: Tensor, mean: tuple[float, ...], std: tuple[float, ...], w
         opt.step()
         losses.append(loss.detach())
     return {"images_per_s": throughput(stamps, warmup, steps, batch),
-            "images_per_cpu_s": throughput(cpu_stamps, warmup, steps, batch), "losses": [float(v) for v in losses], "stamps": stamps}
+            "images_per_cpu_s": throughput(cpu_stamps, warmup, steps, batch),
+            "losses": [float(v) for v in losses], "stamps": stamps}
 
 
 # ----------------------------------------------------------------------------- headgeom's loop
@@ -260,8 +261,10 @@ def bench_width(width: float, args: argparse.Namespace, data: str, data_options:
             call_s = med(calls) if calls else float("nan")
             step_s = args.batch_size / med(hg)
             row[clock].update({"tracking_on": on, "tracking_measured_overhead": 1 - on / med(hg),
-                               "tracking_call_s": call_s, "tracking_step0_call_s": [x[seconds][0] for x in runs["tracking"]],
-                               "tracking_amortised": {str(k): amortised(call_s, step_s, k) for k in args.track_periods}})
+                               "tracking_call_s": call_s,
+                               "tracking_step0_call_s": [x[seconds][0] for x in runs["tracking"]],
+                               "tracking_amortised": {str(k): amortised(call_s, step_s, k)
+                                                      for k in args.track_periods}})
     return row
 
 
