@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -148,27 +147,3 @@ def test_bad_arguments():
         make_shapes(10, size=4)
     with pytest.raises(ValueError, match="unknown shape"):
         S.shape_sdf("blob", torch.zeros(1), torch.zeros(1))
-
-
-def _reference_seconds() -> float:
-    """Wall time of 10 multiply-adds on a 10,000×32×32 float32 tensor (a load yardstick)."""
-    x = torch.rand(10_000, 32, 32)
-    start = time.perf_counter()
-    for _ in range(10):
-        x * 1.0001 + 0.5
-    return time.perf_counter() - start
-
-
-def test_fast_enough():
-    """10,000 images cost about as much as 10-25 full-size tensor multiply-adds (0.5 s idle).
-
-    Timed relative to that yardstick, measured before and after, so a loaded shared machine
-    does not fail the test; a per-image Python loop would be ~20× slower than the bound.
-    """
-    before = _reference_seconds()
-    start = time.perf_counter()
-    ds = make_shapes(10_000, seed=0)
-    elapsed = time.perf_counter() - start
-    reference = 0.5 * (before + _reference_seconds())
-    assert len(ds) == 10_000
-    assert elapsed < 15.0 * reference, (elapsed, reference)
