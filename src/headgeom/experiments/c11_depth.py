@@ -34,7 +34,7 @@ from typing import Any
 
 from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.training_cells import pm, run_training
+from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
@@ -132,15 +132,7 @@ def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 def train_config(config: C11Config, depth: int, seed: int):
     """The headgeom.train.TrainConfig of one cell (the paper's SimCLR, module docstring)."""
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simclr_oneway", backbone="resnet18", backbone_options={"width": config.width},
-        head=depth_head(depth, config.hidden, config.out_dim), method_options={"temperature": config.temperature},
-        data=config.data, data_dir=config.data_dir, data_options=dict(config.data_options), epochs=config.epochs,
-        max_steps=config.max_steps, batch_size=config.batch_size, seed=seed, optimizer="adam", lr=config.lr,
-        weight_decay=config.weight_decay, schedule="constant", device=config.device, progress=False,
-    )
+    return simclr_train_config(config, depth_head(depth, config.hidden, config.out_dim), seed)
 
 
 def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:

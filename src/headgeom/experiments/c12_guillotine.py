@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.training_cells import paper_head, pm, run_training
+from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
@@ -109,16 +109,8 @@ def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 
 def train_config(config: C12Config, seed: int):
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simclr_oneway", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head("relu", config.hidden, config.out_dim, bn=True),
-        method_options={"temperature": config.temperature}, data=config.data, data_dir=config.data_dir,
-        data_options=dict(config.data_options), image_size=config.image_size,
-        epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed, optimizer="adam",
-        lr=config.lr, weight_decay=config.weight_decay, schedule="constant", device=config.device, progress=False,
-    )
+    return simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
+                               image_size=config.image_size)
 
 
 def _probe(config: C12Config):

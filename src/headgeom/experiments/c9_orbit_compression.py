@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training
+from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -139,17 +139,9 @@ def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 
 def train_config(config: C9Config, backbone: str, seed: int):
-    from headgeom.train import TrainConfig
-
     options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
-    return TrainConfig(
-        method="simclr_oneway", backbone=backbone, backbone_options=options,
-        head=paper_head("relu", config.hidden, config.out_dim, bn=True),
-        method_options={"temperature": config.temperature}, data=config.data, data_dir=config.data_dir,
-        data_options=dict(config.data_options), epochs=config.epochs, max_steps=config.max_steps,
-        batch_size=config.batch_size, seed=seed, optimizer="adam", lr=config.lr, weight_decay=0.0,
-        schedule="constant", device=config.device, progress=False,
-    )
+    return simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
+                               backbone=backbone, backbone_options=options, weight_decay=0.0)
 
 
 def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int = 0) -> tuple[Tensor, Tensor]:

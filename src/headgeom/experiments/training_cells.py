@@ -216,6 +216,27 @@ def simsiam_train_config(config: Any, activation: str, seed: int, *, bn: bool = 
     )
 
 
+def simclr_train_config(config: Any, head: str, seed: int, *, backbone: str = "resnet18",
+                        backbone_options: dict[str, Any] | None = None, weight_decay: float | None = None,
+                        image_size: int | None = None):
+    """The headgeom.train.TrainConfig of one cell trained with the paper's SimCLR (C9, C11, C12):
+    the one-directional InfoNCE at ``config.temperature``, Adam at ``config.lr`` with a constant
+    schedule (PAPER.md §3). ``backbone_options`` default to ``{"width": config.width}``,
+    ``weight_decay`` to ``config.weight_decay``."""
+    from headgeom.train import TrainConfig
+
+    return TrainConfig(
+        method="simclr_oneway", backbone=backbone,
+        backbone_options={"width": config.width} if backbone_options is None else backbone_options,
+        head=head, method_options={"temperature": config.temperature}, data=config.data,
+        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=image_size,
+        epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
+        optimizer="adam", lr=config.lr,
+        weight_decay=config.weight_decay if weight_decay is None else weight_decay,
+        schedule="constant", device=config.device, progress=False,
+    )
+
+
 def fraction(flags: Sequence[bool]) -> float | None:
     return sum(bool(f) for f in flags) / len(flags) if flags else None
 
