@@ -20,6 +20,7 @@ An estimate is {"value", "ci": [lo, hi], "level", "n_boot", "n_boot_undefined"}.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -31,7 +32,7 @@ from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices, estim
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.orbits.extract import OrbitFeatures, extract_orbits, torch_threads
 
-__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "point_replicates"]
+__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "orbit_protocol", "point_replicates"]
 
 DEFINITIONS = {
     "spread": "the paper's spread: mean over images of (1/K) Σ_k ‖u_ik − ū_i‖², u = f/‖f‖",
@@ -166,6 +167,20 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
     return res
 
 
+def orbit_protocol(n_images: int, steps: int, families: Sequence[str], head_input: str | Sequence[str],
+                   n_boot: int, seed: int, level: float, *, stratified: bool,
+                   mean: Sequence[float] | None, std: Sequence[float] | None) -> dict[str, Any]:
+    """The protocol record of an orbit analysis (``analyze_orbits``, ``headgeom analyze``)."""
+    return {"n_images": n_images, "steps": steps, "families": list(families),
+            "head_input": [head_input] if isinstance(head_input, str) else list(head_input),
+            "n_boot": n_boot, "seed": seed, "level": level,
+            "bootstrap": "percentile, over images" + (", stratified by class" if stratified else ""),
+            "normalisation": {"mean": None if mean is None else list(mean),
+                              "std": None if std is None else list(std),
+                              "order": "augment on [0, 1] pixels, then normalise"},
+            "precision": "features float32, metrics float64"}
+
+
 def analyze_orbits(backbone: Callable[[Tensor], Tensor], head: Heads | Callable | None,
                    images: Tensor, labels: Tensor | None, families: Sequence[str],
                    steps: int = 12, *, head_input: str | Sequence[str] = "raw",
@@ -188,15 +203,8 @@ def analyze_orbits(backbone: Callable[[Tensor], Tensor], head: Heads | Callable 
     unknown = sorted(set(value_ranges) - set(families))
     if unknown:
         raise ValueError(f"value_ranges names families {unknown} that are not analysed ({families})")
-    out = {"protocol": {"n_images": int(images.shape[0]), "steps": steps, "families": list(families),
-                        "head_input": [head_input] if isinstance(head_input, str) else list(head_input),
-                        "n_boot": n_boot, "seed": seed, "level": level,
-                        "bootstrap": "percentile, over images"
-                                     + (", stratified by class" if labels is not None else ""),
-                        "normalisation": {"mean": None if mean is None else list(mean),
-                                          "std": None if std is None else list(std),
-                                          "order": "augment on [0, 1] pixels, then normalise"},
-                        "precision": "features float32, metrics float64"},
+    out = {"protocol": orbit_protocol(int(images.shape[0]), steps, families, head_input, n_boot, seed, level,
+                                      stratified=labels is not None, mean=mean, std=std),
            "definitions": DEFINITIONS, "families": {}}
     for fam in families:
         of = extract_orbits(backbone, images, fam, steps, head, head_input=head_input,

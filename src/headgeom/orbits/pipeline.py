@@ -22,7 +22,7 @@ from torch import Tensor, nn
 
 from headgeom.augment.families import get_family, orbit_values
 from headgeom.data import ImageDataset
-from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features
+from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_protocol
 from headgeom.orbits.extract import extract_orbits
 from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
 from headgeom.orbits.model_input import ModelInput, prepare_images
@@ -130,16 +130,10 @@ def _backbone_images(opts: AnalysisOptions, n: int) -> int:
 
 
 def _protocol(opts: AnalysisOptions, n_images: int, mi: ModelInput) -> dict[str, Any]:
-    """The orbit protocol record (the keys of headgeom.orbits.analyze_orbits' protocol)."""
-    return {"n_images": n_images, "steps": opts.steps, "families": list(opts.families),
-            "head_input": list(opts.head_input), "n_boot": opts.n_boot, "seed": opts.seed,
-            "level": opts.level, "controls": opts.controls,
-            "value_ranges": {k: list(v) for k, v in opts.value_ranges.items()},
-            "bootstrap": "percentile, over images, stratified by class",
-            "normalisation": {"mean": None if mi.mean is None else list(mi.mean),
-                              "std": None if mi.std is None else list(mi.std),
-                              "order": "augment on [0, 1] pixels, then normalise"},
-            "precision": "features float32, metrics float64"}
+    """analyze_orbits' protocol record plus the options only ``headgeom analyze`` sets."""
+    return {**orbit_protocol(n_images, opts.steps, opts.families, opts.head_input, opts.n_boot, opts.seed,
+                             opts.level, stratified=True, mean=mi.mean, std=mi.std),
+            "controls": opts.controls, "value_ranges": {k: list(v) for k, v in opts.value_ranges.items()}}
 
 
 def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: AnalysisOptions, *,
