@@ -180,6 +180,23 @@ def test_dino_without_norm_last_layer_trains_g():
     assert _n_params(head, trainable_only=True) == _n_params(head)
 
 
+def test_dino_head_initialisation_follows_dinohead():
+    """DINOHead._init_weights: MLP Linears trunc_normal(std=.02), zero bias; the weight-normed last
+    layer keeps nn.Linear's default, uniform(±1/sqrt(fan_in)); other heads keep torch defaults."""
+    torch.manual_seed(0)
+    head = head_from("64-256-256-512:gelu:bn:dino=64")
+    mlp = [m for m in head.layers if isinstance(m, torch.nn.Linear)][:-1]
+    assert [tuple(m.weight.shape) for m in mlp] == [(256, 64), (256, 256), (64, 256)]
+    for m in mlp:
+        assert 0.019 < float(m.weight.std()) < 0.021 and float(m.weight.abs().max()) <= 2.0
+        assert torch.equal(m.bias, torch.zeros_like(m.bias))
+    v = head.layers[-1].parametrizations.weight.original1
+    bound = 1 / math.sqrt(64)
+    assert float(v.abs().max()) <= bound and abs(float(v.std()) - bound / math.sqrt(3)) < 0.05 * bound
+    plain = head_from("64-256-512:gelu")
+    assert float(plain.layers[0].bias.abs().max()) > 0  # torch's default, not DINO's
+
+
 def test_batchnorm_train_vs_eval():
     torch.manual_seed(0)
     head = head_from("6-5:linear:last=bn_noaffine", dtype=torch.float64)

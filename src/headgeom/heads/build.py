@@ -48,6 +48,18 @@ def _norm(kind: str, width: int, factory: dict) -> nn.Module | None:
     raise ValueError(f"unknown norm {kind!r}")  # unreachable: HeadSpec validates
 
 
+def dino_init_(layers: list[nn.Module]) -> None:
+    """DINOHead's ``_init_weights`` on its MLP: every Linear's weight from trunc_normal(std=0.02)
+    (truncated at ±2), bias 0. DINOHead applies it before it creates the weight-normed last
+    layer, which keeps nn.Linear's default initialisation; so does the caller."""
+    with torch.no_grad():
+        for layer in layers:
+            if isinstance(layer, nn.Linear):
+                nn.init.trunc_normal_(layer.weight, std=0.02)
+                if layer.bias is not None:
+                    nn.init.zeros_(layer.bias)
+
+
 def build_layers(spec: HeadSpec, device=None, dtype=None) -> list[nn.Module]:
     """The leaf modules of ``spec`` in forward order (see headgeom.heads.spec for the layout)."""
     factory = {"device": device, "dtype": dtype}
@@ -70,6 +82,7 @@ def build_layers(spec: HeadSpec, device=None, dtype=None) -> list[nn.Module]:
         # DINOHead: mlp(... -> bottleneck), normalize, weight_norm(Linear(b, out, bias=False)),
         # weight_g filled with 1 and frozen when norm_last_layer.
         layers.append(nn.Linear(w[-2], spec.bottleneck, bias=spec.bias, **factory))
+        dino_init_(layers)
         layers.append(L2Normalize())
         last = weight_norm(nn.Linear(spec.bottleneck, w[-1], bias=False, **factory), dim=0)
         g = last.parametrizations.weight.original0  # (out, 1)

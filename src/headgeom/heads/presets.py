@@ -141,7 +141,8 @@ def dino(in_dim: int = 384, out_dim: int = 65536, use_bn: bool = False, norm_las
     ``nn.functional.normalize(x, dim=-1, p=2)``, then
     ``nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))`` with
     ``weight_g`` filled with 1 and ``requires_grad = False`` if ``norm_last_layer``.
-    DINO's trunc_normal(std=.02) initialisation is not reproduced (torch defaults).
+    Initialisation as DINOHead: the MLP's Linears trunc_normal(std=.02) with zero bias, the
+    last layer nn.Linear's default (headgeom.heads.build.dino_init_).
     """
     if isinstance(nlayers, bool) or not isinstance(nlayers, int):
         raise TypeError(f"dino nlayers must be an int, got {nlayers!r}")
