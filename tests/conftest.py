@@ -1,4 +1,7 @@
-"""Shared test settings: float64 references, few threads (CI has 2 cores)."""
+"""Shared test settings: float64 references, few threads (CI has 2 cores); loading benchmarks/."""
+import importlib.util
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -13,3 +16,17 @@ def one_thread():
     cost more than the ops); opt in with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
     with torch_threads(1):
         yield
+
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def benchmark_script():
+    """``benchmark_script("quality")`` imports benchmarks/quality.py (not a package) as a module."""
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    return load

@@ -1,9 +1,7 @@
 """benchmarks/bench_train.py: the bare loop trains the same model on the same views with the same
 loss as headgeom's SimCLR, both loops run (2 steps, tiny width, shapes) and images/s comes out of
 the forward stamps as S · B / (stamp[W+S] - stamp[W]) (checked with a fake clock). No timings."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,16 +12,12 @@ from headgeom.objectives import nt_xent
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_train.py"
 WIDTH, B = 0.0625, 8
 
 
 @pytest.fixture(scope="module")
-def bench():
-    spec = importlib.util.spec_from_file_location("bench_train", _PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def bench(benchmark_script):
+    return benchmark_script("bench_train")
 
 
 @pytest.fixture(scope="module")
