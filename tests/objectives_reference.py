@@ -97,3 +97,10 @@ def dino_ref(students, teachers, center, ts=0.1, tt=0.04) -> float:
                 per_sample.append(-float(q @ log_p))
             terms.append(np.mean(per_sample))
     return float(np.mean(terms))
+
+
+def teacher_entropies_ref(teachers, center, tt=0.04) -> tuple[float, float]:
+    """Mean over (view, sample) of H(q), and H of q averaged over them; nats."""
+    qs = [_softmax((t[r] - center) / tt) for t in teachers for r in range(t.shape[0])]
+    h = lambda p: -sum(float(x) * math.log(float(x)) for x in p if x > 0)  # noqa: E731
+    return float(np.mean([h(q) for q in qs])), h(np.mean(qs, axis=0))

@@ -141,6 +141,11 @@ def test_dino_step_updates_center_teacher_and_temperature():
         assert len(terms) == 2 * 3 - 2
         torch.testing.assert_close(out["loss"].detach(), sum(terms) / len(terms), rtol=1e-5, atol=1e-6)
         assert out["logs"]["teacher_temp"] == pytest.approx(sched[step])
+        # collapse monitors from the same q: mean per-sample entropy and entropy of the mean
+        qa = torch.cat(q)
+        ent = lambda p: -(p * p.log()).sum(-1)  # noqa: E731
+        assert float(out["logs"]["teacher_entropy"]) == pytest.approx(float(ent(qa).mean()), rel=1e-5)
+        assert float(out["logs"]["teacher_marginal_entropy"]) == pytest.approx(float(ent(qa.mean(0))), rel=1e-5)
         opt.zero_grad()
         out["loss"].backward()
         opt.step()

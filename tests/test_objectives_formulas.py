@@ -11,10 +11,10 @@ import torch
 
 from headgeom.objectives import (
     barlow_twins, batch_standardize, dino, info_nce, mse_to_target, negative_cosine, nt_xent,
-    simsiam_loss, vicreg,
+    simsiam_loss, teacher_entropies, vicreg,
 )
 from objectives_reference import (
-    barlow_ref, dino_ref, info_nce_ref, mse_ref, negative_cosine_ref, nt_xent_ref, vicreg_ref,
+    barlow_ref, dino_ref, info_nce_ref, teacher_entropies_ref, mse_ref, negative_cosine_ref, nt_xent_ref, vicreg_ref,
 )
 
 DT = torch.float64
@@ -124,3 +124,21 @@ def test_dino_temperatures_and_default_zero_centre():
     s, t, _ = dino_views()
     ref = dino_ref([x.numpy() for x in s], [x.numpy() for x in t], np.zeros(5), ts=0.2, tt=0.07)
     close(dino(s, t, student_temp=0.2, teacher_temp=0.07), ref)
+
+
+def test_teacher_entropies_match_reference_and_read_both_collapses():
+    _, t, c = dino_views(2, 2)
+    per, marg = teacher_entropies(t, c, 0.07)
+    ref = teacher_entropies_ref([x.numpy() for x in t], c.numpy()[0], tt=0.07)
+    close(per, ref[0])
+    close(marg, ref[1])
+    n, k = 8, 8
+    uniform = [torch.zeros(n, k, dtype=DT)] * 2  # every output equal: q uniform
+    close(teacher_entropies(uniform)[0], np.log(k))
+    close(teacher_entropies(uniform)[1], np.log(k))
+    one_dim = [torch.zeros(n, k, dtype=DT).index_fill_(1, torch.tensor([3]), 5.0)] * 2
+    assert all(float(h) < 1e-40 for h in teacher_entropies(one_dim))  # one dimension dominates
+    spread = [torch.eye(k, dtype=DT) * 5.0] * 2  # sharp per sample, each on its own dimension
+    per, marg = teacher_entropies(spread)
+    assert float(per) < 1e-40
+    close(marg, np.log(k))

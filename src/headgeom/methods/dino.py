@@ -11,6 +11,10 @@ During the first ``freeze_last_layer`` epochs (official default 1, main_dino.py
 ``--freeze_last_layer``) the projector's output layer gets no update: its gradients are dropped
 after backward (``before_optimizer_step``, DINO's ``cancel_gradients_last_layer``), so the
 optimiser skips it (no momentum, no weight decay) until then.
+
+Every step logs the teacher's mean per-sample entropy and the entropy of its batch-mean
+distribution (:func:`headgeom.objectives.teacher_entropies`): both at log K is the uniform
+collapse, both near 0 the one-dimension collapse.
 """
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
-from headgeom.objectives import dino, dino_pair
+from headgeom.objectives import dino, dino_pair, teacher_entropies
 
 
 class DINO(SSLMethod):
@@ -108,7 +112,10 @@ class DINO(SSLMethod):
                                self.current_teacher_temp)
         if self.training:
             self._pending_center = DINOCenter.batch_sum(teacher)
-        return {"loss": loss, "z": z, "logs": {"teacher_temp": self.current_teacher_temp}}
+        entropy, marginal = teacher_entropies(teacher, self.centering.center, self.current_teacher_temp)
+        logs = {"teacher_temp": self.current_teacher_temp, "teacher_entropy": entropy,
+                "teacher_marginal_entropy": marginal}  # collapse monitors, read at log time only
+        return {"loss": loss, "z": z, "logs": logs}
 
     def last_layer(self) -> nn.Module:
         """The projector's output Linear (the weight-normed prototype layer of DINO's head)."""

@@ -62,6 +62,21 @@ def teacher_probs(teacher: Tensor, center: Tensor | None = None, teacher_temp: f
     return F.softmax((t - _center(center, t)) / temp, dim=-1).detach()
 
 
+def teacher_entropies(teacher: Views, center: Tensor | None = None,
+                      teacher_temp: float = 0.04) -> tuple[Tensor, Tensor]:
+    """(mean per-sample entropy of q, entropy of the batch-mean q), in nats, over every teacher
+    view; q as :func:`teacher_probs`. DINO's two collapses read off them (Caron et al. 2021 §5.3):
+    uniform outputs put both at log K, one dimension dominating puts both near 0; a working
+    teacher has a low first and a high second (sharp per sample, spread over the batch)."""
+    views = _views("teacher", teacher)
+    low = views[0].dtype in (torch.float16, torch.bfloat16)  # autocast outputs: entropies in float32
+    q = torch.cat([teacher_probs(t.float() if low else t, center, teacher_temp) for t in views])
+    per_sample = -(q * torch.log(q.clamp_min(torch.finfo(q.dtype).tiny))).sum(dim=-1).mean()
+    mean_q = q.mean(dim=0)
+    marginal = -(mean_q * torch.log(mean_q.clamp_min(torch.finfo(q.dtype).tiny))).sum()
+    return per_sample, marginal
+
+
 def dino_pair(
     student: Tensor,
     teacher: Tensor,
