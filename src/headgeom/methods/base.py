@@ -157,7 +157,8 @@ class SSLMethod(nn.Module):
         return [self.backbone(v) for v in views]
 
     def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
-        """{"loss": scalar, "z": [(N, d) per view], "logs": {name: float or 0-d tensor}}; the loop converts logs to float only on the steps it records, so a tensor costs no device sync."""
+        """{"loss": scalar, "z": [(N, d) per view], "logs": {name: float or 0-d tensor}}; the
+        loop converts logs to float only on the steps it records, so a tensor costs no sync."""
         raise NotImplementedError
 
     def before_optimizer_step(self, step: int, epoch: int) -> None:
