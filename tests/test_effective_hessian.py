@@ -164,6 +164,18 @@ def test_smooth_head_with_residual_has_interaction(activation):
     assert torch.linalg.matrix_norm(m).min() > 1e-6
 
 
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+@pytest.mark.parametrize("loss_name", ["nt_xent", "vicreg", "barlow_twins"])  # info_nce(u, fixed) is separable
+def test_coupled_loss_with_output_narrower_than_input(loss_name, reading):
+    """k < d: the G blocks come from the k × k loss-Hessian blocks (k HVPs per sample) instead of
+    one HVP per column of J_i; both against the dense float64 reference, and against k >= d."""
+    d, k = 7, 3
+    head = make_head("gelu", 2, "none", d=d, k=k)
+    z = torch.randn(N, d, dtype=DT, generator=torch.Generator().manual_seed(8))
+    eh, _, _ = check_against_reference(head, make_loss(loss_name, k=k), z, reading)
+    assert not eh.separable_loss and eh.row_wise_head and eh.k < eh.d
+
+
 def test_separable_loss_gives_block_diagonal_h_eff():
     head = make_head("silu", 2, "eval")
     z = torch.randn(N, D, dtype=DT)

@@ -352,15 +352,22 @@ class EffectiveHessian:
             hj = vmap(column, chunk_size=64)(jt.transpose(0, 1))  # (d, s, k)
             hjt = hj.transpose(0, 1)  # (s, d, k)
         else:
-            # coupled loss: [∇²L]_ii needs a tangent on row i alone
-            rows = idx.repeat_interleave(self.d)
-            cols = jt.reshape(s * self.d, self.k)
-
-            def single(i: Tensor, jcol: Tensor) -> Tensor:
+            # coupled loss: [∇²L]_ii w needs a tangent w on row i alone, one loss HVP each
+            def single(i: Tensor, w: Tensor) -> Tensor:
                 onehot = (torch.arange(self.n, device=self.z.device) == i).to(self.u.dtype)
-                return (hvp(onehot[:, None] * jcol[None, :]) * onehot[:, None]).sum(0)
+                return (hvp(onehot[:, None] * w[None, :]) * onehot[:, None]).sum(0)
 
-            hjt = vmap(single, chunk_size=64)(rows, cols).reshape(s, self.d, self.k)
+            if self.k < self.d:
+                # k HVPs per sample give the k × k block itself: hblk[i][c] = [∇²L]_ii e_c, then
+                # [∇²L]_ii J_i[:, a] = Σ_c J_i[c, a] hblk[i][c] (no symmetry assumed)
+                rows = idx.repeat_interleave(self.k)
+                basis = torch.eye(self.k, dtype=self.u.dtype, device=self.u.device).repeat(s, 1)
+                hblk = vmap(single, chunk_size=64)(rows, basis).reshape(s, self.k, self.k)
+                hjt = jt @ hblk
+            else:  # d HVPs per sample: one per column of J_i
+                rows = idx.repeat_interleave(self.d)
+                cols = jt.reshape(s * self.d, self.k)
+                hjt = vmap(single, chunk_size=64)(rows, cols).reshape(s, self.d, self.k)
         return jt @ hjt.transpose(1, 2)
 
     def _coupled_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
