@@ -29,7 +29,13 @@ from typing import Any
 # hyper-parameters, with heads scaled to the 128-d backbone (the official heads are 2048-8192
 # wide and would cost several times the backbone on a CPU). VICReg diverged (NaN at step 10)
 # under SGD 0.06 without warm-up, so it takes solo-learn's CIFAR recipe: LARS, lr 0.3,
-# wd 1e-4, warm-up (half an epoch here: the run is 3 epochs).
+# wd 1e-4, warm-up (half an epoch here: the run is 3 epochs). DINO's first small preset
+# (no BN in the head, no warm-up, teacher temperature 0.04 -> 0.07) collapsed to uniform outputs:
+# every sample's head output was the same at initialisation, one SGD step made the student
+# one-hot and the centring then flattened the teacher (loss ln 1024 from epoch 1 on, backbone
+# below random; diagnosis in BENCHMARKS.md). It now takes DINOHead's use_bn option (BN in the
+# head's hidden layers, so outputs differ per sample), DINO's linear lr warm-up (10 of 100
+# epochs officially, 1 of 3 here) and main_dino.py's default teacher temperature 0.04 (constant).
 SMALL_PRESETS: dict[str, dict[str, Any]] = {
     "simclr": {"head": "d-512-128:relu"},
     "simsiam": {"head": "d-512-512-512:relu:bn:last=bn:nobias", "predictor": "d-128-512:relu:bn"},
@@ -37,7 +43,8 @@ SMALL_PRESETS: dict[str, dict[str, Any]] = {
     "vicreg": {"head": "d-1024-1024-1024:relu:bn:nolastbias", "optimizer": "lars", "lr": 0.3,
                "weight_decay": 1e-4, "warmup_epochs": 0.5},
     "barlow_twins": {"head": "d-1024-1024-1024:relu:bn:nobias"},
-    "dino": {"head": "d-512-512-1024:gelu:dino=128", "method_options": {"n_local_crops": 2}},
+    "dino": {"head": "d-512-512-1024:gelu:bn:dino=128", "warmup_epochs": 1.0,
+             "method_options": {"n_local_crops": 2, "teacher_temp": 0.04, "teacher_temp_warmup": 0.0}},
 }
 METHODS = tuple(SMALL_PRESETS)
 
