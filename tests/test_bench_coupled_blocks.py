@@ -27,5 +27,5 @@ def test_main_compares_before_it_times(script, tmp_path):
     res = script.main(["--dims", "4,9", "--k", "3", "--n", "8", "--b", "2", "--repeats", "1",
                        "--json", str(tmp_path / "r.json")])
     assert [r["d"] for r in res["rows"]] == [4, 9]
-    assert all(r["max_rel_diff"] < 1e-12 and r["speedup"] > 0 for r in res["rows"])
+    assert all(r["max_rel_diff"] < 1e-12 and r["speedup"] > 0 and r["speedup_hvp_path"] > 0 for r in res["rows"])
     assert (tmp_path / "r.json").exists()

@@ -272,3 +272,53 @@ def test_errors_are_clear():
         effective_hessian(head, loss, z[0])
     with pytest.raises(TypeError, match="callable"):
         effective_hessian(42, loss, z)
+
+
+# ---- coupled losses that declare their diagonal blocks (NT-Xent) ---------------------------
+@pytest.mark.parametrize("n,k,temperature", [(5, 4, 0.5), (3, 6, 0.1), (6, 3, 1.0)])
+def test_nt_xent_diagonal_blocks_equal_autograd(n, k, temperature):
+    from torch.func import hessian as func_hessian
+
+    from headgeom.objectives import nt_xent_diagonal_blocks
+
+    g = torch.Generator().manual_seed(n + k)
+    a = torch.randn(n, k, generator=g, dtype=DT) * 2
+    b = torch.randn(n, k, generator=g, dtype=DT)
+    full = func_hessian(lambda u: nt_xent(u, b, temperature))(a)  # (n, k, n, k)
+    ref = torch.stack([full[i, :, i, :] for i in range(n)])
+    assert ref.abs().max() > 1e-3 and full[0, :, 1, :].abs().max() > 1e-6  # coupled: off-diagonal blocks
+    assert_close(nt_xent_diagonal_blocks(a, b, temperature), ref, what="NT-Xent diagonal blocks")
+
+
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+@pytest.mark.parametrize("d,k", [(7, 3), (3, 5)])
+def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, reading):
+    from headgeom.objectives import analysis_loss
+
+    head = make_head("silu", 2, "none", d=d, k=k)
+    z = torch.randn(N, d, dtype=DT, generator=torch.Generator().manual_seed(9))
+    other = torch.randn(N, k, dtype=DT, generator=torch.Generator().manual_seed(10))
+    loss = analysis_loss("nt_xent", other, temperature=0.3)
+    assert hasattr(loss, "diagonal_blocks")
+    eh, _, _ = check_against_reference(head, loss, z, reading)
+    assert eh.last_block_path == "rows+declared-coupled-blocks"
+
+
+def test_a_wrong_coupled_declaration_is_refused():
+    head = make_head("gelu", 2, "none")
+    z = torch.randn(N, D, dtype=DT, generator=torch.Generator().manual_seed(2))
+    loss = make_loss("nt_xent")
+
+    def declared(u):
+        return lambda_blocks(u) * 1.01  # off by 1 %
+
+    from headgeom.objectives import nt_xent_diagonal_blocks
+    other = torch.randn(N, K, dtype=DT, generator=torch.Generator().manual_seed(1))
+    lambda_blocks = lambda u: nt_xent_diagonal_blocks(u, other)  # noqa: E731  (make_loss's target)
+    wrapped = lambda u: loss(u)  # noqa: E731
+    wrapped.diagonal_blocks = declared
+    with pytest.raises(ValueError, match="declared diagonal_blocks disagree"):
+        effective_hessian(head, wrapped, z).gauss_newton_blocks()
+    wrapped.diagonal_blocks = lambda_blocks  # the right declaration passes the check
+    g = effective_hessian(head, wrapped, z).gauss_newton_blocks()
+    assert_close(g, effective_hessian(head, loss, z).gauss_newton_blocks(), what="declared vs HVP blocks")

@@ -164,3 +164,23 @@ def test_geometry_problem_rejects_bad_z():
         m.geometry_problem([torch.randn(N, 16)])
     with pytest.raises(ValueError, match=r"shape \(N, 16\)"):
         m.geometry_problem([torch.randn(N, 16), torch.randn(N, 15)])
+
+
+def test_simclr_declares_nt_xent_diagonal_blocks_and_they_match_hvps():
+    """SimCLR's geometry loss carries NT-Xent's closed-form diagonal blocks; with a row-wise head
+    the engine uses them (no loss HVPs) and gets the blocks of the undeclared loss, which it
+    computes from HVPs on single-row tangents."""
+    torch.manual_seed(3)
+    m = build_method("simclr", "resnet18", head="d-12-8:silu", backbone_options={"width": 1 / 32})
+    x = load_shapes("train", n=N, size=16).images.float() / 255
+    out = m(list(m.recipe(16)(x, torch.Generator().manual_seed(5))))
+    head, loss = m.geometry_problem(out["z"])
+    assert hasattr(loss, "diagonal_blocks")
+    z1 = out["z"][0].detach().double()
+    declared = effective_hessian(head, loss, z1)
+    g_declared = declared.gauss_newton_blocks()
+    assert declared.last_block_path == "rows+declared-coupled-blocks"
+    plain = effective_hessian(head, lambda u: loss(u), z1)  # same loss, nothing declared
+    torch.testing.assert_close(g_declared, plain.gauss_newton_blocks(), rtol=1e-9, atol=1e-12)
+    assert not hasattr(build_method("simclr_oneway", "resnet18", backbone_options={"width": 1 / 32})
+                       .geometry_problem(out["z"])[1], "diagonal_blocks")  # separable: not needed

@@ -103,3 +103,23 @@ def test_simsiam_spectrum_matches_autograd_on_its_training_loss():
     assert out[p + "lambda_min"] == pytest.approx(lam.min(), abs=1e-8 * scale)
     assert out[p + "lambda_max"] == pytest.approx(lam.max(), abs=1e-8 * scale)
     assert out[p + "n_negative"] == int((lam < -1e-10 * scale).sum())
+
+
+def test_simclr_tracking_with_declared_nt_xent_blocks_equals_hvp_blocks(monkeypatch):
+    """A row-wise SimCLR head with block_samples < N: the first rows' loss carries NT-Xent's
+    declared diagonal blocks (checked by the engine), and every tracked number equals the one
+    computed from loss HVPs with the declaration switched off."""
+    from headgeom.methods import SimCLR
+
+    def tracked():
+        torch.manual_seed(0)
+        method = build_method("simclr", backbone=TinyBackbone(), head="d-6-5:silu")
+        return GeometryTracker(_views(), block_samples=3)(0, method)
+
+    declared = tracked()
+    monkeypatch.setattr(SimCLR, "diagonal_blocks_fn", lambda self: None)
+    plain = tracked()
+    assert declared.keys() == plain.keys()
+    for key, value in declared.items():
+        if isinstance(value, float) and math.isfinite(value) and "seconds" not in key:
+            assert value == pytest.approx(plain[key], rel=1e-8, abs=1e-12), key

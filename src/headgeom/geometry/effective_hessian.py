@@ -21,7 +21,7 @@ from torch import Tensor, nn
 from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
-from .loss_curvature import curvature_for
+from .loss_curvature import coupled_blocks_for, curvature_for
 from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
 from .readings import READINGS, Loss, check_reading, loss_hvp
@@ -351,6 +351,10 @@ class EffectiveHessian:
 
             hj = vmap(column, chunk_size=64)(jt.transpose(0, 1))  # (d, s, k)
             hjt = hj.transpose(0, 1)  # (s, d, k)
+        elif (declared := self._declared_coupled_blocks()) is not None:
+            # a coupled loss that declares its diagonal blocks (NT-Xent): no loss HVPs at all
+            self.last_block_path = "rows+declared-coupled-blocks"
+            hjt = jt @ declared[idx].transpose(1, 2)
         else:
             # coupled loss: [∇²L]_ii w needs a tangent w on row i alone, one loss HVP each
             def single(i: Tensor, w: Tensor) -> Tensor:
@@ -369,6 +373,12 @@ class EffectiveHessian:
                 cols = jt.reshape(s * self.d, self.k)
                 hjt = vmap(single, chunk_size=64)(rows, cols).reshape(s, self.d, self.k)
         return jt @ hjt.transpose(1, 2)
+
+    def _declared_coupled_blocks(self) -> Tensor | None:
+        """The loss's declared, checked diagonal blocks (N, k, k) under the reading, once."""
+        if not hasattr(self, "_coupled_cache"):
+            self._coupled_cache = coupled_blocks_for(self.loss, self.u, self.reading)
+        return self._coupled_cache
 
     def _coupled_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
         """Diagonal blocks when the head couples samples (train-mode BatchNorm): one matvec

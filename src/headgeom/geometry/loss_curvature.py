@@ -15,6 +15,11 @@ A loss callable declares its form by carrying ``hessian_structure(u) -> (alpha, 
 then needs no loss-Hessian products at all: W_Lᵀ [∇²L]_ii W_L = α_i W_LᵀW_L + (W_LᵀU_i) B_i (…)ᵀ.
 A declaration is never trusted blindly: :func:`curvature_for` checks it against the exact
 forward-over-reverse HVP on a random probe and refuses a disagreement.
+
+A batch-coupled loss (NT-Xent: every row is a negative of every other) has no block-diagonal
+Hessian, but the pullback metric's per-sample blocks need only its diagonal blocks. Such a loss
+declares them as ``diagonal_blocks(u) -> (N, k, k)``; :func:`coupled_blocks_for` checks them
+against HVPs on tangents supported on single rows and applies the reading.
 """
 from __future__ import annotations
 
@@ -119,3 +124,39 @@ def curvature_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) ->
                 f"(max error {err:.3e} against max |Hv| {scale:.3e}); fix or remove the declaration"
             )
     return curv
+
+
+def coupled_blocks_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) -> Tensor | None:
+    """The diagonal blocks [∇²_u L]_ii (N, k, k) of a batch-coupled loss under ``reading``, from
+    its declared ``diagonal_blocks(u)``, or None if it declares none (or for ``mse``, whose
+    I/N needs no declaration). With ``check`` the blocks of three rows are compared with exact
+    HVPs on a random tangent supported on that row alone; a mismatch raises."""
+    declare = getattr(loss, "diagonal_blocks", None)
+    if declare is None or reading == "mse":
+        return None
+    n, k = u.shape
+    blocks = declare(u).to(u.dtype)
+    if tuple(blocks.shape) != (n, k, k):
+        raise ValueError(f"the loss's declared diagonal_blocks have shape {tuple(blocks.shape)}; "
+                         f"expected (N, k, k) = {(n, k, k)}")
+    if reading == "tangential":
+        u_hat = u / u.norm(dim=-1, keepdim=True)
+        proj = torch.eye(k, dtype=u.dtype, device=u.device) - u_hat[:, :, None] * u_hat[:, None, :]
+        blocks = proj @ blocks @ proj
+    if check:
+        hvp = loss_hvp(loss, u, reading)
+        gen = torch.Generator(device="cpu").manual_seed(1234)
+        tol = 1e-8 if u.dtype == torch.float64 else 1e-3
+        for i in sorted({0, n // 2, n - 1}):
+            w = torch.randn(k, generator=gen, dtype=u.dtype).to(u.device)
+            tangent = torch.zeros_like(u)
+            tangent[i] = w
+            exact = hvp(tangent)[i]
+            err = float((blocks[i] @ w - exact).abs().max())
+            scale = float(exact.abs().max()) or 1.0
+            if err > tol * scale:
+                raise ValueError(
+                    f"the loss's declared diagonal_blocks disagree with its exact Hessian-vector "
+                    f"product at row {i} (max error {err:.3e} against max |Hv| {scale:.3e}); fix "
+                    f"or remove the declaration")
+    return blocks

@@ -14,7 +14,7 @@ from torch import Tensor
 from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.methods.distributed import gather_rows
-from headgeom.objectives import info_nce, nt_xent
+from headgeom.objectives import info_nce, nt_xent, nt_xent_diagonal_blocks
 
 
 class SimCLR(SSLMethod):
@@ -45,7 +45,18 @@ class SimCLR(SSLMethod):
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
         c2 = frozen(u2)
-        return self.projector, lambda u: self.loss_fn(u, c2(u))
+
+        def loss(u: Tensor) -> Tensor:
+            return self.loss_fn(u, c2(u))
+
+        blocks = self.diagonal_blocks_fn()
+        if blocks is not None:  # NT-Xent's diagonal Hessian blocks in closed form (engine-checked)
+            loss.diagonal_blocks = lambda u: blocks(u, c2(u), self.options["temperature"])  # type: ignore[attr-defined]
+        return self.projector, loss
+
+    def diagonal_blocks_fn(self):
+        """The closed-form diagonal Hessian blocks of ``loss_fn`` in its first argument, or None."""
+        return nt_xent_diagonal_blocks
 
 
 class SimCLROneWay(SimCLR):
@@ -64,3 +75,6 @@ class SimCLROneWay(SimCLR):
 
     def loss_fn(self, a: Tensor, b: Tensor) -> Tensor:
         return info_nce(a, b, self.options["temperature"])
+
+    def diagonal_blocks_fn(self):
+        return None  # info_nce(u, fixed) is separable: the engine's block-diagonal path serves it

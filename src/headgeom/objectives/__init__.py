@@ -12,7 +12,7 @@ parts (DINO centre, EMA teacher) live elsewhere.
 torch.Size([8, 16, 8, 16])
 """
 from headgeom.objectives.barlow_twins import barlow_twins, batch_standardize, cross_correlation
-from headgeom.objectives.contrastive import info_nce, nt_xent
+from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, simsiam_loss
 from headgeom.objectives.dino import dino, dino_pair, teacher_entropies, teacher_probs
 from headgeom.objectives.mse import mse_to_target
@@ -20,7 +20,7 @@ from headgeom.objectives.registry import OBJECTIVES, ObjectiveSpec, analysis_los
 from headgeom.objectives.vicreg import covariance_loss, off_diagonal_sq_sum, variance_loss, vicreg
 
 __all__ = [
-    "barlow_twins", "batch_standardize", "cross_correlation", "info_nce", "nt_xent",
+    "barlow_twins", "batch_standardize", "cross_correlation", "info_nce", "nt_xent", "nt_xent_diagonal_blocks",
     "negative_cosine", "simsiam_loss", "dino", "dino_pair", "teacher_probs", "teacher_entropies", "mse_to_target",
     "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective", "covariance_loss",
     "off_diagonal_sq_sum", "variance_loss", "vicreg",

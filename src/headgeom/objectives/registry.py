@@ -28,7 +28,7 @@ from typing import Callable
 from torch import Tensor
 
 from headgeom.objectives.barlow_twins import barlow_twins
-from headgeom.objectives.contrastive import info_nce, nt_xent
+from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
 from headgeom.objectives.dino import dino, dino_pair
 from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
@@ -86,6 +86,13 @@ HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
 }
 
 
+# Diagonal Hessian blocks ∂²L/∂u_i² (N, k, k) in closed form, for the batch-coupled objectives
+# whose per-sample pullback blocks would otherwise cost k loss HVPs per sample.
+DIAGONAL_BLOCKS: dict[str, Callable[..., Tensor]] = {
+    "nt_xent": nt_xent_diagonal_blocks,
+}
+
+
 def get_objective(name: str) -> ObjectiveSpec:
     """The :class:`ObjectiveSpec` registered under ``name``."""
     try:
@@ -126,4 +133,7 @@ def analysis_loss(name: str, other: Tensor, **kwargs: object) -> Callable[[Tenso
     structure = HESSIAN_STRUCTURES.get(name)
     if structure is not None:  # lets the engine skip loss-Hessian products (checked there)
         loss.hessian_structure = lambda u: structure(u, fixed)  # type: ignore[attr-defined]
+    blocks = DIAGONAL_BLOCKS.get(name)
+    if blocks is not None:  # a coupled loss's diagonal blocks, checked by the engine too
+        loss.diagonal_blocks = lambda u: blocks(u, fixed.to(u.dtype), **kwargs)  # type: ignore[attr-defined]
     return loss

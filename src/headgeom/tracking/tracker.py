@@ -411,8 +411,9 @@ class GeometryTracker:
 def _first_rows_loss(loss, rest: torch.Tensor, b: int):
     """u_sub ↦ loss([u_sub; rest]): the loss as a function of its first b rows, the others held.
 
-    A declared ``hessian_structure`` (headgeom.geometry.loss_curvature) carries over to those
-    rows, so the engine keeps its HVP-free path; the engine checks it against autograd.
+    A declared ``hessian_structure`` or ``diagonal_blocks`` (headgeom.geometry.loss_curvature)
+    carries over to those rows, so the engine keeps its HVP-free path; it checks them against
+    autograd.
     """
 
     def sub_loss(u_sub: torch.Tensor) -> torch.Tensor:
@@ -425,4 +426,8 @@ def _first_rows_loss(loss, rest: torch.Tensor, b: int):
             return alpha[:b], None if U is None else U[:b], None if B is None else B[:b]
 
         sub_loss.hessian_structure = structure  # type: ignore[attr-defined]
+    blocks = getattr(loss, "diagonal_blocks", None)  # a coupled loss's ∂²L/∂u_i², likewise
+    if blocks is not None:
+        sub_loss.diagonal_blocks = (  # type: ignore[attr-defined]
+            lambda u_sub: blocks(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))[:b])
     return sub_loss
