@@ -1,12 +1,12 @@
 """Benchmark: exact pullback-metric blocks G_i = J_iᵀ [∇²_u L]_ii J_i under a batch-coupled loss
 (SimCLR's NT-Xent), as geometry tracking computes them for a SimCLR run.
 
-    python benchmarks/bench_coupled_blocks.py [--dims 128,512] [--k 128] [--n 256] [--b 32]
-        [--repeats 3] [--json PATH]
+    python benchmarks/bench_coupled_blocks.py [--loss nt_xent|vicreg] [--dims 128,512] [--k 128]
+        [--n 256] [--b 32] [--repeats 3] [--json PATH]
 
 Head: SimCLR v1's d-d-128 (Linear, ReLU, Linear), float64 (the tracker's analysis dtype);
-z (n, d) and the other view's head outputs (n, k) fixed; loss = symmetric NT-Xent over the batch,
-so [∇²L] is not block diagonal. Blocks of the first b samples, the others held at their head
+z (n, d) and the other view's head outputs (n, k) fixed; loss = symmetric NT-Xent over the batch
+(or VICReg 25/25/1 with ``--loss vicreg``), so [∇²L] is not block diagonal. Blocks of the first b samples, the others held at their head
 outputs (the tracker's ``block_samples``). headgeom's ``effective_hessian(...)
 .gauss_newton_blocks()`` against the baseline written here, timed in the same run: one loss HVP per (sample, column of J_i), i.e.
 d HVPs per sample (what the engine did for every shape before). Two headgeom rows: the loss as
@@ -28,16 +28,19 @@ from torch import Tensor, nn
 from torch.func import grad, jacrev, jvp, vmap
 
 from headgeom.geometry import effective_hessian
-from headgeom.objectives import nt_xent, nt_xent_diagonal_blocks
+from headgeom.objectives import nt_xent, nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks
+
+LOSSES = {"nt_xent": (nt_xent, nt_xent_diagonal_blocks), "vicreg": (vicreg, vicreg_diagonal_blocks)}
 
 
 def simclr_head(d: int, k: int) -> nn.Module:
     return nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, k)).double()
 
 
-def problem(d: int, k: int, n: int, b: int, seed: int = 0):
+def problem(d: int, k: int, n: int, b: int, seed: int = 0, loss_name: str = "nt_xent"):
     """(head, loss of the first b rows' outputs with the rest fixed, z[:b]); the loss declares
-    NT-Xent's closed-form diagonal blocks, as SimCLR's geometry problem does."""
+    its closed-form diagonal blocks, as SimCLR's and VICReg's geometry problems do."""
+    objective, blocks = LOSSES[loss_name]
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     head = simclr_head(d, k)
@@ -48,9 +51,9 @@ def problem(d: int, k: int, n: int, b: int, seed: int = 0):
     rest = u[b:]
 
     def loss(ub: Tensor) -> Tensor:
-        return nt_xent(torch.cat([ub, rest]), other)
+        return objective(torch.cat([ub, rest]), other)
 
-    loss.diagonal_blocks = lambda ub: nt_xent_diagonal_blocks(torch.cat([ub, rest]), other)[:b]
+    loss.diagonal_blocks = lambda ub: blocks(torch.cat([ub, rest]), other)[:b]
     return head, loss, z[:b]
 
 
@@ -83,6 +86,7 @@ def timed(fn, repeats: int) -> tuple[float, Tensor]:
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--loss", default="nt_xent", choices=sorted(LOSSES))
     p.add_argument("--dims", default="128,512", help="backbone feature dims d, comma-separated")
     p.add_argument("--k", type=int, default=128, help="head output dim")
     p.add_argument("--n", type=int, default=256, help="probe batch")
@@ -92,7 +96,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     rows = []
     for d in [int(x) for x in args.dims.split(",")]:
-        head, loss, z = problem(d, args.k, args.n, args.b)
+        head, loss, z = problem(d, args.k, args.n, args.b, loss_name=args.loss)
         t_base, g_base = timed(lambda: baseline_blocks(head, loss, z), args.repeats)
         undeclared = lambda u: loss(u)  # noqa: E731  (the same loss without its declaration)
         t_hvp, g_hvp = timed(lambda: effective_hessian(head, undeclared, z).gauss_newton_blocks(), args.repeats)
@@ -100,10 +104,10 @@ def main(argv: list[str] | None = None) -> dict:
         err = max(float((g - g_base).abs().max() / g_base.abs().max()) for g in (g_hvp, g_ours))
         if err > 1e-9:
             raise SystemExit(f"headgeom's blocks differ from the baseline by {err:.2e} (relative); no timing reported")
-        rows.append({"d": d, "k": args.k, "n": args.n, "b": args.b, "baseline_s": t_base, "hvp_path_s": t_hvp,
+        rows.append({"loss": args.loss, "d": d, "k": args.k, "n": args.n, "b": args.b, "baseline_s": t_base, "hvp_path_s": t_hvp,
                      "headgeom_s": t_ours, "speedup_hvp_path": t_base / t_hvp, "speedup": t_base / t_ours,
                      "max_rel_diff": err})
-        print(f"d={d} k={args.k} n={args.n} b={args.b}: baseline {t_base:.2f} s, HVP path {t_hvp:.2f} s "
+        print(f"{args.loss} d={d} k={args.k} n={args.n} b={args.b}: baseline {t_base:.2f} s, HVP path {t_hvp:.2f} s "
               f"({t_base / t_hvp:.2f}x), declared blocks {t_ours:.3f} s ({t_base / t_ours:.1f}x); "
               f"max rel diff {err:.1e}", flush=True)
     result = {"machine": {"platform": platform.platform(), "torch": torch.__version__,

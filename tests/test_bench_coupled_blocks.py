@@ -12,8 +12,9 @@ def script(benchmark_script):
     return benchmark_script("bench_coupled_blocks")
 
 
-def test_baseline_equals_dense_autograd(script):
-    head, loss, z = script.problem(d=6, k=3, n=8, b=3)
+@pytest.mark.parametrize("loss_name", ["nt_xent", "vicreg"])
+def test_baseline_equals_dense_autograd(script, loss_name):
+    head, loss, z = script.problem(d=6, k=3, n=8, b=3, loss_name=loss_name)
     got = script.baseline_blocks(head, loss, z).detach()
     with torch.no_grad():
         u = head(z)
@@ -24,7 +25,7 @@ def test_baseline_equals_dense_autograd(script):
 
 
 def test_main_compares_before_it_times(script, tmp_path):
-    res = script.main(["--dims", "4,9", "--k", "3", "--n", "8", "--b", "2", "--repeats", "1",
+    res = script.main(["--loss", "vicreg", "--dims", "4,9", "--k", "3", "--n", "8", "--b", "2", "--repeats", "1",
                        "--json", str(tmp_path / "r.json")])
     assert [r["d"] for r in res["rows"]] == [4, 9]
     assert all(r["max_rel_diff"] < 1e-12 and r["speedup"] > 0 and r["speedup_hvp_path"] > 0 for r in res["rows"])

@@ -275,6 +275,25 @@ def test_errors_are_clear():
 
 
 # ---- coupled losses that declare their diagonal blocks (NT-Xent) ---------------------------
+def test_vicreg_diagonal_blocks_equal_autograd():
+    """Scales straddle 1 so some variance hinges are active and some are not."""
+    from torch.func import hessian as func_hessian
+
+    from headgeom.objectives import vicreg_diagonal_blocks
+
+    for n, k, seed in [(5, 4, 0), (8, 3, 1), (4, 6, 2)]:
+        g = torch.Generator().manual_seed(seed)
+        scales = torch.tensor([0.3, 0.6, 1.8, 3.0, 0.5, 2.0][:k], dtype=DT)
+        a = torch.randn(n, k, generator=g, dtype=DT) * scales
+        b = torch.randn(n, k, generator=g, dtype=DT)
+        kw = dict(sim_coeff=25.0, std_coeff=20.0, cov_coeff=1.5, eps=1e-3)
+        full = func_hessian(lambda u: vicreg(u, b, **kw))(a)
+        ref = torch.stack([full[i, :, i, :] for i in range(n)])
+        std = torch.sqrt(a.var(dim=0) + 1e-3)
+        assert bool((std < 1).any()) and bool((std > 1).any())
+        assert_close(vicreg_diagonal_blocks(a, b, **kw), ref, what="VICReg diagonal blocks")
+
+
 @pytest.mark.parametrize("n,k,temperature", [(5, 4, 0.5), (3, 6, 0.1), (6, 3, 1.0)])
 def test_nt_xent_diagonal_blocks_equal_autograd(n, k, temperature):
     from torch.func import hessian as func_hessian
@@ -292,13 +311,14 @@ def test_nt_xent_diagonal_blocks_equal_autograd(n, k, temperature):
 
 @pytest.mark.parametrize("reading", ["ambient", "tangential"])
 @pytest.mark.parametrize("d,k", [(7, 3), (3, 5)])
-def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, reading):
+@pytest.mark.parametrize("name,kwargs", [("nt_xent", {"temperature": 0.3}), ("vicreg", {"std_coeff": 20.0})])
+def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, reading, name, kwargs):
     from headgeom.objectives import analysis_loss
 
     head = make_head("silu", 2, "none", d=d, k=k)
     z = torch.randn(N, d, dtype=DT, generator=torch.Generator().manual_seed(9))
     other = torch.randn(N, k, dtype=DT, generator=torch.Generator().manual_seed(10))
-    loss = analysis_loss("nt_xent", other, temperature=0.3)
+    loss = analysis_loss(name, other, **kwargs)
     assert hasattr(loss, "diagonal_blocks")
     eh, _, _ = check_against_reference(head, loss, z, reading)
     assert eh.last_block_path == "rows+declared-coupled-blocks"

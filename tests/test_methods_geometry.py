@@ -166,12 +166,13 @@ def test_geometry_problem_rejects_bad_z():
         m.geometry_problem([torch.randn(N, 16), torch.randn(N, 15)])
 
 
-def test_simclr_declares_nt_xent_diagonal_blocks_and_they_match_hvps():
-    """SimCLR's geometry loss carries NT-Xent's closed-form diagonal blocks; with a row-wise head
-    the engine uses them (no loss HVPs) and gets the blocks of the undeclared loss, which it
-    computes from HVPs on single-row tangents."""
+@pytest.mark.parametrize("name", ["simclr", "vicreg"])
+def test_coupled_losses_declare_diagonal_blocks_and_they_match_hvps(name):
+    """SimCLR's and VICReg's geometry losses carry their closed-form diagonal Hessian blocks;
+    with a row-wise head the engine uses them (no loss HVPs) and gets the blocks of the
+    undeclared loss, which it computes from HVPs on single-row tangents."""
     torch.manual_seed(3)
-    m = build_method("simclr", "resnet18", head="d-12-8:silu", backbone_options={"width": 1 / 32})
+    m = build_method(name, "resnet18", head="d-12-8:silu", backbone_options={"width": 1 / 32})
     x = load_shapes("train", n=N, size=16).images.float() / 255
     out = m(list(m.recipe(16)(x, torch.Generator().manual_seed(5))))
     head, loss = m.geometry_problem(out["z"])

@@ -105,19 +105,27 @@ def test_simsiam_spectrum_matches_autograd_on_its_training_loss():
     assert out[p + "n_negative"] == int((lam < -1e-10 * scale).sum())
 
 
-def test_simclr_tracking_with_declared_nt_xent_blocks_equals_hvp_blocks(monkeypatch):
-    """A row-wise SimCLR head with block_samples < N: the first rows' loss carries NT-Xent's
-    declared diagonal blocks (checked by the engine), and every tracked number equals the one
-    computed from loss HVPs with the declaration switched off."""
-    from headgeom.methods import SimCLR
+@pytest.mark.parametrize("name", ["simclr", "vicreg"])
+def test_tracking_with_declared_diagonal_blocks_equals_hvp_blocks(monkeypatch, name):
+    """A row-wise head with block_samples < N: the first rows' loss carries the declared diagonal
+    blocks (NT-Xent, VICReg; checked by the engine), and every tracked number equals the one
+    computed from loss HVPs with the declaration stripped."""
+    cls = METHODS[name]
 
     def tracked():
         torch.manual_seed(0)
-        method = build_method("simclr", backbone=TinyBackbone(), head="d-6-5:silu")
+        method = build_method(name, backbone=TinyBackbone(), head="d-6-5:silu")
         return GeometryTracker(_views(), block_samples=3)(0, method)
 
     declared = tracked()
-    monkeypatch.setattr(SimCLR, "diagonal_blocks_fn", lambda self: None)
+    problem = cls.geometry_problem
+
+    def undeclared(self, z_views):
+        head, loss = problem(self, z_views)
+        assert hasattr(loss, "diagonal_blocks")
+        return head, (lambda u: loss(u))
+
+    monkeypatch.setattr(cls, "geometry_problem", undeclared)
     plain = tracked()
     assert declared.keys() == plain.keys()
     for key, value in declared.items():

@@ -15,7 +15,7 @@ from torch import Tensor
 from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.methods.distributed import active_world, all_reduce_sum, gather_rows, global_moments
-from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg
+from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg, vicreg_diagonal_blocks
 from headgeom.objectives.vicreg import off_diagonal_sq_sum
 
 
@@ -38,8 +38,8 @@ class VICReg(SSLMethod):
         z = self.encode(views)
         a, b = (gather_rows(self.projector(zv)) for zv in z)  # global batch under DDP
         loss, invariance, variance, covariance = full_precision(self._terms, a, b)
-        logs = {"invariance": float(invariance.detach()), "variance": float(variance.detach()),
-                "covariance": float(covariance.detach())}
+        logs = {"invariance": invariance.detach(), "variance": variance.detach(),
+                "covariance": covariance.detach()}  # read at log time only: no sync per step
         return {"loss": loss, "z": z, "logs": logs}
 
     def _terms(self, a: Tensor, b: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -56,7 +56,14 @@ class VICReg(SSLMethod):
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
         c2, o = frozen(u2), self.options
-        return self.projector, lambda u: vicreg(u, c2(u), o["sim_coeff"], o["std_coeff"], o["cov_coeff"], o["eps"])
+        coeffs = (o["sim_coeff"], o["std_coeff"], o["cov_coeff"], o["eps"])
+
+        def loss(u: Tensor) -> Tensor:
+            return vicreg(u, c2(u), *coeffs)
+
+        # the diagonal Hessian blocks in closed form, so the engine needs no loss HVPs (it checks them)
+        loss.diagonal_blocks = lambda u: vicreg_diagonal_blocks(u, c2(u), *coeffs)  # type: ignore[attr-defined]
+        return self.projector, loss
 
 
 class BarlowTwins(SSLMethod):

@@ -17,11 +17,13 @@ from headgeom.objectives.cosine import negative_cosine, simsiam_loss
 from headgeom.objectives.dino import dino, dino_pair, teacher_entropies, teacher_probs
 from headgeom.objectives.mse import mse_to_target
 from headgeom.objectives.registry import OBJECTIVES, ObjectiveSpec, analysis_loss, get_objective
-from headgeom.objectives.vicreg import covariance_loss, off_diagonal_sq_sum, variance_loss, vicreg
+from headgeom.objectives.vicreg import (
+    covariance_loss, off_diagonal_sq_sum, variance_loss, vicreg, vicreg_diagonal_blocks,
+)
 
 __all__ = [
     "barlow_twins", "batch_standardize", "cross_correlation", "info_nce", "nt_xent", "nt_xent_diagonal_blocks",
     "negative_cosine", "simsiam_loss", "dino", "dino_pair", "teacher_probs", "teacher_entropies", "mse_to_target",
     "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective", "covariance_loss",
-    "off_diagonal_sq_sum", "variance_loss", "vicreg",
+    "off_diagonal_sq_sum", "variance_loss", "vicreg", "vicreg_diagonal_blocks",
 ]

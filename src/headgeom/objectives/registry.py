@@ -32,7 +32,7 @@ from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
 from headgeom.objectives.dino import dino, dino_pair
 from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
-from headgeom.objectives.vicreg import vicreg
+from headgeom.objectives.vicreg import vicreg, vicreg_diagonal_blocks
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,7 @@ HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
 # whose per-sample pullback blocks would otherwise cost k loss HVPs per sample.
 DIAGONAL_BLOCKS: dict[str, Callable[..., Tensor]] = {
     "nt_xent": nt_xent_diagonal_blocks,
+    "vicreg": vicreg_diagonal_blocks,
 }
 
 
