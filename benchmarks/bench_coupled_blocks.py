@@ -1,12 +1,12 @@
 """Benchmark: exact pullback-metric blocks G_i = J_iᵀ [∇²_u L]_ii J_i under a batch-coupled loss
 (SimCLR's NT-Xent), as geometry tracking computes them for a SimCLR run.
 
-    python benchmarks/bench_coupled_blocks.py [--loss nt_xent|vicreg] [--dims 128,512] [--k 128]
+    python benchmarks/bench_coupled_blocks.py [--loss nt_xent|vicreg|barlow_twins] [--dims 128,512] [--k 128]
         [--n 256] [--b 32] [--repeats 3] [--json PATH]
 
 Head: SimCLR v1's d-d-128 (Linear, ReLU, Linear), float64 (the tracker's analysis dtype);
 z (n, d) and the other view's head outputs (n, k) fixed; loss = symmetric NT-Xent over the batch
-(or VICReg 25/25/1 with ``--loss vicreg``), so [∇²L] is not block diagonal. Blocks of the first b samples, the others held at their head
+(or VICReg 25/25/1, or Barlow Twins λ = 0.0051, with ``--loss``), so [∇²L] is not block diagonal. Blocks of the first b samples, the others held at their head
 outputs (the tracker's ``block_samples``). headgeom's ``effective_hessian(...)
 .gauss_newton_blocks()`` against the baseline written here, timed in the same run: one loss HVP per (sample, column of J_i), i.e.
 d HVPs per sample (what the engine did for every shape before). Two headgeom rows: the loss as
@@ -28,9 +28,12 @@ from torch import Tensor, nn
 from torch.func import grad, jacrev, jvp, vmap
 
 from headgeom.geometry import effective_hessian
-from headgeom.objectives import nt_xent, nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks
+from headgeom.objectives import (
+    barlow_twins, barlow_twins_diagonal_blocks, nt_xent, nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks,
+)
 
-LOSSES = {"nt_xent": (nt_xent, nt_xent_diagonal_blocks), "vicreg": (vicreg, vicreg_diagonal_blocks)}
+LOSSES = {"nt_xent": (nt_xent, nt_xent_diagonal_blocks), "vicreg": (vicreg, vicreg_diagonal_blocks),
+          "barlow_twins": (barlow_twins, barlow_twins_diagonal_blocks)}
 
 
 def simclr_head(d: int, k: int) -> nn.Module:
@@ -39,7 +42,7 @@ def simclr_head(d: int, k: int) -> nn.Module:
 
 def problem(d: int, k: int, n: int, b: int, seed: int = 0, loss_name: str = "nt_xent"):
     """(head, loss of the first b rows' outputs with the rest fixed, z[:b]); the loss declares
-    its closed-form diagonal blocks, as SimCLR's and VICReg's geometry problems do."""
+    its closed-form diagonal blocks, as the SimCLR, VICReg and Barlow Twins geometry problems do."""
     objective, blocks = LOSSES[loss_name]
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)

@@ -12,7 +12,7 @@ def script(benchmark_script):
     return benchmark_script("bench_coupled_blocks")
 
 
-@pytest.mark.parametrize("loss_name", ["nt_xent", "vicreg"])
+@pytest.mark.parametrize("loss_name", ["nt_xent", "vicreg", "barlow_twins"])
 def test_baseline_equals_dense_autograd(script, loss_name):
     head, loss, z = script.problem(d=6, k=3, n=8, b=3, loss_name=loss_name)
     got = script.baseline_blocks(head, loss, z).detach()

@@ -294,6 +294,21 @@ def test_vicreg_diagonal_blocks_equal_autograd():
         assert_close(vicreg_diagonal_blocks(a, b, **kw), ref, what="VICReg diagonal blocks")
 
 
+@pytest.mark.parametrize("n,k,lambd", [(5, 4, 0.0051), (8, 3, 0.3), (4, 6, 1.0)])
+def test_barlow_twins_diagonal_blocks_equal_autograd(n, k, lambd):
+    from torch.func import hessian as func_hessian
+
+    from headgeom.objectives import barlow_twins_diagonal_blocks
+
+    g = torch.Generator().manual_seed(n * k)
+    a = torch.randn(n, k, generator=g, dtype=DT) * 2 + 0.5
+    b = torch.randn(n, k, generator=g, dtype=DT)
+    full = func_hessian(lambda u: barlow_twins(u, b, lambd, 1e-3))(a)
+    ref = torch.stack([full[i, :, i, :] for i in range(n)])
+    assert full[0, :, 1, :].abs().max() > 1e-6  # coupled through the batch standardisation
+    assert_close(barlow_twins_diagonal_blocks(a, b, lambd, 1e-3), ref, what="Barlow Twins diagonal blocks")
+
+
 @pytest.mark.parametrize("n,k,temperature", [(5, 4, 0.5), (3, 6, 0.1), (6, 3, 1.0)])
 def test_nt_xent_diagonal_blocks_equal_autograd(n, k, temperature):
     from torch.func import hessian as func_hessian
@@ -311,7 +326,8 @@ def test_nt_xent_diagonal_blocks_equal_autograd(n, k, temperature):
 
 @pytest.mark.parametrize("reading", ["ambient", "tangential"])
 @pytest.mark.parametrize("d,k", [(7, 3), (3, 5)])
-@pytest.mark.parametrize("name,kwargs", [("nt_xent", {"temperature": 0.3}), ("vicreg", {"std_coeff": 20.0})])
+@pytest.mark.parametrize("name,kwargs", [("nt_xent", {"temperature": 0.3}), ("vicreg", {"std_coeff": 20.0}),
+                                         ("barlow_twins", {"lambd": 0.2})])
 def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, reading, name, kwargs):
     from headgeom.objectives import analysis_loss
 

@@ -166,7 +166,7 @@ def test_geometry_problem_rejects_bad_z():
         m.geometry_problem([torch.randn(N, 16), torch.randn(N, 15)])
 
 
-@pytest.mark.parametrize("name", ["simclr", "vicreg"])
+@pytest.mark.parametrize("name", ["simclr", "vicreg", "barlow_twins"])
 def test_coupled_losses_declare_diagonal_blocks_and_they_match_hvps(name):
     """SimCLR's and VICReg's geometry losses carry their closed-form diagonal Hessian blocks;
     with a row-wise head the engine uses them (no loss HVPs) and gets the blocks of the

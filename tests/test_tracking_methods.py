@@ -105,7 +105,7 @@ def test_simsiam_spectrum_matches_autograd_on_its_training_loss():
     assert out[p + "n_negative"] == int((lam < -1e-10 * scale).sum())
 
 
-@pytest.mark.parametrize("name", ["simclr", "vicreg"])
+@pytest.mark.parametrize("name", ["simclr", "vicreg", "barlow_twins"])
 def test_tracking_with_declared_diagonal_blocks_equals_hvp_blocks(monkeypatch, name):
     """A row-wise head with block_samples < N: the first rows' loss carries the declared diagonal
     blocks (NT-Xent, VICReg; checked by the engine), and every tracked number equals the one

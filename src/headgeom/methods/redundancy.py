@@ -15,7 +15,9 @@ from torch import Tensor
 from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, frozen, full_precision
 from headgeom.methods.distributed import active_world, all_reduce_sum, gather_rows, global_moments
-from headgeom.objectives import barlow_twins, covariance_loss, variance_loss, vicreg, vicreg_diagonal_blocks
+from headgeom.objectives import (
+    barlow_twins, barlow_twins_diagonal_blocks, covariance_loss, variance_loss, vicreg, vicreg_diagonal_blocks,
+)
 from headgeom.objectives.vicreg import off_diagonal_sq_sum
 
 
@@ -106,4 +108,10 @@ class BarlowTwins(SSLMethod):
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
         c2, o = frozen(u2), self.options
-        return self.projector, lambda u: barlow_twins(u, c2(u), o["lambd"], o["eps"])
+
+        def loss(u: Tensor) -> Tensor:
+            return barlow_twins(u, c2(u), o["lambd"], o["eps"])
+
+        # its diagonal Hessian blocks (themselves diagonal) in closed form; the engine checks them
+        loss.diagonal_blocks = lambda u: barlow_twins_diagonal_blocks(u, c2(u), o["lambd"], o["eps"])  # type: ignore[attr-defined]
+        return self.projector, loss

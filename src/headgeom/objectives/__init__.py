@@ -11,7 +11,9 @@ parts (DINO centre, EMA teacher) live elsewhere.
 >>> torch.func.hessian(L)(torch.randn(8, 16, dtype=torch.float64)).shape
 torch.Size([8, 16, 8, 16])
 """
-from headgeom.objectives.barlow_twins import barlow_twins, batch_standardize, cross_correlation
+from headgeom.objectives.barlow_twins import (
+    barlow_twins, barlow_twins_diagonal_blocks, batch_standardize, cross_correlation,
+)
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, simsiam_loss
 from headgeom.objectives.dino import dino, dino_pair, teacher_entropies, teacher_probs
@@ -22,7 +24,7 @@ from headgeom.objectives.vicreg import (
 )
 
 __all__ = [
-    "barlow_twins", "batch_standardize", "cross_correlation", "info_nce", "nt_xent", "nt_xent_diagonal_blocks",
+    "barlow_twins", "barlow_twins_diagonal_blocks", "batch_standardize", "cross_correlation", "info_nce", "nt_xent", "nt_xent_diagonal_blocks",
     "negative_cosine", "simsiam_loss", "dino", "dino_pair", "teacher_probs", "teacher_entropies", "mse_to_target",
     "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective", "covariance_loss",
     "off_diagonal_sq_sum", "variance_loss", "vicreg", "vicreg_diagonal_blocks",

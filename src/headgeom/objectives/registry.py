@@ -27,7 +27,7 @@ from typing import Callable
 
 from torch import Tensor
 
-from headgeom.objectives.barlow_twins import barlow_twins
+from headgeom.objectives.barlow_twins import barlow_twins, barlow_twins_diagonal_blocks
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
 from headgeom.objectives.dino import dino, dino_pair
@@ -91,6 +91,7 @@ HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
 DIAGONAL_BLOCKS: dict[str, Callable[..., Tensor]] = {
     "nt_xent": nt_xent_diagonal_blocks,
     "vicreg": vicreg_diagonal_blocks,
+    "barlow_twins": barlow_twins_diagonal_blocks,
 }
 
 
