@@ -72,6 +72,23 @@ def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
     return like
 
 
+def against_other_view(objective: Callable[..., Tensor], other: Tensor,
+                       diagonal_blocks: Callable[..., Tensor] | None = None,
+                       **options: Any) -> Callable[[Tensor], Tensor]:
+    """u ↦ objective(u, other, **options), the other view's head output frozen (:func:`frozen`).
+    With ``diagonal_blocks`` (e.g. nt_xent_diagonal_blocks, same arguments) the loss declares
+    its closed-form ∂²L/∂u_i² as ``loss.diagonal_blocks``, which the engine checks and then
+    uses instead of loss HVPs (headgeom.geometry.loss_curvature.coupled_blocks_for)."""
+    c2 = frozen(other)
+
+    def loss(u: Tensor) -> Tensor:
+        return objective(u, c2(u), **options)
+
+    if diagonal_blocks is not None:
+        loss.diagonal_blocks = lambda u: diagonal_blocks(u, c2(u), **options)  # type: ignore[attr-defined]
+    return loss
+
+
 def cached_targets(method: "SSLMethod", cache: tuple | None, z1: Tensor) -> tuple:
     """What the last forward stored after its z1 (EMA targets, DINO teacher outputs, centre,
     temperature), after checking that ``z1`` is that forward's first representation batch."""

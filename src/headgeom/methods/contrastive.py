@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.base import SSLMethod, against_other_view, full_precision
 from headgeom.methods.distributed import gather_rows
 from headgeom.objectives import info_nce, nt_xent, nt_xent_diagonal_blocks
 
@@ -33,8 +33,12 @@ class SimCLR(SSLMethod):
     def default_head(cls, in_dim: int) -> HeadSpec:
         return get_head_spec("simclr", in_dim=in_dim, hidden_dim=in_dim, out_dim=128)
 
+    # the loss, and its closed-form diagonal Hessian blocks for geometry_problem (None: undeclared)
+    OBJECTIVE = staticmethod(nt_xent)
+    DIAGONAL_BLOCKS = staticmethod(nt_xent_diagonal_blocks)
+
     def loss_fn(self, a: Tensor, b: Tensor) -> Tensor:
-        return nt_xent(a, b, self.options["temperature"])
+        return self.OBJECTIVE(a, b, self.options["temperature"])
 
     def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
         views = self.check_views(views)
@@ -44,19 +48,8 @@ class SimCLR(SSLMethod):
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
-        c2 = frozen(u2)
-
-        def loss(u: Tensor) -> Tensor:
-            return self.loss_fn(u, c2(u))
-
-        blocks = self.diagonal_blocks_fn()
-        if blocks is not None:  # NT-Xent's diagonal Hessian blocks in closed form (engine-checked)
-            loss.diagonal_blocks = lambda u: blocks(u, c2(u), self.options["temperature"])  # type: ignore[attr-defined]
-        return self.projector, loss
-
-    def diagonal_blocks_fn(self):
-        """The closed-form diagonal Hessian blocks of ``loss_fn`` in its first argument, or None."""
-        return nt_xent_diagonal_blocks
+        return self.projector, against_other_view(self.OBJECTIVE, u2, self.DIAGONAL_BLOCKS,
+                                                  temperature=self.options["temperature"])
 
 
 class SimCLROneWay(SimCLR):
@@ -73,8 +66,5 @@ class SimCLROneWay(SimCLR):
     def default_head(cls, in_dim: int) -> HeadSpec:
         return get_head_spec("paper_projector", in_dim=in_dim, activation="relu", bn=True)
 
-    def loss_fn(self, a: Tensor, b: Tensor) -> Tensor:
-        return info_nce(a, b, self.options["temperature"])
-
-    def diagonal_blocks_fn(self):
-        return None  # info_nce(u, fixed) is separable: the engine's block-diagonal path serves it
+    OBJECTIVE = staticmethod(info_nce)
+    DIAGONAL_BLOCKS = None  # info_nce(u, fixed) is separable: the engine's block-diagonal path serves it

@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, frozen, full_precision
+from headgeom.methods.base import SSLMethod, against_other_view, full_precision
 from headgeom.methods.distributed import active_world, all_reduce_sum, gather_rows, global_moments
 from headgeom.objectives import (
     barlow_twins, barlow_twins_diagonal_blocks, covariance_loss, variance_loss, vicreg, vicreg_diagonal_blocks,
@@ -57,15 +57,8 @@ class VICReg(SSLMethod):
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
-        c2, o = frozen(u2), self.options
-        coeffs = (o["sim_coeff"], o["std_coeff"], o["cov_coeff"], o["eps"])
-
-        def loss(u: Tensor) -> Tensor:
-            return vicreg(u, c2(u), *coeffs)
-
-        # the diagonal Hessian blocks in closed form, so the engine needs no loss HVPs (it checks them)
-        loss.diagonal_blocks = lambda u: vicreg_diagonal_blocks(u, c2(u), *coeffs)  # type: ignore[attr-defined]
-        return self.projector, loss
+        return self.projector, against_other_view(vicreg, u2, vicreg_diagonal_blocks,
+                                                  **{k: self.options[k] for k in self.DEFAULTS})
 
 
 class BarlowTwins(SSLMethod):
@@ -107,11 +100,5 @@ class BarlowTwins(SSLMethod):
 
     def geometry_problem(self, z_views: Sequence[Tensor]):
         (u2,) = self._other_outputs(z_views[:2], self.projector)
-        c2, o = frozen(u2), self.options
-
-        def loss(u: Tensor) -> Tensor:
-            return barlow_twins(u, c2(u), o["lambd"], o["eps"])
-
-        # its diagonal Hessian blocks (themselves diagonal) in closed form; the engine checks them
-        loss.diagonal_blocks = lambda u: barlow_twins_diagonal_blocks(u, c2(u), o["lambd"], o["eps"])  # type: ignore[attr-defined]
-        return self.projector, loss
+        return self.projector, against_other_view(barlow_twins, u2, barlow_twins_diagonal_blocks,
+                                                  **{k: self.options[k] for k in self.DEFAULTS})
