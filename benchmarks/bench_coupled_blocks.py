@@ -18,7 +18,6 @@ relative difference) before any time is reported; the figure is the median over 
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -28,12 +27,12 @@ from torch import Tensor, nn
 from torch.func import grad, jacrev, jvp, vmap
 
 from headgeom.geometry import effective_hessian
-from headgeom.objectives import (
-    barlow_twins, barlow_twins_diagonal_blocks, nt_xent, nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks,
-)
+from headgeom.io import atomic_write_json
+from headgeom.objectives import analysis_loss
+from headgeom.objectives.registry import DIAGONAL_BLOCKS
+from headgeom.tracking.tracker import _first_rows_loss
 
-LOSSES = {"nt_xent": (nt_xent, nt_xent_diagonal_blocks), "vicreg": (vicreg, vicreg_diagonal_blocks),
-          "barlow_twins": (barlow_twins, barlow_twins_diagonal_blocks)}
+LOSSES = sorted(DIAGONAL_BLOCKS)  # the batch-coupled objectives with declared diagonal blocks
 
 
 def simclr_head(d: int, k: int) -> nn.Module:
@@ -41,9 +40,9 @@ def simclr_head(d: int, k: int) -> nn.Module:
 
 
 def problem(d: int, k: int, n: int, b: int, seed: int = 0, loss_name: str = "nt_xent"):
-    """(head, loss of the first b rows' outputs with the rest fixed, z[:b]); the loss declares
-    its closed-form diagonal blocks, as the SimCLR, VICReg and Barlow Twins geometry problems do."""
-    objective, blocks = LOSSES[loss_name]
+    """(head, loss of the first b rows' outputs with the rest fixed, z[:b]): the tracker's own
+    first-rows loss around ``analysis_loss(loss_name, other)``, so it declares the closed-form
+    diagonal blocks as the SimCLR, VICReg and Barlow Twins geometry problems do."""
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     head = simclr_head(d, k)
@@ -51,13 +50,7 @@ def problem(d: int, k: int, n: int, b: int, seed: int = 0, loss_name: str = "nt_
     with torch.no_grad():
         u = head(z)
         other = head(z + 0.3 * torch.randn(n, d, generator=g, dtype=torch.float64).relu())
-    rest = u[b:]
-
-    def loss(ub: Tensor) -> Tensor:
-        return objective(torch.cat([ub, rest]), other)
-
-    loss.diagonal_blocks = lambda ub: blocks(torch.cat([ub, rest]), other)[:b]
-    return head, loss, z[:b]
+    return head, _first_rows_loss(analysis_loss(loss_name, other), u[b:], b), z[:b]
 
 
 def baseline_blocks(head: nn.Module, loss, z: Tensor) -> Tensor:
@@ -89,7 +82,7 @@ def timed(fn, repeats: int) -> tuple[float, Tensor]:
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--loss", default="nt_xent", choices=sorted(LOSSES))
+    p.add_argument("--loss", default="nt_xent", choices=LOSSES)
     p.add_argument("--dims", default="128,512", help="backbone feature dims d, comma-separated")
     p.add_argument("--k", type=int, default=128, help="head output dim")
     p.add_argument("--n", type=int, default=256, help="probe batch")
@@ -116,8 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"machine": {"platform": platform.platform(), "torch": torch.__version__,
                           "threads": torch.get_num_threads()}, "rows": rows}
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(result, fh, indent=1)
+        atomic_write_json(args.json, result)
     return result
 
 
