@@ -131,3 +131,22 @@ def test_dino_view_errors():
         dino({"a": v}, [v])
     with pytest.raises(ValueError, match=r"student \(4, 5\) and teacher \(4, 6\)"):
         analysis_loss("dino", x(4, 6))(v)
+
+
+@pytest.mark.parametrize("name", ["nt_xent", "vicreg", "barlow_twins"])
+def test_diagonal_blocks_refuse_what_their_loss_refuses(name):
+    """Each closed-form block function checks its inputs as its loss does (same messages)."""
+    from headgeom.objectives import (barlow_twins, barlow_twins_diagonal_blocks, nt_xent,
+                                     nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks)
+
+    loss, blocks, bad = {
+        "nt_xent": (nt_xent, nt_xent_diagonal_blocks, {"temperature": 0.0}),
+        "vicreg": (vicreg, vicreg_diagonal_blocks, {"cov_coeff": -1.0}),
+        "barlow_twins": (barlow_twins, barlow_twins_diagonal_blocks, {"lambd": -0.1}),
+    }[name]
+    a, b = torch.randn(4, 3), torch.randn(4, 3)
+    for args, kwargs in (((a, b), bad), ((a, b[:, :2]), {}), ((a[:1], b[:1]), {})):
+        with pytest.raises(ValueError) as from_loss:
+            loss(*args, **kwargs)
+        with pytest.raises(ValueError, match=re.escape(str(from_loss.value))):
+            blocks(*args, **kwargs)

@@ -24,12 +24,18 @@ def cross_correlation(a: Tensor, b: Tensor, eps: float = 1e-5) -> Tensor:
     return batch_standardize(a, eps).T @ batch_standardize(b, eps) / a.shape[0]
 
 
-def barlow_twins(a: Tensor, b: Tensor, lambd: float = 0.0051, eps: float = 1e-5) -> Tensor:
-    """Barlow Twins loss of two views' embeddings a, b (N, D) -> scalar (official λ = 0.0051)."""
+def _check(a: Tensor, b: Tensor, lambd: float, eps: float) -> tuple[Tensor, Tensor]:
+    """The inputs of :func:`barlow_twins` and :func:`barlow_twins_diagonal_blocks`, checked."""
     a, b = check_pair("a", a, "b", b)
     check_batch("barlow_twins", a)
     check_nonnegative("lambd", lambd)
     check_nonnegative("eps", eps)
+    return a, b
+
+
+def barlow_twins(a: Tensor, b: Tensor, lambd: float = 0.0051, eps: float = 1e-5) -> Tensor:
+    """Barlow Twins loss of two views' embeddings a, b (N, D) -> scalar (official λ = 0.0051)."""
+    a, b = _check(a, b, lambd, eps)
     c = cross_correlation(a, b, eps)
     diag = torch.diagonal(c)
     on_diag = (1 - diag).pow(2).sum()
@@ -48,8 +54,7 @@ def barlow_twins_diagonal_blocks(a: Tensor, b: Tensor, lambd: float = 0.0051, ep
     â_rj = (a_rj − μ_j)/s_j, s_j = sqrt(var_j + eps) (biased):
     ∂â_rj/∂a_ij = (δ_ri − 1/N)/s_j − â_rj â_ij/(N s_j). Cost O(N D²); tested against autograd.
     """
-    a, b = check_pair("a", a, "b", b)
-    check_batch("barlow_twins", a)
+    a, b = _check(a, b, lambd, eps)
     n, d = a.shape
     s = torch.sqrt(a.var(dim=0, unbiased=False) + eps)  # (D,)
     ah = (a - a.mean(dim=0)) / s  # (N, D)

@@ -36,6 +36,15 @@ def covariance_loss(x: Tensor) -> Tensor:
     return off_diagonal_sq_sum(cov) / d
 
 
+def _check(a: Tensor, b: Tensor, *coefficients: float) -> tuple[Tensor, Tensor]:
+    """The inputs of :func:`vicreg` and :func:`vicreg_diagonal_blocks`, checked."""
+    a, b = check_pair("a", a, "b", b)
+    check_batch("vicreg", a)
+    for name, value in zip(("sim_coeff", "std_coeff", "cov_coeff", "eps"), coefficients):
+        check_nonnegative(name, value)
+    return a, b
+
+
 def vicreg(
     a: Tensor,
     b: Tensor,
@@ -45,11 +54,7 @@ def vicreg(
     eps: float = 1e-4,
 ) -> Tensor:
     """VICReg loss of two views' embeddings a, b (N, D) -> scalar (official defaults 25/25/1)."""
-    a, b = check_pair("a", a, "b", b)
-    check_batch("vicreg", a)
-    for name, value in (("sim_coeff", sim_coeff), ("std_coeff", std_coeff),
-                        ("cov_coeff", cov_coeff), ("eps", eps)):
-        check_nonnegative(name, value)
+    a, b = _check(a, b, sim_coeff, std_coeff, cov_coeff, eps)
     invariance = (a - b).pow(2).mean()  # F.mse_loss(a, b); see the module docstring
     ac, bc = a - a.mean(dim=0), b - b.mean(dim=0)
     std_loss = variance_loss(ac, eps) / 2 + variance_loss(bc, eps) / 2
@@ -77,8 +82,7 @@ def vicreg_diagonal_blocks(
     (C_off: C without its diagonal; at s_j = 1 exactly the hinge's second derivative is taken
     as 0, as autograd's relu does). Cost O(N D²); tested against autograd.
     """
-    a, b = check_pair("a", a, "b", b)
-    check_batch("vicreg", a)
+    a, b = _check(a, b, sim_coeff, std_coeff, cov_coeff, eps)
     n, d = a.shape
     c = a - a.mean(dim=0)
     eye = torch.eye(d, dtype=a.dtype, device=a.device)
