@@ -82,6 +82,24 @@ def test_training_with_the_callback_ends_bit_identical(tmp_path):
     assert callbacks[0].last_step == 4 and callbacks[0].last["lanczos_converged"] == 1.0  # BN head: Lanczos
 
 
+def test_values_reach_tensorboard(tmp_path):
+    """The same keys through lightning's TensorBoardLogger, read back with tensorboard's own reader
+    (TensorBoard stores float32 scalars)."""
+    pytest.importorskip("tensorboard", reason='TensorBoard logging needs the "tensorboard" extra: pip install -e ".[tensorboard]"')
+    from lightning.pytorch.loggers import TensorBoardLogger  # imports tensorboard, the optional extra
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    callback = HeadGeometryCallback(loss=nt_xent, probe=pairs(8, seed=1), every_n_train_steps=2)
+    logger = TensorBoardLogger(tmp_path, name="tb", version=0)
+    Trainer(devices=1, logger=logger, callbacks=[callback], **trainer_options(2)).fit(TinySimCLR(), loader())
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    assert set("headgeom/" + k for k in HEADLINE) <= set(events.Tags()["scalars"])
+    scalars = events.Scalars("headgeom/lambda_min")
+    assert [e.step for e in scalars] == [0, 2]
+    assert scalars[-1].value == pytest.approx(callback.last["lambda_min"], rel=1e-6)
+
+
 def test_callback_needs_a_loss_and_a_probe():
     with pytest.raises(ValueError, match="loss="):
         HeadGeometryCallback(probe=pairs(4, seed=0))

@@ -8,13 +8,16 @@ written out with numpy. Tolerances: 1e-9 relative (float64 through different rou
 Lanczos (coupled heads) to its tolerance 1e-8, checked at 1e-6.
 """
 import copy
+import importlib
 import random
+import sys
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
+import headgeom.integrations
 from geometry_reference import diagonal_blocks, reference_parts
 from headgeom.integrations import KEYS, GeometryMonitor
 from headgeom.objectives import negative_cosine, nt_xent
@@ -203,3 +206,12 @@ def test_errors_say_what_to_pass():
         GeometryMonitor("projection_head", "backbone", cosine_pair, views, every=0)
     with pytest.raises(ValueError, match="reading"):
         GeometryMonitor("projection_head", "backbone", cosine_pair, views, reading="radial")
+
+
+def test_the_callback_without_lightning_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "lightning.pytorch", None)  # as if lightning were not installed
+    monkeypatch.delitem(sys.modules, "headgeom.integrations.lightning_callback", raising=False)
+    with pytest.raises(ImportError, match=r'pip install -e "\.\[lightning\]"'):
+        importlib.import_module("headgeom.integrations.lightning_callback")
+    with pytest.raises(ImportError, match="GeometryMonitor"):
+        headgeom.integrations.HeadGeometryCallback  # noqa: B018

@@ -31,7 +31,7 @@ from headgeom.integrations.monitor import GeometryMonitor, ModuleSpec, PairLoss
 try:  # optional dependency (the "lightning" extra)
     from lightning.pytorch import Callback, LightningModule, Trainer
     from lightning.pytorch.utilities import rank_zero_warn
-except ImportError as error:  # pragma: no cover - exercised only without lightning installed
+except ImportError as error:
     raise ImportError(
         'HeadGeometryCallback needs PyTorch Lightning, an optional dependency of headgeom: install it '
         'with pip install -e ".[lightning]" (or pip install "lightning>=2.0"); GeometryMonitor '
