@@ -215,3 +215,25 @@ def test_the_callback_without_lightning_names_the_extra(monkeypatch):
         importlib.import_module("headgeom.integrations.lightning_callback")
     with pytest.raises(ImportError, match="GeometryMonitor"):
         headgeom.integrations.HeadGeometryCallback  # noqa: B018
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (benchmarks/gpu_checks.sh runs it)")
+def test_on_cuda_under_bf16_autocast():
+    """On the GPU: the same numbers as on the CPU (float32 backbone round-off only), the CUDA RNG
+    untouched, and an enclosing bf16 autocast switched off for the measurement (same numbers
+    with and without it; a bf16 backbone would move them by ~1e-2)."""
+    torch.manual_seed(0)
+    model = nn.ModuleDict({"backbone": nn.Sequential(nn.Flatten(), nn.Linear(75, D)),
+                           "projection_head": nn.Sequential(nn.Linear(D, 7), nn.SiLU(), nn.Linear(7, K))})
+    views = probe()
+    cpu = GeometryMonitor("projection_head", "backbone", nt_xent, views).measure(model)
+    model.cuda()
+    monitor = GeometryMonitor("projection_head", "backbone", nt_xent, views)
+    rng = torch.cuda.get_rng_state()
+    plain = monitor.measure(model)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        autocast = monitor.measure(model)
+    assert torch.equal(torch.cuda.get_rng_state(), rng)
+    assert autocast == plain
+    assert plain["lambda_min"] == pytest.approx(cpu["lambda_min"], rel=1e-4)
+    assert plain["m_ratio"] == pytest.approx(cpu["m_ratio"], rel=1e-4)
