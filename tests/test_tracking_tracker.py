@@ -275,6 +275,29 @@ def test_update_ratio_between_calls():
     assert out["update_steps"] == 5.0
 
 
+def test_without_updates_no_parameter_copy_is_kept():
+    """updates=False: no update keys, no parameter snapshot, and no parameter-group methods needed."""
+    method, views = FakeMethod(seed=8), _views(4)
+    tracker = GeometryTracker(views, updates=False)
+    tracker(0, method)
+    second = tracker(1, method)
+    assert not any(k.startswith("update_") for k in second)
+    assert tracker.state_dict() == {"updates": None} and tracker.metadata()["updates"] is False
+
+    class WithoutGroups(FakeMethod):  # the protocol's parameter groups only serve the update ratio
+        def __getattribute__(self, name):
+            if name in ("head_parameters", "backbone_parameters"):
+                raise AttributeError(name)
+            return super().__getattribute__(name)
+
+    bare = WithoutGroups(seed=8)
+    assert tracker(2, bare)["heff_ambient_mean_lambda_min"] == second["heff_ambient_mean_lambda_min"]
+    with pytest.raises(TypeError, match="head_parameters"):
+        GeometryTracker(views)(0, bare)
+    with pytest.raises(ValueError, match="updates"):
+        GeometryTracker(views, updates="no")
+
+
 def test_errors_on_bad_input():
     views = _views(4)
     for kwargs, match in [({"every": 0}, "every"), ({"reading": "exact"}, "reading"),

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.func import vmap
@@ -83,14 +85,18 @@ def _check_views(views: Any) -> list[Tensor]:
 
 @contextmanager
 def _untouched(method: nn.Module, device: torch.device) -> Iterator[None]:
-    """Restore every module's mode, every buffer's value and the RNG state on exit."""
+    """Restore every module's mode, every buffer's value and the RNG states (torch CPU, the
+    method's CUDA device, numpy, python ``random``) on exit."""
     modes = [(m, m.training) for m in method.modules()]
     buffers = {name: b.detach().clone() for name, b in method.named_buffers()}
     devices = [device] if device.type == "cuda" else []
+    py_rng, np_rng = random.getstate(), np.random.get_state()
     try:
         with torch.random.fork_rng(devices=devices):
             yield
     finally:
+        random.setstate(py_rng)
+        np.random.set_state(np_rng)
         with torch.no_grad():
             for name, b in method.named_buffers():
                 if name in buffers and b.shape == buffers[name].shape:
@@ -126,6 +132,8 @@ class GeometryTracker:
         lanczos_k / lanczos_max_iter / lanczos_tol: Lanczos settings (headgeom.geometry.lanczos).
         cov_rel_tol: covariance eigenvalues above cov_rel_tol · λ_max enter the condition number.
         chunk_size: samples per chunk in the engine (memory vs speed).
+        updates: also report the head/backbone relative update size since the previous call
+            (keeps a copy of the method's parameters between calls; False: no update keys).
     """
 
     def __init__(
@@ -144,6 +152,7 @@ class GeometryTracker:
         lanczos_tol: float = 1e-8,
         cov_rel_tol: float = DEFAULT_COV_REL_TOL,
         chunk_size: int = 32,
+        updates: bool = True,
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be an integer >= 1 (track every K steps); got {every!r}")
@@ -169,6 +178,8 @@ class GeometryTracker:
             raise ValueError(f"lanczos_tol must be in (0, 1); got {lanczos_tol!r}")
         if not (isinstance(cov_rel_tol, (int, float)) and 0 < cov_rel_tol < 1):
             raise ValueError(f"cov_rel_tol must be in (0, 1) (default {DEFAULT_COV_REL_TOL}); got {cov_rel_tol!r}")
+        if not isinstance(updates, bool):
+            raise ValueError(f"updates must be True or False; got {updates!r}")
         self.probe_views = None if probe_views is None else _check_views(probe_views)
         self.every, self.reading, self.reduction = every, reading, reduction
         self.rel_floor, self.dtype, self.block_samples = float(rel_floor), dtype, block_samples
@@ -176,7 +187,7 @@ class GeometryTracker:
         self.coupled = coupled
         self.lanczos = {"k": lanczos_k, "max_iter": lanczos_max_iter, "tol": float(lanczos_tol)}
         self.prefix = f"heff_{reading}_{reduction}_"
-        self._updates = UpdateRatio()
+        self._updates = UpdateRatio() if updates else None
         self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
 
     # ------------------------------------------------------------------ the call
@@ -196,7 +207,9 @@ class GeometryTracker:
         views = _check_views(probe_views) if probe_views is not None else self.probe_views
         if views is None:
             raise ValueError("no probe batch: pass probe_views to GeometryTracker(...) or to the call")
-        for attr in ("backbone", "projector", "geometry_problem", "head_parameters", "backbone_parameters"):
+        needed = ("backbone", "projector", "geometry_problem") + (
+            ("head_parameters", "backbone_parameters") if self._updates is not None else ())
+        for attr in needed:
             if not hasattr(method, attr):
                 raise TypeError(f"method {type(method).__name__} lacks {attr!r}; it must follow the SSLMethod protocol")
         t0 = time.perf_counter()
@@ -206,7 +219,8 @@ class GeometryTracker:
             z_views, head, loss, proj = self._forward(method, [v.to(device) for v in views])
             out.update(self._geometry(head, loss, z_views[0]))
             out.update(self._statistics(z_views[0], proj))
-        out.update(self._updates.update(step, method.head_parameters(), method.backbone_parameters()))
+        if self._updates is not None:
+            out.update(self._updates.update(step, method.head_parameters(), method.backbone_parameters()))
         self.last_info["seconds"] = time.perf_counter() - t0
         self.last_info["step"] = step
         return {k: float(v) for k, v in out.items() if math.isfinite(float(v))}
@@ -370,7 +384,7 @@ class GeometryTracker:
             "rel_floor": self.rel_floor, "dtype": str(self.dtype).replace("torch.", ""),
             "block_samples": self.block_samples, "head_mode": self.head_mode,
             "coupled": self.coupled, "coupled_definition": COUPLED[self.coupled], "lanczos": self.lanczos,
-            "cov_rel_tol": self.cov_rel_tol,
+            "cov_rel_tol": self.cov_rel_tol, "updates": self._updates is not None,
             "probe_batch": None if self.probe_views is None else int(self.probe_views[0].shape[0]),
             "keys": {
                 p + "lambda_min / lambda_max": "extreme eigenvalues over all analysed per-sample H_eff "
@@ -398,10 +412,11 @@ class GeometryTracker:
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to continue the update-size series (the parameters at the last
         tracking call); the probe batch and settings come from the run's config."""
-        return {"updates": self._updates.state_dict()}
+        return {"updates": None if self._updates is None else self._updates.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self._updates.load_state_dict(state["updates"])
+        if self._updates is not None and state["updates"] is not None:
+            self._updates.load_state_dict(state["updates"])
 
     def write_metadata(self, path: str | os.PathLike) -> Path:
         """Write :meth:`metadata` as JSON atomically (e.g. RUN_DIR/tracking.json beside metrics.jsonl)."""
