@@ -1,4 +1,6 @@
-"""``headgeom analyze CHECKPOINT_OR_RUN``: orbit, invariance and tangent-metric report of a model.
+"""``headgeom analyze CHECKPOINT_OR_RUN``: orbit, invariance and tangent-metric report of a model;
+``headgeom analyze FILE.npz``: the orbit report of embeddings computed elsewhere
+(headgeom.orbits.external).
 
 Wiring (in headgeom.cli.build_parser): ``from headgeom.orbits.cli import add_parser as
 add_analyze`` then ``add_analyze(sub)``; the parser's ``func`` is :func:`run`.
@@ -84,7 +86,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("path", metavar="CHECKPOINT_OR_RUN",
                    help="checkpoint file (official DINO/VICReg/Barlow/SimSiam, torchvision layout, "
-                        "headgeom last.pt) or a `headgeom train --out RUN` directory")
+                        "headgeom last.pt), a `headgeom train --out RUN` directory, or FILE.npz of "
+                        "orbit embeddings computed elsewhere (z (N, K, D_z), head points (N, K, D) "
+                        "under their own names, optional labels (N,) and xi (K,))")
     p.add_argument("--data", default=None, metavar="NAME",
                    help="analysis dataset (cifar10, cifar100, shapes, imagefolder; default: a run's "
                         "own dataset, else cifar10)")
@@ -137,6 +141,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="seed of the images, bootstrap and controls")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default analyze-out/<name>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or messages")
+    p.add_argument("--family", default=None, metavar="NAME",
+                   help="FILE.npz only: the name of its orbits' augmentation family (default "
+                        "external); --head-input l2 says its heads were fed z/||z|| though trained "
+                        "on raw z")
     p.set_defaults(func=run)
     return p
 
@@ -144,7 +152,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def default_out(path: str | Path) -> Path:
     """analyze-out/<name>: a run directory's name, or the file name without .pth/.pt/.tar."""
     path = Path(path)
-    name = path.name if path.is_dir() else re.sub(r"(\.pth|\.pt|\.tar|\.ckpt)+$", "", path.name)
+    name = path.name if path.is_dir() else re.sub(r"(\.pth|\.pt|\.tar|\.ckpt|\.npz)+$", "", path.name)
     return Path("analyze-out") / (name or "model")
 
 
@@ -163,16 +171,84 @@ def _check_args(args: argparse.Namespace) -> None:
         _check_ranges(args.ranges, args.families)
 
 
+def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[Path, Path, list[Path]]:
+    """Write OUT/figures/*.png, OUT/report.md and OUT/analysis.json atomically (in that order,
+    so analysis.json lists the files); returns (json path, report path, figure paths)."""
+    from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+    from headgeom.orbits.report import format_report
+
+    written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
+    result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
+    report = atomic_write_text(out / "report.md", format_report(result))
+    return atomic_write_json(out / "analysis.json", result), report, written
+
+
+def run_npz(args: argparse.Namespace) -> int:
+    """``headgeom analyze FILE.npz``: orbit embeddings computed elsewhere (headgeom.orbits.external)."""
+    from headgeom.experiments.runner import environment
+    from headgeom.orbits.external import analyze_external, check_family, load_orbit_npz
+    from headgeom.orbits.report import format_summary
+
+    t_start = time.perf_counter()
+    if not 0 < args.level < 1:
+        raise ValueError(f"--level must lie in (0, 1), got {args.level}")
+    if args.families is not None:
+        raise ValueError("--families chooses augmentations of a model's images; an .npz already "
+                         "holds its orbits: name their family with --family NAME")
+    if args.head_input == "both":
+        raise ValueError("--head-input both needs a model; for an .npz say l2 when its heads were "
+                         "fed z/||z|| though trained on raw z")
+    family = check_family(args.family or "external")
+    ext = load_orbit_npz(args.path)
+    n, k, _ = ext.features["z"].shape
+    out = Path(args.out) if args.out else default_out(args.path)
+    heads_fed_l2 = args.head_input == "l2"
+    orbits, figures = analyze_external(ext, family, n_boot=args.boot, seed=args.seed,
+                                       level=args.level, heads_fed_l2=heads_fed_l2)
+    labels = None if ext.labels is None else ext.labels.tolist()
+    notes = ["tangent metric and Fisher ranks: not computed (they differentiate the model; an "
+             ".npz holds embeddings only)"]
+    if not heads_fed_l2:
+        notes.append("the heads' input is not known from the file: points are flagged as out of "
+                     "distribution only with --head-input l2 (heads fed z/||z|| though trained "
+                     "on raw z); mean_pairwise_cosine is reported at every point")
+    if ext.xi is None:
+        notes.append("no 'xi' in the file: steps are numbered 0 to K-1")
+    result = {
+        "format": "headgeom.analyze", "version": 1,
+        "command": {key: v for key, v in vars(args).items() if key != "func"},
+        "source": {"kind": "npz", "path": str(ext.path), "sha256": ext.sha256, "arrays": ext.arrays},
+        "data": {"n_images": n, "labels": labels,
+                 "per_class": {str(c): labels.count(c) for c in sorted(set(labels))} if labels else {}},
+        "environment": environment(), "orbits": orbits,
+        "tangent_metric": {"skipped": "needs the model (an .npz holds embeddings only)"},
+        "notes": notes, "seconds": {"total": time.perf_counter() - t_start},
+    }
+    json_path, report, written = _write_outputs(out, result, figures)
+    print(f"{ext.path}: {n} orbits x {k} steps, points {', '.join(ext.features)}; ratios z / point "
+          f"({int(100 * args.level)}% CI):")
+    print(format_summary(result))
+    print(f"\nwrote {json_path}\nwrote {report}")
+    print(f"wrote {len(written)} figure(s) under {out / 'figures'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Analyse ``args.path`` and write analysis.json, report.md and figures; returns 0."""
+    from headgeom.orbits.external import is_npz
+
+    if is_npz(args.path):
+        return run_npz(args)
+    if args.family is not None:
+        raise ValueError("--family names the orbits of an .npz file; for a model choose "
+                         "augmentations with --families")
     from tqdm.auto import tqdm
 
     from headgeom.data import load_dataset
     from headgeom.experiments.runner import environment
-    from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
     from headgeom.orbits.model_input import resolve_model
     from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
-    from headgeom.orbits.report import format_report, format_summary
+    from headgeom.orbits.report import format_summary
     from headgeom.train import resolve_device
 
     t_start = time.perf_counter()
@@ -225,10 +301,7 @@ def run(args: argparse.Namespace) -> int:
         "orbits": {k: analysis[k] for k in ("protocol", "definitions", "families")},
         "tangent_metric": analysis["tangent_metric"], "seconds": seconds,
     }
-    written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
-    result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
-    report = atomic_write_text(out / "report.md", format_report(result))
-    json_path = atomic_write_json(out / "analysis.json", result)
+    json_path, report, written = _write_outputs(out, result, figures)
     print(f"{mi.source['release']} ({mi.source['backbone']['name']}), {len(indices)} "
           f"{data.name}/{data.split} images, {args.steps} steps; ratios z / head output "
           f"({int(100 * args.level)}% CI):")
