@@ -180,6 +180,8 @@ def test_files_that_are_not_npz_archives(tmp_path, capsys):
     assert code == 2 and "name their family with --family" in cap.err
     code, cap = _analyze([tmp_path / "x.npz", "--family", "a/b"], capsys)
     assert code == 2 and "--family must be letters" in cap.err
+    code, cap = _analyze([tmp_path / "model.pt", "--family", "rotation"], capsys)
+    assert code == 2 and "--family names the orbits of an .npz" in cap.err
 
 
 # ---- the README's conversion of the authors' layout
