@@ -155,6 +155,8 @@ def _object_array():
     ({"z": np.ones((4, 3, 2)), "h": np.ones((4, 3, 2)), "labels": np.ones(4)}, "labels must be integer"),
     ({"z": np.ones((4, 3, 2)), "h": np.ones((4, 3, 2)), "labels": np.zeros(4, int)}, "a single class"),
     ({"z": np.ones((4, 3, 2)), "h": np.ones((4, 3, 2)), "xi": np.arange(4.0)}, "'xi' must have shape (K,)"),
+    ({"z": np.ones((4, 3, 2)), "h": np.ones((4, 3, 2)), "xi": np.array([0.0, 1.0, np.inf])},
+     "array 'xi' holds 1 NaN/inf value(s) (first at index 2)"),
     ({"z": np.ones((4, 3, 2)), "h": np.full((4, 3, 2), "a")}, "embeddings must be real numbers"),
 ])
 def test_malformed_npz_exits_2_with_one_line(tmp_path, capsys, arrays, message):

@@ -149,14 +149,23 @@ def _features(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, Tensor]:
     return out
 
 
-def _labels(path: Path, arrays: dict[str, np.ndarray], n: int) -> Tensor | None:
-    if "labels" not in arrays:
+def _vector(path: Path, arrays: dict[str, np.ndarray], name: str, size: int, axis: str,
+            kinds: str, what: str) -> np.ndarray | None:
+    """The optional 1-D array ``name`` of ``size`` entries (one per ``axis``), or None."""
+    if name not in arrays:
         return None
-    y = arrays["labels"]
-    if y.shape != (n,):
-        raise NpzFormatError(f"{path}: 'labels' must have shape (N,) = ({n},), one class id per "
-                             f"orbit, got {y.shape}")
-    _real(path, "labels", y, "iu", "labels must be integer class ids")
+    a = arrays[name]
+    if a.shape != (size,):
+        raise NpzFormatError(f"{path}: '{name}' must have shape ({axis[0]},) = ({size},), one value "
+                             f"per {axis[2:]}, got {a.shape}")
+    _real(path, name, a, kinds, what)
+    return a
+
+
+def _labels(path: Path, arrays: dict[str, np.ndarray], n: int) -> Tensor | None:
+    y = _vector(path, arrays, "labels", n, "N orbit", "iu", "labels must be integer class ids")
+    if y is None:
+        return None
     if np.unique(y).size < 2:
         raise NpzFormatError(f"{path}: 'labels' hold a single class ({y[0]}); D_inter needs two: "
                              f"give orbits of several classes or drop 'labels'")
@@ -164,13 +173,9 @@ def _labels(path: Path, arrays: dict[str, np.ndarray], n: int) -> Tensor | None:
 
 
 def _xi(path: Path, arrays: dict[str, np.ndarray], k: int) -> list[float] | None:
-    if "xi" not in arrays:
+    xi = _vector(path, arrays, "xi", k, "K step", "fiu", "xi must be real numbers")
+    if xi is None:
         return None
-    xi = arrays["xi"]
-    if xi.shape != (k,):
-        raise NpzFormatError(f"{path}: 'xi' must have shape (K,) = ({k},), one parameter value per "
-                             f"step, got {xi.shape}")
-    _real(path, "xi", xi, "fiu", "xi must be real numbers")
     _finite(path, "xi", xi)
     return [float(v) for v in xi]
 
