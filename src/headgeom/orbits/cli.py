@@ -186,47 +186,25 @@ def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[
 def run_npz(args: argparse.Namespace) -> int:
     """``headgeom analyze FILE.npz``: orbit embeddings computed elsewhere (headgeom.orbits.external)."""
     from headgeom.experiments.runner import environment
-    from headgeom.orbits.external import analyze_external, check_family, load_orbit_npz
+    from headgeom.orbits.external import analyze_npz
     from headgeom.orbits.report import format_summary
 
-    t_start = time.perf_counter()
-    if not 0 < args.level < 1:
-        raise ValueError(f"--level must lie in (0, 1), got {args.level}")
+    _check_args(args)
     if args.families is not None:
         raise ValueError("--families chooses augmentations of a model's images; an .npz already "
                          "holds its orbits: name their family with --family NAME")
     if args.head_input == "both":
         raise ValueError("--head-input both needs a model; for an .npz say l2 when its heads were "
                          "fed z/||z|| though trained on raw z")
-    family = check_family(args.family or "external")
-    ext = load_orbit_npz(args.path)
-    n, k, _ = ext.features["z"].shape
+    result, figures = analyze_npz(args.path, args.family or "external", n_boot=args.boot,
+                                  seed=args.seed, level=args.level,
+                                  heads_fed_l2=args.head_input == "l2")
+    result.update(command={k: v for k, v in vars(args).items() if k != "func"},
+                  environment=environment())
     out = Path(args.out) if args.out else default_out(args.path)
-    heads_fed_l2 = args.head_input == "l2"
-    orbits, figures = analyze_external(ext, family, n_boot=args.boot, seed=args.seed,
-                                       level=args.level, heads_fed_l2=heads_fed_l2)
-    labels = None if ext.labels is None else ext.labels.tolist()
-    notes = ["tangent metric and Fisher ranks: not computed (they differentiate the model; an "
-             ".npz holds embeddings only)"]
-    if not heads_fed_l2:
-        notes.append("the heads' input is not known from the file: points are flagged as out of "
-                     "distribution only with --head-input l2 (heads fed z/||z|| though trained "
-                     "on raw z); mean_pairwise_cosine is reported at every point")
-    if ext.xi is None:
-        notes.append("no 'xi' in the file: steps are numbered 0 to K-1")
-    result = {
-        "format": "headgeom.analyze", "version": 1,
-        "command": {key: v for key, v in vars(args).items() if key != "func"},
-        "source": {"kind": "npz", "path": str(ext.path), "sha256": ext.sha256, "arrays": ext.arrays},
-        "data": {"n_images": n, "labels": labels,
-                 "per_class": {str(c): labels.count(c) for c in sorted(set(labels))} if labels else {}},
-        "environment": environment(), "orbits": orbits,
-        "tangent_metric": {"skipped": "needs the model (an .npz holds embeddings only)"},
-        "notes": notes, "seconds": {"total": time.perf_counter() - t_start},
-    }
     json_path, report, written = _write_outputs(out, result, figures)
-    print(f"{ext.path}: {n} orbits x {k} steps, points {', '.join(ext.features)}; ratios z / point "
-          f"({int(100 * args.level)}% CI):")
+    n, k = result["data"]["n_images"], result["orbits"]["protocol"]["steps"]
+    print(f"{args.path}: {n} orbits x {k} steps; ratios z / point ({int(100 * args.level)}% CI):")
     print(format_summary(result))
     print(f"\nwrote {json_path}\nwrote {report}")
     print(f"wrote {len(written)} figure(s) under {out / 'figures'}")

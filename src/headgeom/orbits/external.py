@@ -20,6 +20,7 @@ which only pickle can hold, is refused and never unpickled. Every malformed inpu
 from __future__ import annotations
 
 import re
+import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,8 +35,8 @@ from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_p
 from headgeom.orbits.extract import OrbitFeatures
 from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
 
-__all__ = ["ExternalOrbits", "NpzFormatError", "analyze_external", "check_family", "is_npz",
-           "load_orbit_npz"]
+__all__ = ["ExternalOrbits", "NpzFormatError", "analyze_external", "analyze_npz", "check_family",
+           "is_npz", "load_orbit_npz"]
 
 RESERVED = ("z", "labels", "xi")
 LAYOUT = ("z (N, K, D_z) and head points (N, K, D) under their own names, optional labels (N,) "
@@ -235,3 +236,33 @@ def analyze_external(ext: ExternalOrbits, family: str = "external", *, n_boot: i
                          title=f"{family} orbits ({of.units}), 2-D PCA of L2-normalised features")
     return ({"protocol": protocol, "definitions": DEFINITIONS, "families": {family: fam}},
             {f"orbits_{family}.png": figure_png_bytes(fig)})
+
+
+def analyze_npz(path: str | Path, family: str = "external", *, n_boot: int = 1000, seed: int = 0,
+                level: float = 0.95, heads_fed_l2: bool = False) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The ``headgeom analyze`` result of an .npz (its "source", "data", "orbits", "notes",
+    "tangent_metric" and "seconds"; the caller adds "command" and "environment") and figures."""
+    t0 = time.perf_counter()
+    family = check_family(family)
+    ext = load_orbit_npz(path)
+    orbits, figures = analyze_external(ext, family, n_boot=n_boot, seed=seed, level=level,
+                                       heads_fed_l2=heads_fed_l2)
+    labels = None if ext.labels is None else ext.labels.tolist()
+    notes = ["tangent metric and Fisher ranks: not computed (they differentiate the model; an "
+             ".npz holds embeddings only)"]
+    if not heads_fed_l2:
+        notes.append("the heads' input is not known from the file: points are flagged as out of "
+                     "distribution only with --head-input l2 (heads fed z/||z|| though trained "
+                     "on raw z); mean_pairwise_cosine is reported at every point")
+    if ext.xi is None:
+        notes.append("no 'xi' in the file: steps are numbered 0 to K-1")
+    result = {
+        "format": "headgeom.analyze", "version": 1,
+        "source": {"kind": "npz", "path": str(ext.path), "sha256": ext.sha256, "arrays": ext.arrays},
+        "data": {"n_images": int(ext.features["z"].shape[0]), "labels": labels,
+                 "per_class": {str(c): labels.count(c) for c in sorted(set(labels))} if labels else {}},
+        "orbits": orbits, "notes": notes,
+        "tangent_metric": {"skipped": "needs the model (an .npz holds embeddings only)"},
+        "seconds": {"total": time.perf_counter() - t0},
+    }
+    return result, figures
