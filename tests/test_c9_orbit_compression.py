@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from headgeom.experiments.c9_measures import c9_measures, global_spread, interval_side
+from headgeom.experiments.c9_measures import c9_measures, interval_side
 from headgeom.experiments.c9_orbit_compression import (C9Config, cells, orbit_images, run_cell, seed_outcome,
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
 from headgeom.experiments.registry import VERDICTS, check_claim
@@ -82,13 +82,9 @@ def _global_direct(f):
     return float((u - u.mean(dim=0)).pow(2).sum(dim=1).mean())
 
 
-def test_global_spread_matches_the_direct_formula_on_resampled_images():
-    feats, labels = _synthetic()
-    idx = bootstrap_indices(8, 5, 3, strata=labels)
-    value, reps = global_spread(feats["z"], bootstrap_counts(idx, 8))
-    assert value == pytest.approx(_global_direct(feats["z"]), rel=1e-12)
-    for b in range(5):  # a replicate = the statistic of the images drawn (repeats included)
-        assert float(reps[b]) == pytest.approx(_global_direct(feats["z"][idx[b]]), rel=1e-12)
+def _centred_direct(f):
+    """The paper's spread after subtracting the mean of every orbit point."""
+    return float(M.orbit_spread(f - f.reshape(-1, f.shape[-1]).mean(dim=0)).mean())
 
 
 def _direct(feats, labels, p):
@@ -97,7 +93,8 @@ def _direct(feats, labels, p):
     cor = [float(M.class_centroid_distance(f, labels) / M.d_intra(f).mean()) for f in (z, h)]
     return {"compression": comp, "class_orbit_change": cor[1] / cor[0],
             "d_inter_ratio": float(M.class_centroid_distance(z, labels) / M.class_centroid_distance(h, labels)),
-            "selectivity": comp / (_global_direct(z) / _global_direct(h))}
+            "selectivity": comp / (_global_direct(z) / _global_direct(h)),
+            "compression_centred": _centred_direct(z) / _centred_direct(h)}
 
 
 def test_c9_measures_values_replicates_and_intervals_match_direct_computation():
@@ -113,7 +110,7 @@ def test_c9_measures_values_replicates_and_intervals_match_direct_computation():
     assert out["fresh_head_compression"]["value"] == pytest.approx(ctrl, rel=1e-10)
     assert out["vs_fresh_head"]["value"] == pytest.approx(ref["compression"] / ctrl, rel=1e-10)
     # percentile intervals of replicates recomputed image set by image set (numerator and denominator jointly)
-    reps = {k: [] for k in ("compression", "selectivity", "class_orbit_change")}
+    reps = {k: [] for k in ("compression", "selectivity", "compression_centred", "class_orbit_change")}
     for b in range(200):
         sub = {p: f[idx[b]] for p, f in feats.items()}
         r = _direct(sub, labels[idx[b]], "head.1")

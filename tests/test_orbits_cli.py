@@ -122,22 +122,27 @@ def test_run_directory_outputs_and_report_matches_json(run_dir, tmp_path, capsys
     assert set(rows) == set(fam["points"])
     for p, r in rows.items():
         assert r[1] == str(fam["dims"][p])
-        for text, key in zip(r[2:], ("spread", "d_intra", "d_inter", "class_orbit_ratio",
-                                     "orbit_effective_rank", "curvature_raw", "curvature_arc",
-                                     "alignment")):
+        for text, key in zip(r[2:], ("spread", "global_spread", "spread_centred",
+                                     "mean_pairwise_cosine", "d_intra", "d_inter",
+                                     "class_orbit_ratio", "orbit_effective_rank", "curvature_raw",
+                                     "curvature_arc", "alignment"), strict=True):
             _close(text, fam["points"][p][key])
     ratio_rows = {r[0]: r for r in _table_after(md[md.index("## rotation"):], "### Ratios z / point")}
     for p, r in ratio_rows.items():
-        for text, key in zip(r[1:], ("compression", "trace_ratio", "per_dim_ratio", "trace_ratio_raw",
-                                     "per_dim_ratio_raw", "d_intra_ratio", "class_orbit_change")):
+        for text, key in zip(r[1:], ("compression", "global_ratio", "selectivity",
+                                     "compression_centred", "trace_ratio", "per_dim_ratio",
+                                     "trace_ratio_raw", "per_dim_ratio_raw", "d_intra_ratio",
+                                     "class_orbit_change"), strict=True):
             _close(text, fam["ratios"][p][key])
     summary = _table_after(md, "## Summary")
     assert [(r[0], r[1]) for r in summary] == [("rotation", "head.3"), ("hue", "head.3")]
     for r in summary:
         f = res["orbits"]["families"][r[0]]
-        _close(r[2], f["ratios"]["head.3"]["compression"])
-        _close(r[6], f["controls"]["fresh_head"]["ratios"]["head.3"]["compression"])
-        _close(r[7], f["controls"]["random_directions"]["ratios"]["head.3"]["compression"])
+        for text, key in zip(r[2:7], ("compression", "global_ratio", "selectivity",
+                                      "compression_centred", "class_orbit_change")):
+            _close(text, f["ratios"]["head.3"][key])
+        _close(r[7], f["controls"]["fresh_head"]["ratios"]["head.3"]["compression"])
+        _close(r[8], f["controls"]["random_directions"]["ratios"]["head.3"]["compression"])
     # terminal: a row per family and the paths written
     assert re.search(r"^rotation\s+head\.3\s", cap.out, re.M) and f"wrote {out / 'report.md'}" in cap.out
     # the JSON's compression, recomputed independently for the recorded images
@@ -239,6 +244,17 @@ def test_checkpoint_file_of_a_run_with_both_head_inputs_and_predictor(run_dir, t
     assert [r[1] for r in summary] == last
     for r in summary:
         _close(r[2], fam["ratios"][r[1]]["compression"])
+    # heads trained on raw z and fed z/||z|| are flagged, with their pairwise cosine from the JSON
+    ood = fam["out_of_distribution"]
+    assert [p for p in ood["points"] if p.startswith("l2z/")] == list(ood["points"])
+    assert {"l2z/head.3", "l2z/pred.3"} <= set(ood["points"]) and "head.3" not in ood["points"]
+    section = md[md.index("## blur"):]
+    for p in ("l2z/head.3", "l2z/pred.3"):
+        line = next(ln for ln in section.splitlines() if ln.startswith(f"- `{p}`: mean pairwise cosine"))
+        e = ood["points"][p]
+        _close(re.search(r"cosine (\S+ \[\S+, \S+\])", line).group(1), e["mean_pairwise_cosine"])
+        _close(line.rsplit(": ", 1)[1], e["raw_input_mean_pairwise_cosine"])
+    assert "out of distribution" in cap.out
 
 
 def test_tangent_metric_missing_is_reported_not_fatal(run_dir, tmp_path, monkeypatch, capsys):

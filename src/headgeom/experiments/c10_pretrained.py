@@ -47,7 +47,8 @@ __all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_im
            "run_cell", "summarize"]
 
 FAMILIES = ("rotation_45", "hue", "saturation", "blur")  # the paper's pretrained orbits
-RATIO_KEYS = ("per_dim_ratio_raw", "trace_ratio_raw", "per_dim_ratio", "trace_ratio", "class_orbit_change")
+RATIO_KEYS = ("per_dim_ratio_raw", "trace_ratio_raw", "per_dim_ratio", "trace_ratio", "class_orbit_change",
+              "global_ratio", "selectivity", "compression_centred")
 
 
 @dataclass(frozen=True)

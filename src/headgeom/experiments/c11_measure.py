@@ -21,7 +21,8 @@ from typing import Any, Sequence
 import torch
 
 # the ratios of headgeom.orbits read at h(z) (definitions in headgeom.orbits.DEFINITIONS)
-RATIOS = ("compression", "trace_ratio", "per_dim_ratio", "trace_ratio_raw", "d_intra_ratio", "class_orbit_change")
+RATIOS = ("compression", "global_ratio", "selectivity", "compression_centred", "trace_ratio", "per_dim_ratio",
+          "trace_ratio_raw", "d_intra_ratio", "class_orbit_change")
 
 
 def depth_head(depth: int, hidden: int, out: int) -> str:

@@ -23,6 +23,10 @@ L2-normalised features u = f/‖f‖ unless said otherwise:
   shrinks the whole cloud (near-global collapse shows as a large global ratio);
 - ``selectivity``: compression / global_ratio = [spread/global](z) / [spread/global](h): how
   much more the head shrinks orbits than the cloud they live in (> 1: selective);
+- ``compression_centred``: the compression of features centred on the mean of all orbit points
+  before normalising; ``mean_pairwise_cosine_h``: mean cosine between orbit points at h.
+  These three are measured by headgeom.orbits.selective (through
+  headgeom.orbits.analyze.point_replicates), their one home;
 - ``<control>_compression`` and ``vs_<control>`` = compression / control compression for the
   fresh head of the same architecture and for random-direction orbits of equal size
   (headgeom.orbits.controls).
@@ -33,14 +37,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-import torch
 from torch import Tensor
 
 from headgeom.orbits.analyze import point_replicates
 from headgeom.orbits.bootstrap import estimate
-from headgeom.orbits.metrics import l2_normalise
 
-__all__ = ["DEFINITIONS", "c9_measures", "global_spread", "interval_side"]
+__all__ = ["DEFINITIONS", "c9_measures", "interval_side"]
 
 DEFINITIONS = {
     "compression": "spread(z) / spread(h) on L2-normalised features (the paper's ratio; equals "
@@ -55,6 +57,9 @@ DEFINITIONS = {
     "global_ratio": "global spread(z) / global spread(h); global spread = mean squared distance of "
                     "all orbit points of all images to their common mean (L2-normalised)",
     "selectivity": "compression / global_ratio (> 1: orbits shrink more than the whole cloud)",
+    "compression_centred": "spread(z) / spread(h) of features centred on the mean of all orbit "
+                           "points before normalising",
+    "mean_pairwise_cosine_h": "mean cosine between distinct orbit points of all images at h",
     "fresh_head_compression": "compression of a freshly initialised head of the same architecture",
     "vs_fresh_head": "compression / fresh_head_compression",
     "random_directions_compression": "compression of z orbits replaced by isotropic random "
@@ -63,25 +68,8 @@ DEFINITIONS = {
 }
 
 
-def global_spread(f: Tensor, counts: Tensor) -> tuple[float, Tensor]:
-    """(value, replicates (B,)) of the global spread of L2-normalised orbit features.
-
-    f: (N, K, D); counts: (B, N) image multiplicities. With weights w the global mean is
-    ū = Σ_i w_i m_i / Σ_i w_i (m_i the orbit mean of u) and the spread is
-    Σ_i w_i (1/K) Σ_k ‖u_ik‖² / Σ_i w_i − ‖ū‖², computed from the N×N Gram of the orbit means.
-    """
-    u = l2_normalise(f)
-    sq = u.pow(2).sum(dim=-1).mean(dim=1)  # (N,) 1 except for zero rows
-    m = u.mean(dim=1)
-    gram = m @ m.T
-    w = torch.cat([torch.ones(1, f.shape[0], dtype=torch.float64), counts.to(torch.float64)])
-    tot = w.sum(dim=1)
-    out = (w @ sq) / tot - ((w @ gram) * w).sum(dim=1) / tot.pow(2)
-    return float(out[0]), out[1:]
-
-
 class _Stats:
-    """Values and replicates of every point metric plus the global spread, per feature set."""
+    """Values and replicates of every point metric (headgeom.orbits.analyze), per feature set."""
 
     def __init__(self, labels: Tensor, counts: Tensor) -> None:
         self.labels, self.counts = labels, counts
@@ -92,7 +80,6 @@ class _Stats:
         if key in self.vals:
             return
         vals, reps, _ = point_replicates(f, None, self.labels, self.counts)
-        vals["global"], reps["global"] = global_spread(f, self.counts)
         self.vals[key], self.reps[key] = vals, reps
 
     def ratio(self, a: tuple[str, str], b: tuple[str, str], metric: str) -> tuple[float, Tensor]:
@@ -131,11 +118,14 @@ def c9_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, 
         put(f"class_orbit_{p}", (st.vals[key]["class_orbit_ratio"], st.reps[key]["class_orbit_ratio"]))
     put("class_orbit_change", st.ratio(h, z, "class_orbit_ratio"))
     put("d_inter_ratio", st.ratio(z, h, "d_inter"))
-    glob = st.ratio(z, h, "global")
+    glob = st.ratio(z, h, "global_spread")
     put("global_ratio", glob)
     put("selectivity", (comp[0] / glob[0], comp[1] / glob[1]))
-    out["global_spread_z"] = {"value": st.vals[z]["global"]}
-    out["global_spread_h"] = {"value": st.vals[h]["global"]}
+    put("compression_centred", st.ratio(z, h, "spread_centred"))
+    out["global_spread_z"] = {"value": st.vals[z]["global_spread"]}
+    out["global_spread_h"] = {"value": st.vals[h]["global_spread"]}
+    out["mean_pairwise_cosine_h"] = estimate(st.vals[h]["mean_pairwise_cosine"],
+                                             st.reps[h]["mean_pairwise_cosine"], level)
     for name, feats in (controls or {}).items():
         cz, ch = (name, "z"), (name, head_point)
         st.add(cz, feats["z"])

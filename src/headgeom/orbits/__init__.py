@@ -1,6 +1,8 @@
 """Augmentation orbits through the backbone and every head layer (PAPER.md §3; issue 5).
 
 - :mod:`~headgeom.orbits.metrics`: pure metrics on orbit features (N, K, D).
+- :mod:`~headgeom.orbits.selective`: global spread, selectivity, centred spreads and the mean
+  pairwise cosine, as statistics of bootstrap-weighted images.
 - :mod:`~headgeom.orbits.bootstrap`: percentile bootstrap over images, ratios resampled jointly.
 - :mod:`~headgeom.orbits.extract`: orbit features of a backbone and its heads (raw or l2 z).
 - :mod:`~headgeom.orbits.controls`: fresh-head and random-direction controls.
@@ -9,7 +11,8 @@
 - :mod:`~headgeom.orbits.tangent_metric`: Rayleigh quotients on augmentation tangents (C6) and
   Fisher ranks (C7) of real models; :mod:`~headgeom.orbits.tangent_figures` plots them.
 - :mod:`~headgeom.orbits.cli`, :mod:`~headgeom.orbits.model_input`, :mod:`~headgeom.orbits.pipeline`,
-  :mod:`~headgeom.orbits.report`: ``headgeom analyze``.
+  :mod:`~headgeom.orbits.report`: ``headgeom analyze``; :mod:`~headgeom.orbits.external`: its
+  input of orbit embeddings computed elsewhere (``FILE.npz``).
 """
 
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, analyze_orbits

@@ -1,5 +1,8 @@
 """Orbit analysis: every metric of headgeom.orbits.metrics with bootstrap CIs, per family and
 per feature point, plus the two controls (PAPER.md §3 "Orbits" and "Pretrained"; claims C9-C11).
+Beside the paper's compression every point gets the selective metrics of
+headgeom.orbits.selective: the global ratio, selectivity = compression / global ratio, and the
+compression of centred features.
 
 ``analyze_orbits`` extracts (headgeom.orbits.extract) and then calls ``analyze_orbit_features``,
 which is pure computation on stored features and returns a JSON-able dict. Plotting lives in
@@ -12,6 +15,7 @@ Layout of the result::
                            "points": {point: {metric: estimate}},
                            "ratios": {point: {ratio: estimate}},          # "z" over the point
                            "alignment_profile": {point: [mean cos per step]},
+                           "out_of_distribution": {...},   # heads fed z/‖z‖, trained on raw z
                            "controls": {"fresh_head": {...}, "random_directions": {...}}}}}
 
 An estimate is {"value", "ci": [lo, hi], "level", "n_boot", "n_boot_undefined"}.
@@ -28,11 +32,13 @@ from torch import Tensor
 from headgeom.augment.families import get_family
 from headgeom.eval.features import Heads, as_head_chain
 from headgeom.orbits import metrics as M
+from headgeom.orbits import selective as S
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices, estimate, replicate_means
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.orbits.extract import OrbitFeatures, extract_orbits, torch_threads
 
-__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "orbit_protocol", "point_replicates"]
+__all__ = ["DEFINITIONS", "analyze_orbit_features", "analyze_orbits", "orbit_protocol",
+           "out_of_distribution", "point_replicates"]
 
 DEFINITIONS = {
     "spread": "the paper's spread: mean over images of (1/K) Σ_k ‖u_ik − ū_i‖², u = f/‖f‖",
@@ -52,7 +58,22 @@ DEFINITIONS = {
     "curvature_arc": "mean_k ‖t_k − t_{k−1}‖ / mean adjacent chord (1/r on a circle of radius r)",
     "curvature_arc_scaled": "curvature_arc × the orbit's arc length (dimensionless)",
     "alignment": "mean_k cos(f_ik, f(x_i)) to the anchor at the family's identity value",
+    "global_spread": "mean squared distance of every orbit point of every image to the mean of "
+                     "all of them, u = f/‖f‖ (the spread of the whole cloud, normalised as spread)",
+    "mean_pairwise_cosine": "mean cos(u_a, u_b) over pairs of distinct orbit points of all images "
+                            "(near 1: every input maps near one direction)",
+    "spread_centred": "the paper's spread of (f − μ)/‖f − μ‖, μ the mean of all orbit points of "
+                      "the images (recomputed in every bootstrap resample)",
+    "norm": "mean ‖f‖ over the orbit points (raw features; at z, the scale a head trained on raw "
+            "z saw)",
     "compression": "spread(z) / spread(point): the paper's compression ratio",
+    "global_ratio": "global_spread(z) / global_spread(point): how much the point shrinks the "
+                    "whole cloud",
+    "selectivity": "compression / global_ratio: > 1 when orbits shrink more than the whole cloud "
+                   "(selective), about 1 when everything shrinks alike (global)",
+    "compression_centred": "spread_centred(z) / spread_centred(point): compression once each "
+                           "space is centred (a non-centred z cone against a centred head output "
+                           "otherwise reads centring as expansion)",
     "trace_ratio": "trace_l2(z) / trace_l2(point): dimension-fair (equals compression)",
     "per_dim_ratio": "per_dim_var_l2(z) / per_dim_var_l2(point) = trace_ratio · D_point / D_z",
     "trace_ratio_raw": "trace_raw(z) / trace_raw(point)",
@@ -63,10 +84,18 @@ DEFINITIONS = {
 
 _MEAN_METRICS = ("spread", "trace_l2", "per_dim_var_l2", "trace_raw", "per_dim_var_raw",
                  "d_intra", "orbit_effective_rank", "curvature_raw", "curvature_arc",
-                 "curvature_arc_scaled", "alignment")
-_RATIOS = {"compression": "spread", "trace_ratio": "trace_l2", "per_dim_ratio": "per_dim_var_l2",
-           "trace_ratio_raw": "trace_raw", "per_dim_ratio_raw": "per_dim_var_raw",
-           "d_intra_ratio": "d_intra"}
+                 "curvature_arc_scaled", "alignment", "norm")
+_RATIOS = {"compression": "spread", "global_ratio": "global_spread",
+           "compression_centred": "spread_centred", "trace_ratio": "trace_l2",
+           "per_dim_ratio": "per_dim_var_l2", "trace_ratio_raw": "trace_raw",
+           "per_dim_ratio_raw": "per_dim_var_raw", "d_intra_ratio": "d_intra"}
+_RATIO_ORDER = ("compression", "global_ratio", "selectivity", "compression_centred", "trace_ratio",
+                "per_dim_ratio", "trace_ratio_raw", "per_dim_ratio_raw", "d_intra_ratio")
+
+
+def _div(a: float, b: float) -> float:
+    """a / b as IEEE floats (x/0 = ±inf, 0/0 = nan), like the replicates' tensor division."""
+    return float(torch.tensor(a, dtype=torch.float64) / b)
 
 
 def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
@@ -82,13 +111,20 @@ def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
         if name in per:
             values[name] = float(torch.nanmean(per[name]))
             reps[name] = replicate_means(per[name], counts)
+    rows = torch.cat([torch.ones(1, counts.shape[1], dtype=torch.float64), counts.to(torch.float64)])
+    glob = S.global_spread_from_parts(per["spread"], per["orbit_means"], rows)
+    cos = S.mean_pairwise_cosine(glob, per["unit_fraction"], int(f.shape[1]), rows)
+    centred, centred_reps = S.centred_spread(f, counts)
+    for name, v, r in (("global_spread", glob[0], glob[1:]), ("mean_pairwise_cosine", cos[0], cos[1:]),
+                       ("spread_centred", centred.mean(), centred_reps)):
+        values[name], reps[name] = float(v), r
     if labels is not None:
         means = per["orbit_means"]
         # the estimate (unit weights) and the replicates in one call: one N×N Gram of the means
         ones = torch.ones(1, counts.shape[1], dtype=counts.dtype)
         both = M.centroid_distance_from_means(means, labels, torch.cat([ones, counts]))
         values["d_inter"], reps["d_inter"] = float(both[0]), both[1:]
-        values["class_orbit_ratio"] = values["d_inter"] / values["d_intra"]
+        values["class_orbit_ratio"] = _div(values["d_inter"], values["d_intra"])
         reps["class_orbit_ratio"] = reps["d_inter"] / reps["d_intra"]
     return values, reps, per
 
@@ -115,38 +151,79 @@ def _analyze_points_now(features: dict[str, Tensor], anchors: dict[str, Tensor] 
     for p in features:
         if p == ref:
             continue
-        r = {name: estimate(vals[ref][m] / vals[p][m], reps[ref][m] / reps[p][m], level)
-             for name, m in _RATIOS.items()}
+        ratio = {name: (_div(vals[ref][m], vals[p][m]), reps[ref][m] / reps[p][m])
+                 for name, m in _RATIOS.items()}
+        (c, c_reps), (g, g_reps) = ratio["compression"], ratio["global_ratio"]
+        ratio["selectivity"] = (_div(c, g), c_reps / g_reps)  # the same resamples: jointly
+        r = {name: estimate(*ratio[name], level) for name in _RATIO_ORDER}
         if labels is not None:
             m = "class_orbit_ratio"
-            r["class_orbit_change"] = estimate(vals[p][m] / vals[ref][m], reps[p][m] / reps[ref][m],
-                                               level)
+            r["class_orbit_change"] = estimate(_div(vals[p][m], vals[ref][m]),
+                                               reps[p][m] / reps[ref][m], level)
         res["ratios"][p] = r
     if profile:
         res["alignment_profile"] = profile
     return res
 
 
+def out_of_distribution(res: dict, points: Sequence[str]) -> dict | None:
+    """The flag for ``points`` of heads fed z/‖z‖ although trained on raw z (docs/paper.md §4 pitfall 5).
+
+    ``res`` is one family's analysis (its "points"); returns None when no point is flagged, else
+    {"why", "z_norm", "points": {point: {"mean_pairwise_cosine", "raw_input_point",
+    "raw_input_mean_pairwise_cosine"}}}, the raw-input entries for the same layer fed raw z
+    (``l2z/head.3`` -> ``head.3``) when it was measured.
+    """
+    pts = res["points"]
+    flagged = [p for p in points if p in pts]
+    if not flagged:
+        return None
+    z_norm = pts["z"].get("norm")
+    out = {"why": "these heads were trained on raw z but are fed z/‖z‖ here (the paper's protocol): "
+                  "their first layer and BatchNorm running statistics see inputs at another scale "
+                  f"(mean ‖z‖ {z_norm['value']:.4g} over these orbits), so they are out of "
+                  "distribution; read mean_pairwise_cosine (near 1: every input maps near one "
+                  "direction) and prefer the raw-input reading",
+           "z_norm": z_norm, "points": {}}
+    for p in flagged:
+        raw = p.removeprefix("l2z/")
+        out["points"][p] = {"mean_pairwise_cosine": pts[p]["mean_pairwise_cosine"],
+                            "raw_input_point": raw if raw in pts and raw != p else None,
+                            "raw_input_mean_pairwise_cosine":
+                                pts[raw]["mean_pairwise_cosine"] if raw in pts and raw != p else None}
+    return out
+
+
 def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
                            heads: Heads | Callable | None = None, n_boot: int = 1000,
                            seed: int = 0, level: float = 0.95, controls: bool = True,
-                           device: torch.device | str = "cpu", metric_threads: int | None = 1) -> dict:
+                           device: torch.device | str = "cpu", metric_threads: int | None = 1,
+                           l2_fed_points: Sequence[str] | None = None) -> dict:
     """All metrics with CIs for one family's extracted orbit features (JSON-able dict).
 
     ``heads`` (the chain used for extraction) is needed only for the controls; labels (N,)
     enable D_inter and the class/orbit ratio and stratify the bootstrap by class.
     ``metric_threads``: intra-op threads for the metric computation (see :func:`torch_threads`;
     None keeps torch's setting); the control heads run with torch's setting.
+    ``l2_fed_points``: points of heads fed z/‖z‖ although trained on raw z, flagged as out of
+    distribution (:func:`out_of_distribution`); default every ``l2z/`` point, since every head
+    headgeom trains or loads was trained on raw z.
     """
     n = next(iter(of.features.values())).shape[0]
     if labels is not None:
         labels = M._labels(labels, n)
     counts = bootstrap_counts(bootstrap_indices(n, n_boot, seed, strata=labels), n)
-    res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value,
-           "anchor": ("orbit step %d" % of.anchor_step) if of.anchor_step is not None
-           else "clean image (identity not on the grid)"}
-    res.update(_analyze_points(of.features, of.anchors, labels, counts, level,
+    anchor = ("orbit step %d" % of.anchor_step if of.anchor_step is not None
+              else "clean image (identity not on the grid)" if of.anchors
+              else "none given (alignment not computed)")
+    res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value, "anchor": anchor}
+    res.update(_analyze_points(of.features, of.anchors or None, labels, counts, level,
                                threads=metric_threads))
+    if l2_fed_points is None:
+        l2_fed_points = [p for p in of.features if p.startswith("l2z/")]
+    ood = out_of_distribution(res, l2_fed_points)
+    if ood is not None:
+        res["out_of_distribution"] = ood
     chain = as_head_chain(heads)
     if controls and chain:
         variants = of.meta.get("head_input", ["raw"])

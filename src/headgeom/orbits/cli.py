@@ -1,4 +1,6 @@
-"""``headgeom analyze CHECKPOINT_OR_RUN``: orbit, invariance and tangent-metric report of a model.
+"""``headgeom analyze CHECKPOINT_OR_RUN``: orbit, invariance and tangent-metric report of a model;
+``headgeom analyze FILE.npz``: the orbit report of embeddings computed elsewhere
+(headgeom.orbits.external).
 
 Wiring (in headgeom.cli.build_parser): ``from headgeom.orbits.cli import add_parser as
 add_analyze`` then ``add_analyze(sub)``; the parser's ``func`` is :func:`run`.
@@ -84,7 +86,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("path", metavar="CHECKPOINT_OR_RUN",
                    help="checkpoint file (official DINO/VICReg/Barlow/SimSiam, torchvision layout, "
-                        "headgeom last.pt) or a `headgeom train --out RUN` directory")
+                        "headgeom last.pt), a `headgeom train --out RUN` directory, or FILE.npz of "
+                        "orbit embeddings computed elsewhere (z (N, K, D_z), head points (N, K, D) "
+                        "under their own names, optional labels (N,) and xi (K,))")
     p.add_argument("--data", default=None, metavar="NAME",
                    help="analysis dataset (cifar10, cifar100, shapes, imagefolder; default: a run's "
                         "own dataset, else cifar10)")
@@ -137,6 +141,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--seed", type=int, default=0, help="seed of the images, bootstrap and controls")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default analyze-out/<name>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or messages")
+    p.add_argument("--family", default=None, metavar="NAME",
+                   help="FILE.npz only: the name of its orbits' augmentation family (default "
+                        "external); --head-input l2 says its heads were fed z/||z|| though trained "
+                        "on raw z")
     p.set_defaults(func=run)
     return p
 
@@ -144,7 +152,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def default_out(path: str | Path) -> Path:
     """analyze-out/<name>: a run directory's name, or the file name without .pth/.pt/.tar."""
     path = Path(path)
-    name = path.name if path.is_dir() else re.sub(r"(\.pth|\.pt|\.tar|\.ckpt)+$", "", path.name)
+    name = path.name if path.is_dir() else re.sub(r"(\.pth|\.pt|\.tar|\.ckpt|\.npz)+$", "", path.name)
     return Path("analyze-out") / (name or "model")
 
 
@@ -163,16 +171,62 @@ def _check_args(args: argparse.Namespace) -> None:
         _check_ranges(args.ranges, args.families)
 
 
+def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[Path, Path, list[Path]]:
+    """Write OUT/figures/*.png, OUT/report.md and OUT/analysis.json atomically (in that order,
+    so analysis.json lists the files); returns (json path, report path, figure paths)."""
+    from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+    from headgeom.orbits.report import format_report
+
+    written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
+    result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
+    report = atomic_write_text(out / "report.md", format_report(result))
+    return atomic_write_json(out / "analysis.json", result), report, written
+
+
+def run_npz(args: argparse.Namespace) -> int:
+    """``headgeom analyze FILE.npz``: orbit embeddings computed elsewhere (headgeom.orbits.external)."""
+    from headgeom.experiments.runner import environment
+    from headgeom.orbits.external import analyze_npz
+    from headgeom.orbits.report import format_summary
+
+    _check_args(args)
+    if args.families is not None:
+        raise ValueError("--families chooses augmentations of a model's images; an .npz already "
+                         "holds its orbits: name their family with --family NAME")
+    if args.head_input == "both":
+        raise ValueError("--head-input both needs a model; for an .npz say l2 when its heads were "
+                         "fed z/||z|| though trained on raw z")
+    result, figures = analyze_npz(args.path, args.family or "external", n_boot=args.boot,
+                                  seed=args.seed, level=args.level,
+                                  heads_fed_l2=args.head_input == "l2")
+    result.update(command={k: v for k, v in vars(args).items() if k != "func"},
+                  environment=environment())
+    out = Path(args.out) if args.out else default_out(args.path)
+    json_path, report, written = _write_outputs(out, result, figures)
+    n, k = result["data"]["n_images"], result["orbits"]["protocol"]["steps"]
+    print(f"{args.path}: {n} orbits x {k} steps; ratios z / point ({int(100 * args.level)}% CI):")
+    print(format_summary(result))
+    print(f"\nwrote {json_path}\nwrote {report}")
+    print(f"wrote {len(written)} figure(s) under {out / 'figures'}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Analyse ``args.path`` and write analysis.json, report.md and figures; returns 0."""
+    from headgeom.orbits.external import is_npz
+
+    if is_npz(args.path):
+        return run_npz(args)
+    if args.family is not None:
+        raise ValueError("--family names the orbits of an .npz file; for a model choose "
+                         "augmentations with --families")
     from tqdm.auto import tqdm
 
     from headgeom.data import load_dataset
     from headgeom.experiments.runner import environment
-    from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
     from headgeom.orbits.model_input import resolve_model
     from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
-    from headgeom.orbits.report import format_report, format_summary
+    from headgeom.orbits.report import format_summary
     from headgeom.train import resolve_device
 
     t_start = time.perf_counter()
@@ -225,10 +279,7 @@ def run(args: argparse.Namespace) -> int:
         "orbits": {k: analysis[k] for k in ("protocol", "definitions", "families")},
         "tangent_metric": analysis["tangent_metric"], "seconds": seconds,
     }
-    written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
-    result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
-    report = atomic_write_text(out / "report.md", format_report(result))
-    json_path = atomic_write_json(out / "analysis.json", result)
+    json_path, report, written = _write_outputs(out, result, figures)
     print(f"{mi.source['release']} ({mi.source['backbone']['name']}), {len(indices)} "
           f"{data.name}/{data.split} images, {args.steps} steps; ratios z / head output "
           f"({int(100 * args.level)}% CI):")

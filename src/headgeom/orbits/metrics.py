@@ -199,7 +199,9 @@ def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tens
 
     Returns name -> (N,) float64: spread, trace_l2, per_dim_var_l2, trace_raw, per_dim_var_raw,
     d_intra, orbit_effective_rank, (K ≥ 3) curvature_raw, curvature_arc, curvature_arc_scaled,
-    (with an anchor) alignment, plus alignment_steps (N, K) and orbit_means (N, D) of u.
+    (with an anchor) alignment, norm (the mean ‖f_ik‖ of the raw features), plus
+    alignment_steps (N, K), orbit_means (N, D) of u and unit_fraction (N,), the fraction of each
+    orbit's points with a nonzero feature vector.
     Grams: raw G = f fᵀ (norms, and the raw trace as a sum of squares), the centred Gram of
     u (centred in feature space, so small orbits keep their relative precision), and the chord
     Gram of u's first differences (curvatures). About nine passes over (N, K, D) in all.
@@ -234,6 +236,8 @@ def per_image_metrics(f: Tensor, anchor: Tensor | None = None) -> dict[str, Tens
         out["alignment"] = cos.mean(dim=1)
         out["alignment_steps"] = cos
     out["orbit_means"] = means
+    out["norm"] = sq.sqrt().mean(dim=1)
+    out["unit_fraction"] = (sq > 0).to(torch.float64).mean(dim=1)
     return out
 
 

@@ -2,10 +2,12 @@
 
 Every number printed is the JSON's value formatted with :func:`fmt` (4 significant digits), so
 a report can always be checked against analysis.json. Layout: header (model, sha256, data,
-preprocessing, protocol), a summary over families at the head's last point, then per family the
-metrics at every point, the ratios z / point (the paper's compression, the dimension-fair trace
-ratio and the per-dimension ratio side by side; PAPER.md §4 pitfall 4), the controls and the
-orbit figure; then the tangent-metric and Fisher tables when they were computed.
+preprocessing, protocol; or the .npz file and its arrays), a summary over families at the
+head's last point, then per family the out-of-distribution flag (heads trained on raw z fed
+z/‖z‖), the metrics at every point, the ratios z / point (the paper's compression beside the
+global ratio, selectivity and the centred compression; the dimension-fair trace ratio and the
+per-dimension ratio side by side, PAPER.md §4 pitfall 4), the controls and the orbit figure;
+then the tangent-metric and Fisher tables when they were computed.
 """
 
 from __future__ import annotations
@@ -14,17 +16,22 @@ import math
 from typing import Any
 
 __all__ = ["POINT_COLUMNS", "RATIO_COLUMNS", "fmt", "fmt_estimate", "format_report",
-           "format_summary", "last_head_points", "last_points", "summary_rows"]
+           "format_summary", "last_head_points", "last_points", "ood_lines", "summary_rows"]
 
-POINT_COLUMNS = (("spread", "spread"), ("d_intra", "D_intra"), ("d_inter", "D_inter"),
-                 ("class_orbit_ratio", "class/orbit"), ("orbit_effective_rank", "eff. rank"),
-                 ("curvature_raw", "curvature (raw)"), ("curvature_arc", "curvature (arc)"),
-                 ("alignment", "alignment"))
-RATIO_COLUMNS = (("compression", "compression (spread)"), ("trace_ratio", "trace ratio"),
-                 ("per_dim_ratio", "per-dim ratio"), ("trace_ratio_raw", "trace ratio (raw f)"),
+POINT_COLUMNS = (("spread", "spread"), ("global_spread", "global spread"),
+                 ("spread_centred", "spread (centred)"),
+                 ("mean_pairwise_cosine", "mean pairwise cos"), ("d_intra", "D_intra"),
+                 ("d_inter", "D_inter"), ("class_orbit_ratio", "class/orbit"),
+                 ("orbit_effective_rank", "eff. rank"), ("curvature_raw", "curvature (raw)"),
+                 ("curvature_arc", "curvature (arc)"), ("alignment", "alignment"))
+RATIO_COLUMNS = (("compression", "compression (spread)"), ("global_ratio", "global ratio"),
+                 ("selectivity", "selectivity"), ("compression_centred", "compression (centred)"),
+                 ("trace_ratio", "trace ratio"), ("per_dim_ratio", "per-dim ratio"),
+                 ("trace_ratio_raw", "trace ratio (raw f)"),
                  ("per_dim_ratio_raw", "per-dim ratio (raw f)"), ("d_intra_ratio", "D_intra ratio"),
                  ("class_orbit_change", "class/orbit change"))
-SUMMARY_COLUMNS = ("compression", "trace_ratio_raw", "per_dim_ratio_raw", "class_orbit_change")
+SUMMARY_COLUMNS = ("compression", "global_ratio", "selectivity", "compression_centred",
+                   "class_orbit_change")
 
 
 def fmt(x: Any) -> str:
@@ -89,14 +96,22 @@ def format_summary(result: dict[str, Any]) -> str:
     rows = summary_rows(result)
     if not rows:
         return "no head in the checkpoint: per-point metrics of z only (see report.md)"
-    head = f"{'family':<12} {'point':<12} {'compression [95% CI]':<30} {'trace(raw)':>10} " \
-           f"{'per-dim(raw)':>12} {'cls/orb chg':>11} {'fresh':>8} {'random':>8}"
+    head = f"{'family':<12} {'point':<12} {'compression [95% CI]':<30} {'global':>8} " \
+           f"{'selectivity [95% CI]':<30} {'centred':>8} {'cls/orb chg':>11} {'fresh':>8} " \
+           f"{'random':>8}"
     lines = [head]
     for fam, p, c in rows:
         v = lambda k: fmt((c.get(k) or {}).get("value"))  # noqa: E731
         lines.append(f"{fam:<12} {p:<12} {fmt_estimate(c['compression']):<30} "
-                     f"{v('trace_ratio_raw'):>10} {v('per_dim_ratio_raw'):>12} "
-                     f"{v('class_orbit_change'):>11} {v('fresh_head'):>8} {v('random_directions'):>8}")
+                     f"{v('global_ratio'):>8} {fmt_estimate(c['selectivity']):<30} "
+                     f"{v('compression_centred'):>8} {v('class_orbit_change'):>11} "
+                     f"{v('fresh_head'):>8} {v('random_directions'):>8}")
+    flagged = sorted({p for name, fam in result["orbits"]["families"].items()
+                      for p in (fam.get("out_of_distribution") or {}).get("points", {})
+                      if p in {q for f, q, _ in rows if f == name}})
+    if flagged:
+        lines.append(f"out of distribution (head trained on raw z, fed z/||z||): {', '.join(flagged)}; "
+                     f"see report.md")
     return "\n".join(lines)
 
 
@@ -131,11 +146,46 @@ def _header(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _npz_header(result: dict[str, Any]) -> list[str]:
+    src, d = result["source"], result["data"]
+    proto = result["orbits"]["protocol"]
+    arrays = ", ".join(f"`{k}` {tuple(v['shape'])} {v['dtype']}" for k, v in src["arrays"].items())
+    labels = (f"labels: {len(d['per_class'])} classes {d['per_class']}" if d.get("per_class")
+              else "no labels (D_inter and the class/orbit ratio not computed)")
+    return [
+        f"# headgeom analyze: {src['path']}", "",
+        f"- orbit embeddings computed elsewhere (.npz): {arrays}",
+        f"- sha256: `{src['sha256']}`",
+        f"- {d['n_images']} orbits of {proto['steps']} steps; family `{proto['families'][0]}`; {labels}",
+        f"- statistics: {fmt(100 * proto['level'])}% intervals, bootstrap {proto['bootstrap']}, "
+        f"B = {proto['n_boot']}; {proto['precision']}",
+        f"- {fmt(result.get('seconds', {}).get('total'))} s in all",
+    ]
+
+
+def ood_lines(fam: dict[str, Any]) -> list[str]:
+    """The out-of-distribution flag of one family: a line per flagged last head point."""
+    ood = fam.get("out_of_distribution")
+    if not ood:
+        return []
+    lines = [f"**Out of distribution**: {ood['why']}.", ""]
+    for p in last_points(list(ood["points"])):
+        e = ood["points"][p]
+        raw = (f"; fed raw z (`{e['raw_input_point']}`): "
+               f"{fmt_estimate(e['raw_input_mean_pairwise_cosine'])}") if e.get("raw_input_point") else ""
+        lines.append(f"- `{p}`: mean pairwise cosine {fmt_estimate(e['mean_pairwise_cosine'])}{raw}")
+    return lines
+
+
 def _family_section(name: str, fam: dict[str, Any]) -> list[str]:
     xi = fam["xi"]
     lines = ["", f"## {name}", "",
              f"ξ from {xi[0]:g} to {xi[-1]:g} ({fam['units']}), {len(xi)} steps; anchor: "
-             f"{fam['anchor']}.", "", "### Metrics at every point", ""]
+             f"{fam['anchor']}.", ""]
+    ood = ood_lines(fam)
+    if ood:
+        lines += ood + [""]
+    lines += ["### Metrics at every point", ""]
     rows = [[p, str(fam["dims"][p])] + [fmt_estimate(m.get(k)) for k, _ in POINT_COLUMNS]
             for p, m in fam["points"].items()]
     lines.append(_table(["point", "D"] + [t for _, t in POINT_COLUMNS], rows))
@@ -145,7 +195,9 @@ def _family_section(name: str, fam: dict[str, Any]) -> list[str]:
                 for p, r in fam["ratios"].items()]
         lines.append(_table(["point"] + [t for _, t in RATIO_COLUMNS], rows))
     ctrl = fam.get("controls")
-    if ctrl:
+    if ctrl and "omitted" in ctrl:
+        lines += ["", f"Controls: {ctrl['omitted']}."]
+    elif ctrl:
         lines += ["", "### Controls at the head's output", ""]
         rows = []
         for p in last_head_points(fam):
@@ -238,18 +290,26 @@ def _tangent_section(tm: dict[str, Any], has_figure: bool) -> list[str]:
 
 def format_report(result: dict[str, Any]) -> str:
     """The whole report.md (markdown) of a ``headgeom analyze`` result."""
-    lines = _header(result)
+    lines = _npz_header(result) if "source" in result else _header(result)
     rows = summary_rows(result)
     if rows:
         lines += ["", "## Summary: the head's last point", "",
-                  "Ratios are z over the point (> 1: the head shrinks the orbit). fresh / random: "
-                  "compression of a freshly initialised head / of random directions of equal size.",
-                  ""]
+                  "Ratios are z over the point (> 1: the head shrinks the orbit). selectivity = "
+                  "compression / global ratio (> 1: orbits shrink more than the whole cloud; about 1: "
+                  "the head shrinks everything alike). compression (centred): on features centred "
+                  "before normalising. fresh / random: compression of a freshly initialised head / "
+                  "of random directions of equal size.", ""]
         cols = list(SUMMARY_COLUMNS) + ["fresh_head", "random_directions"]
-        titles = ["compression (spread)", "trace ratio (raw f)", "per-dim ratio (raw f)",
+        titles = ["compression (spread)", "global ratio", "selectivity", "compression (centred)",
                   "class/orbit change", "fresh head compression", "random directions compression"]
         lines.append(_table(["family", "point"] + titles,
                             [[f, p] + [fmt_estimate(c.get(k)) for k in cols] for f, p, c in rows]))
+        flagged = [(f, p) for f, p, _ in rows
+                   if p in (result["orbits"]["families"][f].get("out_of_distribution") or {})
+                   .get("points", {})]
+        if flagged:
+            lines += ["", "Out of distribution (a head trained on raw z fed z/‖z‖; see each family): "
+                      + ", ".join(f"{f} `{p}`" for f, p in flagged) + "."]
     for name, fam in result["orbits"]["families"].items():
         lines += _family_section(name, fam)
     has_fig = any(str(p).endswith("tangent_spectra.png")
@@ -257,7 +317,9 @@ def format_report(result: dict[str, Any]) -> str:
     lines += _tangent_section(result.get("tangent_metric") or {"skipped": "not run"}, has_fig)
     lines += ["", "## Definitions", ""]
     lines += [f"- `{k}`: {v}" for k, v in result["orbits"]["definitions"].items()]
-    notes = result["model"].get("notes") or []
+    notes = (result.get("model") or {}).get("notes") or []
     if notes:
         lines += ["", "## Loader notes", ""] + [f"- {n}" for n in notes]
+    if result.get("notes"):
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in result["notes"]]
     return "\n".join(lines) + "\n"
