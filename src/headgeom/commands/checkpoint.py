@@ -6,13 +6,9 @@ from typing import Any
 
 from . import Command
 from .options import add_command
-from .outputs import Output
+from .outputs import json_output
 
 __all__ = ["add_parser"]
-
-
-def _outputs(args: argparse.Namespace) -> list[Output]:
-    return [Output(args.json, "file", "--json")] if args.json else []
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -34,5 +30,5 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="ViT attention heads when not embed_dim // 64")
     p.add_argument("--strict", action="store_true", help="fail if any key is missing or unused")
     p.add_argument("--json", default=None, metavar="FILE", help="also write the summary as JSON to FILE")
-    p.set_defaults(func=Command("headgeom.checkpoints.cli:run", outputs=_outputs))
+    p.set_defaults(func=Command("headgeom.checkpoints.cli:run", outputs=json_output))
     return p

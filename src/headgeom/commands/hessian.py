@@ -6,7 +6,7 @@ from typing import Any
 
 from . import Command
 from .options import add_command, deprecated_alias
-from .outputs import Output
+from .outputs import json_output
 from .vocabulary import OBJECTIVES, READINGS
 
 __all__ = ["add_hessian", "add_version"]
@@ -18,10 +18,6 @@ def add_version(subparsers: Any) -> argparse.ArgumentParser:
                     examples=["headgeom version"])
     p.set_defaults(func=Command("headgeom.cli:run_version"))
     return p
-
-
-def _outputs(args: argparse.Namespace) -> list[Output]:
-    return [Output(args.json, "file", "--json")] if args.json else []
 
 
 def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
@@ -50,5 +46,5 @@ def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
     a("--seed", type=int, default=0)
     a("--json", default=None, metavar="FILE", help="also write the full result (all eigenvalues) as JSON")
     deprecated_alias(p, "--batch", batch)
-    p.set_defaults(func=Command("headgeom.cli:run_hessian", outputs=_outputs))
+    p.set_defaults(func=Command("headgeom.cli:run_hessian", outputs=json_output))
     return p

@@ -14,9 +14,9 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Any, Literal, Sequence
 
-__all__ = ["MIN_FREE_BYTES", "Output", "OutputError", "check_output", "os_error_message"]
+__all__ = ["MIN_FREE_BYTES", "Output", "OutputError", "check_output", "json_output", "os_error_message"]
 
 # Refuse up front when the disk has less than this left: not even a config.json and a first
 # metrics line would fit with room to spare.
@@ -37,6 +37,11 @@ class Output:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
+
+
+def json_output(args: Any) -> list[Output]:
+    """The output of a command whose only file is an optional ``--json FILE``."""
+    return [Output(args.json, "file", "--json")] if args.json else []
 
 
 def _nearest_existing(path: Path) -> Path:
