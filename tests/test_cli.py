@@ -18,7 +18,7 @@ def test_version(capsys):
 
 def test_hessian_prints_table_and_writes_json(tmp_path, capsys):
     out = tmp_path / "h.json"
-    assert main(["hessian", "--head", "6-12-5:silu", "--objective", "negative_cosine", "--batch", "4",
+    assert main(["hessian", "--head", "6-12-5:silu", "--objective", "negative_cosine", "--batch-size", "4",
                  "--json", str(out)]) == 0
     text = capsys.readouterr().out
     for word in ("H_eff", "G", "M", "lambda_min", "reading: ambient", "|M| / |H_eff|"):
@@ -50,7 +50,7 @@ def test_hessian_report_matches_engine_blocks():
 
 def test_pseudo_collapsed_and_dense_and_operator_scopes(capsys):
     for scope in ("dense", "operator"):
-        assert main(["hessian", "--head", "4-8-3:tanh", "--objective", "vicreg", "--batch", "3",
+        assert main(["hessian", "--head", "4-8-3:tanh", "--objective", "vicreg", "--batch-size", "3",
                      "--state", "pseudo-collapsed", "--scope", scope]) == 0
     assert "pseudo-collapsed" in capsys.readouterr().out
 
@@ -60,7 +60,7 @@ def test_hessian_errors_are_clear(capsys):
     assert "head preset" in capsys.readouterr().err
     assert main(["hessian", "--head", "4-8-3:silu", "--objective", "nope"]) == 2
     assert "nope" in capsys.readouterr().err
-    assert main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--batch", "0"]) == 2
+    assert main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--batch-size", "0"]) == 2
     with pytest.raises(SystemExit):
         main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--reading", "bogus"])
 

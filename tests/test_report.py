@@ -81,10 +81,27 @@ def test_report_without_failures_and_with_summary_errors(tmp_path):
 
 def test_short_claims_table():
     text = format_claims_short([dict(CLAIM, incomplete="x")])
-    header, row = text.splitlines()
-    assert header.split() == ["id", "verdict", "measured"]
-    assert row.startswith("C9  supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
-    assert len(format_claims_short([CLAIM], width=20).splitlines()[1].split("  ")[-1]) == 20
+    header, row, total = text.splitlines()
+    assert header == "C9  orbits | shrink"
+    assert row.startswith("  supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
+    assert total == "1 claim entry: 1 supported"
+    assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
+    assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
+
+
+def test_short_claims_table_tells_entries_and_experiments_apart():
+    """Entries of one claim differ by their settings; a claim of another experiment says which."""
+    rows = [dict(CLAIM, setting={"head": h, "preset": "quick"}, verdict=v)
+            for h, v in (("relu", "supported"), ("silu", "not supported"))]
+    ablation = dict(CLAIM, id="C8", experiment="ABLATION", statement="smooth heads escape",
+                    setting={"act": "gelu"}, verdict="inconclusive")
+    lines = format_claims_short([*rows, ablation]).splitlines()
+    assert lines[0].startswith("C9  orbits")
+    assert lines[1].split()[:2] == ["supported", "head=relu"] and "preset" not in lines[1]
+    assert lines[2].split()[:3] == ["not", "supported", "head=silu"]
+    assert lines[3] == "C8 (ABLATION)  smooth heads escape"
+    assert lines[4].startswith("  inconclusive   ratio=")
+    assert lines[5] == "3 claim entries: 1 supported, 1 not supported, 1 inconclusive"
 
 
 def test_figure_file_name():

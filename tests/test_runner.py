@@ -297,7 +297,7 @@ def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     out = tmp_path / "cli"
     assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--no-progress"]) == 0
     text = capsys.readouterr().out
-    assert "verdict" in text and f"{FAKE}  supported" in text and str(out / "report.md") in text
+    assert f"{FAKE}  v is positive\n  supported  v=" in text and str(out / "report.md") in text
     assert (out / "results.json").exists() and (out / "report.md").exists()
 
     # theory keeps experiments with theory=True only

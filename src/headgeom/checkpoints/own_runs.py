@@ -34,7 +34,8 @@ def resolve_checkpoint_path(path: str | os.PathLike[str]) -> Path:
         if not last.is_file():
             raise FileNotFoundError(
                 f"{path} is a directory but not a headgeom run with a checkpoint: {last} does not exist "
-                f"(a run writes it after its first epoch). Pass a checkpoint file or a run directory."
+                f"(a run writes it at the end of every epoch, every --checkpoint-every steps and when it stops at "
+                f"--max-steps). Pass a checkpoint file or a run directory."
             )
         return last
     return path

@@ -71,18 +71,53 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets.\n"
 
 
+def count_noun(n: int, noun: str, plural: str | None = None) -> str:
+    """``"1 claim"``, ``"3 claims"``: ``n`` and the noun in the number it takes."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _distinct_settings(group: list[dict[str, Any]]) -> list[str]:
+    """Per entry, the ``key=value`` of the setting keys whose values differ within ``group``."""
+    settings = [c.get("setting") if isinstance(c.get("setting"), dict) else {} for c in group]
+    keys = list(dict.fromkeys(k for s in settings for k in s))
+    varying = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    return [", ".join(f"{k}={s[k]}" for k in varying if k in s) for s in settings]
+
+
 def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
-    """A plain-text claims table for the terminal: id, verdict, measured (cut to ``width``)."""
+    """A plain-text claims table for the terminal, every line at most ``width`` characters.
+
+    One block per claim id and experiment: a line with the claim id (and the experiment's id when
+    it differs, e.g. ``C8 (ABLATION)``) and the statement, then one line per entry with its
+    verdict, the setting keys that tell the block's entries apart, and the measured values;
+    last, the number of entries per verdict.
+    """
     if not claims:
         return "no claim entries were produced"
-    rows = [("id", "verdict", "measured")]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in claims:
-        meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
-        verdict = c["verdict"] + (" (incomplete)" if c.get("incomplete") else "")
-        rows.append((str(c["id"]), verdict, meas if len(meas) <= width else meas[: width - 3] + "..."))
-    w0 = max(len(r[0]) for r in rows)
-    w1 = max(len(r[1]) for r in rows)
-    return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {m}".rstrip() for a, b, m in rows)
+        groups.setdefault((str(c["id"]), str(c.get("experiment") or c["id"])), []).append(c)
+    verdicts = [c["verdict"] + (" (incomplete)" if c.get("incomplete") else "") for c in claims]
+    w_verdict = max(len(v) for v in verdicts)
+    lines: list[str] = []
+    for (cid, exp), group in groups.items():
+        label = cid if exp == cid else f"{cid} ({exp})"
+        lines.append(_cut(f"{label}  {' '.join(str(group[0].get('statement', '')).split())}", width))
+        distinct = [_cut(d, max(20, width // 3)) for d in _distinct_settings(group)]
+        w_distinct = max(len(d) for d in distinct)
+        for c, d in zip(group, distinct):
+            verdict = c["verdict"] + (" (incomplete)" if c.get("incomplete") else "")
+            meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
+            columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
+            lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in dict.fromkeys(c["verdict"] for c in claims)}
+    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + ": "
+                      + ", ".join(f"{n} {v}" for v, n in counts.items()), width))
+    return "\n".join(lines)
 
 
 def _config_table(config: Any) -> str:

@@ -113,8 +113,8 @@ def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.devi
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; a run writes checkpoints/last.pt after its "
-                                f"first epoch or every --checkpoint-every steps")
+        raise FileNotFoundError(f"no checkpoint at {path}; a run writes checkpoints/last.pt at the end of "
+                                f"every epoch, every --checkpoint-every steps and when it stops at --max-steps")
     try:
         obj = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:

@@ -1,0 +1,56 @@
+"""``headgeom reproduce`` and ``headgeom theory``: their parsers."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from . import Command
+from .options import add_command, deprecated_alias
+from .outputs import Output
+from .vocabulary import EXPERIMENT_IDS, PRESETS, THEORY_IDS
+
+__all__ = ["add_reproduce", "add_theory"]
+
+
+def _outputs(args: argparse.Namespace) -> list[Output]:
+    return [Output(args.out, "dir", "--out")]
+
+
+def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
+    a = p.add_argument
+    a("--preset", choices=PRESETS, default="quick",
+      help="experiment sizes: quick (minutes on 2 CPU cores, default), small, paper")
+    a("--only", default=None, metavar="ID[,ID...]",
+      help=f"run only these experiments, comma-separated; ids: {', '.join(ids)}")
+    a("--out", default="reproduce-out", metavar="DIR",
+      help="output folder for report.md, results.json, figures/ and runs/ (default reproduce-out)")
+    a("--seeds", type=int, default=None, metavar="N", help="override the presets' number of seeds")
+    quiet = a("--quiet", action="store_true", help="no progress bar")
+    a("--checkpoints", default=None, metavar="DIR",
+      help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
+    deprecated_alias(p, "--no-progress", quiet)
+
+
+def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
+    p = add_command(
+        subparsers, "reproduce", help="run registered experiments and write report.md, results.json, figures",
+        description="Run the registered experiments (claims C1...C12 of the paper) cell by cell into "
+        "DIR/runs/, skipping finished cells, and write DIR/report.md, DIR/results.json and DIR/figures/. "
+        "Exits 1 when a cell failed.",
+        examples=["headgeom reproduce                     # quick preset of every experiment, offline",
+                  "headgeom reproduce --only C1,C4 --preset small --seeds 5 --out results",
+                  "headgeom reproduce --only C10 --checkpoints ~/checkpoints   # the official files"])
+    _add_run_options(p, EXPERIMENT_IDS)
+    p.set_defaults(func=Command("headgeom.cli:run_reproduce", outputs=_outputs))
+    return p
+
+
+def add_theory(subparsers: Any) -> argparse.ArgumentParser:
+    p = add_command(
+        subparsers, "theory", help="reproduce restricted to the theory experiments (C1-C7)",
+        description="Same as `headgeom reproduce`, restricted to the theory experiments "
+        f"({', '.join(THEORY_IDS)}).",
+        examples=["headgeom theory", "headgeom theory --only C2 --out theory-out"])
+    _add_run_options(p, THEORY_IDS)
+    p.set_defaults(func=Command("headgeom.cli:run_theory", outputs=_outputs))
+    return p
