@@ -16,7 +16,11 @@ def test_readme_python_example_runs():
 def test_ci_runs_the_readme_setup_and_test_commands():
     text = (ROOT / "README.md").read_text()
     ci = (ROOT / ".ci" / "run").read_text()
-    setup = re.search(r"## Setup.*?```bash\n(.*?)\n```", text, flags=re.S).group(1).strip()
+    setup_section = re.search(r"## Setup\n(.*?)\n## ", text, flags=re.S).group(1)
+    setups = [b.strip() for b in re.findall(r"```bash\n(.*?)\n```", setup_section, flags=re.S)]
     test = re.search(r"## Tests.*?```bash\n(.*?)\n```", text, flags=re.S).group(1).strip()
-    assert setup in ci
+    assert len(setups) == 2  # the setup, then the cluster tests' set-up
+    for setup in setups:
+        assert setup in ci
+    assert ci.index(setups[0]) < ci.index(setups[1]) < ci.index(test.split("&&")[-1].strip())
     assert test.split("&&")[-1].strip() in ci
