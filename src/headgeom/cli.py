@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from headgeom import __version__
+from headgeom.launch.cli import add_launch_options
 
 
 def _cmd_version(args: argparse.Namespace) -> int:
@@ -38,7 +39,8 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     import os
     from pathlib import Path
 
-    from headgeom.experiments.runner import run_experiments
+    from headgeom.experiments.runner import cell_status, run_experiments
+    from headgeom.launch.cli import launcher_from_args, print_submission
     from headgeom.report.markdown import format_claims_short
 
     ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
@@ -47,8 +49,14 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
             raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
                                     f"the official checkpoint files there (see the C10 section of the report)")
         os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
+    if args.status:
+        print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
+        return 0
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
-                          progress=not args.no_progress, theory_only=theory_only)
+                          progress=not args.no_progress, theory_only=theory_only, launcher=launcher_from_args(args))
+    if "waiting" in res:
+        print_submission(res)
+        return 0
     print("\n" + format_claims_short(res["claims"]))
     paths = res["paths"]
     print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")
@@ -79,6 +87,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--checkpoints", default=None, metavar="DIR",
                    help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
+    add_launch_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
