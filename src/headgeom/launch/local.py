@@ -72,19 +72,22 @@ class LocalLauncher:
     def _run_pool(self, tasks: list[CellTask], finish: OnResult) -> None:
         workers = min(self.jobs, len(tasks))
         threads = max(1, usable_cores() // workers)
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=set_threads, initargs=(threads,)) as pool:
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=set_threads, initargs=(threads,))
+        try:
             futures = {pool.submit(t.fn, *t.args): t for t in tasks}
-            try:
-                for fut in as_completed(futures):
-                    task = futures[fut]
-                    try:
-                        res = fut.result()
-                    except Exception as err:  # noqa: BLE001 - a dead worker fails its cells, not the run
-                        res = read_result(task.run_dir)
-                        if res["status"] == "failed":
-                            res["error"] = f"{res['error']} ({type(err).__name__}: {err})"
-                    finish(task, res)
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+            for fut in as_completed(futures):
+                task = futures[fut]
+                try:
+                    res = fut.result()
+                except Exception as err:  # noqa: BLE001 - a dead worker fails its cells, not the run
+                    res = read_result(task.run_dir)
+                    if res["status"] == "failed":
+                        res["error"] = f"{res['error']} ({type(err).__name__}: {err})"
+                finish(task, res)
+        except BaseException:
+            # Ctrl-C: the cells not started are dropped, the running ones end (the interrupt reached
+            # them too) or finish; one shutdown call, since a second one would undo the cancelling
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
