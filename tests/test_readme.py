@@ -126,7 +126,11 @@ def test_readme_python_examples_run():
 
 def test_ci_runs_the_readme_setup_and_test_commands():
     ci = (ROOT / ".ci" / "run").read_text()
-    setup = re.search(r"## Setup.*?```bash\n(.*?)\n```", README, flags=re.S).group(1).strip()
+    setup_section = re.search(r"## Setup\n(.*?)\n## ", README, flags=re.S).group(1)
+    setups = [b.strip() for b in re.findall(r"```bash\n(.*?)\n```", setup_section, flags=re.S)]
     test = re.search(r"## Tests.*?```bash\n(.*?)\n```", README, flags=re.S).group(1).strip()
-    assert setup in ci
+    assert len(setups) == 2  # the setup, then the cluster tests' set-up
+    for setup in setups:
+        assert setup in ci
+    assert ci.index(setups[0]) < ci.index(setups[1]) < ci.index(test.split("&&")[-1].strip())
     assert test.split("&&")[-1].strip() in ci

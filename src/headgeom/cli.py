@@ -63,7 +63,8 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     import os
     from pathlib import Path
 
-    from headgeom.experiments.runner import run_experiments
+    from headgeom.experiments.runner import cell_status, run_experiments
+    from headgeom.launch.cli import launcher_from_args, print_submission
     from headgeom.report.markdown import format_claims_short
 
     ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
@@ -72,8 +73,14 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
             raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
                                     f"the official checkpoint files there (see the C10 section of the report)")
         os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
+    if args.status:
+        print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
+        return 0
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
-                          progress=not args.quiet, theory_only=theory_only)
+                          progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args))
+    if "waiting" in res:
+        print_submission(res)
+        return 0
     print("\n" + format_claims_short(res["claims"]))
     paths = res["paths"]
     print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")

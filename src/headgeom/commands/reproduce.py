@@ -5,6 +5,7 @@ import argparse
 from typing import Any
 
 from . import Command
+from .launch import add_launch_options
 from .options import add_command, deprecated_alias
 from .outputs import Output
 from .vocabulary import EXPERIMENT_IDS, PRESETS, THEORY_IDS
@@ -29,6 +30,7 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a("--checkpoints", default=None, metavar="DIR",
       help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
     deprecated_alias(p, "--no-progress", quiet)
+    add_launch_options(p)
 
 
 def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
@@ -39,7 +41,9 @@ def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
         "Exits 1 when a cell failed.",
         examples=["headgeom reproduce                     # quick preset of every experiment, offline",
                   "headgeom reproduce --only C1,C4 --preset small --seeds 5 --out results",
-                  "headgeom reproduce --only C10 --checkpoints ~/checkpoints   # the official files"])
+                  "headgeom reproduce --only C10 --checkpoints ~/checkpoints   # the official files",
+                  "headgeom reproduce --preset paper --launcher slurm --partition gpu --time 12:00:00",
+                  "headgeom reproduce --preset paper --launcher slurm --status"])
     _add_run_options(p, EXPERIMENT_IDS)
     p.set_defaults(func=Command("headgeom.cli:run_reproduce", outputs=_outputs))
     return p

@@ -20,9 +20,13 @@ verdict (one of ``VERDICTS``) and criterion (the rule the verdict used, in words
 """
 from __future__ import annotations
 
+import importlib
+import pickle
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from headgeom.launch.resources import Resources
 from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
 VERDICTS = ("supported", "not supported", "inconclusive")
@@ -58,11 +62,36 @@ class Experiment:
     run_cell: Callable[[Any, Cell], Metrics]
     summarize: Callable[[Any, list[tuple[Cell, Metrics]]], Summary]
     theory: bool = False  # part of `headgeom theory`
+    # what one cell needs per preset (GPUs, cores, memory, time limit); a preset not named gets Resources()
+    resources: dict[str, Resources] = field(default_factory=dict)
 
     def config(self, preset: str) -> Any:
         if preset not in self.presets:
             raise ValueError(f"experiment {self.id} has no preset {preset!r}; it has {sorted(self.presets)}")
         return self.presets[preset]()
+
+    def cell_resources(self, preset: str) -> Resources:
+        return self.resources.get(preset, Resources())
+
+    def address(self) -> str | None:
+        """The module whose ``EXPERIMENT`` attribute is this experiment (the convention of every
+        module of this package), i.e. what another process (a local worker, a SLURM job) imports to
+        find it; None for an experiment registered otherwise (from a script or a test)."""
+        name = getattr(self.run_cell, "__module__", None)
+        module = sys.modules.get(name) if name else None
+        return name if module is not None and getattr(module, "EXPERIMENT", None) is self else None
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # an experiment pickles as its address, so a cell's call can be sent to another process
+        address = self.address()
+        if address is None:
+            raise pickle.PicklingError(f"experiment {self.id} cannot be sent to another process: no importable module "
+                                       "has it as its EXPERIMENT attribute")
+        return _import_experiment, (address,)
+
+
+def _import_experiment(module: str) -> Experiment:
+    return importlib.import_module(module).EXPERIMENT
 
 
 EXPERIMENTS: dict[str, Experiment] = {}
@@ -118,8 +147,6 @@ def experiment_modules() -> list[str]:
 
 def load_all() -> dict[str, Experiment]:
     """Import every experiment module so that it registers itself."""
-    import importlib
-
     for name in experiment_modules():
         importlib.import_module(f"headgeom.experiments.{name}")
     return EXPERIMENTS

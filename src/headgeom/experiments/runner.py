@@ -19,6 +19,7 @@ its own config, code version and environment).
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import dataclasses
 import datetime as _dt
@@ -33,11 +34,14 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from headgeom.experiments.registry import (EXPERIMENTS, VERDICTS, Experiment, Summary, experiment_modules,
                                           load_all)
 from headgeom.io import atomic_write_json
+from headgeom.launch.cells import CellTask
+from headgeom.launch.local import LocalLauncher
+from headgeom.launch.status import cell_states, format_status
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
 
@@ -314,25 +318,19 @@ def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, t
 
 
 # ----------------------------------------------------------------------------- the runner
-def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
-                    seeds: int | None = None, progress: bool = True, theory_only: bool = False) -> dict:
-    """Run the selected experiments' cells, summarise them, write results.json and report.md.
+Plan = list[tuple[Experiment, Any, list[dict[str, Any]], int, list[str]]]  # (exp, config, cells, n_seeds, notes)
 
-    Returns the results.json content plus ``n_failed`` (failed cells + failed summaries or
-    figures + experiment modules that did not import when everything was selected) and
-    ``paths``. Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
-    from tqdm.auto import tqdm
 
+def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
+                     theory_only: bool = False) -> tuple[Plan, dict[str, str]]:
+    """(the selected experiments with their resolved configs and cells, {module: import error}).
+    Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
     from headgeom.experiments.registry import PRESETS
-    from headgeom.report.figures import use_agg
-    from headgeom.report.markdown import write_report
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1):
         raise ValueError(f"seeds must be a positive integer; got {seeds!r}")
-    out = Path(out)
-    use_agg()
     load_errors = _load()
     try:
         selected = select_experiments(ids, theory_only=theory_only)
@@ -340,62 +338,148 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         if load_errors:
             raise ValueError(f"{err}\nexperiment modules that failed to import: {load_errors}") from err
         raise
-    env = environment()
     plan = []
     for exp in selected:
         config, n_seeds, notes = resolve_config(exp, preset, seeds)
         plan.append((exp, config, list(exp.cells(config, n_seeds)), n_seeds, notes))
+    return plan, load_errors
 
-    total = sum(len(cells) for _, _, cells, _, _ in plan)
-    bar = tqdm(total=total, unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
+
+def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any]) -> list[CellTask]:
+    """One launcher task per cell, in plan order: ``run_one_cell`` into ``out/runs/<ID>/<cell-key>``
+    (portable, i.e. runnable in another process, when the experiment has an importable address)."""
+    tasks = []
+    for exp, config, cells, _, _ in plan:
+        portable = exp.address() is not None
+        for cell in cells:
+            key = cell_key(cell, config)
+            run_dir = out / "runs" / exp.id / key
+            tasks.append(CellTask(f"{exp.id}/{key}", exp.id, run_dir, run_one_cell,
+                                  (exp, config, cell, run_dir, preset, env), exp.cell_resources(preset), portable))
+    return tasks
+
+
+def cell_status(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
+                seeds: int | None = None, theory_only: bool = False) -> str:
+    """Per-cell state of the run folder ``out`` (done, failed, pending, running, missing), with job
+    ids, the error's last line and the log of failed cells; runs and submits nothing."""
+    plan, _ = plan_experiments(ids, preset, seeds, theory_only)
+    tasks = cell_tasks(plan, Path(out), preset, {})
+    return format_status(tasks, cell_states(tasks), Path(out))
+
+
+def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]], n_seeds: int, notes: list[str],
+                      results: dict[Path, dict[str, Any]], out: Path, preset: str) -> tuple[dict, list[dict], int]:
+    """(results.json entry, claims, failed cells + summary errors) of one experiment whose cells
+    all have a result in ``results`` {run_dir: {"status": "done"|"reused"|"failed", ...}}."""
+    t0 = time.perf_counter()
+    ok, failed, reused, cell_time = [], [], 0, 0.0
+    for cell in cells:
+        key = cell_key(cell, config)
+        run_dir = out / "runs" / exp.id / key
+        res = results[run_dir]
+        cell_time += float(res.get("elapsed_s") or 0.0)
+        if res["status"] == "failed":
+            failed.append({"key": key, "cell": jsonable(cell), "error": res["error"],
+                           "error_file": (run_dir / "error.json").relative_to(out).as_posix()})
+        else:
+            reused += res["status"] == "reused"
+            ok.append((cell, res["metrics"]))
+    claims, tables, figures, s_notes, errors = _summarize(exp, config, ok, preset, out, len(failed), len(cells))
+    entry = {
+        "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
+        "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
+        # cells may run side by side or on a cluster: the experiment's time is its cells' plus its summary's
+        "elapsed_s": cell_time + time.perf_counter() - t0, "cells_elapsed_s": cell_time, "tables": tables,
+        "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
+        "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
+    }
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    verdicts = (f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+                if claims else "no claims")
+    print(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {entry['elapsed_s']:.1f} s"
+          f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout, flush=True)
+    return entry, claims, len(failed) + len(errors)
+
+
+def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
+                    seeds: int | None = None, progress: bool = True, theory_only: bool = False,
+                    launcher: Any = None) -> dict:
+    """Run the selected experiments' cells, summarise them, write results.json and report.md.
+
+    ``launcher`` (headgeom.launch; default: every cell in this process, one after another) decides
+    where cells run; each experiment is summarised as soon as its last cell has a result. Returns
+    the results.json content plus ``n_failed`` (failed cells + failed summaries or figures +
+    experiment modules that did not import when everything was selected) and ``paths``; when the
+    launcher left cells queued (SLURM without waiting) nothing is summarised and the return value
+    is ``{"waiting": [cell names], "submitted": [(cell name, job id)], "command", "paths"}``.
+    Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
+    from tqdm.auto import tqdm
+
+    from headgeom.report.figures import use_agg
+    from headgeom.report.markdown import write_report
+
+    out = Path(out)
+    launcher = LocalLauncher(jobs=1) if launcher is None else launcher
+    use_agg()
+    plan, load_errors = plan_experiments(ids, preset, seeds, theory_only)
+    env = environment()
+    tasks = cell_tasks(plan, out, preset, env)
+    bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
+    by_id = {exp.id: (exp, config, cells, n_seeds, notes) for exp, config, cells, n_seeds, notes in plan}
+    left = {exp.id: len(cells) for exp, _, cells, _, _ in plan}
+    results: dict[Path, dict[str, Any]] = {}
+    summaries: dict[str, tuple[dict, list[dict], int]] = {}
+
+    def summarize(exp_id: str) -> None:
+        with _bar_paused(bar):
+            summaries[exp_id] = _experiment_entry(*by_id[exp_id], results, out, preset)
+
+    def on_result(task: CellTask, res: dict[str, Any]) -> None:
+        results[task.run_dir] = res
+        bar.set_description(task.group)
+        bar.update(1)
+        left[task.group] -= 1
+        if left[task.group] == 0:
+            summarize(task.group)
+
+    try:
+        for exp_id in [e for e, n in left.items() if n == 0]:
+            summarize(exp_id)
+        outcome = launcher.run(tasks, on_result)
+    finally:
+        bar.close()
+    paths = {"report": out / "report.md", "results": out / "results.json", "runs": out / "runs",
+             "slurm": out / "slurm"}
+    if outcome.waiting:
+        return {"waiting": [t.name for t in outcome.waiting],
+                "submitted": [(t.name, job) for t, job in outcome.submitted],
+                "command": _command(ids, preset, out, seeds, theory_only), "paths": paths}
+
     experiments: dict[str, Any] = {}
     all_claims: list[dict] = []
     n_failed_total = len(load_errors) if not ids else 0
-    try:
-        for exp, config, cells, n_seeds, notes in plan:
-            t_exp = time.perf_counter()
-            bar.set_description(exp.id)
-            results, failed, reused, cell_time = [], [], 0, 0.0
-            for cell in cells:
-                key = cell_key(cell, config)
-                run_dir = out / "runs" / exp.id / key
-                res = run_one_cell(exp, config, cell, run_dir, preset, env)
-                cell_time += float(res.get("elapsed_s") or 0.0)
-                if res["status"] == "failed":
-                    failed.append({"key": key, "cell": jsonable(cell), "error": res["error"],
-                                   "error_file": (run_dir / "error.json").relative_to(out).as_posix()})
-                else:
-                    reused += res["status"] == "reused"
-                    results.append((cell, res["metrics"]))
-                bar.update(1)
-            claims, tables, figures, s_notes, errors = _summarize(exp, config, results, preset, out,
-                                                                  len(failed), len(cells))
-            elapsed = time.perf_counter() - t_exp
-            experiments[exp.id] = {
-                "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
-                "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
-                "elapsed_s": elapsed, "cells_elapsed_s": cell_time, "tables": tables, "notes": notes + s_notes,
-                "figures": figures, "failed_cells": failed, "errors": errors,
-                "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
-            }
-            all_claims += claims
-            n_failed_total += len(failed) + len(errors)
-            counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
-            verdicts = (f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-                        if claims else "no claims")
-            tqdm.write(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {elapsed:.1f} s"
-                       f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout)
-    finally:
-        bar.close()
-
+    for exp, *_ in plan:
+        entry, claims, n_failed = summaries[exp.id]
+        experiments[exp.id] = entry
+        all_claims += claims
+        n_failed_total += n_failed
     results_json = {
         "preset": preset, "seeds": seeds, "command": _command(ids, preset, out, seeds, theory_only),
-        "experiments": experiments, "claims": all_claims, "environment": env, "load_errors": load_errors,
-        "finished": _now(),
+        "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
+        "load_errors": load_errors, "finished": _now(),
     }
     atomic_write_json(out / "results.json", results_json)
     write_report(out / "report.md", results_json)
     figures = [out / f for e in experiments.values() for f in e["figures"]]
-    return {**results_json, "n_failed": n_failed_total,
-            "paths": {"report": out / "report.md", "results": out / "results.json", "runs": out / "runs",
-                      "figures": figures}}
+    return {**results_json, "n_failed": n_failed_total, "paths": {**paths, "figures": figures}}
+
+
+@contextlib.contextmanager
+def _bar_paused(bar: Any) -> Iterator[None]:
+    """Lines printed inside the block do not tear the progress bar."""
+    bar.clear()
+    try:
+        yield
+    finally:
+        bar.refresh()
