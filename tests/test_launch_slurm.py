@@ -63,7 +63,7 @@ def test_experiments(cluster, monkeypatch):
 
 
 def _slurm(out, *extra):
-    return ["--out", str(out), "--no-progress", "--launcher", "slurm", *extra]
+    return ["--out", str(out), "--quiet", "--launcher", "slurm", *extra]
 
 
 def _cells(out, exp_id):
@@ -112,7 +112,7 @@ def test_slurm_options_need_the_slurm_launcher(tmp_path, capsys):
 @pytest.mark.cluster
 def test_slurm_gives_the_verdicts_and_values_of_the_local_launcher(cluster, tmp_path, capsys):
     only = ["reproduce", "--only", "C2,C7", "--preset", "quick", "--seeds", "1"]
-    assert main([*only, "--out", str(tmp_path / "local"), "--no-progress"]) == 0
+    assert main([*only, "--out", str(tmp_path / "local"), "--quiet"]) == 0
     assert main([*only, *_slurm(tmp_path / "slurm", "--wait")]) == 0
     local = json.loads((tmp_path / "local" / "results.json").read_text())
     slurm = json.loads((tmp_path / "slurm" / "results.json").read_text())
@@ -170,7 +170,7 @@ def test_an_interrupted_training_cell_resumes_from_its_checkpoint(test_experimen
     resubmitted by rerunning the command: the run ends as an uninterrupted one, each step once."""
     cmd = ["reproduce", "--only", training.ID]
     with torch_threads(1):  # a SLURM job of one core runs one thread: the same arithmetic
-        assert main([*cmd, "--preset", "small", "--out", str(tmp_path / "ref"), "--no-progress", "--jobs", "1"]) == 0
+        assert main([*cmd, "--preset", "small", "--out", str(tmp_path / "ref"), "--quiet", "--jobs", "1"]) == 0
     (ref,) = _cells(tmp_path / "ref", training.ID).values()
     reference = json.loads((ref / "done.json").read_text())["metrics"]
     assert reference["logged_steps"] == list(range(1, 17)) and reference["resumed_from_step"] is None

@@ -179,7 +179,7 @@ def test_more_seeds_reuse_old_ones_and_changed_config_gets_new_directories(fake,
 @pytest.mark.parametrize("fake", [{"seeds": 3, "fail_seed": 1}], indirect=True)
 def test_failing_cell_writes_error_json_and_others_still_run(fake, tmp_path, capsys):
     out = tmp_path / "o"
-    assert main(["reproduce", "--only", FAKE, "--out", str(out), "--no-progress"]) == 1
+    assert main(["reproduce", "--only", FAKE, "--out", str(out), "--quiet"]) == 1
     assert sorted(c["seed"] for c in CALLS) == [0, 1, 2]
     by_seed = {json.loads((d / "config.json").read_text())["cell"]["seed"]: d for d in _cell_dirs(out)}
     assert (by_seed[0] / "done.json").exists() and (by_seed[2] / "done.json").exists()
@@ -295,7 +295,7 @@ def test_unknown_id_and_nothing_registered_are_clear_errors(fake, tmp_path, caps
 
 def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     out = tmp_path / "cli"
-    assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--no-progress"]) == 0
+    assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert f"{FAKE}  v is positive\n  supported  v=" in text and str(out / "report.md") in text
     assert (out / "results.json").exists() and (out / "report.md").exists()
@@ -304,7 +304,7 @@ def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t")]) == 2
     assert "not a theory experiment" in capsys.readouterr().err
     EXPERIMENTS[FAKE] = _experiment(theory=True)
-    assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t"), "--seeds", "1", "--no-progress"]) == 0
+    assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t"), "--seeds", "1", "--quiet"]) == 0
     data = json.loads((tmp_path / "t" / "results.json").read_text())
     assert data["command"].startswith("headgeom theory") and data["experiments"][FAKE]["n_cells"] == 1
 

@@ -12,7 +12,7 @@ from headgeom.train import TrainConfig, load_checkpoint, train
 from headgeom.train.cli import add_parser, config_from_args
 
 TINY = ("--method simclr --backbone resnet18 --width 0.125 --head d-32-16 --data shapes "
-        "--data-option n=32 --data-option size=16 --batch-size 8 --device cpu --no-progress").split()
+        "--data-option n=32 --data-option size=16 --batch-size 8 --device cpu --quiet").split()
 
 
 def parse(argv):
