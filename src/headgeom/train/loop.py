@@ -41,6 +41,7 @@ from .config import RESUMABLE_CHANGES, TrainConfig
 from .ddp import init_distributed
 from .loggers import check_logger, open_loggers
 from .optim import build_optimizer
+from .progress import paused
 from .schedules import lr_at
 
 __all__ = ["NonFiniteLossError", "Tracker", "build_method_from_config", "resolve_device", "train"]
@@ -224,7 +225,8 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     tracker = tracker if ctx.main else None
     method.train()
     if tracker is not None and config.track_every and step == 0:
-        log.log(0, _track(tracker, step, method, probe, device))
+        with paused(bar, "tracking geometry at step 0"):
+            log.log(0, _track(tracker, step, method, probe, device))
     t0, start_step, perm, epoch_state = time.perf_counter(), step, None, None
     loss_value = _last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
@@ -269,13 +271,15 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                 record = {"epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
                           **{k: float(v) for k, v in result.get("logs", {}).items()}}
                 bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
+            bar.update(1)  # before the step's tracking and checkpoint, which the bar names while they run
             if track_now and tracker is not None:
-                record = {**record, **_track(tracker, step, method, probe, device)}
+                with paused(bar, f"tracking geometry at step {step}"):
+                    record = {**record, **_track(tracker, step, method, probe, device)}
             if record and log is not None:
                 log.log(step, record)
             if save_now:
-                checkpoint(epoch_state)
-            bar.update(1)
+                with paused(bar, f"saving checkpoint at step {step}"):
+                    checkpoint(epoch_state)
             if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
                 t_warm, warm_step = time.perf_counter(), step
     finally:
