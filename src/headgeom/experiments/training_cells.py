@@ -14,6 +14,7 @@ it; outside the runner (tests, direct calls) it trains into a temporary director
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import tempfile
@@ -98,11 +99,15 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})). A run stopped
     by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
     the stop, and {} (``after`` is not called).
-    Each tracking record is also logged to the runner's metrics.jsonl of the cell."""
-    from headgeom.experiments.runner import log_metrics
+    Each tracking record is also logged to the runner's metrics.jsonl of the cell. Under the runner
+    the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it, as ``config``)."""
+    from headgeom.experiments.runner import current_train_logger, log_metrics
     from headgeom.tracking import GeometryTracker
     from headgeom.train import NonFiniteLossError, train
 
+    logger = current_train_logger()
+    if logger is not None:
+        config = dataclasses.replace(config, logger=logger)
     trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
                 for r in readings]
     with training_directory() as (run_dir, resume):
