@@ -25,7 +25,7 @@ TEXT_SUFFIXES = {".py", ".md", ".sh", ".txt", ".toml", ".cfg", ".json", ".yaml",
 
 OUTSIDE = {
     "the paper notes (cite docs/paper.md)": re.compile(r"\bPAPER" r"\.md"),
-    "the style notes (cite docs/design.md#house-rules)": re.compile(r"\bSTYLE" r"\.md|\bSTYLE rule"),
+    "the style notes (cite docs/design.md#house-rules)": re.compile(r"\bSTYLE(?:" r"\.md|\s+rule|\s*§)"),
     "the method notes (cite docs/design.md#method-interface)": re.compile(r"METHOD" r"_PROTOCOL"),
     "a folder next to the checkout": re.compile(r"\.\./" r"shared"),
     "an absolute machine path": re.compile(r"/" r"work/"),
@@ -166,6 +166,7 @@ def problems_of(repo: Path, text: str, name: str = "src/mod.py") -> list[str]:
     "see PAPER" ".md §4",
     '"""Schedules as pure functions (STYLE' '.md §10)."""',
     "the STYLE" " rule 9",
+    "small problems (STYLE" " §3)",
     "the interface of METHOD" "_PROTOCOL.md",
     "python ../" "shared/data/make_cifar10.py DIR",
     "data under /" "work/shared/data",
