@@ -131,7 +131,6 @@ def check_repository(root: Path = ROOT) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(reason="the references are being rewritten package by package; this marker goes with the last one")
 def test_every_reference_points_inside_the_repository():
     problems = check_repository()
     assert not problems, f"{len(problems)} references point outside the repository or nowhere:\n" + "\n".join(
