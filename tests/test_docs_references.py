@@ -5,8 +5,9 @@ Refused: citations of files that live outside the repository (the paper notes, t
 the method notes, the shared folder next to a checkout, absolute machine paths), issue numbers of
 this project's tracker (an upstream project's issue is cited by its full URL), relative markdown
 links and references to a markdown file under docs/ (with or without an #anchor) whose file or
-anchor does not exist, and section citations (paper.md followed by § and a number) of a section
-docs/paper.md does not have.
+anchor does not exist, paths of repository files (under src/headgeom/, tests/, benchmarks/,
+tools/) that do not exist, and section citations (paper.md followed by § and a number) of a
+section docs/paper.md does not have.
 
 The forbidden names and the synthetic references below are spelled in pieces (adjacent string
 literals) so that this file passes its own scan.
@@ -34,6 +35,8 @@ ISSUE = re.compile(r"\b[Ii]ssues?\s+#?\d+|(?<![\w/&#])#\d+\b")
 UPSTREAM_URL = re.compile(r"https?://github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOCS_REF = re.compile(r"(?<![\w/.])docs/[\w./-]+?\.md(?:#[\w-]+)?")
+REPO_PATH = re.compile(r"(?<![\w./-])(?:src/headgeom|tests|benchmarks|tools|\.ci)/[\w./-]*\w\.(?:py|md|sh|toml)")
+PLACEHOLDER = re.compile(r"cN_|NAME|XXX|[<>{}*]")  # a path pattern such as experiments/cN_name.py
 SECTION_CITE = re.compile(r"paper\.md,?\s*§\s*\d+(?:\.\d+)*(?:\s*(?:,\s*§|and\s*§|[-–]\s*§?)\s*\d+(?:\.\d+)*)*")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$", re.M)
 EXPLICIT_ANCHOR = re.compile(r"""<a\s+(?:id|name)=["']([^"']+)["']""")
@@ -101,6 +104,10 @@ def check_text(text: str, path: Path, root: Path = ROOT) -> list[str]:
             problem = _target_problem(root / ref, anchor or None, root)
             if problem:
                 problems.append(f"{where}: {m.group(0)}: {problem}")
+        for m in REPO_PATH.finditer(line):
+            name = m.group(0).rsplit("/", 1)[-1]
+            if not PLACEHOLDER.search(name) and not (root / m.group(0)).exists():
+                problems.append(f"{where}: {m.group(0)} does not exist")
         if path.suffix == ".md":
             for m in MD_LINK.finditer(line):
                 link = m.group(1).strip("<>")
@@ -157,7 +164,7 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def problems_of(repo: Path, text: str, name: str = "src/mod.py") -> list[str]:
+def problems_of(repo: Path, text: str, name: str = "src/" "mod.py") -> list[str]:
     return check_text(text, repo / name, repo)
 
 
@@ -175,7 +182,7 @@ def problems_of(repo: Path, text: str, name: str = "src/mod.py") -> list[str]:
 ])
 def test_checker_flags_outside_references_and_issue_numbers(repo, bad):
     assert problems_of(repo, f"x = 1\n{bad}\n"), bad
-    assert problems_of(repo, bad)[0].startswith("src/mod.py:1:")
+    assert problems_of(repo, bad)[0].startswith("src/" "mod.py:1:")
 
 
 @pytest.mark.parametrize("good", [
@@ -184,6 +191,7 @@ def test_checker_flags_outside_references_and_issue_numbers(repo, bad):
     "dino's plain last layer (https://github.com/facebookresearch/dino/issues/189, issue 189)",
     "colour = '#1f77b4'; x[#] ; a &#8212; b",
     "docs/" "paper.md §4, pitfall 6",
+    "experiment modules live in src/headgeom/experiments/cN_name.py",
 ])
 def test_checker_accepts_references_inside_the_repository(repo, good):
     assert problems_of(repo, good) == []
@@ -195,6 +203,8 @@ def test_checker_accepts_references_inside_the_repository(repo, good):
     ("docs/" "paper" ".md §4.9", "no section §4.9"),
     ("docs/" "paper.md#c12", "no anchor #c12"),
     ("docs/" "missing.md", "does not exist"),
+    ("run tests/" "test_nothing.py first", "does not exist"),
+    ("bash tools/" "gone.sh", "does not exist"),
 ])
 def test_checker_flags_missing_sections_anchors_and_files(repo, bad, what):
     problems = problems_of(repo, bad)
@@ -208,7 +218,7 @@ def test_checker_follows_relative_markdown_links(repo):
     assert "does not exist" in problems_of(repo, "[bad](../NOWHERE.md)", "docs/" "x.md")[0]
     assert "outside the repository" in problems_of(repo, "[bad](../../elsewhere.md)", "docs/" "x.md")[0]
     # links are markdown syntax: in a .py file the same text is not read as a link
-    assert problems_of(repo, "[bad](paper.md#c9)", "src/mod.py") == []
+    assert problems_of(repo, "[bad](paper.md#c9)", "src/" "mod.py") == []
 
 
 def test_anchor_and_section_parsing():
