@@ -1,4 +1,4 @@
-"""SSL pre-training (issue 4 §5): ``train(config, out_dir)`` and ``headgeom train``.
+"""SSL pre-training: ``train(config, out_dir)`` and ``headgeom train``.
 
 Schedules are pure functions (:mod:`.schedules`), optimizers are built on a method's parameter
 groups (:mod:`.optim`), checkpoints are atomic and never unpickle code (:mod:`.checkpoint`), and

@@ -1,7 +1,7 @@
-"""The resolved settings of one pre-training run (issue 4 §5), as a frozen dataclass.
+"""The resolved settings of one pre-training run, as a frozen dataclass.
 
 A run directory's ``config.json`` holds ``dataclasses.asdict(config)``; :meth:`TrainConfig.from_dict`
-rebuilds it, so a run can be resumed or re-run from its own record (STYLE.md §8).
+rebuilds it, so a run can be resumed or re-run from its own record (house rule 8, docs/design.md#house-rules).
 """
 
 from __future__ import annotations

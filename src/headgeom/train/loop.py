@@ -1,4 +1,4 @@
-"""The pre-training loop (issue 4 §5): short and flat, nanoGPT style.
+"""The pre-training loop: short and flat, nanoGPT style.
 
 Data stay uint8 on the device; each epoch's order is a permutation from a seeded CPU generator;
 views come from ``method.recipe(size)`` on the device with their own generator; forward,
