@@ -48,6 +48,7 @@ def scanned_files(root: Path = ROOT) -> list[Path]:
     for d in SCANNED_DIRS:
         for path in sorted((root / d).rglob("*")):
             if (path.is_file() and path.suffix in TEXT_SUFFIXES and "__pycache__" not in path.parts
+                    and not any(part.endswith(".egg-info") for part in path.parts)  # pip's build output
                     and not any(part.startswith(".") for part in path.relative_to(root).parts)):
                 files.append(path)
     return files
