@@ -25,6 +25,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config, trajectory_figure)
+from headgeom.launch.resources import Resources
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -104,6 +105,12 @@ def paper() -> AblationConfig:
                           out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
                           probe_size=256, block_samples=32, eval_train=None, eval_test=None, device="auto",
                           num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 5-10 min per run (1.5-3 GPU-hours over 18 runs, from the 5 s/epoch goal,
+# not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=90, expected_min=8)}
 
 
 def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -251,4 +258,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

@@ -35,6 +35,7 @@ from typing import Any
 from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
@@ -115,6 +116,12 @@ def paper() -> C11Config:
     return C11Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                      out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
                      orbit_per_class=3, device="auto", num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its orbits and probes (1.5-3 GPU-hours over 9 runs,
+# scaled from C12, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
 
 
 def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -410,4 +417,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

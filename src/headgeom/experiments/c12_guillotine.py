@@ -26,6 +26,7 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
@@ -98,6 +99,12 @@ def paper() -> C12Config:
     return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                      out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
                      rotation_train=10_000, rotation_test=None, device="auto", num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its probes (0.5-1 GPU-hour over 3 runs, from the
+# 5 s/epoch goal, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
 
 
 def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -257,4 +264,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -123,6 +124,12 @@ def paper() -> C9Config:
     return C9Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, vit_options=(),
                     hidden=2048, out_dim=2048, batch_size=256, epochs=50, max_steps=None,
                     orbit_per_class=40, n_boot=2000, device="auto", num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its orbits (1-2 GPU-hours over 6 runs, from the
+# 5 s/epoch goal, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
 
 
 def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -395,4 +402,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

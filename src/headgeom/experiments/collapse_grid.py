@@ -30,6 +30,7 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
     trajectory_figure)
+from headgeom.launch.resources import Resources
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -110,6 +111,12 @@ def paper() -> GridConfig:
     return GridConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                       out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
                       probe_size=256, block_samples=8, device="auto", num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 4-7 min per run (3-5 GPU-hours over 42 runs, from the 5 s/epoch goal,
+# not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=60, expected_min=6)}
 
 
 def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -245,4 +252,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

@@ -19,7 +19,10 @@ class Resources:
     gpus: GPUs per cell; cpus: cores per cell (and torch threads); mem_gb: memory per cell (None:
     the cluster's default share of the cores); time_min: wall-clock limit in minutes (SLURM kills
     the job after it; submitit checkpoints and requeues it 90 s before); partition/account: SLURM's;
-    options: extra sbatch options as (key, value) pairs, e.g. (("constraint", "a100"),)."""
+    options: extra sbatch options as (key, value) pairs, e.g. (("constraint", "a100"),);
+    expected_min: the expected wall-clock minutes of one cell on this allocation (a rough planning
+    figure, its source stated where it is declared; ``headgeom reproduce --dry-run`` turns it into
+    GPU-hours; None: unknown). Not sent to SLURM."""
 
     gpus: int = 0
     cpus: int = 1
@@ -28,6 +31,7 @@ class Resources:
     partition: str | None = None
     account: str | None = None
     options: tuple[tuple[str, str], ...] = ()
+    expected_min: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "cpus", "time_min"):
@@ -36,6 +40,8 @@ class Resources:
                 raise ValueError(f"Resources.{name} must be an integer >= {0 if name == 'gpus' else 1}; got {v!r}")
         if self.mem_gb is not None and not self.mem_gb > 0:
             raise ValueError(f"Resources.mem_gb must be positive or None; got {self.mem_gb!r}")
+        if self.expected_min is not None and not self.expected_min > 0:
+            raise ValueError(f"Resources.expected_min must be positive or None; got {self.expected_min!r}")
 
 
 def parse_time(text: str) -> int:
