@@ -128,6 +128,11 @@ def train_config(config: AblationConfig, act: str, seed: int):
     return simsiam_train_config(config, act, seed, pseudo_collapse=config.pseudo_collapse)
 
 
+def cell_train_config(config: AblationConfig, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["activation"], int(cell["seed"]))
+
+
 def knn_of_run(config: AblationConfig):
     """``after(run_dir)`` for run_training: kNN accuracy at every feature point of the trained run."""
     from headgeom.eval import EvalConfig, evaluate_run
@@ -259,4 +264,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -142,6 +142,11 @@ def train_config(config: C11Config, depth: int, seed: int):
     return simclr_train_config(config, depth_head(depth, config.hidden, config.out_dim), seed)
 
 
+def cell_train_config(config: C11Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, int(cell["depth"]), int(cell["seed"]))
+
+
 def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one depth × seed, then probe the backbone and measure orbits through the head."""
     with torch_threads(config.num_threads):
@@ -418,4 +423,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))

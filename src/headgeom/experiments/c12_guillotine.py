@@ -120,6 +120,11 @@ def train_config(config: C12Config, seed: int):
                                image_size=config.image_size)
 
 
+def cell_train_config(config: C12Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, int(cell["seed"]))
+
+
 def _probe(config: C12Config):
     from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
 
@@ -265,4 +270,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -135,6 +135,11 @@ def train_config(config: C8Config, run: str, seed: int):
     return simsiam_train_config(config, act, seed, pseudo_collapse=alpha, schedule="constant")
 
 
+def cell_train_config(config: C8Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["run"], int(cell["seed"]))
+
+
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one run and return its trajectories and per-run summaries (keys below)."""
     with torch_threads(config.num_threads):
@@ -279,4 +284,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -151,6 +151,11 @@ def train_config(config: C9Config, backbone: str, seed: int):
                                backbone=backbone, backbone_options=options, weight_decay=0.0)
 
 
+def cell_train_config(config: C9Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["backbone"], int(cell["seed"]))
+
+
 def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int = 0) -> tuple[Tensor, Tensor]:
     """(uint8 images (N, 3, H, W), labels (N,)): ``per_class`` test images of each of the first
     ``n_classes`` classes, drawn by a seeded permutation (the same for every cell)."""
@@ -403,4 +408,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))

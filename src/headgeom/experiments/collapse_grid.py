@@ -135,6 +135,11 @@ def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
     return simsiam_train_config(config, act, seed, bn=bn, lr=lr, pseudo_collapse=config.pseudo_collapse)
 
 
+def cell_train_config(config: GridConfig, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"]))
+
+
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one grid run; trajectories, escape and dead-head flags."""
     with torch_threads(config.num_threads):
@@ -253,4 +258,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    train_config=cell_train_config,
 ))
