@@ -48,7 +48,8 @@ def test_sbatch_parameters_map_resources_to_submitit():
     slurm = pytest.importorskip("headgeom.launch.slurm", reason="submitit is not installed")
     params = slurm.sbatch_parameters(Resources(gpus=2, cpus=4, mem_gb=1.5, time_min=30, partition="p", account="a",
                                                options=(("qos", "high"),)), "headgeom-C8")
-    assert params == {"job_name": "headgeom-C8", "time": 30, "nodes": 1, "ntasks_per_node": 1, "cpus_per_task": 4,
+    # 2 GPUs: 2 tasks (DDP ranks), the 4 cores shared out
+    assert params == {"job_name": "headgeom-C8", "time": 30, "nodes": 1, "ntasks_per_node": 2, "cpus_per_task": 2,
                       "gpus_per_node": 2, "mem": "1536M", "partition": "p", "account": "a",
                       "additional_parameters": {"qos": "high"}}
     assert slurm.sbatch_parameters(Resources(), "x") == {"job_name": "x", "time": 60, "nodes": 1,

@@ -51,9 +51,11 @@ class CellJob(submitit.helpers.Checkpointable):
 
 
 def sbatch_parameters(res: Resources, job_name: str) -> dict[str, Any]:
-    """submitit.SlurmExecutor parameters of one cell's allocation (one task on one node)."""
-    params: dict[str, Any] = {"job_name": job_name, "time": res.time_min, "nodes": 1, "ntasks_per_node": 1,
-                              "cpus_per_task": res.cpus}
+    """submitit.SlurmExecutor parameters of one cell's allocation: one node, one task per process
+    of the cell (``res.processes``: one per GPU), the cell's cores shared out over its tasks."""
+    tasks = res.processes
+    params: dict[str, Any] = {"job_name": job_name, "time": res.time_min, "nodes": 1, "ntasks_per_node": tasks,
+                              "cpus_per_task": max(1, res.cpus // tasks)}
     if res.gpus:
         params["gpus_per_node"] = res.gpus
     if res.mem_gb is not None:
