@@ -51,7 +51,7 @@ class TrainConfig:
     ``track_block_samples`` (H_eff blocks of that many probe samples; None = all).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun
+    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
     with more than one process, BatchNorm statistics over the global batch, as one process would
     compute them; no effect on one process or without BatchNorm; headgeom.train.ddp).
     """
