@@ -44,6 +44,7 @@ def test_every_training_experiment_has_the_paper_protocol():
     ("GRID", {"epochs": 49}, "epochs"), ("GRID", {"batch_size": 256}, "batch_size"), ("C8", {"lr": 0.5}, "lr"),
     ("C11", {"data": "shapes"}, "dataset"), ("C11", {"hidden": 1024}, "head"), ("C9", {"width": 0.5}, "backbone"),
     ("GRID", {"seeds": 2}, "seeds"), ("C11", {"orbit_per_class": 4}, "orbit_per_class"),
+    ("C12", {"settings": (("cifar10", "resnet18"),)}, "backbone"), ("C12", {"settings": None}, "runs"),
 ])
 def test_a_preset_that_leaves_the_paper_is_caught(exp_id, changes, key):
     assert key in _differing(exp_id, **changes) - set(DIFFERENCES.get(exp_id, {}))

@@ -94,12 +94,6 @@ DIFFERENCES: dict[str, dict[str, str]] = {
         "families": "adds hue, saturation and blur orbits (the pretrained protocol's), reported beside rotation; "
                     "rotation alone is judged, as in the paper",
     },
-    "C12": {
-        "dataset": "C12's cells are the seeds of one setting (CIFAR-10, ResNet-18); the paper's CIFAR-100 and ViT-Tiny "
-                   "rotation-probe runs need cells over backbone × dataset, not implemented yet",
-        "backbone": "the paper's ViT-Tiny rotation-probe run is not among C12's cells (see dataset)",
-        "runs": "one setting instead of the paper's three: CIFAR-10/ResNet-18, ViT-Tiny, CIFAR-100 (see dataset)",
-    },
 }
 
 
