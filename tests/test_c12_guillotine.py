@@ -109,7 +109,8 @@ def test_each_setting_is_judged_on_its_own():
                + [({"data": "cifar100", "backbone": "resnet18", "seed": s}, _fake(behind)) for s in range(5)])
     summary = summarize(cfg, results)
     verdicts = {(c["setting"]["data"], c["setting"]["probe"]): c["verdict"] for c in summary.claims}
-    assert verdicts == {**{("cifar10", p): "supported" for p in PROBES}, **{("cifar100", p): "not supported" for p in PROBES}}
+    assert verdicts == {**{("cifar10", p): "supported" for p in PROBES},
+                        **{("cifar100", p): "not supported" for p in PROBES}}
     assert [name for name, _ in summary.figures] == ["probes_cifar10_resnet18", "probes_cifar100_resnet18"]
     assert len(summary.tables) == 2 and "cifar100" in summary.tables[1][0]
 

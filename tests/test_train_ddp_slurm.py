@@ -102,6 +102,7 @@ def test_job_layout_reads_torchrun_then_a_slurm_step():
     # a batch script has SLURM_NTASKS and SLURM_PROCID=0 but is no job step: one process
     assert job_layout({"SLURM_NTASKS": "2", "SLURM_PROCID": "0", "SLURM_NODELIST": "vm"}) is None
     assert job_layout({"WORLD_SIZE": "1", "RANK": "0"}) is None and job_layout({}) is None
+    assert job_layout({"SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2"})["master_addr"] == ""  # init says what to set
 
 
 def test_a_cell_of_several_gpus_gets_one_task_per_gpu():

@@ -62,7 +62,8 @@ def _limit(minutes: int) -> str:
 
 
 def _resources_line(res: Resources, n_cells: int) -> str:
-    parts = [f"{res.gpus} GPU" + ("s" if res.gpus != 1 else "") if res.gpus else "no GPU", f"{res.cpus} CPU" + ("s" if res.cpus != 1 else ""),
+    parts = [f"{res.gpus} GPU" + ("s" if res.gpus != 1 else "") if res.gpus else "no GPU",
+             f"{res.cpus} CPU" + ("s" if res.cpus != 1 else ""),
              f"{res.mem_gb:g} GB" if res.mem_gb is not None else "memory: the cluster's default",
              f"time limit {_limit(res.time_min)}"]
     if res.processes > 1:

@@ -57,8 +57,9 @@ PROTOCOL: dict[str, dict[str, Any]] = {
                  "epochs": 50, "batch_size": 512, "lr": 0.05, "track_every": 97},
     "C9": {**SIMCLR, "backbone": (RESNET18, VIT_TINY), "runs": 2, "orbit_classes": 5, "orbit_per_class": 3,
            "steps": 12, "families": "rotation"},  # 12 rotations 0-330°
+    # depth 1/2/3 heads (our count: hidden layers)
     "C11": {**SIMCLR, "head": ("d-2048-2048:relu:nobias:bn:last=bn", "d-2048-2048-2048:relu:nobias:bn:last=bn",
-                               "d-2048-2048-2048-2048:relu:nobias:bn:last=bn"),  # depth 1/2/3 (our count: hidden layers)
+                               "d-2048-2048-2048-2048:relu:nobias:bn:last=bn"),
             "runs": 3, "orbit_classes": 5, "orbit_per_class": 3, "orbit_steps": 12},
     # rotation probe backbone vs head: C10/R18, ViT, C100
     "C12": {**SIMCLR, "dataset": ("cifar10", "cifar100"), "backbone": (RESNET18, VIT_TINY), "runs": 3},

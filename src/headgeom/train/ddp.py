@@ -121,7 +121,7 @@ def job_layout(env: Mapping[str, str]) -> dict[str, str | int] | None:
     nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_NODELIST") or env.get("SLURM_JOB_NODELIST", "")
     port = env.get("MASTER_PORT") or str(20000 + int(env.get("SLURM_JOB_ID", "0")) % 20000)
     return {"rank": int(env["SLURM_PROCID"]), "world": world, "local_rank": int(env.get("SLURM_LOCALID", "0")),
-            "master_addr": env.get("MASTER_ADDR") or first_host(nodes), "master_port": port}
+            "master_addr": env.get("MASTER_ADDR") or (first_host(nodes) if nodes else ""), "master_port": port}
 
 
 def init_distributed(device: torch.device) -> DistContext:
@@ -135,6 +135,9 @@ def init_distributed(device: torch.device) -> DistContext:
         backend = "nccl" if device.type == "cuda" else "gloo"
         if device.type == "cuda":
             torch.cuda.set_device(local)
+        if not (os.environ.get("MASTER_ADDR") or layout["master_addr"]):
+            raise ValueError(f"process {rank} of {world} cannot find the rendezvous: neither MASTER_ADDR nor "
+                             "SLURM's node list (SLURM_STEP_NODELIST) is set; set MASTER_ADDR to the first node")
         # env:// reads the rendezvous from here (under torchrun these are torchrun's own values)
         os.environ.setdefault("MASTER_ADDR", str(layout["master_addr"]))
         os.environ.setdefault("MASTER_PORT", str(layout["master_port"]))
