@@ -125,6 +125,9 @@ def dry_run(ids: list[str] | None, preset: str = "quick", seeds: int | None = No
     plan, load_errors = plan_experiments(ids, preset, seeds, theory_only)
     lines = [f"dry run of --preset {preset} on --launcher {launcher}: {len(plan)} experiment(s); nothing is run, "
              "written or submitted"]
+    if launcher == "local":
+        lines.append("(the resources below are what --launcher slurm asks SLURM for; --launcher local runs every cell "
+                     "as one process on this machine)")
     totals = {"cells": 0, "gpu": 0.0, "gpu_limit": 0.0, "cpu": 0.0, "cpu_limit": 0.0, "unknown": []}
     for exp, config, cells, n_seeds, _ in plan:
         res = with_overrides(exp.cell_resources(preset), **overrides)
