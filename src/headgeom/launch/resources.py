@@ -18,8 +18,8 @@ class Resources:
 
     gpus: GPUs per cell; tasks: processes per cell (None: one per GPU, at least one), which train
     one model together with DDP (headgeom.train.ddp reads SLURM's variables; gloo on CPU, nccl on
-    GPU); cpus: cores per cell, shared out over its tasks (and their torch threads); mem_gb: memory per cell (None:
-    the cluster's default share of the cores); time_min: wall-clock limit in minutes (SLURM kills
+    GPU); cpus: cores per cell, shared out over its tasks (and their torch threads); mem_gb: memory
+    per cell (None: the cluster's default share of the cores); time_min: wall-clock limit in minutes (SLURM kills
     the job after it; submitit checkpoints and requeues it 90 s before); partition/account: SLURM's;
     options: extra sbatch options as (key, value) pairs, e.g. (("constraint", "a100"),);
     expected_min: the expected wall-clock minutes of one cell on this allocation (a rough planning
@@ -48,7 +48,6 @@ class Resources:
             raise ValueError(f"Resources.tasks must be a positive integer or None; got {self.tasks!r}")
         if self.expected_min is not None and not self.expected_min > 0:
             raise ValueError(f"Resources.expected_min must be positive or None; got {self.expected_min!r}")
-
 
     @property
     def processes(self) -> int:
