@@ -55,7 +55,7 @@ def test_dry_run_with_only_and_overrides(tmp_path, capsys, no_subprocess):
 def test_dry_run_of_theory_experiments_says_there_is_no_protocol(tmp_path, capsys, no_subprocess):
     assert main(["theory", "--preset", "paper", "--only", "C1", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out
-    assert "C1 (theory)" in text and "states no protocol" in text and "CPU core-hours" in text
+    assert "C1 (theory)" in text and "states no setting" in text and "CPU core-hours" in text
 
 
 def test_dry_run_errors_like_reproduce(tmp_path, capsys):

@@ -138,8 +138,8 @@ def dry_run(ids: list[str] | None, preset: str = "quick", seeds: int | None = No
         if rows:
             lines += _table(rows)
         else:
-            lines.append(f"  {SECTION} states no protocol for this experiment (a check of the theory on constructed "
-                         "problems); its settings are the config in results.json")
+            lines.append(f"  {SECTION} states no setting for this experiment beyond its claim (a check of the theory "
+                         "on constructed problems); its settings are the config in results.json")
         c = cost(res, len(cells))
         key = "gpu" if res.gpus else "cpu"
         totals["cells"] += len(cells)

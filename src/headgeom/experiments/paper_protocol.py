@@ -1,4 +1,5 @@
-"""The authors' protocol (docs/paper.md §3) as data, and where our paper presets depart from it.
+"""The authors' protocol (docs/paper.md §3, and each claim's setup in §2) as data, and where our
+paper presets depart from it.
 
 The one home of the paper's settings. ``PROTOCOL[id]`` holds, for each key setting of an
 experiment, the value the paper states; a tuple is the set of values over the paper's runs (the
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 __all__ = ["DESCRIBED", "DIFFERENCES", "PROTOCOL", "SECTION", "as_set", "preset_settings", "show", "train_settings"]
 
-SECTION = "docs/paper.md §3"
+SECTION = "docs/paper.md §2-3"
 
 RESNET18 = "resnet18(width=1.0)"  # the CIFAR ResNet-18, 512-d output (§3 Backbones)
 VIT_TINY = "vit_tiny"  # the builder's defaults are §3's ViT-Tiny (patch 4, width 192, 3 heads, MLP 768, 3 layers)
@@ -63,6 +64,9 @@ PROTOCOL: dict[str, dict[str, Any]] = {
             "runs": 3, "orbit_classes": 5, "orbit_per_class": 3, "orbit_steps": 12},
     # rotation probe backbone vs head: C10/R18, ViT, C100
     "C12": {**SIMCLR, "dataset": ("cifar10", "cifar100"), "backbone": (RESNET18, VIT_TINY), "runs": 3},
+    # the theory checks' setups stated in the claims table (§2)
+    "C3": {"depths": (1, 2, 3)},  # "fit heads of depth 1-3 along a curve"
+    "C5": {"lrs": (0.005, 0.05, 0.5), "bn": (False, True)},  # "gradient flow vs GD at lr 0.005/0.05/0.5, ± BN"
     "C10": {"test_images": 50, "image_size": 224, "steps": 12, "releases": 4,
             "families": ("rotation_45", "hue", "saturation", "blur")},
 }
