@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from headgeom.experiments.c12_guillotine import PROBES, C12Config, cells, run_cell, summarize, tie_band, train_config
+from headgeom.experiments.c12_guillotine import (
+    PROBES, C12Config, cell_train_config, cells, run_cell, summarize, tie_band, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
@@ -84,3 +85,37 @@ def test_verdict_follows_the_stated_criterion():
         "knn": "inconclusive", "linear": "inconclusive", "rotation": "inconclusive"}
     assert summary.tables[0][1].count("\n") == 1 + 3
     json.dumps(summary.claims)
+
+
+PAPER_RUNS = (("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18"))
+
+
+def test_settings_give_a_cell_per_dataset_backbone_and_seed():
+    cfg = C12Config(settings=PAPER_RUNS)
+    cs = cells(cfg, 2)
+    assert len(cs) == 6 and cs[2] == {"data": "cifar10", "backbone": "vit_tiny", "seed": 0}
+    vit, c100 = cell_train_config(cfg, cs[2]), cell_train_config(cfg, cs[5])
+    assert (vit.data, vit.backbone, vit.backbone_options) == ("cifar10", "vit_tiny", {})
+    assert (c100.data, c100.backbone, c100.backbone_options, c100.seed) == ("cifar100", "resnet18", {"width": 0.125}, 1)
+    assert cell_train_config(TINY, {"seed": 0}) == train_config(TINY, 0)  # one setting: the cells of before
+    with pytest.raises(ValueError, match="backbone among"):
+        cells(C12Config(settings=(("cifar10", "resnet50"),)), 1)
+
+
+def test_each_setting_is_judged_on_its_own():
+    cfg = dataclasses.replace(TINY, seeds=5, settings=(("cifar10", "resnet18"), ("cifar100", "resnet18")))
+    ahead, behind = {p: 0.05 for p in PROBES}, {p: -0.05 for p in PROBES}
+    results = ([({"data": "cifar10", "backbone": "resnet18", "seed": s}, _fake(ahead)) for s in range(5)]
+               + [({"data": "cifar100", "backbone": "resnet18", "seed": s}, _fake(behind)) for s in range(5)])
+    summary = summarize(cfg, results)
+    verdicts = {(c["setting"]["data"], c["setting"]["probe"]): c["verdict"] for c in summary.claims}
+    assert verdicts == {**{("cifar10", p): "supported" for p in PROBES},
+                        **{("cifar100", p): "not supported" for p in PROBES}}
+    assert [name for name, _ in summary.figures] == ["probes_cifar10_resnet18", "probes_cifar100_resnet18"]
+    assert len(summary.tables) == 2 and "cifar100" in summary.tables[1][0]
+
+
+def test_a_tiny_vit_cell_trains_and_probes():
+    cfg = dataclasses.replace(TINY, vit_options=(("embed_dim", 24),))
+    res = run_cell(cfg, {"data": "shapes", "backbone": "vit_tiny", "seed": 0})
+    assert res["points"][0] == "z" and all(0.0 <= a <= 1.0 for a in res["accuracy"]["knn"].values())

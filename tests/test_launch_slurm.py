@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
+import launch_ddp_experiment as ddp
 import launch_train_experiment as training
 import launch_values_experiment as values
 from headgeom.cli import main
@@ -55,10 +57,10 @@ def test_experiments(cluster, monkeypatch):
     the environment on) so that a job can import their modules."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     runner._load()
-    for exp in (values.EXPERIMENT, training.EXPERIMENT):
+    for exp in (values.EXPERIMENT, training.EXPERIMENT, ddp.EXPERIMENT):
         EXPERIMENTS[exp.id] = exp
     yield
-    for exp in (values.EXPERIMENT, training.EXPERIMENT):
+    for exp in (values.EXPERIMENT, training.EXPERIMENT, ddp.EXPERIMENT):
         EXPERIMENTS.pop(exp.id, None)
 
 
@@ -205,3 +207,20 @@ def test_an_interrupted_training_cell_resumes_from_its_checkpoint(test_experimen
     assert final["resumed_from_step"] > 4
     assert final["logged_steps"] == reference["logged_steps"]
     assert final["final_loss"] == reference["final_loss"]
+
+
+@pytest.mark.cluster
+def test_a_cell_of_two_tasks_trains_one_model_and_is_written_once(test_experiments, tmp_path, capsys):
+    """A cell whose resources ask for 2 tasks is one SLURM job of two tasks (CPU, gloo): rank 0
+    writes the cell's files, rank 1 joins its training and writes nothing of the cell's."""
+    out = tmp_path / "ddp"
+    assert main(["reproduce", "--only", ddp.ID, *_slurm(out, "--wait")]) == 0
+    (cell,) = _cells(out, ddp.ID).values()
+    metrics = json.loads((cell / "done.json").read_text())["metrics"]
+    assert metrics["processes"] == 2 and metrics["logged_steps"] == list(range(1, 7))
+    ranks = [torch.load(cell / f"rank{r}.pt") for r in (0, 1)]
+    for k, v in ranks[0].items():
+        assert torch.equal(ranks[1][k], v), k
+    finals = [x for x in (cell / "metrics.jsonl").read_text().splitlines() if '"kind": "final"' in x]
+    assert len(finals) == 1
+    assert json.loads((out / "results.json").read_text())["experiments"][ddp.ID]["n_failed"] == 0

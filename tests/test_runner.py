@@ -343,3 +343,21 @@ def test_every_listed_experiment_module_registers_an_experiment():
         exp = getattr(mod, "EXPERIMENT", None)
         assert isinstance(exp, Experiment), f"{name} registers no EXPERIMENT; add it to NOT_EXPERIMENTS"
         assert EXPERIMENTS[exp.id] is exp
+
+
+def test_a_rank_other_than_0_runs_the_cell_and_writes_nothing(fake, tmp_path, monkeypatch):
+    """In a cell of several SLURM tasks, rank 1 runs the cell (its training would join rank 0's DDP
+    job) but leaves every file of the cell to rank 0; log_metrics writes nothing there either."""
+    config, cell, run_dir = FakeConfig(), {"seed": 0, "tag": "a/b"}, tmp_path / "cell"
+    monkeypatch.setenv("SLURM_STEP_NUM_TASKS", "2")
+    monkeypatch.setenv("SLURM_PROCID", "1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    res = runner.run_one_cell(fake, config, cell, run_dir, "quick", {})
+    assert res == {"status": "follower"} and CALLS == [cell] and not run_dir.exists()
+    monkeypatch.setenv("SLURM_PROCID", "0")  # rank 0 of the same step runs it as usual
+    env = runner.environment()
+    assert runner.run_one_cell(fake, config, cell, run_dir, "quick", env)["status"] == "done"
+    assert (run_dir / "done.json").exists() and len(CALLS) == 2
+    monkeypatch.setenv("SLURM_PROCID", "1")  # a finished cell: the follower has nothing to join
+    assert runner.run_one_cell(fake, config, cell, run_dir, "quick", env) == {"status": "follower"}
+    assert len(CALLS) == 2

@@ -63,6 +63,7 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     import os
     from pathlib import Path
 
+    from headgeom.experiments.dry_run import dry_run
     from headgeom.experiments.runner import cell_status, run_experiments
     from headgeom.launch.cli import launcher_from_args, print_submission
     from headgeom.report.markdown import format_claims_short
@@ -75,6 +76,11 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
             raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
                                     f"the official checkpoint files there (see the C10 section of the report)")
         os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
+    if args.dry_run:
+        print(dry_run(ids, preset=args.preset, seeds=args.seeds, theory_only=theory_only, launcher=args.launcher,
+                      partition=args.partition, account=args.account, gpus=args.gpus_per_cell, time=args.time,
+                      options=args.slurm_option))
+        return 0
     if args.status:
         print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
         return 0

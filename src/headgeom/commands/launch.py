@@ -23,6 +23,10 @@ def add_launch_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--status", action="store_true",
                    help="print every cell's state (done, failed with its log and error, pending, running, "
                         "missing) and exit; runs and submits nothing")
+    g.add_argument("--dry-run", action="store_true",
+                   help="print each experiment's cells, its key settings against the paper's (with why they "
+                        "differ), the resources per cell and the GPU-hours they add up to, and exit; runs, "
+                        "writes and submits nothing")
     g.add_argument("--wait", action="store_true",
                    help="slurm: wait for the jobs and write the report (default: submit and return; rerun the "
                         "same command later to aggregate finished cells and resubmit failed ones)")

@@ -45,6 +45,7 @@ def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
         examples=["headgeom reproduce                     # quick preset of every experiment, offline",
                   "headgeom reproduce --only C1,C4 --preset small --seeds 5 --out results",
                   "headgeom reproduce --only C10 --checkpoints ~/checkpoints   # the official files",
+                  "headgeom reproduce --preset paper --dry-run    # cells, settings vs the paper, GPU-hours",
                   "headgeom reproduce --preset paper --launcher slurm --partition gpu --time 12:00:00",
                   "headgeom reproduce --preset paper --launcher slurm --status"])
     _add_run_options(p, EXPERIMENT_IDS)

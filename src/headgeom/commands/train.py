@@ -96,7 +96,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--no-channels-last", dest="channels_last", action="store_const", const=False, default=None,
       help="no channels_last memory format on GPU")
     a("--no-sync-bn", dest="sync_bn", action="store_const", const=False, default=None,
-      help="under torchrun, keep BatchNorm statistics per process instead of over the global batch")
+      help="under torchrun or srun, keep BatchNorm statistics per process instead of over the global batch")
     quiet = a("--quiet", dest="progress", action="store_const", const=False, default=None, help="no progress bar")
     a("--out", required=True, metavar="RUN_DIR", help="run directory")
     a("--resume", action="store_true", help="continue RUN_DIR from checkpoints/last.pt with its stored settings")

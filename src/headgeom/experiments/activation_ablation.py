@@ -25,6 +25,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config, trajectory_figure)
+from headgeom.launch.resources import Resources
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -106,6 +107,12 @@ def paper() -> AblationConfig:
                           num_threads=None)
 
 
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 5-10 min per run (1.5-3 GPU-hours over 18 runs, from the 5 s/epoch goal,
+# not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=90, expected_min=8)}
+
+
 def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per activation × seed."""
     bad = [a for a in config.activations if a not in ACTIVATIONS]
@@ -119,6 +126,11 @@ def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, An
 
 def train_config(config: AblationConfig, act: str, seed: int):
     return simsiam_train_config(config, act, seed, pseudo_collapse=config.pseudo_collapse)
+
+
+def cell_train_config(config: AblationConfig, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["activation"], int(cell["seed"]))
 
 
 def knn_of_run(config: AblationConfig):
@@ -251,4 +263,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -41,6 +41,7 @@ import torch
 from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message
 from headgeom.experiments.c10_summary import STATEMENT, summarize
 from headgeom.experiments.registry import Experiment, register, torch_threads
+from headgeom.launch.resources import Resources
 from headgeom.orbits.model_input import prepare_images
 
 __all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper",
@@ -111,6 +112,11 @@ def paper() -> C10Config:
     the measured quick cells, a few minutes on one GPU.
     """
     return C10Config(preset="paper", n_classes=10, per_class=5, families=FAMILIES, steps=12, n_boot=1000)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per checkpoint: about 2,550 224-px forward passes, a few minutes (estimated, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=60, expected_min=5)}
 
 
 def _validate(config: C10Config) -> None:
@@ -262,4 +268,5 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
 ))

@@ -35,6 +35,7 @@ from typing import Any
 from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
@@ -117,6 +118,12 @@ def paper() -> C11Config:
                      orbit_per_class=3, device="auto", num_threads=None)
 
 
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its orbits and probes (1.5-3 GPU-hours over 9 runs,
+# scaled from C12, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
+
+
 def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per seed × depth, seed-major (every depth of seed 0 first, so pairs finish early)."""
     n = config.seeds if seeds is None else seeds
@@ -133,6 +140,11 @@ def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
 def train_config(config: C11Config, depth: int, seed: int):
     """The headgeom.train.TrainConfig of one cell (the paper's SimCLR, module docstring)."""
     return simclr_train_config(config, depth_head(depth, config.hidden, config.out_dim), seed)
+
+
+def cell_train_config(config: C11Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, int(cell["depth"]), int(cell["seed"]))
 
 
 def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
@@ -410,4 +422,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -12,13 +12,18 @@ the paper's probes predicted rotations, class probes are reported too). With ``h
 containing "l2", the head points are also read with the paper's L2-normalised input (pitfall 5,
 points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the dataset's test split.
 
-Claim per probe type: acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
+Settings: one (dataset, backbone) by default (``data``, ResNet-18); ``settings`` lists several, e.g.
+the paper's three rotation-probe runs, CIFAR-10/ResNet-18, CIFAR-10/ViT-Tiny and CIFAR-100/ResNet-18
+(one cell per setting × seed; each setting judged on its own).
+
+Claim per setting and probe type: acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
 ``margin`` and two standard errors of the difference on the probe's test examples) in >= majority of the
 seeds → supported; < −t in >= majority → not supported; else inconclusive.
 Whether z beats every head layer is reported beside it.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -26,6 +31,7 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
@@ -61,6 +67,9 @@ class C12Config:
     majority: float = 0.8
     device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
+    # (dataset, backbone) pairs, one cell each per seed; None: the one setting (data, "resnet18")
+    settings: tuple[tuple[str, str], ...] | None = None
+    vit_options: tuple[tuple[str, Any], ...] = ()  # vit_tiny builder options (default: the paper's ViT-Tiny)
 
 
 def quick() -> C12Config:
@@ -88,29 +97,59 @@ def small() -> C12Config:
 
 
 def paper() -> C12Config:
-    """The paper's SimCLR run: CIFAR-10, ResNet-18 (d = 512), head 512-2048-2048 ReLU+BN, batch 256,
-    Adam 1e-3, 50 epochs, temperature 0.1; full kNN/linear probes (50,000 / 10,000), rotation probe on
-    10,000 train × 4 and the full test split × 4; 3 seeds, on the GPU.
+    """The paper's three SimCLR runs of the rotation probe: CIFAR-10/ResNet-18 (d = 512), CIFAR-10/ViT-Tiny
+    (192 wide, 3 layers) and CIFAR-100/ResNet-18; head d-2048-2048 ReLU+BN, batch 256, Adam 1e-3, 50 epochs,
+    temperature 0.1; full kNN/linear probes (50,000 / 10,000), rotation probe on 10,000 train × 4 and
+    the full test split × 4; 3 seeds (9 cells), on the GPU.
 
-    Command: ``headgeom reproduce --only C12 --preset paper``. Runtime: roughly 0.5-1 GPU-hour on one
-    H200 (3 runs of 50 epochs plus probes; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
+    Command: ``headgeom reproduce --only C12 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
+    H200 (9 runs of 50 epochs plus probes; a rough estimate from the training stack's 5 s/epoch goal, not
+    run). On 2 CPU cores: not feasible.
     """
     return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                      out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
-                     rotation_train=10_000, rotation_test=None, device="auto", num_threads=None)
+                     rotation_train=10_000, rotation_test=None, device="auto", num_threads=None,
+                     settings=(("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18")))
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its probes (1.5-3 GPU-hours over 9 runs, from the
+# 5 s/epoch goal, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
+
+
+BACKBONES = ("resnet18", "vit_tiny")
 
 
 def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
-    """One cell per seed."""
+    """One cell per seed, or per (dataset, backbone) setting × seed when ``settings`` is given."""
     n = config.seeds if seeds is None else seeds
     if n < 1:
         raise ValueError(f"C12 needs at least one seed; got {n}")
-    return [{"seed": s} for s in range(n)]
+    if config.settings is None:
+        return [{"seed": s} for s in range(n)]
+    bad = [b for _, b in config.settings if b not in BACKBONES]
+    if bad or not config.settings:
+        raise ValueError(f"C12 settings must be (dataset, backbone) pairs with a backbone among {BACKBONES}; "
+                         f"got {config.settings}")
+    return [{"data": d, "backbone": b, "seed": s} for d, b in config.settings for s in range(n)]
 
 
-def train_config(config: C12Config, seed: int):
-    return simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
-                               image_size=config.image_size)
+def setting_of(config: C12Config, cell: dict[str, Any]) -> tuple[str, str]:
+    """(dataset, backbone) of a cell (a cell without them has the config's one setting)."""
+    return cell.get("data", config.data), cell.get("backbone", "resnet18")
+
+
+def train_config(config: C12Config, seed: int, data: str | None = None, backbone: str = "resnet18"):
+    options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
+    tc = simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
+                             backbone=backbone, backbone_options=options, image_size=config.image_size)
+    return tc if data is None or data == tc.data else dataclasses.replace(tc, data=data)
+
+
+def cell_train_config(config: C12Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, int(cell["seed"]), *setting_of(config, cell))
 
 
 def _probe(config: C12Config):
@@ -134,9 +173,9 @@ def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
-    done, _, res = run_training(train_config(config, int(cell["seed"])), (), after=_probe(config))
+    done, _, res = run_training(cell_train_config(config, cell), (), after=_probe(config))
     if done.get("diverged"):
-        raise RuntimeError(f"C12 seed {cell['seed']}: training diverged, nothing to probe: {done['diverged']}")
+        raise RuntimeError(f"C12 {cell}: training diverged, nothing to probe: {done['diverged']}")
     k = str(config.knn_k)
     pts = res["points"]
     acc = {"knn": {p: r["knn_top1"][k] for p, r in pts.items()},
@@ -169,7 +208,8 @@ def tie_band(acc_a: float, acc_b: float, n: int, margin: float) -> float:
 
 
 # ---------------------------------------------------------------- summary
-def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> dict[str, Any]:
+def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
+           setting: tuple[str, str] | None = None) -> dict[str, Any]:
     gaps = [m[f"gap[{probe}]"] for _, m in results]
     bands = [m.get(f"tie_band[{probe}]", config.margin) for _, m in results]
     best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
@@ -178,6 +218,7 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> d
     below = sum(g < -b for g, b in zip(gaps, bands)) / n
     verdict = ("supported" if above >= config.majority
                else "not supported" if below >= config.majority else "inconclusive")
+    data, backbone = setting or (config.data, "resnet18")
     head_out = results[0][1]["head_output_point"]
     meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
             f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
@@ -192,7 +233,8 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> d
                  f"(observed: {above:.0%} above, {below:.0%} below)")
     setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "probe": probe,
-               "reading": "n/a (probe accuracy)", "data": config.data, "backbone": f"resnet18 width {config.width}",
+               "reading": "n/a (probe accuracy)", "data": data,
+               "backbone": f"resnet18 width {config.width}" if backbone == "resnet18" else backbone,
                "steps": config.max_steps or f"{config.epochs} epochs",
                "protocol": {"knn": f"weighted cosine kNN, k = {config.knn_k}, T = 0.1",
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
@@ -234,8 +276,16 @@ def _figure(results: list[tuple[dict, dict]]):
 
 
 def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
-    """One claim per probe type, the accuracy table per point, the per-layer figure."""
-    claims = [_claim(config, results, probe) for probe in PROBES]
+    """Per (dataset, backbone) setting: one claim per probe type, the accuracy table per point, the
+    per-layer figure."""
+    groups: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+    for cell, m in results:
+        groups.setdefault(setting_of(config, cell), []).append((cell, m))
+    claims = [_claim(config, rs, probe, setting) for setting, rs in groups.items() for probe in PROBES]
+    several = len(groups) > 1
+
+    def label(setting: tuple[str, str]) -> str:
+        return f" ({setting[0]}, {setting[1]})" if several else ""
     notes = ["points: z = backbone output; head.i = output of module i of the head's layer list (Linear, BN, "
              "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (docs/paper.md §4 pitfall 5), reported "
              "but not judged.",
@@ -244,9 +294,11 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
         notes.append("shapes draws every image's shape angle and shading direction uniformly, so its image distribution "
                      "is invariant under the 4 rotations: the rotation probe has nothing to find there (chance 0.25) "
                      "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")
-    return Summary(claims=claims,
-                   tables=[("C12: test accuracy per feature point (mean ± std (n seeds))", _table(results))],
-                   figures=[("probes", lambda: _figure(results))], notes=notes)
+    tables = [(f"C12{label(st)}: test accuracy per feature point (mean ± std (n seeds))", _table(rs))
+              for st, rs in groups.items()]
+    figures = [("probes" + (f"_{st[0]}_{st[1]}" if several else ""), lambda rs=rs: _figure(rs))
+               for st, rs in groups.items()]
+    return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 
 
 EXPERIMENT = register(Experiment(
@@ -257,4 +309,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -30,6 +30,7 @@ from headgeom.experiments.registry import Experiment, Summary, check_claim, meas
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
+from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.theory.whitening import (
     best_fit_isotropy,
@@ -100,6 +101,11 @@ def paper() -> C1Config:
     """
     return C1Config(preset="paper", head="512-512-128:silu", batch=32, samples=2, subspaces=2,
                     fit_restarts=1, seeds=5)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; one cell 10-25 s on 2 cores (measured)
+RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=0.5)}
 
 
 def parse_setting(setting: str) -> tuple[str, str]:
@@ -431,4 +437,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

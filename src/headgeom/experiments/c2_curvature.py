@@ -39,6 +39,7 @@ from torch.func import vmap
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.heads import head_from
+from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
@@ -116,6 +117,11 @@ def paper() -> C2Config:
     """
     return C2Config(preset="paper", head="32-128-16:silu", n_samples=16, slice_dims=(2, 3, 4, 5, 6), seeds=5,
                     n_directions=6)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; an m = 6 cell about 30 s on 2 cores (measured)
+RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=0.5)}
 
 
 def _parse_setting(setting: str) -> tuple[str, str]:
@@ -393,4 +399,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

@@ -32,6 +32,7 @@ import torch
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian
+from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
 from headgeom.theory.depth_fit import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
@@ -107,6 +108,11 @@ def paper() -> C3Config:
     """
     return C3Config(preset="paper", d=8, k=16, n_points=64, widths=(16, 64, 256), seeds=5, adam_steps=500,
                     lbfgs_iters=2000, num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; 1-3 hours for 50 cells on 2 cores (estimated, not measured), so 2-4 min per cell
+RESOURCES = {"paper": Resources(cpus=4, mem_gb=8, time_min=120, expected_min=4)}
 
 
 def _validate(config: C3Config) -> None:
@@ -368,4 +374,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

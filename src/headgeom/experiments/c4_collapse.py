@@ -31,6 +31,7 @@ import torch
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
+from headgeom.launch.resources import Resources
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -106,6 +107,11 @@ def paper() -> C4Config:
     the paper's widths.
     """
     return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; one cell 10-30 s on 2 shared cores (measured)
+RESOURCES = {"paper": Resources(cpus=4, mem_gb=8, time_min=30, expected_min=0.5)}
 
 
 def _validate(config: C4Config) -> None:
@@ -364,4 +370,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.launch.resources import Resources
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -66,6 +67,11 @@ def paper() -> C5Config:
     return C5Config(preset="paper", seeds=5, horizon=50.0, n_record=200, rtol=1e-10, atol=1e-12, max_nfev=None,
                     system=dyn.SystemSpec(backbone="linear", n=32, d_in=16, d=8, width=64, k=32,
                                           pred_width=16, init_spread=0.1))
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; minutes per cell (estimated, not measured)
+RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=120, expected_min=10)}
 
 
 def cells(config: C5Config, seeds: int) -> list[dict]:
@@ -281,4 +287,5 @@ EXPERIMENT = register(Experiment(
               "not under gradient flow",
     presets={"quick": quick, "small": small, "paper": paper}, cells=cells, run_cell=run_cell,
     summarize=summarize, theory=True,
+    resources=RESOURCES,
 ))

@@ -42,6 +42,7 @@ from headgeom.geometry.tangents import (
     random_unit_directions,
     rayleigh_quotients,
 )
+from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
 
@@ -107,6 +108,11 @@ def paper() -> C6Config:
     spec = InvarianceSpec(size=24, n_content=12, hidden=256, d=64, head_hidden=256, k=64, steps=2000,
                           n_train=4096, batch=256)
     return C6Config(preset="paper", system=spec, seeds=10, n_eval=128, n_control=16, num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; 30-60 min for the 40 cells of C6 + C7 on 2 cores (estimated, not measured)
+RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=1.5)}
 
 
 def regime_spec(config: C6Config, regime: str) -> InvarianceSpec:
@@ -356,4 +362,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

@@ -34,6 +34,7 @@ from torch.func import jacrev, vmap
 from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
+from headgeom.launch.resources import Resources
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
@@ -87,6 +88,11 @@ def paper() -> C7Config:
     (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     """
     return C7Config(preset="paper", system=c6.paper().system, seeds=10, n_eval=128, num_threads=None)
+
+
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# CPU only; 30-60 min for the 40 cells of C6 + C7 on 2 cores (estimated, not measured)
+RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=1.5)}
 
 
 def cells(config: C7Config, seeds: int | None = None) -> list[dict[str, Any]]:
@@ -318,4 +324,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     theory=True,
+    resources=RESOURCES,
 ))

@@ -28,6 +28,7 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
     simsiam_train_config, trajectory_figure)
+from headgeom.launch.resources import Resources
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -110,6 +111,13 @@ def paper() -> C8Config:
                     track_every=195, probe_size=256, block_samples=32, device="auto", num_threads=None)
 
 
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run (the paper preset's 2-4 GPU-hours over 12 runs, from the
+# training stack's 5 s/epoch goal, not measured); the 2 h limit leaves room, and a run that reaches it
+# is requeued and resumes from its checkpoint
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
+
+
 def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per run × seed."""
     bad = [r for r in config.runs if r not in RUNS]
@@ -125,6 +133,11 @@ def train_config(config: C8Config, run: str, seed: int):
     """The headgeom.train.TrainConfig of one cell."""
     act, alpha = RUNS[run]
     return simsiam_train_config(config, act, seed, pseudo_collapse=alpha, schedule="constant")
+
+
+def cell_train_config(config: C8Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["run"], int(cell["seed"]))
 
 
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
@@ -270,4 +283,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

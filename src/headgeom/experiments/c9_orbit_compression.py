@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.launch.resources import Resources
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -125,6 +126,12 @@ def paper() -> C9Config:
                     orbit_per_class=40, n_boot=2000, device="auto", num_threads=None)
 
 
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 10-20 min per run with its orbits (1-2 GPU-hours over 6 runs, from the
+# 5 s/epoch goal, not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expected_min=15)}
+
+
 def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per backbone × seed."""
     n = config.seeds if seeds is None else seeds
@@ -142,6 +149,11 @@ def train_config(config: C9Config, backbone: str, seed: int):
     options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
     return simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
                                backbone=backbone, backbone_options=options, weight_decay=0.0)
+
+
+def cell_train_config(config: C9Config, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["backbone"], int(cell["seed"]))
 
 
 def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int = 0) -> tuple[Tensor, Tensor]:
@@ -395,4 +407,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -30,6 +30,7 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
     trajectory_figure)
+from headgeom.launch.resources import Resources
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -112,6 +113,12 @@ def paper() -> GridConfig:
                       probe_size=256, block_samples=8, device="auto", num_threads=None)
 
 
+# what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
+# one GPU per run; expected 4-7 min per run (3-5 GPU-hours over 42 runs, from the 5 s/epoch goal,
+# not measured)
+RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=60, expected_min=6)}
+
+
 def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per (activation, bn, lr) × seed."""
     bad = [r for r in config.runs if len(r) != 3 or r[0] not in ("linear", "relu", "silu", "gelu", "softplus", "tanh")]
@@ -126,6 +133,11 @@ def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
 
 def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
     return simsiam_train_config(config, act, seed, bn=bn, lr=lr, pseudo_collapse=config.pseudo_collapse)
+
+
+def cell_train_config(config: GridConfig, cell: dict[str, Any]):
+    """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
+    return train_config(config, cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"]))
 
 
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
@@ -245,4 +257,6 @@ EXPERIMENT = register(Experiment(
     cells=cells,
     run_cell=run_cell,
     summarize=summarize,
+    resources=RESOURCES,
+    train_config=cell_train_config,
 ))

@@ -64,6 +64,9 @@ class Experiment:
     theory: bool = False  # part of `headgeom theory`
     # what one cell needs per preset (GPUs, cores, memory, time limit); a preset not named gets Resources()
     resources: dict[str, Resources] = field(default_factory=dict)
+    # a training experiment: the headgeom.train.TrainConfig of a cell, (config, cell) -> TrainConfig;
+    # None for an experiment that trains nothing (``headgeom reproduce --dry-run`` reads it)
+    train_config: Callable[[Any, Cell], Any] | None = None
 
     def config(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -131,7 +134,7 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
 
 # machinery and the helper modules of experiments (they register nothing)
 NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "c9_measures", "c10_files", "c10_summary",
-                             "c11_measure"})
+                             "c11_measure", "paper_protocol", "dry_run"})
 
 
 def experiment_modules() -> list[str]:

@@ -27,6 +27,7 @@ import hashlib
 import importlib
 import json
 import math
+import os
 import platform
 import re
 import subprocess
@@ -42,10 +43,13 @@ from headgeom.io import atomic_write_json
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
+from headgeom.train.ddp import job_layout
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
 # TrainConfig.logger of the training runs inside the cell being run (headgeom reproduce --logger)
 _TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
+# the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
+_FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_followed_cell", default=None)
 
 
 # ----------------------------------------------------------------------------- JSON and keys
@@ -101,7 +105,7 @@ def cell_key(cell: dict[str, Any], config: Any = None) -> str:
 def current_run_dir() -> Path | None:
     """The run directory of the cell being run (None outside the runner)."""
     current = _LOG_FILE.get()
-    return None if current is None else current[0].parent
+    return _FOLLOWED.get() if current is None else current[0].parent
 
 
 def current_train_logger() -> str | None:
@@ -233,7 +237,14 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
                  env: dict[str, Any], train_logger: str = "jsonl") -> dict[str, Any]:
     """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}.
     ``train_logger``: TrainConfig.logger of the training runs inside the cell (it changes where
-    they log, never what they compute, so it is not part of the cell key)."""
+    they log, never what they compute, so it is not part of the cell key).
+
+    In a cell of several processes (a SLURM job step with several tasks, whose training joins one
+    DDP job: headgeom.train.ddp) only rank 0 does this; the other ranks run the same cell through
+    :func:`follow_cell`, which writes nothing."""
+    layout = job_layout(os.environ)
+    if layout is not None and int(layout["rank"]) != 0:
+        return follow_cell(exp, config, cell, run_dir, train_logger)
     done = run_dir / "done.json"
     if done.exists():
         try:
@@ -274,6 +285,26 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
     atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
                              "elapsed_s": elapsed, "finished": _now()})
     return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
+
+
+def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path,
+                train_logger: str = "jsonl") -> dict[str, Any]:
+    """A rank other than 0 of a multi-process cell: run the cell alongside rank 0 (its training is
+    one DDP job over the ranks; the cell's steps after training run again here, on files rank 0
+    wrote), write nothing, and leave the cell's outcome to rank 0's files; returns {"status": "follower"}
+    or {"status": "failed", ...} (rank 0's error.json is the one reported)."""
+    if (run_dir / "done.json").exists():  # rank 0 reuses it too: nothing to join
+        return {"status": "follower"}
+    token = _FOLLOWED.set(run_dir)
+    logger_token = _TRAIN_LOGGER.set(train_logger)
+    try:
+        exp.run_cell(config, cell)
+    except Exception as err:  # noqa: BLE001 - rank 0 reports the cell
+        return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": None}
+    finally:
+        _TRAIN_LOGGER.reset(logger_token)
+        _FOLLOWED.reset(token)
+    return {"status": "follower"}
 
 
 # ----------------------------------------------------------------------------- summaries

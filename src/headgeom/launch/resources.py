@@ -16,10 +16,15 @@ from dataclasses import dataclass
 class Resources:
     """One cell's allocation (one SLURM job or array task; one local worker process).
 
-    gpus: GPUs per cell; cpus: cores per cell (and torch threads); mem_gb: memory per cell (None:
-    the cluster's default share of the cores); time_min: wall-clock limit in minutes (SLURM kills
+    gpus: GPUs per cell; tasks: processes per cell (None: one per GPU, at least one), which train
+    one model together with DDP (headgeom.train.ddp reads SLURM's variables; gloo on CPU, nccl on
+    GPU); cpus: cores per cell, shared out over its tasks (and their torch threads); mem_gb: memory
+    per cell (None: the cluster's default share of the cores); time_min: wall-clock limit in minutes (SLURM kills
     the job after it; submitit checkpoints and requeues it 90 s before); partition/account: SLURM's;
-    options: extra sbatch options as (key, value) pairs, e.g. (("constraint", "a100"),)."""
+    options: extra sbatch options as (key, value) pairs, e.g. (("constraint", "a100"),);
+    expected_min: the expected wall-clock minutes of one cell on this allocation (a rough planning
+    figure, its source stated where it is declared; ``headgeom reproduce --dry-run`` turns it into
+    GPU-hours; None: unknown). Not sent to SLURM."""
 
     gpus: int = 0
     cpus: int = 1
@@ -28,6 +33,8 @@ class Resources:
     partition: str | None = None
     account: str | None = None
     options: tuple[tuple[str, str], ...] = ()
+    expected_min: float | None = None
+    tasks: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "cpus", "time_min"):
@@ -36,6 +43,16 @@ class Resources:
                 raise ValueError(f"Resources.{name} must be an integer >= {0 if name == 'gpus' else 1}; got {v!r}")
         if self.mem_gb is not None and not self.mem_gb > 0:
             raise ValueError(f"Resources.mem_gb must be positive or None; got {self.mem_gb!r}")
+        if self.tasks is not None and (isinstance(self.tasks, bool) or not isinstance(self.tasks, int)
+                                       or self.tasks < 1):
+            raise ValueError(f"Resources.tasks must be a positive integer or None; got {self.tasks!r}")
+        if self.expected_min is not None and not self.expected_min > 0:
+            raise ValueError(f"Resources.expected_min must be positive or None; got {self.expected_min!r}")
+
+    @property
+    def processes(self) -> int:
+        """Processes (SLURM tasks, DDP ranks) of one cell: ``tasks``, else one per GPU, at least one."""
+        return self.tasks if self.tasks is not None else max(1, self.gpus)
 
 
 def parse_time(text: str) -> int:

@@ -51,9 +51,11 @@ class CellJob(submitit.helpers.Checkpointable):
 
 
 def sbatch_parameters(res: Resources, job_name: str) -> dict[str, Any]:
-    """submitit.SlurmExecutor parameters of one cell's allocation (one task on one node)."""
-    params: dict[str, Any] = {"job_name": job_name, "time": res.time_min, "nodes": 1, "ntasks_per_node": 1,
-                              "cpus_per_task": res.cpus}
+    """submitit.SlurmExecutor parameters of one cell's allocation: one node, one task per process
+    of the cell (``res.processes``: one per GPU), the cell's cores shared out over its tasks."""
+    tasks = res.processes
+    params: dict[str, Any] = {"job_name": job_name, "time": res.time_min, "nodes": 1, "ntasks_per_node": tasks,
+                              "cpus_per_task": max(1, res.cpus // tasks)}
     if res.gpus:
         params["gpus_per_node"] = res.gpus
     if res.mem_gb is not None:
@@ -122,15 +124,25 @@ class SlurmLauncher:
             waiting = still
         return Outcome(results, waiting, submitted)
 
+    def resources(self, task: CellTask) -> Resources:
+        """The task's allocation: its experiment's per-preset resources with the command line's
+        overrides (what the command line names wins)."""
+        return with_overrides(task.resources, **self.overrides)
+
+    def executor(self, group: str, res: Resources) -> submitit.SlurmExecutor:
+        """The submitit executor of one job array (submits nothing until ``submit`` is called on it)."""
+        executor = submitit.SlurmExecutor(folder=self.folder / group, max_num_timeout=self.max_timeouts)
+        executor.update_parameters(**sbatch_parameters(res, f"headgeom-{group}"))
+        return executor
+
     def submit(self, tasks: list[CellTask]) -> list[tuple[CellTask, str]]:
         """One job array per (experiment, resources); writes each cell's slurm.json."""
         groups: dict[tuple[str, Resources], list[CellTask]] = {}
         for t in tasks:
-            groups.setdefault((t.group, with_overrides(t.resources, **self.overrides)), []).append(t)
+            groups.setdefault((t.group, self.resources(t)), []).append(t)
         submitted = []
         for (group, res), members in groups.items():
-            executor = submitit.SlurmExecutor(folder=self.folder / group, max_num_timeout=self.max_timeouts)
-            executor.update_parameters(**sbatch_parameters(res, f"headgeom-{group}"))
+            executor = self.executor(group, res)
             try:
                 with executor.batch():
                     jobs = [executor.submit(CellJob(t.fn), *t.args) for t in members]

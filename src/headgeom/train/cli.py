@@ -16,6 +16,7 @@ from typing import Any
 from headgeom.commands.train import add_parser  # the parser lives with the torch-free parsers
 
 from .config import TrainConfig
+from .ddp import job_layout
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
@@ -64,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2
-    if int(os.environ.get("RANK", "0")) != 0:
-        return 0  # under torchrun rank 0 reports for the job
+    layout = job_layout(os.environ)
+    if layout is not None and int(layout["rank"]) != 0:
+        return 0  # under torchrun or srun rank 0 reports for the job
     if tracker is not None:
         from headgeom.tracking import plot_run
         tracker.write_metadata(Path(args.out) / "tracking.json")  # definitions and the engine path taken

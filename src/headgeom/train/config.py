@@ -54,7 +54,7 @@ class TrainConfig:
     ``RUN_DIR/tensorboard/``; headgeom.train.loggers).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun
+    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
     with more than one process, BatchNorm statistics over the global batch, as one process would
     compute them; no effect on one process or without BatchNorm; headgeom.train.ddp).
     """

@@ -1,0 +1,60 @@
+"""The paper presets against the paper's protocol (headgeom.experiments.paper_protocol, docs/paper.md §3)."""
+import dataclasses
+
+import pytest
+
+from headgeom.experiments.paper_protocol import (
+    DESCRIBED, DIFFERENCES, PROTOCOL, as_set, preset_settings, show, train_settings)
+from headgeom.experiments.registry import load_all
+from headgeom.experiments.runner import plan_experiments
+
+
+def _paper(exp_id, **changes):
+    (exp, config, cells, n_seeds, _), = plan_experiments([exp_id], "paper", None)[0]
+    if changes:
+        config = dataclasses.replace(config, **changes)
+        n_seeds = config.seeds
+        cells = exp.cells(config, n_seeds)
+    return exp, config, cells, n_seeds
+
+
+def _differing(exp_id, **changes):
+    exp, config, cells, n_seeds = _paper(exp_id, **changes)
+    ours = preset_settings(exp, config, cells, n_seeds, list(PROTOCOL[exp_id]))
+    unread = sorted(set(PROTOCOL[exp_id]) - set(ours))
+    assert not unread, f"{exp_id}: the preset does not say {unread}"
+    return {k for k, v in PROTOCOL[exp_id].items() if as_set(v) != as_set(ours[k])}
+
+
+@pytest.mark.parametrize("exp_id", sorted(PROTOCOL))
+def test_the_paper_preset_equals_the_paper_except_the_listed_differences(exp_id):
+    listed = DIFFERENCES.get(exp_id, {})
+    assert _differing(exp_id) == set(listed), "a difference is unlisted, or a listed one is not one any more"
+    assert all(len(why) > 20 for why in listed.values()), "every difference needs its reason"
+
+
+def test_every_training_experiment_has_the_paper_protocol():
+    training = sorted(e.id for e in load_all().values() if e.train_config is not None)
+    assert training and set(training) <= set(PROTOCOL), f"no protocol for {set(training) - set(PROTOCOL)}"
+    assert set(DIFFERENCES) <= set(PROTOCOL) and all(set(DIFFERENCES[i]) <= set(PROTOCOL[i]) for i in DIFFERENCES)
+    assert all(set(DESCRIBED[i]) <= set(PROTOCOL[i]) for i in DESCRIBED)
+
+
+@pytest.mark.parametrize("exp_id, changes, key", [
+    ("GRID", {"epochs": 49}, "epochs"), ("GRID", {"batch_size": 256}, "batch_size"), ("C8", {"lr": 0.5}, "lr"),
+    ("C11", {"data": "shapes"}, "dataset"), ("C11", {"hidden": 1024}, "head"), ("C9", {"width": 0.5}, "backbone"),
+    ("GRID", {"seeds": 2}, "seeds"), ("C11", {"orbit_per_class": 4}, "orbit_per_class"),
+    ("C12", {"settings": (("cifar10", "resnet18"),)}, "backbone"), ("C12", {"settings": None}, "runs"),
+])
+def test_a_preset_that_leaves_the_paper_is_caught(exp_id, changes, key):
+    assert key in _differing(exp_id, **changes) - set(DIFFERENCES.get(exp_id, {}))
+
+
+def test_train_settings_and_show_read_a_train_config():
+    from headgeom.train import TrainConfig
+
+    tc = TrainConfig(method="simclr_oneway", backbone_options={"width": 0.5}, lr=0.001, batch_size=64)
+    s = train_settings(tc)
+    assert (s["backbone"], s["augmentation"], s["lr"], s["batch_size"], s["predictor"]) == (
+        "resnet18(width=0.5)", "paper_simclr", 0.001, 64, None)
+    assert show((0.5, 0.005, None)) == "0.005, 0.5, none" and show(1e-3) == "0.001"
