@@ -288,13 +288,18 @@ def test_tracker_is_called_on_schedule_and_does_not_move_the_run(tmp_path):
             out = method.backbone.eval()(probe[0])
         return {"probe_norm": float(out.norm()), "nan_metric": float("nan")}
 
-    # a run killed before its first checkpoint restarts from step 0 without duplicated lines
+    # a run killed before its first checkpoint: resume refuses (metrics kept), resume_or_start starts
+    # it again from step 0 without duplicated lines
     with pytest.raises(KeyboardInterrupt):
         train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny)
     assert [r["step"] for r in metrics(tmp_path / "a")] == [0, 1, 2]
+    with pytest.raises(ValueError, match="nothing to resume"):
+        train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny,
+              resume=True)
+    assert [r["step"] for r in metrics(tmp_path / "a")] == [0, 1, 2]
     calls.clear()
     train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny,
-          resume=True)
+          resume=True, resume_or_start=True)
     train(cfg(epochs=2), tmp_path / "b", build_method=tiny)
     assert [c[0] for c in calls] == [0, 3, 6] and calls[0][1:] == (2, (8, 3, 16, 16))
     assert [r["step"] for r in metrics(tmp_path / "a")] == list(range(9))
