@@ -192,13 +192,13 @@ def test_truncated_or_foreign_checkpoint_is_a_clear_error(tmp_path):
     last = tmp_path / "checkpoints" / "last.pt"
     bad = tmp_path / "bad.pt"
     bad.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
-    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+    with pytest.raises(CheckpointError, match="is truncated"):
         load_checkpoint(bad)
     torch.save({"weights": torch.ones(2)}, bad)
     with pytest.raises(CheckpointError, match="not a headgeom training checkpoint"):
         load_checkpoint(bad)
     torch.save({"format": "headgeom.train.checkpoint", "obj": TrainConfig(method="x")}, bad)
-    with pytest.raises(CheckpointError, match="never unpickles code"):
+    with pytest.raises(CheckpointError, match="could run code, so nothing was executed"):
         load_checkpoint(bad)
     with pytest.raises(FileNotFoundError):
         load_checkpoint(tmp_path / "missing.pt")

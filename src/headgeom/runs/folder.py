@@ -31,11 +31,20 @@ from typing import Callable, Iterator, Literal
 
 from .lock import RunLock
 
-__all__ = ["CHECKPOINT_WRITTEN", "RunContents", "Start", "claim_run_folder", "inspect_run_folder", "plan_start"]
+__all__ = ["CHECKPOINT_WRITTEN", "RunContents", "Start", "claim_run_folder", "inspect_run_folder",
+           "missing_checkpoint_message", "plan_start"]
 
-CHECKPOINT_WRITTEN = ("checkpoints/last.pt is written at the end of every epoch, every --checkpoint-every "
-                      "steps and when the run stops at --max-steps")
+CHECKPOINT_WRITTEN = ("a run writes checkpoints/last.pt at the end of every epoch, every --checkpoint-every "
+                      "steps and when it stops at --max-steps")
 """When a run has a checkpoint: the one wording of every message that needs it."""
+
+
+def missing_checkpoint_message(path: str | os.PathLike[str]) -> str:
+    """What every command says of a checkpoint file that is not there (when it is a run's last.pt,
+    also when a run writes it)."""
+    path = Path(path)
+    when = f" ({CHECKPOINT_WRITTEN})" if path.parent.name == "checkpoints" and path.name == "last.pt" else ""
+    return f"checkpoint {path} does not exist{when}"
 
 
 @dataclass(frozen=True)
@@ -105,9 +114,10 @@ def plan_start(folder: str | os.PathLike[str], *, resume: bool = False,
         if not have.holds_run:
             raise FileNotFoundError(f"--resume: {folder} is not a run directory (no config.json, no checkpoint); drop "
                                     f"--resume to start one there, or pass --resume-or-start")
-        raise ValueError(f"--resume: nothing to resume in {folder}: it has no checkpoint yet ({CHECKPOINT_WRITTEN}) "
-                         f"and {have.trained_records} metrics record(s) of training, which are kept. Pass "
-                         f"--resume-or-start to start it again from step 0, or --overwrite to replace it")
+        raise ValueError(f"--resume: nothing to resume in {folder}: "
+                         f"{missing_checkpoint_message(folder / 'checkpoints' / 'last.pt')}; its "
+                         f"{have.trained_records} metrics record(s) of training are kept. Pass --resume-or-start "
+                         f"to start it again from step 0, or --overwrite to replace it")
     if not have.holds_run:
         return Start("start")
     if not have.trained or resume_or_start:
