@@ -42,6 +42,7 @@ from headgeom.io import atomic_write_json
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
+from headgeom.runs import RunLock, RunLockedError
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
 
@@ -223,7 +224,23 @@ def resolve_config(exp: Experiment, preset: str, seeds: int | None) -> tuple[Any
 # ----------------------------------------------------------------------------- one cell
 def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
                  env: dict[str, Any]) -> dict[str, Any]:
-    """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}."""
+    """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}.
+
+    ``run_dir`` is locked meanwhile (:class:`headgeom.runs.RunLock`): a cell that another process
+    is running (a second ``reproduce`` on the same ``--out``) is reported failed, its files untouched."""
+    lock = RunLock(run_dir)
+    try:
+        lock.acquire()
+    except RunLockedError as err:
+        return {"status": "failed", "error": f"RunLockedError: {err}", "elapsed_s": None}
+    try:
+        return _run_locked_cell(exp, config, cell, run_dir, preset, env)
+    finally:
+        lock.release()
+
+
+def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
+                     env: dict[str, Any]) -> dict[str, Any]:
     done = run_dir / "done.json"
     if done.exists():
         try:
