@@ -9,7 +9,7 @@ import json
 import pytest
 
 from headgeom.cli import main
-from headgeom.runs.folder import inspect_run_folder, plan_start
+from headgeom.runs.folder import claim_run_folder, inspect_run_folder, plan_start
 
 TINY = ["--method", "simclr", "--backbone", "resnet18", "--width", "0.125", "--head", "d-16-8", "--data", "shapes",
         "--data-option", "n=32", "--data-option", "size=16", "--device", "cpu", "--quiet"]
@@ -54,6 +54,18 @@ def test_the_start_table(tmp_path):
         assert plan_start(folder, overwrite=True).action == "overwrite"
     with pytest.raises(ValueError, match="give one"):
         plan_start(saved, overwrite=True, resume=True)
+
+
+def test_a_refused_claim_leaves_no_folder_behind_and_releases_the_lock(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        with claim_run_folder(tmp_path / "new", resume=True):
+            pass
+    assert not (tmp_path / "new").exists()
+    unsaved = _folder(tmp_path / "unsaved", records=[1])
+    with pytest.raises(FileExistsError):
+        with claim_run_folder(unsaved):
+            pass
+    assert sorted(p.name for p in unsaved.iterdir()) == ["config.json", "metrics.jsonl"]  # kept, lock gone
 
 
 def _err_line(capsys) -> str:

@@ -140,8 +140,16 @@ def claim_run_folder(folder: str | os.PathLike[str], *, resume: bool = False,
     process writes ``folder``; nothing in the folder was changed then.
     """
     say = note or (lambda msg: print(msg, file=sys.stderr))
+    existed = Path(folder).exists()
     with (RunLock(folder, note=say) if writer else contextlib.nullcontext()) as lock:
-        start = plan_start(folder, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite)
+        try:
+            start = plan_start(folder, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite)
+        except BaseException:
+            if writer and not existed:  # refused: leave no empty folder behind
+                lock.release()
+                with contextlib.suppress(OSError):
+                    Path(folder).rmdir()
+            raise
         if writer:
             if start.action == "overwrite" and inspect_run_folder(folder).holds_run:
                 lock.empty_folder()

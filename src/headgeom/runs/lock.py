@@ -145,8 +145,8 @@ class RunLock:
         stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S")
         aside = self.folder.with_name(f".{self.folder.name}.replaced-{stamp}-{os.getpid()}")
         os.rename(self.folder, aside)
-        old, old.folder, old.path, old._fd = RunLock(aside), aside, aside / LOCK_NAME, self._fd
-        self._fd = None
+        old = RunLock(aside)  # the lock now held, on its file's new path
+        old._fd, self._fd = self._fd, None
         self.acquire()  # the folder anew; refused only if another process created and locked it meanwhile
         old.release()
         shutil.rmtree(aside)
