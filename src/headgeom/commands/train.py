@@ -15,7 +15,8 @@ EXAMPLES = [
     "headgeom train --method simsiam --backbone resnet18 --width 0.25 --head d-512-512:silu --data shapes "
     "--epochs 2 --batch-size 128 --max-steps 40 --track-every 20 --out runs/simsiam",
     "headgeom train --out runs/simsiam --resume          # continue to the end of the schedule",
-    "headgeom train --method simsiam --backbone resnet18 --data shapes --epochs 2 --out runs/simsiam --overwrite",
+    "headgeom train --method simsiam --backbone resnet18 --data shapes --epochs 2 --out runs/simsiam --overwrite  "
+    "# start it over",
     "headgeom train --method simclr --backbone resnet18 --data cifar10 --data-dir ~/data --epochs 200 "
     "--batch-size 512 --lr 0.5 --warmup-epochs 10 --checkpoint-every 500 --out runs/simclr",
 ]

@@ -45,7 +45,9 @@ class Holder:
     @classmethod
     def me(cls) -> Holder:
         started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-        return cls(os.getpid(), socket.gethostname(), started, " ".join(sys.argv) or sys.executable)
+        command = " ".join(sys.argv) or sys.executable
+        return cls(os.getpid(), socket.gethostname(), started,
+                   command if len(command) <= 200 else command[:197] + "...")  # the refusal stays one short line
 
     @classmethod
     def parse(cls, text: str) -> Holder | None:
