@@ -60,6 +60,20 @@ def test_a_lock_left_by_a_dead_process_is_taken_over_with_a_note(tmp_path):
     assert "that process is gone" in notes[0]
 
 
+def test_train_takes_over_the_lock_of_a_killed_run_with_a_note(tmp_path, capsys):
+    out = tmp_path / "run"
+    killed = _python("import sys, time; from headgeom.runs import RunLock\n"
+                     "RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(600)", str(out))
+    assert killed.stdout.readline().strip() == "held"
+    killed.kill()  # kill -9: no chance to remove its lock file
+    killed.communicate()
+    assert json.loads((out / LOCK_NAME).read_text())["pid"] == killed.pid
+    assert main(["train", *TINY, "--max-steps", "1", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"took over the lock of {out} left by pid {killed.pid}" in err and "that process is gone" in err
+    assert (out / "done.json").exists() and not (out / LOCK_NAME).exists()
+
+
 def test_emptying_a_locked_folder_is_one_rename_and_keeps_the_lock(tmp_path, monkeypatch):
     folder = tmp_path / "run"
     with RunLock(folder) as lock:
