@@ -45,7 +45,7 @@ class SleepTracker:
 
 def run_cell(config: Config, cell: dict) -> dict:
     with training_directory() as (run_dir, resume):
-        done = train(train_config(config), run_dir, resume=resume, tracker=SleepTracker(config.step_sleep_s))
+        done = train(train_config(config), run_dir, resume_or_start=resume, tracker=SleepTracker(config.step_sleep_s))
         started = json.loads((run_dir / "config.json").read_text())
         logged = [r["step"] for r in read_records(run_dir) if "loss" in r]
     return {"final_loss": done["final_loss"], "step": done["step"], "logged_steps": logged,

@@ -206,7 +206,7 @@ def test_not_a_checkpoint(tmp_path: Path) -> None:
     for path in (empty, text):
         with pytest.raises(CheckpointFormatError, match="not a torch checkpoint"):
             safe_load(path)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(FileNotFoundError, match="missing.pth does not exist$"):
         safe_load(tmp_path / "missing.pth")
 
 

@@ -6,6 +6,7 @@ from that formula, not read from the runner's output.
 import dataclasses
 import json
 import math
+import os
 import statistics
 import subprocess
 from pathlib import Path
@@ -18,6 +19,7 @@ from headgeom.cli import main
 from headgeom.experiments import runner
 from headgeom.experiments.registry import CLAIM_KEYS, EXPERIMENTS, VERDICTS, Experiment, Summary, measured
 from headgeom.experiments.runner import cell_key, jsonable, log_metrics, run_experiments
+from headgeom.runs import LOCK_NAME, RunLock
 
 FAKE = "FAKE_RUNNER"
 CALLS: list[dict] = []
@@ -174,6 +176,23 @@ def test_more_seeds_reuse_old_ones_and_changed_config_gets_new_directories(fake,
     assert res["claims"][0]["measured"]["v"]["value"] == pytest.approx(statistics.mean([2.0, 4.0]))
     assert res["claims"][0]["setting"]["preset"] == "small"
     assert len(_cell_dirs(out)) == 5
+
+
+def test_a_cell_another_process_runs_is_reported_failed_and_left_alone(fake, tmp_path):
+    out = tmp_path / "o"
+    _run(out)
+    victim = _cell_dirs(out)[0]
+    seed = json.loads((victim / "config.json").read_text())["cell"]["seed"]
+    (victim / "done.json").unlink()
+    before = sorted(p.name for p in victim.iterdir())
+    CALLS.clear()
+    with RunLock(victim):  # another open file: refused as another process would be
+        res = _run(out)
+        assert CALLS == [] and sorted(p.name for p in victim.iterdir()) == sorted([*before, LOCK_NAME])
+    failed = res["experiments"][FAKE]["failed_cells"]
+    assert len(failed) == 1 and "RunLockedError" in failed[0]["error"] and f"pid {os.getpid()}" in failed[0]["error"]
+    _run(out)  # once free, the cell runs
+    assert [c["seed"] for c in CALLS] == [seed] and (victim / "done.json").exists()
 
 
 @pytest.mark.parametrize("fake", [{"seeds": 3, "fail_seed": 1}], indirect=True)

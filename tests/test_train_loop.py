@@ -192,13 +192,13 @@ def test_truncated_or_foreign_checkpoint_is_a_clear_error(tmp_path):
     last = tmp_path / "checkpoints" / "last.pt"
     bad = tmp_path / "bad.pt"
     bad.write_bytes(last.read_bytes()[: last.stat().st_size // 2])
-    with pytest.raises(CheckpointError, match="truncated or corrupt"):
+    with pytest.raises(CheckpointError, match="is truncated"):
         load_checkpoint(bad)
     torch.save({"weights": torch.ones(2)}, bad)
     with pytest.raises(CheckpointError, match="not a headgeom training checkpoint"):
         load_checkpoint(bad)
     torch.save({"format": "headgeom.train.checkpoint", "obj": TrainConfig(method="x")}, bad)
-    with pytest.raises(CheckpointError, match="never unpickles code"):
+    with pytest.raises(CheckpointError, match="could run code, so nothing was executed"):
         load_checkpoint(bad)
     with pytest.raises(FileNotFoundError):
         load_checkpoint(tmp_path / "missing.pt")
@@ -288,13 +288,18 @@ def test_tracker_is_called_on_schedule_and_does_not_move_the_run(tmp_path):
             out = method.backbone.eval()(probe[0])
         return {"probe_norm": float(out.norm()), "nan_metric": float("nan")}
 
-    # a run killed before its first checkpoint restarts from step 0 without duplicated lines
+    # a run killed before its first checkpoint: resume refuses (metrics kept), resume_or_start starts
+    # it again from step 0 without duplicated lines
     with pytest.raises(KeyboardInterrupt):
         train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny)
     assert [r["step"] for r in metrics(tmp_path / "a")] == [0, 1, 2]
+    with pytest.raises(ValueError, match="nothing to resume"):
+        train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny,
+              resume=True)
+    assert [r["step"] for r in metrics(tmp_path / "a")] == [0, 1, 2]
     calls.clear()
     train(cfg(epochs=2, track_every=3, probe_size=8), tmp_path / "a", tracker=tracker, build_method=tiny,
-          resume=True)
+          resume=True, resume_or_start=True)
     train(cfg(epochs=2), tmp_path / "b", build_method=tiny)
     assert [c[0] for c in calls] == [0, 3, 6] and calls[0][1:] == (2, (8, 3, 16, 16))
     assert [r["step"] for r in metrics(tmp_path / "a")] == list(range(9))

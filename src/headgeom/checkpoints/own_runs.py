@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError
+from headgeom.checkpoints.safe_load import missing_checkpoint
 
 __all__ = ["HEADGEOM_FORMAT", "is_headgeom_run", "resolve_checkpoint_path", "load_headgeom_run"]
 
@@ -32,11 +33,7 @@ def resolve_checkpoint_path(path: str | os.PathLike[str]) -> Path:
     if path.is_dir():
         last = path / "checkpoints" / "last.pt"
         if not last.is_file():
-            raise FileNotFoundError(
-                f"{path} is a directory but not a headgeom run with a checkpoint: {last} does not exist "
-                f"(a run writes it at the end of every epoch, every --checkpoint-every steps and when it stops at "
-                f"--max-steps). Pass a checkpoint file or a run directory."
-            )
+            raise missing_checkpoint(last)
         return last
     return path
 

@@ -17,6 +17,10 @@ run code. ``safe_load`` reads one in two guarded steps:
    keyed by the exact path found in the file, so torch resolves them without an import.
 
 The file's sha256 is computed on the way (see :mod:`headgeom.checkpoints.official`).
+
+Every command that reads a checkpoint (``checkpoint``, ``analyze``, ``eval``, ``train --resume``)
+reads it through :func:`safe_load`, so a missing, empty, truncated, damaged or foreign file, or a
+pickle that would run code, gets the same one-line message whichever command met it.
 """
 from __future__ import annotations
 
@@ -34,15 +38,19 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import torch
 
+from headgeom.runs.folder import missing_checkpoint_message
+
 __all__ = [
     "CheckpointFormatError", "UnsafeCheckpointError", "InertFunction", "InertNamespace",
-    "LoadedFile", "file_sha256", "scan_globals", "safe_load", "STAND_IN_FUNCTIONS",
+    "LoadedFile", "file_sha256", "missing_checkpoint", "scan_globals", "safe_load", "STAND_IN_FUNCTIONS",
 ]
 
 # torch.save's legacy (non-zip) stream starts with this magic number, pickled (serialization.py).
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _ZIP_MAGIC = b"PK\x03\x04"
 _SCAN_LIMIT = 256 << 20  # a data.pkl larger than this is not a model checkpoint
+_RESTORE = ("restore an intact copy (for a downloaded file, download it again and compare its sha256 with the "
+            "official one)")
 
 STAND_IN_FUNCTIONS = ("exclude_bias_and_norm",)
 """Function names mapped to :class:`InertFunction` whatever module the file says they live in."""
@@ -208,8 +216,7 @@ def _globals_in_pickle(stream: io.BufferedIOBase | io.BytesIO, where: str) -> It
         raise
     except Exception as err:  # pickletools raises ValueError on damaged/short streams
         raise CheckpointFormatError(
-            f"{where} is damaged or truncated: its pickle cannot be parsed ({err}). Download the "
-            f"file again and compare its sha256 with the official one."
+            f"{where} is damaged or truncated: its pickle cannot be parsed ({err}); {_RESTORE}."
         ) from err
     yield "", last_int
 
@@ -231,7 +238,7 @@ def _zip_data_pickle(path: Path) -> bytes:
                 )
             return zf.read(names[0])
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
-        raise CheckpointFormatError(f"{path} is a damaged zip checkpoint ({err}); download it again.") from err
+        raise CheckpointFormatError(f"{path} is a damaged zip checkpoint ({err}); {_RESTORE}.") from err
 
 
 def _scan_file(path: Path) -> tuple[str, list[str]]:
@@ -239,14 +246,15 @@ def _scan_file(path: Path) -> tuple[str, list[str]]:
     with open(path, "rb") as fh:
         head = fh.read(16)
     size = path.stat().st_size
+    if size == 0:
+        raise CheckpointFormatError(f"{path} is empty (0 bytes), not a torch checkpoint; {_RESTORE}.")
     if zipfile.is_zipfile(path):
         data = _zip_data_pickle(path)
         return "zip", [g for g, _ in _globals_in_pickle(io.BytesIO(data), str(path)) if g]
     if head.startswith(_ZIP_MAGIC):
         raise CheckpointFormatError(
-            f"{path} starts like a torch zip checkpoint but its zip directory (at the end of the "
-            f"file) is missing: the file is truncated ({size} bytes). Download it again and compare "
-            f"its sha256 with the official one."
+            f"{path} is truncated ({size} bytes): it starts like a torch zip checkpoint but its zip "
+            f"directory (at the end of the file) is missing; {_RESTORE}."
         )
     if not head.startswith(b"\x80"):
         raise CheckpointFormatError(
@@ -291,6 +299,11 @@ def _allow(path: Path, names: tuple[str, ...]) -> list[tuple[Callable[..., Any] 
     return extra
 
 
+def missing_checkpoint(path: str | os.PathLike[str]) -> FileNotFoundError:
+    """The error for a checkpoint that is not there (one wording for every command)."""
+    return FileNotFoundError(missing_checkpoint_message(path))
+
+
 def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
     """Load a torch checkpoint on the CPU without executing pickled code.
 
@@ -301,7 +314,7 @@ def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
     """
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path} does not exist (or is not a file).")
+        raise missing_checkpoint(path)
     container, names = scan_globals(path)
     extra = _allow(path, names)
     try:
@@ -310,9 +323,10 @@ def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
     except pickle.UnpicklingError as err:  # torch's own unpickler refused something the scan let by
         raise UnsafeCheckpointError(f"refusing to load {path}: torch's restricted unpickler said: {err}") from err
     except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile, OSError, KeyError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise CheckpointFormatError(
-            f"{path} could not be read as a torch checkpoint ({type(err).__name__}: {err}); it may be "
-            f"truncated or damaged. Download it again and compare its sha256 with the official one."
+            f"{path} could not be read as a torch checkpoint ({type(err).__name__}: {first}); it may be "
+            f"truncated or damaged; {_RESTORE}."
         ) from err
     stand_ins = tuple(full for _, full in extra if full not in _NUMPY)
     return LoadedFile(obj=obj, path=path, sha256=file_sha256(path), size_bytes=path.stat().st_size,

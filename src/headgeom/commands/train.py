@@ -16,6 +16,8 @@ EXAMPLES = [
     "--epochs 2 --batch-size 128 --max-steps 40 --track-every 20 --out runs/simsiam",
     "headgeom train --out runs/simsiam --resume          # continue to the end of the schedule",
     "headgeom train --out runs/simsiam --resume --logger tensorboard   # also TensorBoard scalars from here on",
+    "headgeom train --method simsiam --backbone resnet18 --data shapes --epochs 2 --out runs/simsiam --overwrite  "
+    "# start it over",
     "headgeom train --method simclr --backbone resnet18 --data cifar10 --data-dir ~/data --epochs 200 "
     "--batch-size 512 --lr 0.5 --warmup-epochs 10 --checkpoint-every 500 --out runs/simclr",
 ]
@@ -33,9 +35,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="pre-train an SSL method (simclr, simsiam, byol, vicreg, barlow_twins, dino) with any head",
         description="Pre-train an SSL method into RUN_DIR: config.json, metrics.jsonl (step, epoch, loss, lr, "
         "...), checkpoints/last.pt (every epoch, every --checkpoint-every steps and at the stop) and done.json. "
-        "--resume continues RUN_DIR from its last checkpoint with its stored settings (bit-identical on CPU).",
+        "--resume continues RUN_DIR from its last checkpoint with its stored settings (bit-identical on CPU). "
+        "RUN_DIR is locked while a process writes it: a second one is refused.",
         usage="headgeom train --method NAME --backbone NAME [--head SPEC] [--predictor SPEC] --data NAME "
-        "[--data-dir DIR] [--epochs E] [--max-steps S] [--batch-size B] [--seed S] --out RUN_DIR [--resume] "
+        "[--data-dir DIR] [--epochs E] [--max-steps S] [--batch-size B] [--seed S] --out RUN_DIR "
+        "[--resume | --resume-or-start | --overwrite] "
         "[options]",
         examples=EXAMPLES)
     a = p.add_argument
@@ -99,7 +103,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help="under torchrun or srun, keep BatchNorm statistics per process instead of over the global batch")
     quiet = a("--quiet", dest="progress", action="store_const", const=False, default=None, help="no progress bar")
     a("--out", required=True, metavar="RUN_DIR", help="run directory")
-    a("--resume", action="store_true", help="continue RUN_DIR from checkpoints/last.pt with its stored settings")
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--resume", action="store_true",
+                       help="continue RUN_DIR from checkpoints/last.pt with its stored settings; refused when "
+                       "no checkpoint was written yet")
+    start.add_argument("--resume-or-start", action="store_true",
+                       help="--resume when RUN_DIR has a checkpoint, else start it from step 0 (a job script "
+                       "that is requeued)")
+    start.add_argument("--overwrite", action="store_true",
+                       help="replace the run in RUN_DIR (a folder in which nothing was trained is started "
+                       "again without it)")
     deprecated_alias(p, "--no-progress", quiet)
     p.set_defaults(func=Command("headgeom.train.cli:run", outputs=_outputs))
     return p

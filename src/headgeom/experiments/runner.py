@@ -43,6 +43,7 @@ from headgeom.io import atomic_write_json
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
+from headgeom.runs import RunLock, RunLockedError
 from headgeom.train.ddp import job_layout
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -239,12 +240,27 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
     ``train_logger``: TrainConfig.logger of the training runs inside the cell (it changes where
     they log, never what they compute, so it is not part of the cell key).
 
+    ``run_dir`` is locked meanwhile (:class:`headgeom.runs.RunLock`): a cell that another process
+    is running (a second ``reproduce`` on the same ``--out``) is reported failed, its files untouched.
     In a cell of several processes (a SLURM job step with several tasks, whose training joins one
     DDP job: headgeom.train.ddp) only rank 0 does this; the other ranks run the same cell through
-    :func:`follow_cell`, which writes nothing."""
+    :func:`follow_cell`, which writes nothing (and takes no lock)."""
     layout = job_layout(os.environ)
     if layout is not None and int(layout["rank"]) != 0:
         return follow_cell(exp, config, cell, run_dir, train_logger)
+    lock = RunLock(run_dir)
+    try:
+        lock.acquire()
+    except RunLockedError as err:
+        return {"status": "failed", "error": f"RunLockedError: {err}", "elapsed_s": None}
+    try:
+        return _run_locked_cell(exp, config, cell, run_dir, preset, env, train_logger)
+    finally:
+        lock.release()
+
+
+def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
+                     env: dict[str, Any], train_logger: str) -> dict[str, Any]:
     done = run_dir / "done.json"
     if done.exists():
         try:

@@ -111,8 +111,8 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
                 for r in readings]
     with training_directory() as (run_dir, resume):
-        try:
-            done = train(config, run_dir, resume=resume, tracker=Trackers(trackers) if trackers else None)
+        try:  # an attempt killed before its first checkpoint starts again from step 0
+            done = train(config, run_dir, resume_or_start=resume, tracker=Trackers(trackers) if trackers else None)
         except NonFiniteLossError as err:  # a diverged run is a result (e.g. lr 0.5 in the grid), not a crash
             done = {"diverged": str(err), "final_loss": None}
         records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]

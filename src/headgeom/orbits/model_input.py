@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from headgeom.runs.folder import missing_checkpoint_message
+
 __all__ = ["IMAGENET_SIZE", "NORMALIZATIONS", "OFFICIAL_IMAGENET_RELEASES", "ModelInput",
            "prepare_images", "resolve_model"]
 
@@ -150,7 +152,7 @@ def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
                                    or input_size < 0):
         raise ValueError(f"input size must be a positive int (0 = native), got {input_size!r}")
     if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} does not exist: pass a checkpoint file (.pth, .pth.tar, "
+        raise FileNotFoundError(f"{missing_checkpoint_message(path)}: pass a checkpoint file (.pth, .pth.tar, "
                                 f".pt) or a run directory written by `headgeom train --out RUN`")
     model = load_checkpoint(path, which=which, num_heads=num_heads)
     heads: dict[str, nn.Module] = {}

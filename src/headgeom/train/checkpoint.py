@@ -1,8 +1,8 @@
 """Training checkpoints: written atomically, read without unpickling code.
 
 A checkpoint is a ``dict`` of tensors and plain containers (str, int, float, bool, None, lists,
-tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with
-``torch.load(weights_only=True)``, which refuses anything else. Contents (``FORMAT`` version 1):
+tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with headgeom's one
+checkpoint reader (:func:`headgeom.checkpoints.safe_load`), which refuses anything else. Contents (``FORMAT`` version 1):
 
     format, version        "headgeom.train.checkpoint", 1
     step, epoch            optimizer updates done; epochs completed (floor(step / steps_per_epoch))
@@ -21,12 +21,12 @@ from __future__ import annotations
 import io
 import os
 import threading
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from headgeom.checkpoints.safe_load import CheckpointFormatError, UnsafeCheckpointError, safe_load
 from headgeom.io import atomic_write_bytes
 
 __all__ = ["FORMAT", "VERSION", "CheckpointError", "CheckpointWriter", "load_checkpoint", "save_checkpoint",
@@ -104,37 +104,42 @@ class CheckpointWriter:
 
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
                     ) -> dict[str, Any]:
-    """Read a checkpoint written by :func:`save_checkpoint` (tensors and plain containers only).
+    """Read a checkpoint written by :func:`save_checkpoint` through headgeom's one checkpoint reader
+    (:func:`headgeom.checkpoints.safe_load`: no pickled code runs), with its tensors on ``map_location``.
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        CheckpointError: truncated or corrupt file, a file of another program, objects that would
-            need unpickling code, or a different format version; the message says which and what to do.
+        CheckpointError: an empty, truncated or damaged file, a file of another program, objects
+            that would need unpickling code, or another format version; the message is the one every
+            command gives for that file, and says what to do.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no checkpoint at {path}; a run writes checkpoints/last.pt at the end of "
-                                f"every epoch, every --checkpoint-every steps and when it stops at --max-steps")
     try:
-        obj = torch.load(path, map_location=map_location, weights_only=True)
-    except (RuntimeError, EOFError, zipfile.BadZipFile, ValueError, OSError) as err:
-        raise CheckpointError(
-            f"cannot read checkpoint {path} ({path.stat().st_size} bytes): {type(err).__name__}: "
-            f"{str(err).splitlines()[0] if str(err) else ''}. The file is truncated or corrupt, or not a "
-            f"torch.save file; delete it to start over, or restore an intact copy") from err
-    except Exception as err:  # pickle.UnpicklingError from weights_only: code objects refused
-        raise CheckpointError(
-            f"refusing to load {path}: it holds objects other than tensors and plain containers "
-            f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); headgeom never "
-            f"unpickles code. It was not written by headgeom train") from err
+        loaded = safe_load(path)
+    except (CheckpointFormatError, UnsafeCheckpointError) as err:
+        raise CheckpointError(str(err)) from err
+    obj = loaded.obj
     if not isinstance(obj, dict) or obj.get("format") != FORMAT:
         got = obj.get("format") if isinstance(obj, dict) else type(obj).__name__
         raise CheckpointError(f"{path} is not a headgeom training checkpoint (format {got!r}, expected "
                               f"{FORMAT!r}); point --out at a run directory written by `headgeom train`")
+    if loaded.stand_ins:
+        raise CheckpointError(f"{path} holds pickled references ({', '.join(loaded.stand_ins)}) that a headgeom "
+                              f"training checkpoint never holds; it was not written by `headgeom train`")
     if obj.get("version") != VERSION:
         raise CheckpointError(f"{path} has checkpoint version {obj.get('version')!r}; this headgeom "
                               f"reads version {VERSION}")
     missing = [k for k in _REQUIRED if k not in obj]
     if missing:
         raise CheckpointError(f"{path} lacks {missing}; it is incomplete (expected {list(_REQUIRED)})")
+    return _to(obj, torch.device(map_location)) if torch.device(map_location).type != "cpu" else obj
+
+
+def _to(obj: Any, device: torch.device) -> Any:
+    """Every tensor of a nest of dicts/lists/tuples moved to ``device``."""
+    if isinstance(obj, torch.Tensor):
+        return obj.to(device)
+    if isinstance(obj, dict):
+        return {k: _to(v, device) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to(v, device) for v in obj)
     return obj

@@ -34,11 +34,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             given[field_name] = dict(getattr(args, arg))
     if args.width is not None:
         given["backbone_options"] = {**given.get("backbone_options", {}), "width": args.width}
-    if args.resume:
-        stored_path = Path(args.out) / "config.json"
-        if not stored_path.exists():
-            raise FileNotFoundError(f"--resume: {stored_path} not found; {args.out} is not a run directory "
-                                    f"written by `headgeom train` (drop --resume to start it)")
+    stored_path = Path(args.out) / "config.json"
+    if args.resume and not stored_path.exists():
+        raise FileNotFoundError(f"--resume: {stored_path} not found; {args.out} is not a run directory "
+                                f"written by `headgeom train` (drop --resume to start it, or pass --resume-or-start)")
+    if args.resume or (args.resume_or_start and stored_path.exists()):
         stored = json.loads(stored_path.read_text(encoding="utf-8"))["config"]
         return TrainConfig.from_dict({**stored, **given})
     missing = [f"--{k}" for k in ("method", "backbone", "data") if k not in given]
@@ -61,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         tracker = GeometryTracker(every=config.track_every, reading=config.track_reading,
                                   block_samples=config.track_block_samples)
     try:
-        done = train(config, args.out, resume=args.resume, tracker=tracker)
+        done = train(config, args.out, resume=args.resume, tracker=tracker,
+                     resume_or_start=args.resume_or_start, overwrite=args.overwrite)
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2

@@ -35,10 +35,11 @@ from typing import Any
 import torch
 
 from headgeom.io import atomic_write_bytes, atomic_write_json
+from headgeom.runs.folder import claim_run_folder
 
 from .checkpoint import CheckpointWriter, load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
-from .ddp import init_distributed
+from .ddp import init_distributed, job_layout
 from .loggers import check_logger, open_loggers
 from .optim import build_optimizer
 from .progress import paused
@@ -103,11 +104,15 @@ def _probe_views(config: TrainConfig, images: torch.Tensor, recipe: Any, device:
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
-          build_method: Callable[[TrainConfig], torch.nn.Module] | None = None) -> dict[str, Any]:
+          build_method: Callable[[TrainConfig], torch.nn.Module] | None = None, *,
+          resume_or_start: bool = False, overwrite: bool = False) -> dict[str, Any]:
     """Pre-train ``build_method(config)`` on ``config.data`` into ``out_dir``; returns done.json's dict.
 
-    ``resume=True`` continues from ``out_dir/checkpoints/last.pt`` (or from step 0 when the run
-    never wrote one); the stored config must match ``config`` except for ``RESUMABLE_CHANGES``.
+    ``out_dir`` is locked while the run writes it (:mod:`headgeom.runs`). ``resume=True`` continues
+    from ``out_dir/checkpoints/last.pt`` and refuses when the run never wrote one, unless
+    ``resume_or_start`` (which starts it from step 0 then); the stored config must match ``config``
+    except for ``RESUMABLE_CHANGES``. A folder in which nothing was trained is started again in
+    place; ``overwrite=True`` replaces a trained one (see :mod:`headgeom.runs.folder`).
     ``tracker(step, method, probe_views) -> {name: float}`` runs every ``config.track_every`` steps
     under a forked RNG; it must not change the method's parameters or buffers. A tracker with
     ``state_dict``/``load_state_dict`` has its state checkpointed and restored on resume.
@@ -122,19 +127,31 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
 
     Raises:
         NonFiniteLossError: NaN/inf loss (or parameters); checkpoints/last.pt stays the last good one.
-        FileExistsError: ``out_dir`` already holds a run and ``resume`` is False.
+        FileExistsError: ``out_dir`` already holds a trained run and neither resume nor overwrite is set.
+        ValueError: ``resume`` with nothing to resume, or settings that differ from the stored run's.
+        RunLockedError: another process is writing ``out_dir``.
     """
+    out = Path(out_dir)
+    check_logger(config.logger)  # a missing optional writer fails now, before the folder is touched
+    layout = job_layout(os.environ)  # torchrun's or srun's ranks: only rank 0 writes
+    with claim_run_folder(out, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite,
+                          writer=layout is None or int(layout["rank"]) == 0) as start:
+        if start.from_checkpoint:
+            _check_resumable(out, config)
+        return _train(config, out, start.from_checkpoint, tracker, build_method)
+
+
+def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
+           build_method: Callable[[TrainConfig], torch.nn.Module] | None) -> dict[str, Any]:
+    """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
     from headgeom.data import dataset_stats, load_dataset
 
-    out = Path(out_dir)
     ckpt_dir, last = out / "checkpoints", out / "checkpoints" / "last.pt"
     metrics_path = out / "metrics.jsonl"
     device = resolve_device(config.device)
     ctx = init_distributed(device)
     device = ctx.device(device)
     on_cuda = device.type == "cuda"
-    _check_run_dir(out, config, resume)
-    check_logger(config.logger)  # a missing optional writer fails now, not after loading the data
     ctx.barrier()  # every process has checked before rank 0 writes
 
     data = load_dataset(config.data, "train", config.data_dir, **config.data_options)
@@ -306,13 +323,9 @@ def _last_loss(path: Path) -> float:
     return losses[-1] if losses else float("nan")
 
 
-def _check_run_dir(out: Path, config: TrainConfig, resume: bool) -> None:
+def _check_resumable(out: Path, config: TrainConfig) -> None:
+    """Raise when ``config`` may not continue the run stored in ``out``."""
     cfg_path = out / "config.json"
-    if not resume:
-        if cfg_path.exists() or (out / "checkpoints" / "last.pt").exists():
-            raise FileExistsError(f"{out} already holds a run (config.json/checkpoints); pass --resume to "
-                                  f"continue it or choose a new --out directory")
-        return
     if not cfg_path.exists():
         raise FileNotFoundError(f"--resume: {cfg_path} not found; {out} is not a run directory "
                                 f"written by `headgeom train`")
