@@ -149,7 +149,7 @@ def test_reproduce_logger_reaches_the_training_run_of_each_cell(training_experim
 def test_run_training_keeps_the_configs_logger_outside_the_runner(monkeypatch):
     seen = []
 
-    def fake_train(config, run_dir, resume, tracker):
+    def fake_train(config, run_dir, resume=False, tracker=None, **_):
         seen.append(config.logger)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "metrics.jsonl").write_text("")
