@@ -12,7 +12,8 @@ final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone outpu
 head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
 
 The claim (id C8, extended to six activations): smooth activations (gelu, silu, softplus, tanh)
-show negative curvature during training, relu and linear do not — judged with C8's rule.
+show negative curvature during training, relu and linear do not — judged with C8's rule, whose rows
+are ``test`` evidence (:mod:`headgeom.report.evidence`; the reason is in C8's docstring).
 """
 from __future__ import annotations
 
@@ -150,7 +151,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     done, records, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
                                      block_samples=config.block_samples, after=knn_of_run(config))
     out: dict[str, Any] = {"activation": act, "steps": [int(r["step"]) for r in records],
-                           "final_loss": done.get("final_loss"),
+                           "final_loss": done.get("final_loss"), "train_budget": done["train_budget"],
                            "spread_projector": series(records, "spread_projector"),
                            "spread_z": series(records, "spread_z")}
     first = None

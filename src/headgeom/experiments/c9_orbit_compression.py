@@ -25,6 +25,9 @@ Claims (per backbone and head input; CI = 95% interval of one seed; majority ove
 - "selective, not global": compression, selectivity and vs_random_directions CIs all above 1
   supports; any of them below 1 refutes; otherwise undecided.
 supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: orbit compression, class
+separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.report.evidence import TEST
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -223,7 +227,8 @@ def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
         if done.get("diverged"):
             raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
                                f"{done['diverged']}")
-        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"), **res,
+        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
+                "train_budget": done["train_budget"], **res,
                 "seconds": time.perf_counter() - t0}
 
 
@@ -270,7 +275,7 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
     return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
-            "criterion": criterion}
+            "evidence": TEST, "criterion": criterion}
 
 
 # ---------------------------------------------------------------- tables and figure

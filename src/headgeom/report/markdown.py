@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from headgeom.io import atomic_write_text
+from headgeom.report.evidence import EVIDENCE, MEANING, check_evidence, counts_text, verdict_text
 
 DEFAULT_SPREAD_KIND = "std over n (ddof=1)"
 
@@ -58,17 +59,24 @@ def _setting(setting: Any) -> str:
     return str(setting)
 
 
+def evidence_legend() -> str:
+    """One line per evidence kind: what its verdicts mean."""
+    return "\n".join(f"- `{k}`: {MEANING[k]}." for k in EVIDENCE) + "\n"
+
+
 def claims_table(claims: list[dict[str, Any]]) -> str:
-    """The markdown claims table: id, statement, setting, measured, verdict, criterion."""
+    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion."""
     if not claims:
         return "_No claim entries were produced._\n"
-    lines = ["| id | statement | setting | measured | verdict | criterion |", "|---|---|---|---|---|---|"]
+    lines = ["| id | statement | setting | measured | evidence | verdict | criterion |", "|---|---|---|---|---|---|---|"]
     for c in claims:
         meas = "<br>".join(f"{k}: {format_measured(v)}" for k, v in (c.get("measured") or {}).items())
-        verdict = f"**{c['verdict']}**" + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+        verdict = f"**{verdict_text(c)}**" + (f" ({c['incomplete']})" if c.get("incomplete") else "")
         lines.append("| " + " | ".join(_cell(x) for x in (
-            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", verdict, c["criterion"])) + " |")
-    return "\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets.\n"
+            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
+            c["criterion"])) + " |")
+    return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
+            f"{counts_text(claims)}; only `test` rows count as support.\n")
 
 
 def count_noun(n: int, noun: str, plural: str | None = None) -> str:
@@ -93,15 +101,15 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
 
     One block per claim id and experiment: a line with the claim id (and the experiment's id when
     it differs, e.g. ``C8 (ABLATION)``) and the statement, then one line per entry with its
-    verdict, the setting keys that tell the block's entries apart, and the measured values;
-    last, the number of entries per verdict.
+    evidence kind and verdict, the setting keys that tell the block's entries apart, and the
+    measured values; last, the number of entries per kind and verdict.
     """
     if not claims:
         return "no claim entries were produced"
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in claims:
         groups.setdefault((str(c["id"]), str(c.get("experiment") or c["id"])), []).append(c)
-    verdicts = [c["verdict"] + (" (incomplete)" if c.get("incomplete") else "") for c in claims]
+    verdicts = [_short_verdict(c) for c in claims]
     w_verdict = max(len(v) for v in verdicts)
     lines: list[str] = []
     for (cid, exp), group in groups.items():
@@ -110,14 +118,18 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
         distinct = [_cut(d, max(20, width // 3)) for d in _distinct_settings(group)]
         w_distinct = max(len(d) for d in distinct)
         for c, d in zip(group, distinct):
-            verdict = c["verdict"] + (" (incomplete)" if c.get("incomplete") else "")
+            verdict = _short_verdict(c)
             meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
             columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
             lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in dict.fromkeys(c["verdict"] for c in claims)}
-    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + ": "
-                      + ", ".join(f"{n} {v}" for v, n in counts.items()), width))
+    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + ": " + counts_text(claims)
+                      + " (only tests count as support)", width))
     return "\n".join(lines)
+
+
+def _short_verdict(c: dict[str, Any]) -> str:
+    """``[kind] verdict words`` for the terminal table."""
+    return f"[{check_evidence(c)}] {verdict_text(c)}" + (" (incomplete)" if c.get("incomplete") else "")
 
 
 def _config_table(config: Any) -> str:
@@ -149,7 +161,7 @@ def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]
     out += ["<details><summary>Resolved config</summary>", "", _config_table(e.get("config")), "</details>", ""]
     mine = [c for c in claims if c.get("experiment") == eid]
     if mine:
-        out += ["Claims: " + "; ".join(f"{c['id']} **{c['verdict']}**" for c in mine), ""]
+        out += ["Claims: " + "; ".join(f"{c['id']} **{verdict_text(c)}** ({check_evidence(c)})" for c in mine), ""]
     for title, table in e.get("tables", []):
         out += [f"### {title}", "", table.rstrip(), ""]
     if e.get("figures"):
@@ -185,7 +197,7 @@ def render_report(results: dict[str, Any]) -> str:
     if results.get("load_errors"):
         lines += ["**Experiment modules that failed to import:** "
                   + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()), ""]
-    lines += ["## Claims", "", claims_table(claims)]
+    lines += ["## Claims", "", "Evidence kinds:", "", evidence_legend(), claims_table(claims)]
     for eid, e in exps.items():
         lines += _experiment_section(eid, e, claims)
     return "\n".join(lines).rstrip() + "\n"
