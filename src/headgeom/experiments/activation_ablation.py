@@ -26,10 +26,13 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config, trajectory_figure)
+from headgeom.report.budget import PaperBudget
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
              "show negative curvature of H_eff during training; relu and linear heads do not")
+# the collapse grid's SimSiam run (its paper preset uses it)
+PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                "steps": config.max_steps or f"{config.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
     claims = []
     for r in config.readings:
-        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups})
+        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups}, paper=PAPER_BUDGET)
         claim["statement"] = STATEMENT
         claims.append(claim)
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]

@@ -38,10 +38,12 @@ from typing import Any
 from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
+from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,7 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
             "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
             "preset": config.preset}
     return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
+            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
             "verdict": t["verdict"], "evidence": TEST, "criterion": criterion}
 
 

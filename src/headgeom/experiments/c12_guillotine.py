@@ -29,10 +29,12 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
+from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> d
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
     return {"id": "C12", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
+            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
             "evidence": TEST, "criterion": criterion}
 
 

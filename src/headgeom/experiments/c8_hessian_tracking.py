@@ -33,6 +33,7 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
     simsiam_train_config, trajectory_figure)
+from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
@@ -44,6 +45,7 @@ RUNS: dict[str, tuple[str, float | None]] = {
 }
 NON_SMOOTH = ("relu", "linear")
 READINGS = ("ambient", "mse")
+PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,7 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                    activation_of: dict[str, str]) -> dict[str, Any]:
+                    activation_of: dict[str, str], paper: PaperBudget | None = None) -> dict[str, Any]:
     """C8's curvature half for one reading: smooth runs show λ_min < −floor at >= negative_points of
     the tracking points, ReLU/linear runs do not; dead seeds are left out (and counted)."""
     key = f"frac_points_negative[{reading}]"
@@ -200,6 +202,7 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
                  f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
                  + f"; dead seeds are left out ({DEAD_DEFINITION}). Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], paper or PAPER_BUDGET),
             "verdict": verdict, "evidence": TEST, "criterion": criterion}
 
 
@@ -220,6 +223,7 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
                  f"the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
                  + f"; dead seeds left out. Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
             "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion}
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ PAPER_NUMBERS = {"resnet18": {"compression": 21.85, "d_intra_ratio": 4.76, "clas
                  "vit_tiny": {"compression": 4015.0, "d_inter_ratio": 56.0}}
 MAIN_RULE = {"compression": "above", "class_orbit_change": "not below", "vs_fresh_head": "above"}
 SELECTIVE_RULE = {"compression": "above", "selectivity": "above", "vs_random_directions": "above"}
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR for orbits: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -275,6 +277,7 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
     return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
+            "budget": budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
             "evidence": TEST, "criterion": criterion}
 
 

@@ -33,11 +33,13 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
     trajectory_figure)
+from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
 LRS = (0.05, 0.5, 0.005)
+PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
 
 
 def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ...]:
@@ -189,6 +191,7 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                "init": f"pseudo-collapsed (projector Linear weights x{config.pseudo_collapse:g})",
                "steps": config.max_steps or f"{config.epochs} epochs", "batch": config.batch_size}
     return {"id": "C5", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
             "evidence": TEST, "criterion": criterion}
 
 
