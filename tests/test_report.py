@@ -56,8 +56,9 @@ def test_report_is_readable_on_its_own():
     md = render_report(_results())
     assert md.startswith("# headgeom: claims report")
     assert "`headgeom reproduce --preset quick --only C9 --out o`" in md and "0123abc" in md
-    # the claims table leads, then the experiment section
-    assert md.index("## Claims") < md.index("| C9 |") < md.index("## C9: Orbit compression")
+    # the summary leads, then per claim its rows and the experiment section
+    assert md.index("## Summary") < md.index("| **C9** |") < md.index("## Details") < md.index("## C9: ")
+    assert md.index("## C9: ") < md.index("| C9 |") < md.index("### C9: Orbit compression")
     assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell(s) failed" in md
     section = md[md.index("## C9: Orbit compression"):]
     assert "> the head compresses orbits" in section
@@ -81,10 +82,10 @@ def test_report_without_failures_and_with_summary_errors(tmp_path):
 
 def test_short_claims_table():
     text = format_claims_short([dict(CLAIM, incomplete="x")])
-    header, row, total = text.splitlines()
+    header, row, total, tests = text.splitlines()
     assert header == "C9  orbits | shrink"
     assert row.startswith("  [test] supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
-    assert total == "1 claim entry: tests: 1 supported (only tests count as support)"
+    assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
     assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
     assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
 
@@ -101,8 +102,8 @@ def test_short_claims_table_tells_entries_and_experiments_apart():
     assert lines[2].split()[:4] == ["[test]", "not", "supported", "head=silu"]
     assert lines[3] == "C8 (ABLATION)  smooth heads escape"
     assert lines[4].startswith("  [test] inconclusive   ratio=")
-    assert lines[5] == ("3 claim entries: tests: 1 supported, 1 not supported, 1 inconclusive "
-                        "(only tests count as support)")
+    assert lines[5:] == ["3 claim entries (only tests count as support):",
+                         "  tests: 1 supported, 1 not supported, 1 inconclusive"]
 
 
 def test_figure_file_name():

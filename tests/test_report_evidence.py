@@ -81,7 +81,7 @@ def test_failures_are_named_by_their_kind(fake, tmp_path, monkeypatch):
     assert words == {"test": "not supported", "identity": "identity fails: a bug", "premise": "premise fails"}
     assert "| identity | **identity fails: a bug** |" in report and "| premise | **premise fails** |" in report
     # a failed premise or identity is never counted as "not supported"
-    assert "tests: 1 not supported; identities: 1 identity fails: a bug; premises: 1 premise fails" in report
+    assert "tests: 1 not supported; identities: 1 fail (a bug); premises: 1 fail" in report
 
 
 def test_counting_excludes_identity_and_premise_rows():
@@ -92,13 +92,17 @@ def test_counting_excludes_identity_and_premise_rows():
     counts = count_verdicts(rows)
     assert sum(sum(c.values()) for c in counts.values()) == len(rows)
     assert counts["identity"] == {"supported": 1, "not supported": 1, "inconclusive": 0}
-    assert counts_text(rows) == ("tests: 1 supported, 1 not supported, 1 inconclusive; identities: 1 identity holds, "
-                                 "1 identity fails: a bug; premises: 1 premise holds, 1 premise fails")
+    assert counts_text(rows) == ("tests: 1 supported, 1 not supported, 1 inconclusive; identities: 1 hold, "
+                                 "1 fail (a bug); premises: 1 hold, 1 fail")
     table = claims_table(rows)
     assert "only `test` rows count as support" in table
     short = format_claims_short(rows, width=200).splitlines()
-    assert short[-1].startswith("7 claim entries: tests: 1 supported, 1 not supported, 1 inconclusive;")
-    assert any(line.strip().startswith("[premise] premise fails") for line in short)
+    assert short[-4:] == ["7 claim entries (only tests count as support):",
+                          "  tests: 1 supported, 1 not supported, 1 inconclusive", "  identities: 1 hold, 1 fail (a bug)",
+                          "  premises: 1 hold, 1 fail"]
+    tags = [line.split("  ")[1] for line in short[1:8]]
+    assert tags == ["[test] supported", "[test] not supported", "[identity] holds", "[identity] fails: a bug",
+                    "[premise] fails", "[premise] holds", "[test] inconclusive"]
 
 
 def test_a_row_without_evidence_is_rejected(fake, tmp_path):

@@ -138,7 +138,7 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert "| id | statement | setting | measured | evidence | verdict | criterion |" in report
     assert f"| {FAKE} | v is positive |" in report and "1.5 ± 0.7071 (n=2)" in report
     assert f"![{FAKE}_values](figures/{FAKE}_values.png)" in report
-    assert report.index("## Claims") < report.index(f"## {FAKE}: fake experiment")
+    assert report.index("## Summary") < report.index(f"## {FAKE}: ") < report.index(f"### {FAKE}: fake experiment")
     assert f"--only {FAKE}" in report and git_rev in report
 
 

@@ -35,6 +35,13 @@ DISPLAY: dict[tuple[str, str], str] = {
     (PREMISE, "not supported"): "premise fails",
     (PREMISE, "inconclusive"): "premise undecided",
 }
+# the same in counts ("identities: 8 hold, 1 fail (a bug)") and after a "[kind]" tag on the terminal
+COUNT_WORDS: dict[tuple[str, str], str] = {
+    **{(TEST, v): v for v in VERDICTS},
+    (IDENTITY, "supported"): "hold", (IDENTITY, "not supported"): "fail (a bug)",
+    (IDENTITY, "inconclusive"): "not checked",
+    (PREMISE, "supported"): "hold", (PREMISE, "not supported"): "fail", (PREMISE, "inconclusive"): "undecided",
+}
 PLURAL = {TEST: "tests", IDENTITY: "identities", PREMISE: "premises"}
 MEANING = {
     TEST: "the measurement could have come out either way; only these rows count as support",
@@ -59,6 +66,14 @@ def verdict_text(claim: dict[str, Any]) -> str:
     return DISPLAY[(check_evidence(claim), claim["verdict"])]
 
 
+def tagged_verdict(claim: dict[str, Any]) -> str:
+    """``[kind] words`` for a terminal line, the kind said once: "[test] supported", "[identity] holds",
+    "[identity] fails: a bug", "[premise] fails"."""
+    kind = check_evidence(claim)
+    words = DISPLAY[(kind, claim["verdict"])]
+    return f"[{kind}] " + words.removeprefix(kind + " ")
+
+
 def count_verdicts(claims: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
     """{kind: {verdict: number of rows}} over every kind and verdict (zeros included)."""
     counts = {k: {v: 0 for v in VERDICTS} for k in EVIDENCE}
@@ -73,12 +88,12 @@ def support_counts(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
 
 
 def counts_text(claims: Iterable[dict[str, Any]]) -> str:
-    """One phrase per kind present, e.g. "tests: 2 supported, 1 not supported; identities: 3 identity
-    holds; premises: 1 premise fails" (kinds and verdicts with no row left out)."""
+    """One phrase per kind present, e.g. "tests: 2 supported, 1 not supported; identities: 3 hold;
+    premises: 1 fail" (kinds and verdicts with no row left out)."""
     counts = count_verdicts(claims)
     parts = []
     for kind in EVIDENCE:
-        words = [f"{n} {DISPLAY[(kind, v)]}" for v, n in counts[kind].items() if n]
+        words = [f"{n} {COUNT_WORDS[(kind, v)]}" for v, n in counts[kind].items() if n]
         if words:
             parts.append(f"{PLURAL[kind]}: " + ", ".join(words))
     return "; ".join(parts) or "no rows"
