@@ -1,8 +1,9 @@
 """The training budget of a verdict against the paper's, and its 25 % label (hand formulas below)."""
 import pytest
 
-from headgeom.experiments.collapse_grid import PAPER_BUDGET as GRID
 from headgeom.experiments.c8_hessian_tracking import PAPER_BUDGET as C8
+from headgeom.experiments.collapse_grid import PAPER_BUDGET as GRID
+from headgeom.experiments.registry import check_claim
 from headgeom.report.budget import LIMITED_BELOW, PaperBudget, budget, budget_of_cells, budget_text
 from headgeom.report.markdown import claims_table, format_claims_short
 
@@ -51,3 +52,13 @@ def test_the_report_labels_budget_limited_verdicts():
     assert "| **supported**<br>budget: 100% of the paper's budget" in table
     short = format_claims_short([row, full], width=200).splitlines()
     assert short[1].startswith("  [test] supported, budget-limited") and "budget-limited" not in short[3]
+
+
+def test_a_malformed_budget_is_rejected_with_the_row():
+    row = {"id": "C8", "statement": "s", "setting": {}, "measured": {}, "verdict": "supported", "criterion": "c",
+           "evidence": "test", "budget": budget(100, 32, C8)}
+    assert check_claim(row) is row and check_claim(dict(row, budget=None))
+    with pytest.raises(ValueError, match="lacks \\['paper_steps'\\]"):
+        check_claim(dict(row, budget={k: v for k, v in row["budget"].items() if k != "paper_steps"}))
+    with pytest.raises(ValueError, match="limited=False but fraction"):
+        check_claim(dict(row, budget=dict(row["budget"], limited=False)))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import check_budget
 from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
@@ -114,6 +115,7 @@ def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
     if claim["verdict"] not in VERDICTS:
         raise ValueError(f"claim {claim['id']}: verdict {claim['verdict']!r} is not one of {VERDICTS}")
     check_evidence(claim)
+    check_budget(claim)
     return claim
 
 

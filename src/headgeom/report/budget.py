@@ -44,6 +44,25 @@ def budget(steps: int, batch: int, paper: PaperBudget) -> dict[str, Any]:
             "paper_batch": paper.batch, "limited": fraction < LIMITED_BELOW, "paper": paper.source}
 
 
+BUDGET_KEYS = ("fraction", "steps", "batch", "paper_steps", "paper_batch", "limited")
+
+
+def check_budget(claim: dict[str, Any]) -> None:
+    """ValueError when a row's ``budget`` (optional; None for a row whose cells reported none) lacks
+    a key of :data:`BUDGET_KEYS` or its ``limited`` flag disagrees with its fraction."""
+    b = claim.get("budget")
+    if b is None:
+        return
+    missing = [k for k in BUDGET_KEYS if k not in b] if isinstance(b, dict) else list(BUDGET_KEYS)
+    if missing:
+        raise ValueError(f"claim row {claim.get('id', '?')}: budget {b!r} lacks {missing}; build it with "
+                         "headgeom.report.budget.budget(steps, batch, paper)")
+    if bool(b["limited"]) != (b["fraction"] < LIMITED_BELOW):
+        raise ValueError(f"claim row {claim.get('id', '?')}: budget limited={b['limited']} but fraction "
+                         f"{b['fraction']:.3g} is {'below' if b['fraction'] < LIMITED_BELOW else 'at or above'} "
+                         f"{LIMITED_BELOW}")
+
+
 def budget_of_cells(metrics: Iterable[dict[str, Any]], paper: PaperBudget) -> dict[str, Any] | None:
     """The budget of a verdict from its cells' ``train_budget`` ({"steps", "batch"}, see
     ``training_cells.run_training``): the smallest steps × batch of them (a verdict is as limited as
