@@ -74,10 +74,11 @@ def budget_of_cells(metrics: Iterable[dict[str, Any]], paper: PaperBudget) -> di
     return budget(int(least["steps"]), int(least["batch"]), paper)
 
 
-def budget_text(b: dict[str, Any] | None) -> str:
-    """E.g. "2.06% of the paper's budget (100 steps × 32 vs 4850 × 512), budget-limited"; "" for None."""
+def budget_text(b: dict[str, Any] | None, label: bool = True) -> str:
+    """E.g. "2.06% of the paper's budget (100 steps × 32 vs 4850 × 512), budget-limited" (the label
+    left out with ``label=False``, where the verdict already carries it); "" for None."""
     if not b:
         return ""
     text = (f"{100.0 * b['fraction']:.3g}% of the paper's budget ({b['steps']} steps × {b['batch']} vs "
             f"{b['paper_steps']} × {b['paper_batch']})")
-    return text + (f", {LIMITED_LABEL}" if b["limited"] else "")
+    return text + (f", {LIMITED_LABEL}" if label and b["limited"] else "")

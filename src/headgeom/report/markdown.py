@@ -77,7 +77,7 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
         meas = "<br>".join(f"{k}: {format_measured(v)}" for k, v in (c.get("measured") or {}).items())
         verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
         if c.get("budget"):
-            verdict += f"<br>budget: {budget_text(c['budget'])}"
+            verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
         lines.append("| " + " | ".join(_cell(x) for x in (
             c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
