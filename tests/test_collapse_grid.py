@@ -15,7 +15,8 @@ TINY = GridConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16,
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
         "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
-        "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged", "seconds"}
+        "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged", "seconds",
+        "train_budget"}
 
 
 def test_the_paper_grid_has_14_runs_and_documented_presets():
@@ -46,7 +47,7 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
     m = run_cell(TINY, {"activation": act, "bn": bn, "lr": 0.05, "seed": 0})
     json.dumps(m)
     assert set(m) == KEYS, set(m) ^ KEYS
-    assert m["steps"] == [0, 2]
+    assert m["steps"] == [0, 2] and m["train_budget"] == {"steps": TINY.max_steps, "batch": TINY.batch_size}
     assert m["heff_source"] in ("blocks", "operator") and m["M_ratio_norm"] != "absent"
     assert all(lo <= hi for lo, hi in zip(m["lambda_min"], m["lambda_max"]))
     if bn:  # train-mode BatchNorm divides by the batch std, a curved map of z: M != 0 even with ReLU
@@ -61,6 +62,7 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
 def test_a_diverged_run_is_a_result_not_a_failed_cell():
     m = run_cell(TINY, {"activation": "linear", "bn": False, "lr": 1e38, "seed": 0})
     assert "non-finite" in m["diverged"] and m["escaped"] is None and m["final_loss"] is None
+    assert m["train_budget"] == {"steps": TINY.max_steps, "batch": TINY.batch_size}  # the budget it was given
     assert m["steps"][0] == 0 and m["spread_initial"] > 0  # the records up to the stop are kept
 
 

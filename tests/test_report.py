@@ -13,7 +13,7 @@ CLAIM = {"id": "C9", "experiment": "C9", "statement": "orbits | shrink", "settin
          "measured": {"ratio": {"value": 21.85, "n": 3, "spread": 1.5, "spread_kind": "std over n (ddof=1)"},
                       "ci": {"value": 2.0, "n": 50, "spread": 0.1, "spread_kind": "95% CI half-width"},
                       "count": 7},
-         "verdict": "supported", "criterion": "ratio > 1 for every seed"}
+         "verdict": "supported", "criterion": "ratio > 1 for every seed", "evidence": "test"}
 
 
 def _results(**over):
@@ -43,12 +43,12 @@ def test_format_measured():
 def test_claims_table_rows_and_escaping():
     text = claims_table([CLAIM])
     lines = text.splitlines()
-    assert lines[0] == "| id | statement | setting | measured | verdict | criterion |"
+    assert lines[0] == "| id | statement | setting | measured | evidence | verdict | criterion |"
     row = lines[2]
     assert row.startswith("| C9 | orbits \\| shrink | head=relu; preset=quick | ")
     assert "ratio: 21.85 ± 1.5 (n=3)<br>ci: 2 ± 0.1 (n=50) [95% CI half-width]<br>count: 7" in row
-    assert row.endswith("| **supported** | ratio > 1 for every seed |")
-    assert row.count(" | ") == 5  # six cells: the escaped pipe does not open a new column
+    assert row.endswith("| test | **supported** | ratio > 1 for every seed |")
+    assert row.count(" | ") == 6  # seven cells: the escaped pipe does not open a new column
     assert "No claim entries" in claims_table([])
 
 
@@ -56,8 +56,9 @@ def test_report_is_readable_on_its_own():
     md = render_report(_results())
     assert md.startswith("# headgeom: claims report")
     assert "`headgeom reproduce --preset quick --only C9 --out o`" in md and "0123abc" in md
-    # the claims table leads, then the experiment section
-    assert md.index("## Claims") < md.index("| C9 |") < md.index("## C9: Orbit compression")
+    # the summary leads, then per claim its rows and the experiment section
+    assert md.index("## Summary") < md.index("| **C9** |") < md.index("## Details") < md.index("## C9: ")
+    assert md.index("## C9: ") < md.index("| C9 |") < md.index("### C9: Orbit compression")
     assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell(s) failed" in md
     section = md[md.index("## C9: Orbit compression"):]
     assert "> the head compresses orbits" in section
@@ -81,10 +82,10 @@ def test_report_without_failures_and_with_summary_errors(tmp_path):
 
 def test_short_claims_table():
     text = format_claims_short([dict(CLAIM, incomplete="x")])
-    header, row, total = text.splitlines()
+    header, row, total, tests = text.splitlines()
     assert header == "C9  orbits | shrink"
-    assert row.startswith("  supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
-    assert total == "1 claim entry: 1 supported"
+    assert row.startswith("  [test] supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
+    assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
     assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
     assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
 
@@ -97,11 +98,12 @@ def test_short_claims_table_tells_entries_and_experiments_apart():
                     setting={"act": "gelu"}, verdict="inconclusive")
     lines = format_claims_short([*rows, ablation]).splitlines()
     assert lines[0].startswith("C9  orbits")
-    assert lines[1].split()[:2] == ["supported", "head=relu"] and "preset" not in lines[1]
-    assert lines[2].split()[:3] == ["not", "supported", "head=silu"]
+    assert lines[1].split()[:3] == ["[test]", "supported", "head=relu"] and "preset" not in lines[1]
+    assert lines[2].split()[:4] == ["[test]", "not", "supported", "head=silu"]
     assert lines[3] == "C8 (ABLATION)  smooth heads escape"
-    assert lines[4].startswith("  inconclusive   ratio=")
-    assert lines[5] == "3 claim entries: 1 supported, 1 not supported, 1 inconclusive"
+    assert lines[4].startswith("  [test] inconclusive   ratio=")
+    assert lines[5:] == ["3 claim entries (only tests count as support):",
+                         "  tests: 1 supported, 1 not supported, 1 inconclusive"]
 
 
 def test_figure_file_name():

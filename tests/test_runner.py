@@ -52,7 +52,7 @@ def _summarize(config, results):
 
     claim = {"id": FAKE, "statement": "v is positive", "setting": {"objective": "none", "head": "fake"},
              "measured": {"v": measured(vals)}, "verdict": "supported" if min(vals) > 0 else "not supported",
-             "criterion": "every v > 0"}
+             "criterion": "every v > 0", "evidence": "test"}
     return Summary(claims=[claim], tables=[("values", "| v |\n|---|\n" + "\n".join(f"| {v} |" for v in vals))],
                    figures=[("values", fig)], notes=["fake note"])
 
@@ -94,7 +94,7 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert res["n_failed"] == 0 and len(CALLS) == 2
     printed = capsys.readouterr().out.splitlines()  # one line per experiment
     assert [line for line in printed if line.startswith(FAKE)] == [
-        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "1 claims: 1 supported" in line]
+        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "1 claims: tests: 1 supported" in line]
     assert len([line for line in printed if line.startswith(FAKE)]) == 1
 
     data = json.loads((out / "results.json").read_text())
@@ -137,10 +137,10 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
         assert d.name == cell_key(cfg["cell"], FakeConfig())
 
     report = (out / "report.md").read_text()
-    assert "| id | statement | setting | measured | verdict | criterion |" in report
+    assert "| id | statement | setting | measured | evidence | verdict | criterion |" in report
     assert f"| {FAKE} | v is positive |" in report and "1.5 ± 0.7071 (n=2)" in report
     assert f"![{FAKE}_values](figures/{FAKE}_values.png)" in report
-    assert report.index("## Claims") < report.index(f"## {FAKE}: fake experiment")
+    assert report.index("## Summary") < report.index(f"## {FAKE}: ") < report.index(f"### {FAKE}: fake experiment")
     assert f"--only {FAKE}" in report and git_rev in report
 
 
@@ -316,7 +316,7 @@ def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     out = tmp_path / "cli"
     assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert f"{FAKE}  v is positive\n  supported  v=" in text and str(out / "report.md") in text
+    assert f"{FAKE}  v is positive\n  [test] supported  v=" in text and str(out / "report.md") in text
     assert (out / "results.json").exists() and (out / "report.md").exists()
 
     # theory keeps experiments with theory=True only

@@ -12,7 +12,8 @@ final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone outpu
 head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
 
 The claim (id C8, extended to six activations): smooth activations (gelu, silu, softplus, tanh)
-show negative curvature during training, relu and linear do not — judged with C8's rule.
+show negative curvature during training, relu and linear do not — judged with C8's rule, whose rows
+are ``test`` evidence (:mod:`headgeom.report.evidence`; the reason is in C8's docstring).
 """
 from __future__ import annotations
 
@@ -26,10 +27,13 @@ from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config, trajectory_figure)
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
              "show negative curvature of H_eff during training; relu and linear heads do not")
+# the collapse grid's SimSiam run (its paper preset uses it)
+PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     done, records, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
                                      block_samples=config.block_samples, after=knn_of_run(config))
     out: dict[str, Any] = {"activation": act, "steps": [int(r["step"]) for r in records],
-                           "final_loss": done.get("final_loss"),
+                           "final_loss": done.get("final_loss"), "train_budget": done["train_budget"],
                            "spread_projector": series(records, "spread_projector"),
                            "spread_z": series(records, "spread_z")}
     first = None
@@ -239,7 +243,7 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                "steps": config.max_steps or f"{config.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
     claims = []
     for r in config.readings:
-        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups})
+        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups}, paper=PAPER_BUDGET)
         claim["statement"] = STATEMENT
         claims.append(claim)
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]

@@ -11,6 +11,9 @@ The claims use ``trace_ratio_raw`` (dimension-fair) with the head fed raw z; a s
 entry uses the paper's per-dimension ratio, which is the trace ratio times D_h / D_z, so the
 two entries differ by that factor only. Computation lives in c10_pretrained; this module only
 reads the cells' metrics.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the orbit ratios of the
+official checkpoints could come out either way; the dichotomy rows combine the method rows.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from typing import Any
 from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
                                              placement_table)
 from headgeom.experiments.registry import Summary
+from headgeom.report.evidence import TEST
 
 __all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
 
@@ -135,7 +139,7 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
     claim = {"id": "C10", "statement": f"§6.3: {name} heads {want} augmentation orbits "
              + ("(orbit variance falls through the head)" if want == "compress"
                 else "(orbit variance grows through the head)"),
-             "setting": setting, "measured": meas, "verdict": verdict,
+             "setting": setting, "measured": meas, "verdict": verdict, "evidence": TEST,
              "criterion": _criterion(metric, head_input, config.level, what)}
     return claim, verdict
 
@@ -162,6 +166,7 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
            "not supported if any is not"
     return {"id": "C10", "statement": STATEMENT, "setting": setting,
             "measured": {f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}, "verdict": verdict,
+            "evidence": TEST,
             "criterion": _criterion(metric, head_input, config.level, what)}
 
 

@@ -24,6 +24,9 @@ below the margin (an increase of at least the margin is excluded); inconclusive 
 spread covers the difference), or with fewer than two paired seeds. The accuracy claims are also
 inconclusive when no depth's mean backbone accuracy exceeds chance (1 / classes) by ``learned_floor``:
 a backbone that has not learned the classes has nothing to protect.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether compression and
+probe accuracy grow with head depth could come out either way.
 """
 from __future__ import annotations
 
@@ -36,9 +39,12 @@ from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.evidence import TEST
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,7 @@ def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
             raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
                                f"{done['diverged']}")
         return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
+                "train_budget": done["train_budget"],
                 "seconds": time.perf_counter() - t0}
 
 
@@ -264,7 +271,8 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
             "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
             "preset": config.preset}
     return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
-            "verdict": t["verdict"], "criterion": criterion}
+            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
+            "verdict": t["verdict"], "evidence": TEST, "criterion": criterion}
 
 
 def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[dict[str, Any]]:

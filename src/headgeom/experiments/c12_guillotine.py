@@ -20,6 +20,9 @@ Claim per setting and probe type: acc(z) − acc(h(z)) > t (h(z) = the head outp
 ``margin`` and two standard errors of the difference on the probe's test examples) in >= majority of the
 seeds → supported; < −t in >= majority → not supported; else inconclusive.
 Whether z beats every head layer is reported beside it.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether z beats the head
+output on each probe could come out either way.
 """
 from __future__ import annotations
 
@@ -32,9 +35,12 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.evidence import TEST
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
            "rotation": {p: r["rotation_linear"]["test_top1"] for p, r in pts.items()}}
     raw = [p for p in pts if not p.startswith("l2z/")]
     head_points = [p for p in raw if p != "z"]
-    out: dict[str, Any] = {"final_loss": done.get("final_loss"), "points": list(pts), "head_points": head_points,
+    out: dict[str, Any] = {"final_loss": done.get("final_loss"), "train_budget": done["train_budget"],
+                           "points": list(pts), "head_points": head_points,
                            "head_output_point": head_points[-1], "accuracy": acc,
                            "linear_converged": {p: bool(r["linear"].get("converged", True)) for p, r in pts.items()},
                            "n_train": res["n_train"], "n_test": res["n_test"],
@@ -240,7 +247,8 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
     return {"id": "C12", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
-            "criterion": criterion}
+            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
+            "evidence": TEST, "criterion": criterion}
 
 
 def _table(results: list[tuple[dict, dict]]) -> str:

@@ -17,6 +17,19 @@ Also measured: where A has negative eigenvalues, ε_S of the |Λ| construction o
 (the paper's r read literally), the number of directions with vᵀHv = −‖v‖², and a numerical
 best fit of W; for dim S = r₊ + 1 ε_S of the natural construction (W whitens r₊ of the
 directions) and of a best fit. Both are held against the inertia bound ε_S ≥ 1.
+
+Evidence kinds of the rows (:mod:`headgeom.report.evidence`); no C1 row is a ``test``, because
+Thm 3.1 is a construction that cannot fail in exact arithmetic:
+
+- per loss × reading, "r = rank A₊": ``identity``. W = U_r Λ_r^{-1/2} Bᵀ gives WᵀAW = BBᵀ by
+  construction, so ε_S ≤ iso_tol fails only through a bug (in the construction, the loss Hessian
+  block or the engine's H_eff), never through the paper being wrong.
+- per indefinite loss × reading, "r = rank A read literally": ``premise``. It checks whether the
+  premise of the literal reading, A = ∇²_u L ⪰ 0 (so that rank A = rank A₊), holds; the row only
+  exists where A has negative eigenvalues, and there Sylvester's law of inertia forces ε_S ≥ 1 for
+  every W, so its verdict reads "premise fails", not "not supported".
+- the dimension condition (dim S = r + 1 cannot be whitened): ``identity``. rank(WᵀAW) ≤ rank A₊
+  positive directions (Sylvester again), so ε_S ≥ 1 for every W; the row checks the code.
 """
 from __future__ import annotations
 
@@ -32,6 +45,7 @@ from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
+from headgeom.report.evidence import IDENTITY, PREMISE
 from headgeom.theory.whitening import (
     best_fit_isotropy,
     inertia_lower_bound,
@@ -315,7 +329,7 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
             verdict = "supported" if worst <= tol else "not supported"
         claims.append(check_claim({
             "id": "C1", "statement": STATEMENT + " — r = rank of the positive part A₊",
-            "setting": setting, "measured": meas, "verdict": verdict,
+            "setting": setting, "measured": meas, "verdict": verdict, "evidence": IDENTITY,
             "criterion": (f"supported if ε_S ≤ {tol:g} (round-off) for every subspace and seed, from WᵀAW "
                           f"and from the engine's H_eff of the linear head; not supported if any exceeds it; "
                           f"inconclusive if A₊ = 0 everywhere ({len(iso)} trials)"),
@@ -332,8 +346,8 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                 v2 = "inconclusive"
             claims.append(check_claim({
                 "id": "C1",
-                "statement": STATEMENT + " — read literally, r = rank A (all non-zero eigenvalues) "
-                             "where A = ∇²_u L has negative eigenvalues",
+                "statement": STATEMENT + " — read literally, r = rank A (all non-zero eigenvalues), whose premise "
+                             "is A = ∇²_u L ⪰ 0; checked where A has negative eigenvalues",
                 "setting": {**setting, "construction": "W = U |Λ|^{-1/2} Bᵀ over all non-zero eigenvalues, "
                                                        "and an L-BFGS best fit of W"},
                 "measured": {
@@ -345,7 +359,7 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                     "best_fit_error": measured(_values(ms, "literal_fit_error")),
                     "best_error_any_W": measured(lit),
                 },
-                "verdict": v2,
+                "verdict": v2, "evidence": PREMISE,
                 "criterion": (f"supported if some tried W (|Λ| construction on each S, best fit per row) reaches "
                               f"ε_S ≤ {tol:g} on dim S = rank A in every indefinite row; not supported if none "
                               "does in any; Sylvester's inertia bound gives ε_S ≥ 1 for every W when rank A > n₊"),
@@ -379,7 +393,7 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
             "setting": {"objective": "all", "reading": "all", **base, "dim_S": "r + 1"},
             "measured": {"natural_construction_error": measured(over_nat, definition="W whitens r of the r+1 directions"),
                          "best_fit_error": measured(over_fit, definition="L-BFGS on ‖VᵀAV − I‖_F², spectral error")},
-            "verdict": v3,
+            "verdict": v3, "evidence": IDENTITY,
             "criterion": ("supported if every W tried has ε_S ≥ 1 − 1e-6 (the inertia bound: the error is never zero); "
                           f"not supported if some W reaches ε_S ≤ {tol:g}; inconclusive in between"),
         }))

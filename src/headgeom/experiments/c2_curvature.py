@@ -26,6 +26,11 @@ u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ �
   coordinates (what no constant W, i.e. no linear head, can undo; a flat metric in curvilinear
   coordinates varies too); curvature, a coordinate invariant, is what rules out every head,
   linear or not. Both are reported.
+
+Evidence kind of every row: ``identity`` (:mod:`headgeom.report.evidence`). That a constant linear
+map cannot flatten a curved metric is a mathematical fact (curvature is invariant under a change of
+coordinates, and a constant W only changes coordinates), so the rows check the code's curvature
+routes and isotropy error, never the paper: a "not supported" here would be a bug.
 """
 from __future__ import annotations
 
@@ -41,6 +46,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
+from headgeom.report.evidence import IDENTITY
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
 
@@ -348,7 +354,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "indefinite_point_fraction": measured([r["n_points_indefinite"] / r["n_points"] for r in found]),
                 "slice_found_fraction": measured([float(r["slice_found"]) for r in rs]),
             },
-            "verdict": verdict, "criterion": criterion, "reason": reason,
+            "verdict": verdict, "criterion": criterion, "reason": reason, "evidence": IDENTITY,
         })
         notes.append(f"{setting}: {verdict} — {reason}.")
     notes[:0] = [

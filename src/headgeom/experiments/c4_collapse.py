@@ -18,6 +18,15 @@ negative cosine loss −mean_i cos(u_i, sg(c_i)); ``mse`` uses the MSE premise m
 Each cell (activation × state × reading × seed) reports the exact per-sample block spectra
 (float64 eigh) of H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to
 ‖J‖₂‖ρ‖), and, when N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check.
+
+Evidence kinds of the rows (:mod:`headgeom.report.evidence`):
+
+- per equilibrium state × reading, "smooth heads inject negative eigenvalues through M": ``test``.
+  Whether M's negative directions outweigh G at a constructed equilibrium could come out either way.
+- per equilibrium state under the MSE reading, "linear and ReLU heads give H_eff ⪰ 0": ``identity``.
+  Under the MSE premise ∇²_u L = I/N, so G = JᵀJ/N ⪰ 0, and M ≡ 0 for a linear head (and for a ReLU
+  head away from its kinks): H_eff = G ⪰ 0 by construction, and a negative eigenvalue beyond the
+  floor would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
+from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -238,15 +248,10 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
     frac = {a: sum(m["n_negative_H"] > 0 for m in groups[(state, reading, a)]) / len(groups[(state, reading, a)])
             for a in acts}
     eq_ok = all(m["equilibrium"] for m in cells_here)
-    linear = groups.get((state, reading, "linear"))
-    linear_ok = linear is not None and all(m["n_negative_H"] == 0 for m in linear)
-    mse = reading == "mse"
     maj = config.majority
     if not eq_ok or not smooth:
         verdict = "inconclusive"
-    elif mse and linear is not None and not linear_ok:
-        verdict = "not supported"
-    elif all(frac[a] >= maj for a in smooth) and (not mse or linear_ok):
+    elif all(frac[a] >= maj for a in smooth):
         verdict = "supported"
     elif all(frac[a] == 0 for a in smooth):
         verdict = "not supported"
@@ -254,12 +259,11 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
         verdict = "inconclusive"
     criterion = (
         f"supported if every smooth activation ({', '.join(smooth) or 'none run'}) has lambda_min(H_eff) < -floor "
-        f"(floor = {config.rel_floor:g} * max|lambda|) in >= {maj:.0%} of seeds"
-        + (" and the linear head has n_negative(H_eff) = 0 in every seed" if mse else "")
-        + "; not supported if " + ("the linear head has a negative eigenvalue in any seed, or if " if mse else "")
-        + "no smooth activation shows a negative eigenvalue in any seed; inconclusive otherwise, or when a cell "
-        f"missed the equilibrium (|grad_z L| / (|J|_2 |rho|) > {config.equilibrium_tol:g}) or no smooth head ran"
-        + ("" if mse else "; linear and ReLU heads are reported, not judged, under this reading")
+        f"(floor = {config.rel_floor:g} * max|lambda|) in >= {maj:.0%} of seeds; not supported if no smooth "
+        "activation shows a negative eigenvalue in any seed; inconclusive otherwise, or when a cell "
+        f"missed the equilibrium (|grad_z L| / (|J|_2 |rho|) > {config.equilibrium_tol:g}) or no smooth head ran; "
+        + ("the linear and ReLU heads are judged in their own row (an identity under the MSE premise)"
+           if reading == "mse" else "linear and ReLU heads are reported, not judged, under this reading")
     )
     meas: dict[str, Any] = {"grad_z_rel_max": measured(max(m["grad_z_rel"] for m in cells_here), n=len(cells_here),
                                                        what="max over cells of |grad_z L| / (|J|_2 |rho|)")}
@@ -278,7 +282,36 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
             "weight_scale": 1.0 if state == "equilibrium" else config.pseudo_scale,
             "reduction": "batch mean (per-sample blocks carry 1/N)",
         },
-        "measured": meas, "verdict": verdict, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "criterion": criterion, "evidence": TEST,
+    }
+
+
+def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, Any] | None:
+    """The MSE reading's linear/ReLU branch at ``state``: H_eff = G = JᵀJ/N ⪰ 0 since M ≡ 0 (an identity);
+    None when neither head ran under that reading."""
+    acts = [a for a in NON_SMOOTH if (state, "mse", a) in groups]
+    if not acts:
+        return None
+    cells_here = [m for a in acts for m in groups[(state, "mse", a)]]
+    verdict = "supported" if all(m["n_negative_H"] == 0 for m in cells_here) else "not supported"
+    meas: dict[str, Any] = {}
+    for a in acts:
+        ms = groups[(state, "mse", a)]
+        meas[f"lambda_min_H[{a}]"] = measured([m["lambda_min_H"] for m in ms])
+        meas[f"n_negative_H[{a}]"] = measured([m["n_negative_H"] for m in ms])
+        meas[f"M_fro[{a}]"] = measured([m["M_fro"] for m in ms], what="‖M‖_F (0 for linear; ReLU off its kinks)")
+    return {
+        "id": "C4", "statement": ("Thm 4.1, linear branch under the MSE premise: with ∇²_u L = I/N, G = JᵀJ/N ⪰ 0 "
+                                  "and M ≡ 0 (linear; ReLU away from its kinks), so H_eff ⪰ 0"),
+        "setting": {"objective": "mse", "head": f"{config.d}-{config.hidden}-{config.k}"
+                    + ("" if config.bias else ":nobias") + f" x {{{', '.join(acts)}}}", "reading": "mse",
+                    "preset": config.preset, "state": state, "N": config.n_samples,
+                    "weight_scale": 1.0 if state == "equilibrium" else config.pseudo_scale,
+                    "reduction": "batch mean (per-sample blocks carry 1/N)"},
+        "measured": meas, "verdict": verdict, "evidence": IDENTITY,
+        "criterion": (f"holds by construction; supported if n_negative(H_eff) = 0 (lambda < -floor, floor = "
+                      f"{config.rel_floor:g} * max|lambda|) in every seed of {', '.join(acts)}; not supported (a bug) "
+                      "otherwise"),
     }
 
 
@@ -331,6 +364,8 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     groups = _group(results)
     claims = [_claim(config, groups, st, r) for st in config.states if st in EQUILIBRIUM_STATES
               for r in config.readings if any(k[:2] == (st, r) for k in groups)]
+    claims += [c for st in config.states if st in EQUILIBRIUM_STATES
+               if (c := _non_smooth_claim(config, groups, st)) is not None]
     tables = [(f"C4 {st}: spectra of H_eff = G + M (mean ± std over seeds; blocks carry 1/N)", _table(config, groups, st))
               for st in config.states if any(k[0] == st for k in groups)]
     notes = [f"floor = {config.rel_floor:g} * max|lambda| of the whole block-diagonal H_eff; λ < -floor counts as negative.",

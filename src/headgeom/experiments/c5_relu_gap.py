@@ -15,6 +15,10 @@ final/initial spread. Along the flow, the head geometry (H_eff = G + M of z1 ↦
 L = −½cos(p1, sg(u2)), ambient reading, dense float64): ‖M‖_F/‖H_eff‖_F, max|M|, dead head.
 BN heads are escape-checked on the backbone by default because train-mode BN rescales the tiny
 deviations of a collapsed batch to unit variance, inflating the projector spread from t = 0.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: M = 0 for a ReLU head is a
+fact, but whether the simulated flow and GD runs escape collapse is an outcome of the dynamics: it
+could come out either way.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
+from headgeom.report.evidence import TEST
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -271,7 +276,7 @@ def summarize(config: C5Config, results) -> Summary:
                     "init_spread": s.init_spread, "views": f"two fixed linear augmentations I + {s.aug_strength}·R/√D",
                     "flow": f"solve_ivp {config.method} rtol={config.rtol} atol={config.atol}", "horizon": config.horizon,
                     "lrs": list(config.lrs)},
-        "measured": meas, "verdict": verdict, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
     }
     notes = ["spread = mean over dimensions of the per-dimension std (ddof=1, over N samples) of L2-normalised "
              "view-1 outputs; escape is read on the record grid (resolution T/n_record).",

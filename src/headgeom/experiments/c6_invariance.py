@@ -21,6 +21,10 @@ float64:
 
 Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
 CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the tangent quotients of a
+trained head could come out either way; Prop 5.2's premise (an invariant h∘f) is measured beside
+(the invariance gap), not judged in a row of its own.
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ from headgeom.geometry.tangents import (
 )
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
+from headgeom.report.evidence import TEST
 from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
@@ -272,7 +277,7 @@ def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str,
                     "reading": "ambient" if metric == "head_GL" else "identity (G = J^T J)", "preset": config.preset,
                     "regime": regime, "metric": metric, "group": f"{s.group} (dim V_aug = {s.dim_aug})",
                     "backbone": f"MLP {s.size ** 2}-{s.hidden}-{s.d}:{s.activation}", "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
     }
 
 

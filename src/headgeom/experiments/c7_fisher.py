@@ -20,6 +20,11 @@ very models C6 measures (the same cached training when both run in one process).
 
 Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
 CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether the numerical Fisher
+rank drops by dim V_aug after training could come out either way; the theorem's premise (h∘f
+invariant, f not) is checked per seed inside the criterion, and seeds that miss it leave the row
+inconclusive.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
+from headgeom.report.evidence import TEST
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
@@ -236,7 +242,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
                     "regime": regime, "observation_model": GaussianObservation(config.sigma).describe(),
                     "rel_tol": config.rel_tol, "dim_aug": s.dim_aug, "n_latent": s.n_content + s.dim_aug,
                     "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
     }
 
 

@@ -16,6 +16,11 @@ rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F
 L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
 RankMe and the head/backbone update ratio. A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: smooth runs' negative
+curvature and escape during training could come out either way. Under the mse reading the
+ReLU/linear half of the curvature contrast holds by construction (G ⪰ 0, M ≡ 0 off the kinks, no
+BN), but the smooth half decides the row, so it stays a test.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ from headgeom.experiments.training_cells import (
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
     simsiam_train_config, trajectory_figure)
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.evidence import TEST
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -39,6 +46,7 @@ RUNS: dict[str, tuple[str, float | None]] = {
 }
 NON_SMOOTH = ("relu", "linear")
 READINGS = ("ambient", "mse")
+PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -155,6 +163,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
                                     rel_floor=config.rel_floor, block_samples=config.block_samples)
     out: dict[str, Any] = {"activation": RUNS[run][0], "pseudo_collapse": RUNS[run][1],
                            "steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
+                           "train_budget": done["train_budget"],
                            "loss": series(records, "loss")}
     for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "update_ratio"):
         out[key] = series(records, key)
@@ -185,7 +194,7 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                    activation_of: dict[str, str]) -> dict[str, Any]:
+                    activation_of: dict[str, str], paper: PaperBudget | None = None) -> dict[str, Any]:
     """C8's curvature half for one reading: smooth runs show λ_min < −floor at >= negative_points of
     the tracking points, ReLU/linear runs do not; dead seeds are left out (and counted)."""
     key = f"frac_points_negative[{reading}]"
@@ -206,7 +215,8 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
                  f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
                  + f"; dead seeds are left out ({DEAD_DEFINITION}). Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
-            "verdict": verdict, "criterion": criterion}
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], paper or PAPER_BUDGET),
+            "verdict": verdict, "evidence": TEST, "criterion": criterion}
 
 
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
@@ -226,7 +236,8 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
                  f"the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
                  + f"; dead seeds left out. Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
-            "measured": meas, "verdict": verdict, "criterion": criterion}
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
+            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion}
 
 
 def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:

@@ -25,6 +25,9 @@ Claims (per backbone and head input; CI = 95% interval of one seed; majority ove
 - "selective, not global": compression, selectivity and vs_random_directions CIs all above 1
   supports; any of them below 1 refutes; otherwise undecided.
 supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: orbit compression, class
+separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
 
@@ -36,6 +39,8 @@ from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.evidence import TEST
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -51,6 +56,7 @@ PAPER_NUMBERS = {"resnet18": {"compression": 21.85, "d_intra_ratio": 4.76, "clas
                  "vit_tiny": {"compression": 4015.0, "d_inter_ratio": 56.0}}
 MAIN_RULE = {"compression": "above", "class_orbit_change": "not below", "vs_fresh_head": "above"}
 SELECTIVE_RULE = {"compression": "above", "selectivity": "above", "vs_random_directions": "above"}
+PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR for orbits: 50 epochs, batch 256")
 
 
 @dataclass(frozen=True)
@@ -235,7 +241,8 @@ def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
         if done.get("diverged"):
             raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
                                f"{done['diverged']}")
-        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"), **res,
+        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
+                "train_budget": done["train_budget"], **res,
                 "seconds": time.perf_counter() - t0}
 
 
@@ -282,7 +289,8 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
     return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
-            "criterion": criterion}
+            "budget": budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
+            "evidence": TEST, "criterion": criterion}
 
 
 # ---------------------------------------------------------------- tables and figure

@@ -18,6 +18,9 @@ start at about 1/√k since BN is scale-invariant: the ×0.1 init does not colla
 C5 (ReLU gap) predicts: without BN and at a small step size (the closest to gradient flow) a ReLU
 head (M = 0) stays collapsed while a smooth head escapes; ReLU escapes only through BN or a large
 step size. The claims below judge exactly these two statements from the escape flags.
+
+Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: both rows judge escape flags
+of trained runs, which could come out either way.
 """
 from __future__ import annotations
 
@@ -31,10 +34,13 @@ from headgeom.experiments.training_cells import (
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
     trajectory_figure)
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.evidence import TEST
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
 LRS = (0.05, 0.5, 0.005)
+PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
 
 
 def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ...]:
@@ -152,6 +158,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     done, records, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
                                     rel_floor=config.rel_floor, block_samples=config.block_samples)
     out: dict[str, Any] = {"steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
+                           "train_budget": done["train_budget"],
                            "loss": series(records, "loss")}
     for key in ("spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector", "rankme_projector",
                 "update_ratio"):
@@ -196,7 +203,8 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                "init": f"pseudo-collapsed (projector Linear weights x{config.pseudo_collapse:g})",
                "steps": config.max_steps or f"{config.epochs} epochs", "batch": config.batch_size}
     return {"id": "C5", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
-            "criterion": criterion}
+            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
+            "evidence": TEST, "criterion": criterion}
 
 
 def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:

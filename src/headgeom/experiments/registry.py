@@ -16,7 +16,9 @@ run independently into its own run directory so that a re-run skips finished cel
 
 Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statement, setting
 (objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
-verdict (one of ``VERDICTS``) and criterion (the rule the verdict used, in words).
+verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) and evidence
+(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.report.evidence`).
+Training experiments add ``budget`` (:mod:`headgeom.report.budget`).
 """
 from __future__ import annotations
 
@@ -27,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from headgeom.launch.resources import Resources
+from headgeom.report.budget import check_budget
+from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
-VERDICTS = ("supported", "not supported", "inconclusive")
-CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion")
+CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 PRESETS = ("quick", "small", "paper")
 
 Cell = dict[str, Any]
@@ -108,12 +111,14 @@ def register(experiment: Experiment) -> Experiment:
 
 
 def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
-    """Validate one claim entry (keys, verdict); returns it."""
+    """Validate one claim entry (keys, verdict, evidence kind); returns it."""
     missing = [k for k in CLAIM_KEYS if k not in claim]
     if missing:
         raise ValueError(f"claim entry {claim.get('id', '?')} lacks keys {missing}; it needs {list(CLAIM_KEYS)}")
     if claim["verdict"] not in VERDICTS:
         raise ValueError(f"claim {claim['id']}: verdict {claim['verdict']!r} is not one of {VERDICTS}")
+    check_evidence(claim)
+    check_budget(claim)
     return claim
 
 

@@ -37,12 +37,12 @@ import traceback
 from pathlib import Path
 from typing import Any, Iterator
 
-from headgeom.experiments.registry import (EXPERIMENTS, VERDICTS, Experiment, Summary, experiment_modules,
-                                          load_all)
+from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
+from headgeom.report.evidence import counts_text
 from headgeom.runs import RunLock, RunLockedError
 from headgeom.train.ddp import job_layout
 
@@ -458,9 +458,7 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
-    verdicts = (f"{len(claims)} claims: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-                if claims else "no claims")
+    verdicts = f"{len(claims)} claims: {counts_text(claims)}" if claims else "no claims"
     print(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {entry['elapsed_s']:.1f} s"
           f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout, flush=True)
     return entry, claims, len(failed) + len(errors)

@@ -98,7 +98,9 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     Returns (done.json of the run, the tracking records (lines of metrics.jsonl with a tracked key,
     step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})). A run stopped
     by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
-    the stop, and {} (``after`` is not called).
+    the stop, and {} (``after`` is not called). Either way done["train_budget"] = {"steps", "batch"}:
+    the steps the run was given (its stop step) and the global batch, which the experiments put in
+    their cells' metrics for the verdict's budget (headgeom.report.budget).
     Each tracking record is also logged to the runner's metrics.jsonl of the cell. Under the runner
     the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it, as ``config``)."""
     from headgeom.experiments.runner import current_train_logger, log_metrics
@@ -115,6 +117,8 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
             done = train(config, run_dir, resume_or_start=resume, tracker=Trackers(trackers) if trackers else None)
         except NonFiniteLossError as err:  # a diverged run is a result (e.g. lr 0.5 in the grid), not a crash
             done = {"diverged": str(err), "final_loss": None}
+        planned = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+        done["train_budget"] = {"steps": int(planned["stop_step"]), "batch": int(config.batch_size)}
         records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]
         extra = after(run_dir) if after is not None and not done.get("diverged") else {}
     for rec in records:

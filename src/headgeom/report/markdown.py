@@ -1,18 +1,23 @@
-"""report.md from the results.json content: the claims table first, then one section per experiment.
+"""report.md from the results.json content: a one-screen summary first, then the details per claim.
 
-The report is readable on its own: the command that produced it, the code version and
-environment, every claim with its measured values as ``value ± spread (n=…)``, verdict and
-criterion, then per experiment what was run (config, cells, time), its tables, figures
-(relative links into ``figures/``), notes and failed cells.
+The report is readable on its own: the command that produced it, a summary line per claim
+(headgeom.report.summary), the code version and environment, then per claim its rows with their
+measured values as ``value ± spread (n=…)``, evidence kind, verdict, budget and criterion, followed
+by the sections of the experiments that measured it: what was run (config, cells, time), tables,
+figures (relative links into ``figures/``), notes and failed cells.
 """
 from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from headgeom.io import atomic_write_text
+from headgeom.report.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
+from headgeom.report.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
+from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
 
 DEFAULT_SPREAD_KIND = "std over n (ddof=1)"
 
@@ -58,17 +63,26 @@ def _setting(setting: Any) -> str:
     return str(setting)
 
 
+def evidence_legend() -> str:
+    """One line per evidence kind: what its verdicts mean."""
+    return "\n".join(f"- `{k}`: {MEANING[k]}." for k in EVIDENCE) + "\n"
+
+
 def claims_table(claims: list[dict[str, Any]]) -> str:
-    """The markdown claims table: id, statement, setting, measured, verdict, criterion."""
+    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion."""
     if not claims:
         return "_No claim entries were produced._\n"
-    lines = ["| id | statement | setting | measured | verdict | criterion |", "|---|---|---|---|---|---|"]
+    lines = ["| id | statement | setting | measured | evidence | verdict | criterion |", "|---|---|---|---|---|---|---|"]
     for c in claims:
         meas = "<br>".join(f"{k}: {format_measured(v)}" for k, v in (c.get("measured") or {}).items())
-        verdict = f"**{c['verdict']}**" + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+        verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+        if c.get("budget"):
+            verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", verdict, c["criterion"])) + " |")
-    return "\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets.\n"
+            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
+            c["criterion"])) + " |")
+    return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
+            f"{counts_text(claims)}; only `test` rows count as support.\n")
 
 
 def count_noun(n: int, noun: str, plural: str | None = None) -> str:
@@ -93,15 +107,15 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
 
     One block per claim id and experiment: a line with the claim id (and the experiment's id when
     it differs, e.g. ``C8 (ABLATION)``) and the statement, then one line per entry with its
-    verdict, the setting keys that tell the block's entries apart, and the measured values;
-    last, the number of entries per verdict.
+    evidence kind and verdict, the setting keys that tell the block's entries apart, and the
+    measured values; last, the number of entries per kind and verdict.
     """
     if not claims:
         return "no claim entries were produced"
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for c in claims:
         groups.setdefault((str(c["id"]), str(c.get("experiment") or c["id"])), []).append(c)
-    verdicts = [c["verdict"] + (" (incomplete)" if c.get("incomplete") else "") for c in claims]
+    verdicts = [_short_verdict(c) for c in claims]
     w_verdict = max(len(v) for v in verdicts)
     lines: list[str] = []
     for (cid, exp), group in groups.items():
@@ -110,14 +124,25 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
         distinct = [_cut(d, max(20, width // 3)) for d in _distinct_settings(group)]
         w_distinct = max(len(d) for d in distinct)
         for c, d in zip(group, distinct):
-            verdict = c["verdict"] + (" (incomplete)" if c.get("incomplete") else "")
+            verdict = _short_verdict(c)
             meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
             columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
             lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in dict.fromkeys(c["verdict"] for c in claims)}
-    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + ": "
-                      + ", ".join(f"{n} {v}" for v, n in counts.items()), width))
+    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + " (only tests count as support):",
+                      width))
+    lines += [_cut("  " + part, width) for part in counts_text(claims).split("; ")]
     return "\n".join(lines)
+
+
+def _short_verdict(c: dict[str, Any]) -> str:
+    """``[kind] verdict words`` for the terminal table."""
+    return (tagged_verdict(c) + _limited(c)
+            + (" (incomplete)" if c.get("incomplete") else ""))
+
+
+def _limited(c: dict[str, Any]) -> str:
+    """", budget-limited" for a verdict reached below the budget threshold of headgeom.report.budget."""
+    return f", {LIMITED_LABEL}" if (c.get("budget") or {}).get("limited") else ""
 
 
 def _config_table(config: Any) -> str:
@@ -141,7 +166,7 @@ def _environment(env: dict[str, Any]) -> str:
 
 
 def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
-    out = [f"## {eid}: {e['title']}", "", f"> {e['statement']}", ""]
+    out = [f"### {eid}: {e['title']}", "", f"> {e['statement']}", ""]
     reused = f", {e['n_reused']} reused from an earlier run" if e.get("n_reused") else ""
     out += [f"**Run:** {e['n_cells']} cells ({e['n_failed']} failed{reused}), seeds {e.get('seeds', '?')}; "
             f"{_secs(e['elapsed_s'])} in this invocation, {_secs(e.get('cells_elapsed_s', 0.0))} of cell time "
@@ -149,45 +174,71 @@ def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]
     out += ["<details><summary>Resolved config</summary>", "", _config_table(e.get("config")), "</details>", ""]
     mine = [c for c in claims if c.get("experiment") == eid]
     if mine:
-        out += ["Claims: " + "; ".join(f"{c['id']} **{c['verdict']}**" for c in mine), ""]
+        out += ["Claims: " + "; ".join(f"{c['id']} **{verdict_text(c)}** ({check_evidence(c)})" for c in mine), ""]
     for title, table in e.get("tables", []):
-        out += [f"### {title}", "", table.rstrip(), ""]
+        out += [f"#### {title}", "", table.rstrip(), ""]
     if e.get("figures"):
-        out += ["### Figures", ""]
+        out += ["#### Figures", ""]
         out += [f"![{Path(f).stem}]({f})" for f in e["figures"]] + [""]
     if e.get("notes"):
-        out += ["### Notes", ""] + [f"- {n}" for n in e["notes"]] + [""]
+        out += ["#### Notes", ""] + [f"- {n}" for n in e["notes"]] + [""]
     if e.get("failed_cells"):
-        out += ["### Failed cells", ""]
+        out += ["#### Failed cells", ""]
         out += [f"- `{f['key']}`: {f['error']} (traceback in `{f['error_file']}`)" for f in e["failed_cells"]]
         out += [""]
     if e.get("errors"):
-        out += ["### Errors in the summary", ""] + ["```\n" + err.rstrip() + "\n```" for err in e["errors"]] + [""]
+        out += ["#### Errors in the summary", ""] + ["```\n" + err.rstrip() + "\n```" for err in e["errors"]] + [""]
     return out
 
 
+def _home_claim(eid: str, claims: list[dict[str, Any]]) -> str | None:
+    """The claim id an experiment's section sits under: that of its first row (GRID → C5), else its
+    own id when it names a claim (an experiment whose cells all failed), else None."""
+    ids = [str(c["id"]) for c in claims if c.get("experiment") == eid]
+    if ids:
+        return ids[0]
+    return eid if re.fullmatch(r"C\d+", eid) else None
+
+
 def render_report(results: dict[str, Any]) -> str:
-    """The whole report.md text from the results.json dict."""
+    """The whole report.md text from the results.json dict: the one-screen summary (a line per claim),
+    then per claim its rows and the sections of the experiments that measured it."""
     exps = results.get("experiments", {})
     claims = results.get("claims", [])
     seeds = results.get("seeds")
     n_failed = sum(e.get("n_failed", 0) for e in exps.values())
     n_errors = sum(len(e.get("errors", [])) for e in exps.values())
     lines = ["# headgeom: claims report", "",
-             f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}).",
-             "", _environment(results.get("environment", {})), "",
-             f"Preset **{results.get('preset')}**; seeds: "
-             + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + "; "
-             f"experiments: {', '.join(exps) or 'none'}.", ""]
+             f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
+             f"preset **{results.get('preset')}**; seeds: "
+             + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
+             "## Summary", "", summary_table(claims, format_measured, _cell),
+             "Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
+             "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
+             f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
+             "which the paper proves rather than measures.", ""]
     if n_failed or n_errors:
         lines += [f"**Warning:** {n_failed} cell(s) failed and {n_errors} summary step(s) raised; see the "
                   "experiment sections. Verdicts marked incomplete were measured on the remaining cells.", ""]
     if results.get("load_errors"):
         lines += ["**Experiment modules that failed to import:** "
                   + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()), ""]
-    lines += ["## Claims", "", claims_table(claims)]
-    for eid, e in exps.items():
-        lines += _experiment_section(eid, e, claims)
+    lines += ["## Details", "", _environment(results.get("environment", {})), "",
+              f"Experiments: {', '.join(exps) or 'none'}. Evidence kinds:", "", evidence_legend()]
+    groups = by_claim(claims)
+    homes = {eid: _home_claim(eid, claims) for eid in exps}
+    for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
+        rows = groups.get(cid, [])
+        short = CLAIMS[cid].short if cid in CLAIMS else (rows[0]["statement"] if rows else "")
+        lines += [f"## {cid}: {short}", "", claims_table(rows) if rows else "_No claim rows (see below)._\n"]
+        for eid, e in exps.items():
+            if homes[eid] == cid:
+                lines += _experiment_section(eid, e, claims)
+    orphans = [eid for eid, h in homes.items() if h is None]
+    if orphans:
+        lines += ["## Experiments without claim rows", ""]
+        for eid in orphans:
+            lines += _experiment_section(eid, exps[eid], claims)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -1,0 +1,62 @@
+"""The one-screen summary that opens report.md: exactly one line per claim present, its parts, and
+the details grouped under each claim."""
+from headgeom.report.budget import PaperBudget, budget
+from headgeom.report.markdown import format_measured, render_report
+from headgeom.report.summary import CLAIMS, headline, summary_table
+
+PAPER = PaperBudget(epochs=1, batch=100, n_train=400)
+
+
+def _row(cid, kind="test", verdict="supported", experiment=None, measured=None, **extra):
+    return {"id": cid, "statement": f"statement of {cid}", "setting": {}, "verdict": verdict, "criterion": "c",
+            "evidence": kind, "experiment": experiment or cid,
+            "measured": {"x": {"value": 2.0, "n": 3, "spread": 0.5}} if measured is None else measured, **extra}
+
+
+def _summary_lines(text):
+    return [line for line in text.splitlines() if line.startswith("| **C")]
+
+
+def test_one_line_per_claim_present_in_natural_order():
+    rows = [_row("C10"), _row("C1", "identity"), _row("C1", "premise", "not supported"), _row("C2"),
+            _row("C5", experiment="GRID"), _row("C5")]
+    lines = _summary_lines(summary_table(rows, format_measured, str))
+    assert [line.split(" | ")[0] for line in lines] == ["| **C1**", "| **C2**", "| **C5**", "| **C10**"]
+    c1 = lines[0]
+    assert CLAIMS["C1"].short in c1 and " proof " in c1
+    assert "identities: 1 hold; premises: 1 fail" in c1
+
+
+def test_ours_prefers_the_claims_headline_in_a_test_row():
+    rows = [_row("C9", "identity", measured={"compression": {"value": 9.0, "n": 1, "spread": 0.0}}),
+            _row("C9", measured={"other": 1.0, "compression": {"value": 21.0, "n": 3, "spread": 2.0}})]
+    assert headline(rows, CLAIMS["C9"].headline) == ("compression", {"value": 21.0, "n": 3, "spread": 2.0})
+    (line,) = _summary_lines(summary_table(rows, format_measured, str))
+    assert "compression: 21 ± 2 (n=3)" in line and "21.85×" in line  # ours and the paper's
+    # no headline key: the first measured entry of the first test row
+    assert headline([_row("C9", measured={"y": 1.0})], ("compression",)) == ("y", 1.0)
+    assert headline([_row("C9", measured={})], ("compression",)) is None
+
+
+def test_the_least_budget_and_its_label():
+    rows = [_row("C12", budget=budget(1, 99, PAPER)), _row("C12", budget=budget(4, 100, PAPER))]
+    (line,) = _summary_lines(summary_table(rows, format_measured, str))
+    assert "24.8% of the paper's budget (1 steps × 99 vs 4 × 100), budget-limited" in line
+    (theory,) = _summary_lines(summary_table([_row("C3")], format_measured, str))
+    assert theory.endswith("| - |")
+
+
+def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim():
+    exp = {"title": "t", "statement": "s", "config": {}, "seeds": 1, "n_cells": 1, "n_failed": 0, "elapsed_s": 1.0,
+           "tables": [("Grid table", "| a |\n|---|\n| 1 |")], "notes": [], "figures": [], "failed_cells": [],
+           "errors": []}
+    res = {"preset": "quick", "command": "headgeom reproduce", "claims": [_row("C5", experiment="GRID"), _row("C1")],
+           "experiments": {"C1": exp, "GRID": exp, "C7": exp, "EXTRA": exp}, "environment": {}}
+    md = render_report(res)
+    head = md[:md.index("## Details")]
+    assert md.index("## Summary") < md.index("| **C1** |") < md.index("| **C5** |") < md.index("## Details")
+    assert len(_summary_lines(head)) == 2 and head.count("\n") < 30  # one screen
+    # details: C1, then C5 with the GRID experiment under it, C7 (no rows), then the rest
+    order = [md.index(h) for h in ("## C1: ", "### C1: t", "## C5: ", "### GRID: t", "## C7: ",
+                                   "## Experiments without claim rows", "### EXTRA: t")]
+    assert order == sorted(order)
