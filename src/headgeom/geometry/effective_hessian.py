@@ -24,7 +24,7 @@ from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .loss_curvature import coupled_blocks_for, curvature_for
 from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
-from .readings import READINGS, Loss, check_reading, loss_hvp
+from .readings import READINGS, Loss, check_reading, hvp_fn, loss_hvp
 
 DEFAULT_MAX_DENSE = 6144
 BLOCK_STRATEGIES = ("auto", "sandwich", "jacobian")
@@ -151,8 +151,12 @@ class EffectiveHessian:
         return v.reshape(-1).to(self.z.dtype), tuple(v.shape)
 
     def _hvp(self, f: Callable[[Tensor], Tensor], v: Tensor) -> Tensor:
-        x = self.z.reshape(-1)
-        return _jvp_or_double_vjp(grad(f), x, v)
+        """∇²f(z) v for f = _full or _contracted, through readings.hvp_fn (one closure per f,
+        so that a fallback to reverse mode is found once, not on every matvec)."""
+        cache = self.__dict__.setdefault("_hvp_closures", {})
+        if f.__name__ not in cache:
+            cache[f.__name__] = hvp_fn(f, self.z.reshape(-1))
+        return cache[f.__name__](v)
 
     def interaction_matvec(self, v: Tensor) -> Tensor:
         """M v, with M = Σ_i ρ_i ∇²_z h_i (ρ held constant)."""
