@@ -18,11 +18,11 @@ from typing import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
+from torch.func import grad_and_value, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .loss_curvature import coupled_blocks_for, curvature_for
-from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
+from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width, vector_pass
 from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
 from .readings import READINGS, Loss, check_reading, hvp_fn, loss_hvp
 
@@ -72,21 +72,40 @@ class EffectiveHessian:
                 f"the head must map (N, d) to (N, k); it mapped {tuple(self.z.shape)} to {tuple(self.u.shape)}"
             )
         _check_finite("the head output u = h(z)", self.u, "check z and the head's weights")
-        value = self.loss(self.u)
+        rho, value = grad_and_value(self._scalar_loss)(self.u)
+        self.rho = rho.detach()
+        _check_finite("the residual gradient rho = dL/du", self.rho, "the loss is not differentiable here")
+        self._layers = self._verified_chain()
+        # a verified chain of Linear / eval-BatchNorm / element-wise layers is row-wise by construction
+        self.row_wise_head = self._layers is not None or (
+            not self.head.train_mode_batchnorm and is_row_wise(fn, self.z))
+        self.separable_loss = self._probe_separable()
+
+    def _scalar_loss(self, u: Tensor) -> Tensor:
+        value = self.loss(u)
         if not isinstance(value, Tensor) or value.numel() != 1:
             raise ValueError("the loss must map the head output (N, k) to a scalar tensor")
-        self.rho = grad(self.loss)(self.u).detach()
-        _check_finite("the residual gradient rho = dL/du", self.rho, "the loss is not differentiable here")
-        self.row_wise_head = (not self.head.train_mode_batchnorm) and is_row_wise(fn, self.z)
-        self.separable_loss = self._probe_separable()
-        self._layers = None
-        if self.row_wise_head and self.head.module is not None:
-            layers = flatten_layers(self.head.module)
-            if layers is not None:
-                layers = fuse_affine_runs(layers)
-                probe = chain_pass(layers, self.z[: min(4, self.n)], None).u
-                if torch.allclose(probe, self.u[: probe.shape[0]], rtol=1e-9, atol=1e-12):
-                    self._layers = layers
+        return value.reshape(())
+
+    def _verified_chain(self) -> list[nn.Module] | None:
+        """The head's affine-folded layer chain when it reproduces u on the first rows, else None.
+
+        Flattening and folding are per head (kept in the prepared head's facts, which live as
+        long as the cached analysis copy); the check against u is per call and needs no Jacobian.
+        """
+        module = self.head.module
+        if module is None or self.head.train_mode_batchnorm:
+            return None
+        facts = self.head.facts
+        if "layers" not in facts:
+            layers = flatten_layers(module)
+            facts["layers"] = fuse_affine_runs(layers) if layers is not None else None
+        layers = facts["layers"]
+        if layers is None:
+            return None
+        rows = min(4, self.n)
+        probe = vector_pass(layers, self.z[:rows], None).u
+        return layers if torch.allclose(probe, self.u[:rows], rtol=1e-9, atol=1e-12) else None
 
     # ------------------------------------------------------------------ sizes and facts
     @property
@@ -128,7 +147,13 @@ class EffectiveHessian:
         }
 
     def _probe_separable(self) -> bool:
-        if self.n < 2:
+        """Whether ∇²_u L is block-diagonal over samples (each row's tangent stays on its row)."""
+        if self.n < 2 or self.reading == "mse":  # the MSE premise is I / N by definition
+            return True
+        if getattr(self.loss, "hessian_structure", None) is not None:
+            # a declared block-diagonal form is checked against the exact HVP of a random tangent
+            # on every row (curvature_for raises on a mismatch): that check is the probe too
+            self._declared_curvature()
             return True
         w = torch.zeros_like(self.u)
         w[0] = torch.linspace(1.0, 2.0, self.k, dtype=self.u.dtype, device=self.u.device)
@@ -279,7 +304,7 @@ class EffectiveHessian:
         """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
         if self._layers is None or not is_linear_chain(self._layers) or self.block_strategy == "jacobian":
             return False, None
-        curv = curvature_for(self.loss, self.u, self.reading) if want_g else None
+        curv = self._declared_curvature() if want_g else None
         if self.block_strategy == "sandwich" or not want_g:
             return True, curv
         costs = block_costs(self._layers, self.d, self.k, curv is not None)
@@ -377,6 +402,12 @@ class EffectiveHessian:
                 cols = jt.reshape(s * self.d, self.k)
                 hjt = vmap(single, chunk_size=64)(rows, cols).reshape(s, self.d, self.k)
         return jt @ hjt.transpose(1, 2)
+
+    def _declared_curvature(self):
+        """The loss's declared, checked low-rank blocks under the reading (or None), once."""
+        if not hasattr(self, "_curvature_cache"):
+            self._curvature_cache = curvature_for(self.loss, self.u, self.reading)
+        return self._curvature_cache
 
     def _declared_coupled_blocks(self) -> Tensor | None:
         """The loss's declared, checked diagonal blocks (N, k, k) under the reading, once."""
