@@ -12,7 +12,8 @@ from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
-from headgeom.geometry.mlp_sandwich import block_costs, packed_outer_sum
+from headgeom.geometry import mlp_sandwich
+from headgeom.geometry.mlp_sandwich import PACKED_MIN_SAMPLES, block_costs, packed_outer_sum, shared_outer_sum
 from headgeom.objectives import analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
@@ -155,6 +156,27 @@ def test_packed_outer_sum(tile):
     c = torch.randn(4, 9, generator=g, dtype=DT)
     ref = torch.stack([at @ torch.diag(ci) @ at.T for ci in c])
     assert_close(packed_outer_sum(at, c, tile=tile), ref, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("n", [1, PACKED_MIN_SAMPLES - 1, PACKED_MIN_SAMPLES])
+def test_shared_outer_sum_on_both_sides_of_the_packed_threshold(n):
+    g = torch.Generator().manual_seed(2)
+    at = torch.randn(5, 9, generator=g, dtype=DT)
+    c = torch.randn(n, 9, generator=g, dtype=DT)
+    ref = torch.stack([at @ torch.diag(ci) @ at.T for ci in c])
+    assert_close(shared_outer_sum(at, c), ref, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("packed_from", [1, 10**9])
+def test_engine_blocks_with_packed_and_direct_first_layer_term(monkeypatch, packed_from):
+    monkeypatch.setattr(mlp_sandwich, "PACKED_MIN_SAMPLES", packed_from)
+    head = HEADS["tanh-3-nobias"]()
+    z = torch.randn(N, D, dtype=DT, generator=torch.Generator().manual_seed(4))
+    loss = losses(5)["cosine-declared"]
+    h_ref, _, m_ref = reference_parts(head, loss, z)
+    eh = effective_hessian(head, loss, z, block_strategy="sandwich")
+    assert_close(eh.blocks(), diagonal_blocks(h_ref, N, D), what="blocks")
+    assert_close(eh.interaction_blocks(), diagonal_blocks(m_ref, N, D), what="M blocks")
 
 
 def test_auto_strategy_follows_the_flop_count():

@@ -18,17 +18,17 @@ from typing import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.func import grad, hessian, jacfwd, jacrev, jvp, vjp, vmap
+from torch.func import grad_and_value, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
+from .block_strategies import BlockStrategies
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
-from .loss_curvature import coupled_blocks_for, curvature_for
-from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
-from .mlp_structure import chain_pass, flatten_layers, fuse_affine_runs
-from .readings import READINGS, Loss, check_reading, loss_hvp
+from .mlp_sandwich import vector_pass
+from .mlp_structure import flatten_layers, fuse_affine_runs
+from .precision import measured_error
+from .readings import READINGS, Loss, check_reading, hvp_fn, loss_hvp
 
 DEFAULT_MAX_DENSE = 6144
 BLOCK_STRATEGIES = ("auto", "sandwich", "jacobian")
-SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
 
 
 def _check_finite(name: str, t: Tensor, hint: str) -> None:
@@ -48,7 +48,7 @@ def _jvp_or_double_vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> 
 
 
 @dataclass(eq=False, repr=False)
-class EffectiveHessian:
+class EffectiveHessian(BlockStrategies):
     """Exact H_eff, G and M of ``loss ∘ head`` at ``z``; build it with :func:`effective_hessian`."""
 
     head: PreparedHead
@@ -63,6 +63,7 @@ class EffectiveHessian:
     chunk_size: int = 32
     block_strategy: str = "auto"
     last_block_path: str | None = field(init=False, default=None)
+    source: tuple | None = None  # (head, z) as given: the float64 reference of a float32 analysis
 
     def __post_init__(self) -> None:
         fn = self.head.fn
@@ -72,21 +73,43 @@ class EffectiveHessian:
                 f"the head must map (N, d) to (N, k); it mapped {tuple(self.z.shape)} to {tuple(self.u.shape)}"
             )
         _check_finite("the head output u = h(z)", self.u, "check z and the head's weights")
-        value = self.loss(self.u)
+        rho, value = grad_and_value(self._scalar_loss)(self.u)
+        self.rho = rho.detach()
+        _check_finite("the residual gradient rho = dL/du", self.rho, "the loss is not differentiable here")
+        self._layers = self._verified_chain()
+        # a verified chain of Linear / eval-BatchNorm / element-wise layers is row-wise by construction
+        self.row_wise_head = self._layers is not None or (
+            not self.head.train_mode_batchnorm and is_row_wise(fn, self.z))
+        self.separable_loss = self._probe_separable()
+
+    def _scalar_loss(self, u: Tensor) -> Tensor:
+        value = self.loss(u)
         if not isinstance(value, Tensor) or value.numel() != 1:
             raise ValueError("the loss must map the head output (N, k) to a scalar tensor")
-        self.rho = grad(self.loss)(self.u).detach()
-        _check_finite("the residual gradient rho = dL/du", self.rho, "the loss is not differentiable here")
-        self.row_wise_head = (not self.head.train_mode_batchnorm) and is_row_wise(fn, self.z)
-        self.separable_loss = self._probe_separable()
-        self._layers = None
-        if self.row_wise_head and self.head.module is not None:
-            layers = flatten_layers(self.head.module)
-            if layers is not None:
-                layers = fuse_affine_runs(layers)
-                probe = chain_pass(layers, self.z[: min(4, self.n)], None).u
-                if torch.allclose(probe, self.u[: probe.shape[0]], rtol=1e-9, atol=1e-12):
-                    self._layers = layers
+        return value.reshape(())
+
+    def _verified_chain(self) -> list[nn.Module] | None:
+        """The head's affine-folded layer chain when it reproduces u on the first rows, else None.
+
+        Flattening and folding are per head (kept in the prepared head's facts, which live as
+        long as the cached analysis copy); the check against u is per call and needs no Jacobian.
+        """
+        module = self.head.module
+        if module is None or self.head.train_mode_batchnorm:
+            return None
+        facts = self.head.facts
+        if "layers" not in facts:
+            layers = flatten_layers(module)
+            facts["layers"] = fuse_affine_runs(layers) if layers is not None else None
+        layers = facts["layers"]
+        if layers is None:
+            return None
+        rows = min(4, self.n)
+        probe = vector_pass(layers, self.z[:rows], None).u
+        # folding reassociates products: allow the dtype's rounding (1e-9 in float64, ~1e-3 in float32)
+        rtol = max(1e-9, 1e4 * torch.finfo(self.z.dtype).eps)
+        atol = rtol * float(self.u[:rows].abs().max()) + 1e-12
+        return layers if torch.allclose(probe, self.u[:rows], rtol=rtol, atol=atol) else None
 
     # ------------------------------------------------------------------ sizes and facts
     @property
@@ -125,10 +148,29 @@ class EffectiveHessian:
             "block_path": "structured-mlp" if self.structured else "generic-torch.func",
             "block_strategy": self.block_strategy, "last_block_path": self.last_block_path,
             "train_mode_batchnorm": self.head.train_mode_batchnorm,
+            **({"precision": self._precision()} if self.z.dtype != torch.float64 else {}),
         }
 
+    def _precision(self) -> dict:
+        """The measured error against float64 (headgeom.geometry.precision), once."""
+        if not hasattr(self, "_precision_cache"):
+            if self.source is None:
+                self._precision_cache = {"measured": False, "why": "built without effective_hessian()"}
+            else:
+                head, z = self.source
+                self._precision_cache = measured_error(self, lambda: effective_hessian(
+                    head, self.loss, z, reading=self.reading, dtype=torch.float64, max_dense=self.max_dense,
+                    chunk_size=self.chunk_size, block_strategy=self.block_strategy))
+        return self._precision_cache
+
     def _probe_separable(self) -> bool:
-        if self.n < 2:
+        """Whether ∇²_u L is block-diagonal over samples (each row's tangent stays on its row)."""
+        if self.n < 2 or self.reading == "mse":  # the MSE premise is I / N by definition
+            return True
+        if getattr(self.loss, "hessian_structure", None) is not None:
+            # a declared block-diagonal form is checked against the exact HVP of a random tangent
+            # on every row (curvature_for raises on a mismatch): that check is the probe too
+            self._declared_curvature()
             return True
         w = torch.zeros_like(self.u)
         w[0] = torch.linspace(1.0, 2.0, self.k, dtype=self.u.dtype, device=self.u.device)
@@ -151,8 +193,12 @@ class EffectiveHessian:
         return v.reshape(-1).to(self.z.dtype), tuple(v.shape)
 
     def _hvp(self, f: Callable[[Tensor], Tensor], v: Tensor) -> Tensor:
-        x = self.z.reshape(-1)
-        return _jvp_or_double_vjp(grad(f), x, v)
+        """∇²f(z) v for f = _full or _contracted, through readings.hvp_fn (one closure per f,
+        so that a fallback to reverse mode is found once, not on every matvec)."""
+        cache = self.__dict__.setdefault("_hvp_closures", {})
+        if f.__name__ not in cache:
+            cache[f.__name__] = hvp_fn(f, self.z.reshape(-1))
+        return cache[f.__name__](v)
 
     def interaction_matvec(self, v: Tensor) -> Tensor:
         """M v, with M = Σ_i ρ_i ∇²_z h_i (ρ held constant)."""
@@ -231,171 +277,6 @@ class EffectiveHessian:
         except (NotImplementedError, RuntimeError):
             return jacrev(jacrev(f))(x)
 
-    # ------------------------------------------------------------------ block path
-    def blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of H_eff, batched over samples."""
-        g, m = self._blocks(True, True, merged=True)
-        return (g + m).detach()
-
-    def gauss_newton_blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of G."""
-        return self._blocks(True, False)[0].detach()
-
-    def interaction_blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of M."""
-        return self._blocks(False, True)[1].detach()
-
-    def decomposed_blocks(self) -> tuple[Tensor, Tensor, Tensor]:
-        """(H_eff, G, M) diagonal blocks from one pass, each (N, d, d)."""
-        g, m = self._blocks(True, True)
-        g, m = g.detach(), m.detach()
-        return g + m, g, m
-
-    def _blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
-        """G and M blocks; with ``merged`` only their sum is meaningful (blocks())."""
-        if not self.row_wise_head:
-            return self._coupled_blocks(want_g, want_m)
-        if self.separable_loss:
-            return self._separable_blocks(want_g, want_m, merged)
-        gs, ms = [], []
-        for idx in self._row_chunks():
-            jt, m = self._row_jacobian(idx, want_m)
-            if want_g:
-                gs.append(self._gauss_newton_rows(idx, jt))
-            if want_m:
-                ms.append(m)
-        return (torch.cat(gs) if want_g else None), (torch.cat(ms) if want_m else None)
-
-    def _row_chunks(self):
-        """Index tensors of consecutive chunks of at most ``chunk_size`` samples."""
-        for start in range(0, self.n, self.chunk_size):
-            yield torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
-
-    def _use_sandwich(self, want_g: bool):
-        """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
-        if self._layers is None or not is_linear_chain(self._layers) or self.block_strategy == "jacobian":
-            return False, None
-        curv = curvature_for(self.loss, self.u, self.reading) if want_g else None
-        if self.block_strategy == "sandwich" or not want_g:
-            return True, curv
-        costs = block_costs(self._layers, self.d, self.k, curv is not None)
-        ours, theirs = costs["sandwich"], costs["jacobian"]
-        m = tail_width(self._layers, self.k)
-        fits = curv is not None or self.n * m * m * self.z.element_size() <= SANDWICH_MEMORY
-        return ours <= theirs and fits, curv
-
-    def _separable_blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
-        """Row-wise head and block-diagonal loss Hessian: J_iᵀ for all samples, then one loss
-        HVP per column of J carries every sample at once: G_i = J_iᵀ [∇²_u L]_ii J_i."""
-        n, d, k = self.n, self.d, self.k
-        sandwich, curv = self._use_sandwich(want_g)
-        if sandwich:
-            self.last_block_path = "sandwich" + ("+declared-curvature" if curv is not None else "+hvp")
-            hvp = loss_hvp(self.loss, self.u, self.reading)
-            return sandwich_blocks(self._layers, self.z, self.rho, curv, hvp, want_g, want_m, self.chunk_size,
-                                   merged=merged)
-        self.last_block_path = "jacobian"
-        jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
-        ms = []
-        for idx in self._row_chunks():
-            jt, m = self._row_jacobian(idx, want_m)
-            if want_g:
-                jt_all[idx] = jt
-            if want_m:
-                ms.append(m)
-        g = None
-        if want_g:
-            hvp = loss_hvp(self.loss, self.u, self.reading)
-            hjt = torch.empty_like(jt_all)  # [∇²L]_ii J_i, transposed like J
-            step = max(1, min(d, (1 << 21) // max(1, n * k)))  # ~16 MB of tangents: cache-sized chunks
-            for c0 in range(0, d, step):
-                cols = slice(c0, min(c0 + step, d))
-                hjt[:, cols, :] = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1)).transpose(0, 1)
-            g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
-            for start in range(0, n, self.chunk_size):
-                rows = slice(start, min(start + self.chunk_size, n))
-                g[rows] = torch.bmm(jt_all[rows], hjt[rows].transpose(1, 2)).detach()
-        return g, (torch.cat(ms) if want_m else None)
-
-    def _row_jacobian(self, idx: Tensor, want_m: bool) -> tuple[Tensor, Tensor | None]:
-        """J_iᵀ (s, d, k) and M_i (s, d, d) for the samples idx of a row-wise head."""
-        zc = self.z[idx]
-        rc = self.rho[idx] if want_m else None
-        if self._layers is not None:
-            out = chain_pass(self._layers, zc, rc)
-            return out.jt, out.interaction
-        fn = self.head.fn
-        row = lambda zi: fn(zi[None])[0]  # noqa: E731
-        try:
-            jac = vmap(jacfwd(row))(zc)
-        except (NotImplementedError, RuntimeError):
-            jac = vmap(jacrev(row))(zc)
-        m = None
-        if want_m:
-            contracted = lambda zi, ri: (ri * row(zi)).sum()  # noqa: E731
-            try:
-                m = vmap(hessian(contracted))(zc, rc)
-            except (NotImplementedError, RuntimeError):
-                m = vmap(jacrev(jacrev(contracted)))(zc, rc)
-        return jac.transpose(1, 2), m
-
-    def _gauss_newton_rows(self, idx: Tensor, jt: Tensor) -> Tensor:
-        """G_i = J_iᵀ [∇²_u L]_ii J_i for the samples idx, from HVPs of the loss only."""
-        hvp = loss_hvp(self.loss, self.u, self.reading)
-        s = idx.numel()
-        if self.separable_loss:
-            # one tangent per column c carries J_i[:, c] on every row i of the chunk at once
-            def column(jcol: Tensor) -> Tensor:  # jcol (s, k)
-                w = torch.zeros_like(self.u).index_copy(0, idx, jcol)
-                return hvp(w)[idx]
-
-            hj = vmap(column, chunk_size=64)(jt.transpose(0, 1))  # (d, s, k)
-            hjt = hj.transpose(0, 1)  # (s, d, k)
-        elif (declared := self._declared_coupled_blocks()) is not None:
-            # a coupled loss that declares its diagonal blocks (NT-Xent): no loss HVPs at all
-            self.last_block_path = "rows+declared-coupled-blocks"
-            hjt = jt @ declared[idx].transpose(1, 2)
-        else:
-            # coupled loss: [∇²L]_ii w needs a tangent w on row i alone, one loss HVP each
-            def single(i: Tensor, w: Tensor) -> Tensor:
-                onehot = (torch.arange(self.n, device=self.z.device) == i).to(self.u.dtype)
-                return (hvp(onehot[:, None] * w[None, :]) * onehot[:, None]).sum(0)
-
-            if self.k < self.d:
-                # k HVPs per sample give the k × k block itself: hblk[i][c] = [∇²L]_ii e_c, then
-                # [∇²L]_ii J_i[:, a] = Σ_c J_i[c, a] hblk[i][c] (no symmetry assumed)
-                rows = idx.repeat_interleave(self.k)
-                basis = torch.eye(self.k, dtype=self.u.dtype, device=self.u.device).repeat(s, 1)
-                hblk = vmap(single, chunk_size=64)(rows, basis).reshape(s, self.k, self.k)
-                hjt = jt @ hblk
-            else:  # d HVPs per sample: one per column of J_i
-                rows = idx.repeat_interleave(self.d)
-                cols = jt.reshape(s * self.d, self.k)
-                hjt = vmap(single, chunk_size=64)(rows, cols).reshape(s, self.d, self.k)
-        return jt @ hjt.transpose(1, 2)
-
-    def _declared_coupled_blocks(self) -> Tensor | None:
-        """The loss's declared, checked diagonal blocks (N, k, k) under the reading, once."""
-        if not hasattr(self, "_coupled_cache"):
-            self._coupled_cache = coupled_blocks_for(self.loss, self.u, self.reading)
-        return self._coupled_cache
-
-    def _coupled_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
-        """Diagonal blocks when the head couples samples (train-mode BatchNorm): one matvec
-        per basis vector e_{i,c}, keeping block i of the result."""
-        n, d = self.n, self.d
-
-        def block_of(matvec: Callable[[Tensor], Tensor]) -> Tensor:
-            eye = torch.eye(self.dim, dtype=self.z.dtype, device=self.z.device)
-            cols = vmap(matvec, chunk_size=max(1, 4 * self.chunk_size))(eye)  # (N·d, N·d): row j = A e_j
-            cols = cols.reshape(n, d, n, d)
-            ar = torch.arange(n, device=self.z.device)
-            return cols[ar, :, ar, :].transpose(1, 2).contiguous()  # (N, d, d)
-
-        g = block_of(self.gauss_newton_matvec) if want_g else None
-        m = block_of(self.interaction_matvec) if want_m else None
-        return g, m
-
 
 def effective_hessian(
     head: nn.Module | HeadFn,
@@ -418,7 +299,9 @@ def effective_hessian(
         z: (N, d) representation batch.
         reading: loss-Hessian reading for G: "ambient", "tangential" or "mse" (see
             :mod:`headgeom.geometry.readings`).
-        dtype: analysis dtype (float64 by default; float32 is allowed and recorded; None keeps z's).
+        dtype: analysis dtype: float64 by default (on every device); float32 is faster (on a GPU much
+            faster), and its error against float64, measured on the same problem, is reported in
+            ``info()["precision"]`` (:mod:`headgeom.geometry.precision`); None keeps z's dtype.
         max_dense: largest N·d for which ``dense()``, ``gauss_newton()`` and ``interaction()``
             build a matrix.
         chunk_size: samples per chunk in the block path (memory vs speed).
@@ -435,7 +318,8 @@ def effective_hessian(
     dtype = z.dtype if dtype is None else dtype
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype; got {dtype}")
-    z = z.detach().to(dtype)
+    given = z.detach()
+    z = given.to(dtype)
     _check_finite("z", z, "the representation batch must be finite")
     prepared = prepare_head(head, dtype, z.device)
     if chunk_size < 1:
@@ -443,4 +327,4 @@ def effective_hessian(
     if block_strategy not in BLOCK_STRATEGIES:
         raise ValueError(f"block_strategy must be one of {BLOCK_STRATEGIES}; got {block_strategy!r}")
     return EffectiveHessian(prepared, loss, z, reading, max_dense, chunk_size=chunk_size,
-                            block_strategy=block_strategy)
+                            block_strategy=block_strategy, source=(head, given))

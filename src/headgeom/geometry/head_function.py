@@ -1,6 +1,7 @@
 """Turn a user's head into a pure function z ↦ u for analysis, without ever changing the head.
 
-The head is deep-copied and cast to the analysis dtype. BatchNorm layers keep the mode they
+The head is deep-copied and cast to the analysis dtype; the copy is reused across calls while
+the head is unchanged (:mod:`headgeom.geometry.head_cache` checks that on every call). BatchNorm layers keep the mode they
 were given: in eval mode they use their running statistics (a row-wise affine map); in train
 mode they use batch statistics (coupling the samples), and the copy stops tracking running
 statistics so that no call of the analysis updates anything, in the copy or the original.
@@ -8,12 +9,14 @@ statistics so that no call of the analysis updates anything, in the copy or the 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
 from torch.func import vjp
+
+from .head_cache import cached_copy
 
 HeadFn = Callable[[Tensor], Tensor]
 
@@ -25,6 +28,7 @@ class PreparedHead:
     fn: HeadFn
     module: nn.Module | None  # the analysis copy when the head is an nn.Module
     train_mode_batchnorm: bool  # some BatchNorm layer normalises with batch statistics
+    facts: dict[str, Any] = field(default_factory=dict)  # per-head structure derived from the copy
 
 
 def _batchnorms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
@@ -32,11 +36,17 @@ def _batchnorms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
 
 
 def prepare_head(head: nn.Module | HeadFn, dtype: torch.dtype, device: torch.device) -> PreparedHead:
-    """Copy ``head`` for analysis in ``dtype`` on ``device``; callables are used as given."""
+    """Copy ``head`` for analysis in ``dtype`` on ``device`` (reused while the head is unchanged);
+    callables are used as given."""
     if not isinstance(head, nn.Module):
         if not callable(head):
             raise TypeError(f"head must be an nn.Module or a callable (N, d) -> (N, k); got {type(head).__name__}")
         return PreparedHead(fn=head, module=None, train_mode_batchnorm=False)
+    return cached_copy(head, dtype, device, copy_for_analysis)
+
+
+def copy_for_analysis(head: nn.Module, dtype: torch.dtype, device: torch.device) -> PreparedHead:
+    """A fresh analysis copy of ``head``: cast, frozen, train-mode BatchNorm made pure, checked finite."""
     work = copy.deepcopy(head).to(device=device, dtype=dtype)
     work.requires_grad_(False)
     train_bn = False

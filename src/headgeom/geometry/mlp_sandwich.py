@@ -96,6 +96,21 @@ def packed_outer_sum(at: Tensor, c: Tensor, tile: int = 64) -> Tensor:
     return out
 
 
+# Below this many samples the packed outer products (w·d²/2 entries, built whatever N is, far
+# larger than cache at the paper's shapes) cost more than forming each Aᵀ diag(c_i) A directly:
+# measured crossovers on the 2-core machine were N ≈ 24 at d = 128, w = 512 and N ≈ 100 at
+# d = 512, w = 2048 (benchmarks/bench_fixed_cost.py, BENCHMARKS.md).
+PACKED_MIN_SAMPLES = 32
+
+
+def shared_outer_sum(at: Tensor, c: Tensor) -> Tensor:
+    """(N, d, d) blocks Aᵀ diag(c_i) A for a shared Aᵀ = at (d, w): per sample as batched
+    products for small N, by :func:`packed_outer_sum` from ``PACKED_MIN_SAMPLES`` on."""
+    if c.shape[0] >= PACKED_MIN_SAMPLES:
+        return packed_outer_sum(at, c)
+    return (at[None] * c[:, None, :]) @ at.T
+
+
 def tail_curvature(w_tail: Tensor | None, k: int, hvp: Callable[[Tensor], Tensor], n: int,
                    like: Tensor) -> Tensor:
     """(N, m, m) K_i = W_Lᵀ [∇²L]_ii W_L from m loss HVPs; W_L None means the identity (m = k)."""
@@ -197,7 +212,7 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
     m_out = None
     if want_m:
-        m_out = packed_outer_sum(shared, vp.c[0]) if p else torch.zeros(n, d, d, dtype=dtype, device=device)
+        m_out = shared_outer_sum(shared, vp.c[0]) if p else torch.zeros(n, d, d, dtype=dtype, device=device)
     if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
         if want_g:
             for start in range(0, n, chunk_size):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import skip_init
 
 ELEMENTWISE: tuple[type[nn.Module], ...] = (
     nn.ReLU, nn.GELU, nn.SiLU, nn.Softplus, nn.Tanh, nn.ELU, nn.LeakyReLU, nn.Sigmoid,
@@ -86,7 +87,8 @@ def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
         nonlocal pending, pending_cost
         if pending is not None:
             w, b = pending
-            lin = nn.Linear(w.shape[1], w.shape[0], dtype=w.dtype, device=w.device)
+            # skip_init: the random initialisation would be overwritten (a full pass over W)
+            lin = skip_init(nn.Linear, w.shape[1], w.shape[0], dtype=w.dtype, device=w.device)
             lin.weight = nn.Parameter(w.detach(), requires_grad=False)
             lin.bias = nn.Parameter(b.detach(), requires_grad=False)
             out.append(lin)

@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor
-from torch.func import grad, jvp
+from torch.func import grad, jvp, vjp
 
 READINGS: dict[str, str] = {
     "ambient": "exact Hessian of the loss in u",
@@ -44,20 +44,44 @@ def _project_tangent(u: Tensor, w: Tensor) -> Tensor:
     return w - u_hat * (u_hat * w).sum(dim=-1, keepdim=True)
 
 
+def hvp_fn(f: Callable[[Tensor], Tensor], x: Tensor) -> Callable[[Tensor], Tensor]:
+    """Return w ↦ ∇²f(x) w for a scalar f: forward-over-reverse (jvp of grad), falling back to
+    reverse-over-reverse (vjp of grad, exact because the Hessian is symmetric) for good once
+    forward mode fails.
+
+    Forward mode is missing for some ops and, for others, yields a ZeroTensor that a backward
+    formula then writes into ("ZeroTensors are immutable": ``F.mse_loss`` against a constant,
+    ``relu`` where a hinge is inactive). Every loss HVP in headgeom goes through here.
+    """
+    g = grad(f)
+    forward_ok = [True]
+
+    def reverse(w: Tensor) -> Tensor:
+        _, pull = vjp(g, x)
+        return pull(w)[0]
+
+    def hvp(w: Tensor) -> Tensor:
+        if forward_ok[0]:
+            try:
+                return jvp(g, (x,), (w,))[1]
+            except (NotImplementedError, RuntimeError):
+                forward_ok[0] = False
+        return reverse(w)
+
+    return hvp
+
+
 def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tensor], Tensor]:
     """Return w ↦ (∇²_u L) w under ``reading``, for w of the shape of u (N, k).
 
-    Forward-over-reverse (jvp of grad): the loss Hessian is never formed.
+    Through :func:`hvp_fn` (forward-over-reverse, else reverse-over-reverse): the loss Hessian
+    is never formed.
     """
     check_reading(reading)
     if reading == "mse":
         n = u.shape[0]
         return lambda w: w / n
-    g = grad(loss)
-
-    def ambient(w: Tensor) -> Tensor:
-        return jvp(g, (u,), (w,))[1]
-
+    ambient = hvp_fn(loss, u)
     if reading == "ambient":
         return ambient
     return lambda w: _project_tangent(u, ambient(_project_tangent(u, w)))
