@@ -24,7 +24,8 @@ from headgeom.experiments.c8_hessian_tracking import curvature_claim
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
-    run_training, series, simsiam_train_config, trajectory_figure)
+    run_training, series, simsiam_train_config)
+from headgeom.report.trajectories import trajectory_figure
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -159,6 +160,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         lmax, _ = heff_series(records, r, "lambda_max")
         floor, _ = heff_series(records, r, "floor")
         out[f"lambda_min[{r}]"], out[f"lambda_max[{r}]"] = lmin, lmax
+        out[f"floor[{r}]"] = floor  # the engine's zero band, drawn in the λ figure
         out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = m_ratio_series(records, r)
         out[f"frac_points_negative[{r}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
@@ -231,7 +233,8 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
         claim["statement"] = STATEMENT
         claims.append(claim)
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
-    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff")),
+    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff",
+                                                         rel_floor=config.rel_floor)),
                ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u")],
                                                     "Activation ablation: projector spread")),
                ("knn", lambda: _knn_figure(config, groups))]

@@ -1,0 +1,184 @@
+"""The shared figure style (headgeom.report.style) and the trajectory figures built with it:
+distinct series, legends outside the data area, readable symlog ticks, the round-off band of λ."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from headgeom.report import style  # noqa: E402
+from headgeom.report.trajectories import floors_of, trajectory_figure  # noqa: E402
+
+N_SERIES = 16
+REL_FLOOR = 1e-10  # the engine's default (headgeom.geometry.spectrum)
+
+
+# ---------------------------------------------------------------- checks on drawn figures
+def line_styles(ax) -> list[tuple[str, str]]:
+    """(colour, line style) of every labelled line of ``ax``."""
+    from matplotlib.colors import to_hex
+
+    return [(to_hex(ln.get_color()), ln.get_linestyle()) for ln in ax.get_lines()
+            if not ln.get_label().startswith("_") and ln.get_gid() != style.CHANCE_GID]
+
+
+def draw(fig):
+    """Draw ``fig`` on an Agg canvas (a bare Figure has none) and return the renderer."""
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def assert_legends_outside(fig) -> int:
+    """Every legend of ``fig`` lies outside the data area of every axes; returns how many legends."""
+    renderer = draw(fig)
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
+    for leg in legends:
+        box = leg.get_window_extent(renderer)
+        for ax in fig.axes:
+            area = ax.get_window_extent(renderer)
+            assert not box.overlaps(area), f"legend {box} covers the data area {area} of {ax.get_title()!r}"
+    return len(legends)
+
+
+def assert_tick_labels_apart(ax) -> None:
+    """The visible y tick labels of ``ax`` do not overlap one another."""
+    renderer = draw(ax.figure)
+    lo, hi = sorted(ax.get_ylim())
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t, loc in zip(ax.get_yticklabels(), ax.get_yticks())
+             if t.get_visible() and t.get_text() and lo <= loc <= hi]
+    assert len(boxes) >= 2, f"expected labelled y ticks, got {[b[0] for b in boxes]}"
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            assert not a.overlaps(b), f"y tick labels {ta!r} and {tb!r} collide"
+
+
+def floor_band_artists(ax) -> list:
+    return [a for a in list(ax.collections) + list(ax.patches) if a.get_gid() == style.FLOOR_GID]
+
+
+# ---------------------------------------------------------------- style helpers
+def test_series_styles_distinct_for_a_large_grid():
+    styles = style.series_styles(40)
+    pairs = [(s["color"], s["linestyle"]) for s in styles]
+    assert len(set(pairs)) == 40
+    # the two runs that shared a colour before (0 and 10) now differ in line style and marker
+    assert styles[0]["color"] == styles[10]["color"]
+    assert styles[0]["linestyle"] != styles[10]["linestyle"] and styles[0]["marker"] != styles[10]["marker"]
+    with pytest.raises(ValueError, match=">= 0"):
+        style.series_style(-1)
+
+
+def test_zero_within_floor_and_floor_of_extremes():
+    floors = style.roundoff_floor([-1e-14, -0.5, None], [2.0, 1.0, 1.0], REL_FLOOR)
+    assert floors[0] == pytest.approx(2e-10) and floors[1] == pytest.approx(1e-10) and floors[2] is None
+    assert style.zero_within_floor([-1e-14, -0.5, 3e-15, None], floors[:2] + [1e-10, 1e-10]) == [0.0, -0.5, 0.0, None]
+    assert style.zero_within_floor([3e-15], [None]) == [3e-15]  # no floor known: drawn as recorded
+    # a value exactly at the floor is zero (the engine counts |λ| <= floor as zero)
+    assert style.zero_within_floor([-1e-10], [1e-10]) == [0.0]
+    with pytest.raises(ValueError, match="one floor per value"):
+        style.zero_within_floor([1.0, 2.0], [1.0])
+
+
+def test_chance_line_at_one_over_c():
+    fig = Figure()
+    ax = fig.add_subplot()
+    line = style.chance_line(ax, 10)
+    assert line.get_gid() == style.CHANCE_GID and list(line.get_ydata()) == [0.1, 0.1]
+    assert "1/10" in line.get_label()
+    with pytest.raises(ValueError, match=">= 2"):
+        style.chance_line(ax, 1)
+
+
+def test_legend_outside_right_and_below_with_many_entries():
+    for where in ("right", "below"):
+        fig = Figure(figsize=(4, 3))
+        ax = fig.add_subplot()
+        for i, s in enumerate(style.series_styles(N_SERIES)):
+            ax.plot([0, 1, 2], [i, i + 1, i], label=f"series {i}", **s)
+            ax.plot([0, 1, 2], [i, i, i], label=f"series {i}", **s)  # duplicates are merged
+        leg = style.legend_outside(ax, where)
+        assert len(leg.get_texts()) == N_SERIES
+        fig.tight_layout()
+        assert assert_legends_outside(fig) == 1
+    with pytest.raises(ValueError, match="'right' or 'below'"):
+        style.legend_outside(ax, "left")
+
+
+@pytest.mark.parametrize("values,floor", [
+    ([-1e-14, -3e-7, -0.3, -1e-3, 2e-2], 1e-13),   # many decades on both sides
+    ([-1e-14, -3e-7, -0.3, -1e-3], 0.0),             # no floor: linthresh from the data
+    ([1e-12, 5e3], 0.0),                             # positive only
+    ([0.0, 0.0], 1e-14),                             # every value in the band
+])
+def test_signed_log_axis_ticks_do_not_collide(values, floor):
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.plot(range(len(values)), values)
+    linthresh = style.signed_log_axis(ax, values, floor=floor)
+    nonzero = [abs(v) for v in values if v]
+    assert linthresh == (floor if floor else min(nonzero))
+    assert ax.get_yscale() == "symlog"
+    assert 0.0 in list(ax.get_yticks())
+    assert_tick_labels_apart(ax)
+
+
+# ---------------------------------------------------------------- trajectory figures (C8, grid, ablation)
+def _groups(n_runs: int = N_SERIES, seeds: int = 2):
+    steps = [0, 15, 30, 45, 60]
+    groups = {}
+    for i in range(n_runs):
+        ms = []
+        for s in range(seeds):
+            psd = i % 2 == 0  # ReLU / linear heads: exactly PSD, λ_min is round-off of 0
+            lmax = [1.0 + 0.1 * k + s for k in range(len(steps))]
+            lmin = ([-1e-14 * (k + 1) for k in range(len(steps))] if psd
+                    else [-(10.0 ** -(1 + k)) * (1 + i) for k in range(len(steps))])
+            ms.append({"steps": steps, "lambda_min[mse]": lmin, "lambda_max[mse]": lmax,
+                       "spread_projector": [0.1 * (i + 1) + 0.01 * k for k in range(len(steps))]})
+        groups[f"run {i} (lr 0.{i})"] = ms
+    return groups
+
+
+def test_trajectory_figure_many_runs_distinct_legend_outside_and_floor_band():
+    groups = _groups()
+    fig = trajectory_figure(groups, [("spread_projector", "spread"), ("lambda_min[mse]", "λ_min")], "t",
+                            rel_floor=REL_FLOOR)
+    spread_ax, lam_ax = fig.axes
+    for ax in (spread_ax, lam_ax):
+        pairs = line_styles(ax)
+        assert len(pairs) == N_SERIES and len(set(pairs)) == N_SERIES  # one style per run, seeds share it
+    assert assert_legends_outside(fig) == 1
+    # the round-off floor: a band around 0, and the PSD runs drawn at exactly 0 inside it
+    band = floor_band_artists(lam_ax)
+    assert len(band) == 1
+    floor_min = REL_FLOOR * 1.0  # the smallest floor among the runs (λ_max = 1 at step 0)
+    assert lam_ax.get_yscale() == "symlog"
+    assert lam_ax.yaxis.get_transform().linthresh == pytest.approx(floor_min)
+    lines = {ln.get_label(): ln for ln in lam_ax.get_lines()}
+    for i in range(0, N_SERIES, 2):
+        ys = lines[f"run {i} (lr 0.{i})"].get_ydata()
+        assert all(y == 0.0 for y in ys), f"PSD run {i} drawn at {ys}, not inside the band"
+    for i in range(1, N_SERIES, 2):  # real negative curvature stays negative, beyond the band
+        ys = lines[f"run {i} (lr 0.{i})"].get_ydata()
+        assert all(y < -floor_min for y in ys)
+    assert_tick_labels_apart(lam_ax)
+
+
+def test_trajectory_floor_prefers_the_recorded_floor():
+    m = {"steps": [0, 1], "lambda_min[a]": [-1e-9, -1.0], "lambda_max[a]": [1.0, 1.0], "floor[a]": [1e-8, 1e-8]}
+    assert floors_of(m, "lambda_min[a]", REL_FLOOR) == [1e-8, 1e-8]
+    del m["floor[a]"]
+    assert floors_of(m, "lambda_min[a]", REL_FLOOR) == pytest.approx([1e-10, 1e-10])
+    assert floors_of(m, "lambda_min[a]", None) is None and floors_of(m, "spread", REL_FLOOR) is None
+    # the collapse grid keys its single reading without a suffix
+    grid = {"steps": [0], "lambda_min": [-1e-14], "lambda_max": [2.0], "floor": []}
+    assert floors_of(grid, "lambda_min", REL_FLOOR) == pytest.approx([2e-10])
+    fig = trajectory_figure({"relu": [dict(grid, spread_projector=[0.5])]},
+                            [("spread_projector", "s"), ("lambda_min", "λ")], "grid", rel_floor=REL_FLOOR)
+    assert list(fig.axes[1].get_lines()[0].get_ydata()) == [0.0] and floor_band_artists(fig.axes[1])
+    assert math.isclose(fig.axes[1].yaxis.get_transform().linthresh, 2e-10)
