@@ -7,9 +7,10 @@ import matplotlib
 matplotlib.use("Agg")
 
 import pytest  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from figure_checks import (assert_legends_outside, assert_tick_labels_apart, floor_band_artists,  # noqa: E402
+                           line_styles)
 from headgeom.report import style  # noqa: E402
 from headgeom.report.trajectories import floors_of, trajectory_figure  # noqa: E402
 
@@ -17,54 +18,10 @@ N_SERIES = 16
 REL_FLOOR = 1e-10  # the engine's default (headgeom.geometry.spectrum)
 
 
-# ---------------------------------------------------------------- checks on drawn figures
-def line_styles(ax) -> list[tuple[str, str]]:
-    """(colour, line style) of every labelled line of ``ax``."""
-    from matplotlib.colors import to_hex
-
-    return [(to_hex(ln.get_color()), ln.get_linestyle()) for ln in ax.get_lines()
-            if not ln.get_label().startswith("_") and ln.get_gid() != style.CHANCE_GID]
-
-
-def draw(fig):
-    """Draw ``fig`` on an Agg canvas (a bare Figure has none) and return the renderer."""
-    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-    canvas.draw()
-    return canvas.get_renderer()
-
-
-def assert_legends_outside(fig) -> int:
-    """Every legend of ``fig`` lies outside the data area of every axes; returns how many legends."""
-    renderer = draw(fig)
-    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None] + list(fig.legends)
-    for leg in legends:
-        box = leg.get_window_extent(renderer)
-        for ax in fig.axes:
-            area = ax.get_window_extent(renderer)
-            assert not box.overlaps(area), f"legend {box} covers the data area {area} of {ax.get_title()!r}"
-    return len(legends)
-
-
-def assert_tick_labels_apart(ax) -> None:
-    """The visible y tick labels of ``ax`` do not overlap one another."""
-    renderer = draw(ax.figure)
-    lo, hi = sorted(ax.get_ylim())
-    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t, loc in zip(ax.get_yticklabels(), ax.get_yticks())
-             if t.get_visible() and t.get_text() and lo <= loc <= hi]
-    assert len(boxes) >= 2, f"expected labelled y ticks, got {[b[0] for b in boxes]}"
-    for i, (ta, a) in enumerate(boxes):
-        for tb, b in boxes[i + 1:]:
-            assert not a.overlaps(b), f"y tick labels {ta!r} and {tb!r} collide"
-
-
-def floor_band_artists(ax) -> list:
-    return [a for a in list(ax.collections) + list(ax.patches) if a.get_gid() == style.FLOOR_GID]
-
-
 # ---------------------------------------------------------------- style helpers
 def test_series_styles_distinct_for_a_large_grid():
     styles = style.series_styles(40)
-    pairs = [(s["color"], s["linestyle"]) for s in styles]
+    pairs = [(s["color"], s["linestyle"]) for s in styles]  # distinct even without the markers
     assert len(set(pairs)) == 40
     # the two runs that shared a colour before (0 and 10) now differ in line style and marker
     assert styles[0]["color"] == styles[10]["color"]
@@ -150,8 +107,9 @@ def test_trajectory_figure_many_runs_distinct_legend_outside_and_floor_band():
                             rel_floor=REL_FLOOR)
     spread_ax, lam_ax = fig.axes
     for ax in (spread_ax, lam_ax):
-        pairs = line_styles(ax)
-        assert len(pairs) == N_SERIES and len(set(pairs)) == N_SERIES  # one style per run, seeds share it
+        styles = line_styles(ax)  # one style per run, the seeds share it
+        assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
+
     assert assert_legends_outside(fig) == 1
     # the round-off floor: a band around 0, and the PSD runs drawn at exactly 0 inside it
     band = floor_band_artists(lam_ax)

@@ -25,6 +25,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config)
+from headgeom.report.style import chance_line, legend_outside, series_style
 from headgeom.report.trajectories import trajectory_figure
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
@@ -133,7 +134,7 @@ def knn_of_run(config: AblationConfig):
         res = evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
         k = str(config.knn_k)
         return {"knn": {p: r["knn_top1"][k] for p, r in res["points"].items()},
-                "eval_n_train": res["n_train"], "eval_n_test": res["n_test"]}
+                "eval_n_train": res["n_train"], "eval_n_test": res["n_test"], "num_classes": res["num_classes"]}
     return after
 
 
@@ -171,7 +172,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     points = list(knn)
     out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
                head_output_point=points[-1] if points else None,
-               eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"))
+               eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"),
+               num_classes=ev.get("num_classes"))
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -199,8 +201,8 @@ def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
 def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for a in config.activations:
+    fig, ax = plt.subplots(figsize=(8.2, 3.6))
+    for i, a in enumerate(config.activations):
         ms = groups.get(a)
         if not ms:
             continue
@@ -208,12 +210,15 @@ def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
         if not points:
             continue
         means = [measured([m["knn"][p] for m in ms if p in m["knn"]]) for p in points]
-        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], fmt="-o",
-                    ms=3, capsize=2, label=a)
+        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], ms=3,
+                    capsize=2, label=a, **series_style(i))
         ax.set_xticks(range(len(points)), points, rotation=30, fontsize=7)
+    classes = {m.get("num_classes") for ms in groups.values() for m in ms} - {None}  # absent in older results
+    if len(classes) == 1:
+        chance_line(ax, int(next(iter(classes))))
     ax.set_ylabel(f"kNN top-1 (k={config.knn_k}), mean ± std over seeds")
     ax.set_title("Activation ablation: kNN accuracy along the head")
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     fig.tight_layout()
     return fig
 

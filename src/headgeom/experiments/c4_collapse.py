@@ -31,6 +31,7 @@ import torch
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
+from headgeom.report.style import series_style, shared_legend, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -305,16 +306,21 @@ def _figure(config: C4Config, groups: dict):
             for i, a in enumerate(config.activations):
                 ms = groups.get((st, r, a))
                 if ms:
-                    s = measured([m["lambda_min_rel_H"] for m in ms])
+                    # λ_min / max|λ| within the relative floor is zero for the engine: drawn at 0
+                    rel = [m["lambda_min_rel_H"] for m in ms]
+                    s = measured(zero_within_floor(rel, [config.rel_floor] * len(rel)))
                     xs.append(i + (j - (len(config.readings) - 1) / 2) * width)
                     ys.append(s["value"])
                     es.append(s["spread"])
-            ax.errorbar(xs, ys, yerr=es, fmt="o", capsize=3, label=r)
+            style = series_style(j)
+            ax.errorbar(xs, ys, yerr=es, linestyle="none", marker=style["marker"], color=style["color"], capsize=3,
+                        label=r)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_xticks(range(len(config.activations)), config.activations, rotation=30)
         ax.set_title(st)
-    axes[0][0].set_ylabel("λ_min(H_eff) / max|λ|  (mean ± std over seeds)")
-    axes[0][-1].legend(title="reading", fontsize=8)
+    axes[0][0].set_ylabel("λ_min(H_eff) / max|λ|  (mean ± std over seeds;\n"
+                          f"|value| ≤ {config.rel_floor:g} drawn as 0)", fontsize=8)
+    shared_legend(list(axes[0]), title="reading")
     fig.suptitle(f"C4: λ_min of H_eff at collapsed states, heads {config.d}-{config.hidden}-{config.k}")
     fig.tight_layout()
     return fig

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.report.style import series_style, shared_legend
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -230,7 +231,7 @@ def _figure(config: C5Config, results):
         heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
         fig, axes = plt.subplots(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
         kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
-        colors = dict(zip(kinds, ["k", "tab:blue", "tab:orange", "tab:red", "tab:green", "tab:purple"]))
+        colors = {k: series_style(i)["color"] for i, k in enumerate(kinds)}  # BN or not: the line style
         for ax, h in zip(axes[0], heads):
             for b in config.bn:
                 ms = _select(results, h, b)
@@ -246,7 +247,7 @@ def _figure(config: C5Config, results):
             ax.set_title(h)
             ax.set_xlabel("time t (GD: step × lr)")
         axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {config.seeds} seeds)")
-        axes[0][-1].legend(fontsize=6)
+        shared_legend(list(axes[0]))
         fig.tight_layout()
         return fig
 

@@ -82,15 +82,14 @@ def legend_outside(ax: Any, where: str = "right", handles: Sequence[Any] | None 
 
 
 def shared_legend(axes: Sequence[Any], title: str | None = None, fontsize: float = LEGEND_FONTSIZE) -> Any:
-    """One legend for a row or grid of panels that share their series, right of the last panel of
-    the first row (``axes``: the panels in reading order), gathering every panel's labels."""
+    """One legend for panels that share their series (a row, or a whole grid), right of the top
+    right panel of ``axes``, gathering every panel's labels once."""
     handles, labels = [], []
     for ax in axes:
         h, lab = ax.get_legend_handles_labels()
         handles += h
         labels += lab
-    first_row = [ax for ax in axes if ax.get_subplotspec() is None or ax.get_subplotspec().rowspan.start == 0]
-    anchor = max(first_row or list(axes), key=lambda a: a.get_position().x1)
+    anchor = max(axes, key=lambda a: (round(a.get_position().y1, 3), a.get_position().x1))
     return legend_outside(anchor, "right", handles, labels, title=title, fontsize=fontsize)
 
 
