@@ -354,7 +354,7 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
             if pts:
                 ax.scatter(*zip(*pts), s=14, alpha=0.6, color=series_style(i)["color"])
             means = [(d + off, measured(list(by[d].values()))["value"]) for d in depths if by.get(d)]
-            ax.plot(*zip(*means), label=label + " (mean; dots = seeds)", **{**series_style(i), "marker": None})
+            ax.plot(*zip(*means), label=label, **{**series_style(i), "marker": None})
         if logy:
             ax.axhline(1.0, color="0.6", lw=0.8)
         else:
@@ -367,7 +367,7 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
         if logy:
             ax.set_yscale("log")
         legend_outside(ax, "below")
-    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data})")
+    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data}); lines: mean over seeds, dots: seeds")
     fig.tight_layout()
     return fig
 

@@ -59,7 +59,8 @@ def legend_outside(ax: Any, where: str = "right", handles: Sequence[Any] | None 
 
     Duplicate labels are merged (a series drawn in several calls shows once); None when nothing is
     labelled. ``fig.tight_layout()`` and ``savefig(bbox_inches="tight")`` make room for it.
-    Many entries are split into columns (right: a column per 20, below: up to 4 columns)."""
+    Many entries are split into columns (right: a column per 20; below: two beyond 4 entries, so
+    panels side by side keep their legends apart)."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     elif labels is None:
@@ -74,7 +75,7 @@ def legend_outside(ax: Any, where: str = "right", handles: Sequence[Any] | None 
     if where == "right":
         kw = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "ncol": max(1, math.ceil(n / 20))}
     elif where == "below":
-        kw = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncol": min(4, n)}
+        kw = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncol": 1 if n <= 4 else 2}
     else:
         raise ValueError(f"legend position must be 'right' or 'below'; got {where!r}")
     return ax.legend(list(seen.values()), list(seen), borderaxespad=0.0, fontsize=fontsize, title=title,
