@@ -130,6 +130,8 @@ def test_trajectory_figure_many_runs_distinct_legend_outside_and_floor_band():
 def test_trajectory_floor_prefers_the_recorded_floor():
     m = {"steps": [0, 1], "lambda_min[a]": [-1e-9, -1.0], "lambda_max[a]": [1.0, 1.0], "floor[a]": [1e-8, 1e-8]}
     assert floors_of(m, "lambda_min[a]", REL_FLOOR) == [1e-8, 1e-8]
+    m["floor[a]"] = [None, None]  # the tracker recorded none (an older run): from the extremes
+    assert floors_of(m, "lambda_min[a]", REL_FLOOR) == pytest.approx([1e-10, 1e-10])
     del m["floor[a]"]
     assert floors_of(m, "lambda_min[a]", REL_FLOOR) == pytest.approx([1e-10, 1e-10])
     assert floors_of(m, "lambda_min[a]", None) is None and floors_of(m, "spread", REL_FLOOR) is None

@@ -4,7 +4,8 @@ chance lines and the round-off band of signed eigenvalues.
 - :func:`series_style`: series ``i`` gets a colour, a line style and a marker; the (colour, line
   style) pair is distinct for the first ``len(COLOURS) * len(LINESTYLES)`` = 40 series, so a
   14-run grid never draws two runs alike.
-- :func:`legend_outside`: the legend right of (or below) the axes, never over the data.
+- :func:`legend_outside`, :func:`shared_legend`: the legend right of (or below) the axes, never
+  over the data; one legend for panels that share their series.
 - :func:`signed_log_axis`: a symlog y axis whose linear band is the round-off band (or the
   smallest non-zero |value|), with at most a handful of labelled decades so labels never collide.
 - :func:`roundoff_floor`, :func:`zero_within_floor`, :func:`floor_band`: an eigenvalue with
@@ -25,7 +26,7 @@ from typing import Any
 
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-# matplotlib's tab10: ten colours that stay apart for colour-blind readers and in greyscale print.
+# matplotlib's default cycle (tab10); the line style and the marker tell apart what colour alone does not.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
            "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 LINESTYLES = ("-", "--", ":", "-.")

@@ -32,8 +32,9 @@ def floors_of(m: dict[str, Any], key: str, rel_floor: float | None) -> list[floa
     suffix = _suffix(key)
     if suffix is None:
         return None
-    if m.get("floor" + suffix):
-        return list(m["floor" + suffix])
+    recorded = list(m.get("floor" + suffix) or [])
+    if any(f is not None for f in recorded):
+        return recorded
     lo, hi = m.get("lambda_min" + suffix), m.get("lambda_max" + suffix)
     if rel_floor is None or not lo or not hi:
         return None
