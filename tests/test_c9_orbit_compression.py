@@ -169,6 +169,7 @@ def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
     fig = summary.figures[0][1]()
     assert len(fig.axes) == 4  # compression and selectivity rows, one column per backbone
     assert assert_legends_outside(fig) == 2  # one beside each row
+    assert fig.axes[0].get_title() == "resnet18 (1 seed)"  # the noun agrees with the count
     import matplotlib.pyplot as plt
 
     plt.close(fig)

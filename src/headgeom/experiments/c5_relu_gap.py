@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.report.markdown import count_noun
 from headgeom.report.style import series_style, shared_legend
 from headgeom.theory import dynamics as dyn
 
@@ -246,7 +247,7 @@ def _figure(config: C5Config, results):
             ax.set_yscale("log")
             ax.set_title(h)
             ax.set_xlabel("time t (GD: step × lr)")
-        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {config.seeds} seeds)")
+        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {count_noun(config.seeds, 'seed')})")
         shared_legend(list(axes[0]))
         fig.tight_layout()
         return fig

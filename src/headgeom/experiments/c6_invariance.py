@@ -43,6 +43,7 @@ from headgeom.geometry.tangents import (
     rayleigh_quotients,
 )
 from headgeom.objectives import analysis_loss
+from headgeom.report.markdown import count_noun
 from headgeom.report.style import series_style, shared_legend
 from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
 
@@ -318,7 +319,7 @@ def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
             ax.set_title(f"{METRIC_NAMES[name]} — {stage}", fontsize=8)
             ax.set_xlabel("log10 |vᵀAv| / ‖v‖²", fontsize=8)
     shared_legend([ax for row in axes for ax in row])
-    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {len(ms)} seeds pooled")
+    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {count_noun(len(ms), 'seed')} pooled")
     fig.tight_layout()
     return fig
 

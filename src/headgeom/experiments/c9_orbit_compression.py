@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.report.markdown import count_noun
 from headgeom.report.style import series_style, shared_legend
 
 if TYPE_CHECKING:
@@ -355,7 +356,7 @@ def _figure(config: C9Config, results):
             ax.axhline(1.0, color="0.5", lw=0.8)
             ax.set_yscale("log")
             ax.set_xticks(range(len(config.families)), config.families)
-            ax.set_title(f"{b} ({len(runs)} seeds)")
+            ax.set_title(f"{b} ({count_noun(len(runs), 'seed')})")
             ax.set_ylabel(f"{ylabel}, 95% CI", fontsize=8)
     for row in axes:  # each row plots its own measures: a legend beside each row, off the points
         shared_legend(list(row))
