@@ -7,11 +7,14 @@ from matplotlib.container import ErrorbarContainer
 from headgeom.report import style
 
 
-def line_styles(ax) -> list[tuple[str, str, str]]:
-    """(colour, line style, marker) of every labelled line of ``ax``, error-bar series included."""
-    lines = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_") and ln.get_gid() != style.CHANCE_GID]
+def line_styles(ax, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(colour, line style, marker) of every labelled line of ``ax`` whose label starts with
+    ``prefix``, error-bar series included, chance lines left out."""
+    lines = [ln for ln in ax.get_lines() if not ln.get_label().startswith("_") and ln.get_gid() != style.CHANCE_GID
+             and ln.get_label().startswith(prefix)]
     lines += [c.lines[0] for c in ax.containers if isinstance(c, ErrorbarContainer)
-              and not str(c.get_label()).startswith("_") and c.lines[0] is not None]
+              and not str(c.get_label()).startswith("_") and str(c.get_label()).startswith(prefix)
+              and c.lines[0] is not None]
     return [(to_hex(ln.get_color()), ln.get_linestyle(), ln.get_marker()) for ln in lines]
 
 

@@ -26,8 +26,13 @@ def test_series_styles_distinct_for_a_large_grid():
     # the two runs that shared a colour before (0 and 10) now differ in line style and marker
     assert styles[0]["color"] == styles[10]["color"]
     assert styles[0]["linestyle"] != styles[10]["linestyle"] and styles[0]["marker"] != styles[10]["marker"]
+    # a second grouping (BN) of the same series: other line styles, so 20 series x 2 stay distinct
+    both = {(s["color"], s["linestyle"]) for s in (style.series_style(i, v) for i in range(20) for v in (0, 1))}
+    assert len(both) == 40
     with pytest.raises(ValueError, match=">= 0"):
         style.series_style(-1)
+    with pytest.raises(ValueError, match="variant 0 or 1"):
+        style.series_style(0, variant=2)
 
 
 def test_zero_within_floor_and_floor_of_extremes():
@@ -142,3 +147,33 @@ def test_trajectory_floor_prefers_the_recorded_floor():
                             [("spread_projector", "s"), ("lambda_min", "λ")], "grid", rel_floor=REL_FLOOR)
     assert list(fig.axes[1].get_lines()[0].get_ydata()) == [0.0] and floor_band_artists(fig.axes[1])
     assert math.isclose(fig.axes[1].yaxis.get_transform().linthresh, 2e-10)
+
+
+# ---------------------------------------------------------------- experiment figures whose series count is configured
+def test_c3_figure_with_sixteen_depths_is_distinct_and_legend_outside():
+    from headgeom.experiments import c3_depth as c3
+
+    depths = tuple(range(1, N_SERIES + 1))
+    cfg = c3.C3Config(depths=depths, widths=(8, 32))
+    groups = {(dp, w): {0: {"eps_kappa": 0.01 * dp * w}, 1: {"eps_kappa": 0.02 * dp * w}}
+              for dp in depths for w in (8, 32)}
+    fig = c3._figure(cfg, groups)
+    styles = line_styles(fig.axes[0], prefix="depth ")  # the threshold line aside
+    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
+    assert assert_legends_outside(fig) == 1
+
+
+def test_c5_figure_with_many_step_sizes_is_distinct_and_legend_outside():
+    from headgeom.experiments import c5_relu_gap as c5
+
+    lrs = tuple(0.001 * (i + 1) for i in range(N_SERIES - 1))  # flow + 15 step sizes = 16 kinds, x2 for BN
+    cfg = c5.C5Config(heads=("relu", "silu"), bn=(False, True), lrs=lrs, seeds=1)
+    kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in lrs]
+    results = [({}, {"head": h, "bn": b, "runs": {k: {"t": [0.0, 1.0, 2.0], f"spread_{cfg.escape_on}": [1.0, 0.5, 0.1]}
+                                                   for k in kinds}})
+               for h in cfg.heads for b in cfg.bn]
+    fig = c5._figure(cfg, results)()
+    for ax in fig.axes:
+        styles = line_styles(ax)
+        assert len(styles) == 2 * N_SERIES and len({(c, ls) for c, ls, _ in styles}) == 2 * N_SERIES
+    assert assert_legends_outside(fig) == 1

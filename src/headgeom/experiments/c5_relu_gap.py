@@ -232,17 +232,17 @@ def _figure(config: C5Config, results):
         heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
         fig, axes = plt.subplots(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
         kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
-        colors = {k: series_style(i)["color"] for i, k in enumerate(kinds)}  # BN or not: the line style
         for ax, h in zip(axes[0], heads):
             for b in config.bn:
                 ms = _select(results, h, b)
-                for k in kinds:
+                for i, k in enumerate(kinds):  # colour per kind; with BN: the other line styles
                     if not ms:
                         continue
                     curves = np.array([[np.nan if v is None else v for v in m["runs"][k][f"spread_{config.escape_on}"]]
                                        for m in ms], dtype=np.float64)
                     mean = curves.mean(0)  # NaN (curve ends) once any seed stopped or diverged: no fake jumps
-                    ax.plot(ms[0]["runs"][k]["t"], mean, color=colors[k], ls="--" if b else "-",
+                    style = series_style(i, variant=int(bool(b)))
+                    ax.plot(ms[0]["runs"][k]["t"], mean, color=style["color"], linestyle=style["linestyle"],
                             label=f"{k}{' +BN' if b else ''}")
             ax.set_yscale("log")
             ax.set_title(h)

@@ -36,15 +36,17 @@ CHANCE_GID = "chance"
 LEGEND_FONTSIZE = 7
 
 
-def series_style(i: int) -> dict[str, Any]:
+def series_style(i: int, variant: int = 0) -> dict[str, Any]:
     """``color``, ``linestyle`` and ``marker`` of series ``i`` (0-based), as plot() keywords.
 
     Colours cycle fastest, the line style changes after each full round of colours, the marker
-    cycles on its own period (7, coprime to 10), so series 0 and 10 differ in line style and marker."""
-    if i < 0:
-        raise ValueError(f"series index must be >= 0; got {i}")
+    cycles on its own period (7, coprime to 10), so series 0 and 10 differ in line style and marker.
+    ``variant`` (0 or 1) marks a second grouping of the same series (e.g. with BatchNorm) by the
+    line style alone: variant 1 takes the two line styles variant 0 does not use for i < 20."""
+    if i < 0 or variant not in (0, 1):
+        raise ValueError(f"series index must be >= 0 and variant 0 or 1; got i={i}, variant={variant}")
     return {"color": COLOURS[i % len(COLOURS)],
-            "linestyle": LINESTYLES[(i // len(COLOURS)) % len(LINESTYLES)],
+            "linestyle": LINESTYLES[(i // len(COLOURS) + 2 * variant) % len(LINESTYLES)],
             "marker": MARKERS[i % len(MARKERS)]}
 
 
