@@ -177,3 +177,16 @@ def test_c5_figure_with_many_step_sizes_is_distinct_and_legend_outside():
         styles = line_styles(ax)
         assert len(styles) == 2 * N_SERIES and len({(c, ls) for c, ls, _ in styles}) == 2 * N_SERIES
     assert assert_legends_outside(fig) == 1
+
+
+def test_c2_figure_with_sixteen_settings_is_distinct_and_legend_outside():
+    from headgeom.experiments import c2_curvature as c2
+
+    cfg = c2.C2Config()
+    n_r = len(cfg.radii)
+    errors = {i: [0.0] + [1e-3 * (i + 1) * r for r in range(1, n_r)] for i in range(N_SERIES)}
+    by = {f"objective{i}:ambient": [{"slice_found": True, "iso_error_max": errors[i]}] for i in range(N_SERIES)}
+    fig = c2._figure(cfg, by)
+    styles = line_styles(fig.axes[0], prefix="objective")
+    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
+    assert assert_legends_outside(fig) == 1
