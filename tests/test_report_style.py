@@ -190,3 +190,16 @@ def test_c2_figure_with_sixteen_settings_is_distinct_and_legend_outside():
     styles = line_styles(fig.axes[0], prefix="objective")
     assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
     assert assert_legends_outside(fig) == 1
+
+
+def test_new_figure_stays_outside_pyplot_and_saves_as_png(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from headgeom.report.figures import save_figure
+
+    before, backend = plt.get_fignums(), matplotlib.get_backend()
+    fig, axes = style.new_figure(2, 3, figsize=(4, 3), squeeze=False)
+    axes[1][2].plot([0, 1], [1, 0])
+    assert axes.shape == (2, 3) and plt.get_fignums() == before and matplotlib.get_backend() == backend
+    path = save_figure(fig, tmp_path / "a.png")
+    assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

@@ -25,7 +25,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
     run_training, series, simsiam_train_config)
-from headgeom.report.style import chance_line, legend_outside, series_style
+from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 from headgeom.report.trajectories import trajectory_figure
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
@@ -199,9 +199,7 @@ def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
 
 
 def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8.2, 3.6))
+    fig, ax = new_figure(figsize=(8.2, 3.6))
     for i, a in enumerate(config.activations):
         ms = groups.get(a)
         if not ms:

@@ -21,7 +21,7 @@ from typing import Any
 from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
                                              placement_table)
 from headgeom.experiments.registry import Summary
-from headgeom.report.style import series_style, shared_legend
+from headgeom.report.style import new_figure, series_style, shared_legend
 
 __all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
 
@@ -264,12 +264,7 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
 
 
 def _figure(config: Any, measured: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
+    fig, axes = new_figure(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
     rel = [r for r in EXPECTED_FILES if r in measured]
     for ax, fam in zip(axes[0], config.families):
         for j, metric in enumerate(("trace_ratio_raw", "per_dim_ratio_raw")):

@@ -35,7 +35,7 @@ from typing import Any
 from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
-from headgeom.report.style import chance_line, legend_outside, series_style
+from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
@@ -333,8 +333,6 @@ def _cell_table(results: list[tuple[dict, dict]]) -> str:
 
 
 def _figure(config: C11Config, results: list[tuple[dict, dict]]):
-    import matplotlib.pyplot as plt
-
     panels: list[tuple[str, list[tuple[str, str]], bool]] = [
         ("orbit compression z / h(z) (trace ratio)", [("trace_ratio[raw]", "trained, raw z in"),
                                                       ("fresh_trace_ratio[raw]", "fresh head, raw z in")]
@@ -343,7 +341,7 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
         ("class/orbit ratio change h(z) / z", [("class_orbit_change[raw]", "trained, raw z in"),
                                                ("fresh_class_orbit_change[raw]", "fresh head, raw z in")], True),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    fig, axes = new_figure(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     depths = sorted(config.depths)
     for ax, (title, keys, logy) in zip(axes[0], panels):
         for i, (key, label) in enumerate(keys):

@@ -26,7 +26,7 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
-from headgeom.report.style import chance_line, series_style, shared_legend
+from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
@@ -212,11 +212,9 @@ def _table(results: list[tuple[dict, dict]]) -> str:
 
 
 def _figure(results: list[tuple[dict, dict]]):
-    import matplotlib.pyplot as plt
-
     points = results[0][1]["points"]
     classes = {m.get("num_classes") for _, m in results} - {None}  # absent in results of older runs
-    fig, axes = plt.subplots(1, len(PROBES), figsize=(4.4 * len(PROBES) + 1.8, 3.6), squeeze=False)
+    fig, axes = new_figure(1, len(PROBES), figsize=(4.4 * len(PROBES) + 1.8, 3.6), squeeze=False)
     for ax, probe in zip(axes[0], PROBES):
         for i, (variant, keep) in enumerate((("raw", lambda p: not p.startswith("l2z/")),
                                              ("l2 input", lambda p: p == "z" or p.startswith("l2z/")))):

@@ -40,7 +40,7 @@ from torch.func import vmap
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss
-from headgeom.report.style import legend_outside, series_style
+from headgeom.report.style import legend_outside, new_figure, series_style
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
 
@@ -363,9 +363,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
 
 
 def _figure(config: C2Config, by: dict[str, list[dict[str, Any]]]):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = new_figure(figsize=(6.4, 4.4))
     rel = [r for r in config.radii if r > 0]
     for n, (setting, rs) in enumerate(by.items()):
         found = [r for r in rs if r["slice_found"]]

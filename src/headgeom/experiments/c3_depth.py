@@ -34,7 +34,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.geometry import effective_hessian
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
-from headgeom.report.style import legend_outside, series_style
+from headgeom.report.style import legend_outside, new_figure, series_style
 from headgeom.theory.depth_fit import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                        head_spec, init_params, isotropy, mlp_geometry)
 
@@ -297,12 +297,7 @@ def _table(config: C3Config, groups: dict) -> str:
 
 
 def _figure(config: C3Config, groups: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    fig, ax = new_figure(figsize=(5.2, 3.8))
     for n, dp in enumerate(sorted(config.depths)):
         xs, ys, lo, hi = [], [], [], []
         for w in config.widths:

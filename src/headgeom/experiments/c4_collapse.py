@@ -31,7 +31,7 @@ import torch
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
-from headgeom.report.style import series_style, shared_legend, zero_within_floor
+from headgeom.report.style import new_figure, series_style, shared_legend, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -292,13 +292,8 @@ def _table(config: C4Config, groups: dict, state: str) -> str:
 
 
 def _figure(config: C4Config, groups: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     states = [s for s in config.states if any(k[0] == s for k in groups)]
-    fig, axes = plt.subplots(1, len(states), figsize=(4.2 * len(states), 3.4), squeeze=False, sharey=True)
+    fig, axes = new_figure(1, len(states), figsize=(4.2 * len(states), 3.4), squeeze=False, sharey=True)
     width = 0.8 / max(1, len(config.readings))
     for ax, st in zip(axes[0], states):
         for j, r in enumerate(config.readings):

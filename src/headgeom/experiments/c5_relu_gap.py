@@ -24,7 +24,7 @@ import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.report.markdown import count_noun
-from headgeom.report.style import series_style, shared_legend
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -224,13 +224,8 @@ def _tables(config: C5Config, results) -> list[tuple[str, str]]:
 
 def _figure(config: C5Config, results):
     def build():
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
-        fig, axes = plt.subplots(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
+        fig, axes = new_figure(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
         kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
         for ax, h in zip(axes[0], heads):
             for b in config.bn:

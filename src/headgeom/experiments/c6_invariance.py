@@ -44,7 +44,7 @@ from headgeom.geometry.tangents import (
 )
 from headgeom.objectives import analysis_loss
 from headgeom.report.markdown import count_noun
-from headgeom.report.style import series_style, shared_legend
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
@@ -294,14 +294,10 @@ def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
 
 
 def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     ms = groups[regime]
-    fig, axes = plt.subplots(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
+    fig, axes = new_figure(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
     for i, name in enumerate(METRICS):
         for j, stage in enumerate(STAGES):
             ax = axes[i][j]

@@ -34,7 +34,7 @@ from torch.func import jacrev, vmap
 from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
-from headgeom.report.style import series_style, shared_legend
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
@@ -264,13 +264,8 @@ def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, 
 
 
 def _figure(config: C7Config, groups: dict[str, list[dict]]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     regimes = [r for r in config.regimes if r in groups]
-    fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
+    fig, axes = new_figure(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
     for ax, regime in zip(axes[0], regimes):
         ms = groups[regime]
         for stage, ls in zip(STAGES, ("--", "-")):

@@ -36,7 +36,7 @@ from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
 from headgeom.report.markdown import count_noun
-from headgeom.report.style import series_style, shared_legend
+from headgeom.report.style import new_figure, series_style, shared_legend
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -336,10 +336,8 @@ FIGURE_ROWS = (("orbit compression spread(z)/spread(h)",
 
 
 def _figure(config: C9Config, results):
-    import matplotlib.pyplot as plt
-
     nb = len(config.backbones)
-    fig, axes = plt.subplots(2, nb, figsize=(5.2 * nb + 2.4, 7.2), squeeze=False)
+    fig, axes = new_figure(2, nb, figsize=(5.2 * nb + 2.4, 7.2), squeeze=False)
     for col, b in enumerate(config.backbones):
         runs = [m for c, m in results if c["backbone"] == b]
         for row, (ylabel, series) in enumerate(FIGURE_ROWS):

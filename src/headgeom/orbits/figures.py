@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from headgeom.orbits.metrics import _orbits, l2_normalise
-from headgeom.report.style import series_style
+from headgeom.report.style import new_figure, series_style
 
 __all__ = ["figure_png_bytes", "pca_project", "plot_orbit_pca"]
 
@@ -46,15 +46,11 @@ def plot_orbit_pca(features: dict[str, Tensor], labels: Tensor | None = None,
                    points: Sequence[str] | None = None, max_orbits: int = 15,
                    title: str = ""):
     """One panel per point: each orbit a line (start marked), coloured by class."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(features) if points is None else list(points)
     missing = [p for p in names if p not in features]
     if missing:
         raise ValueError(f"unknown point(s) {missing}; available: {list(features)}")
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
+    fig, axes = new_figure(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
     for ax, p in zip(axes[0], names):
         f = features[p][:max_orbits]
         coords, frac = pca_project(f)
@@ -75,10 +71,11 @@ def plot_orbit_pca(features: dict[str, Tensor], labels: Tensor | None = None,
 
 
 def figure_png_bytes(fig) -> bytes:
-    """PNG bytes of a Figure (closes it), for atomic writing."""
-    import matplotlib.pyplot as plt
-
+    """PNG bytes of a Figure (closes it if pyplot holds it), for atomic writing."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
+    if fig.canvas.manager is not None:  # a pyplot figure from the caller: release it
+        import matplotlib.pyplot as plt  # only then: importing pyplot would pick a backend
+
+        plt.close(fig)
     return buf.getvalue()

@@ -15,8 +15,11 @@ chance lines and the round-off band of signed eigenvalues.
   −1e-14 on a log axis, where they would read as negative curvature (docs/paper.md §4 pitfall 2).
 - :func:`chance_line`: the accuracy of guessing, 1/C, on probe plots.
 
-Only ``matplotlib.ticker`` is imported here: importing it selects no backend, so a library import
-leaves the user's backend alone (:func:`headgeom.report.figures.use_agg` selects Agg for runs).
+- :func:`new_figure`: ``plt.subplots`` without pyplot: the figure belongs to no backend, so a
+  builder never switches the user's backend (a notebook keeps its own), opens no window and leaves
+  nothing in pyplot's registry; PNGs are written through Agg (headgeom.report.figures.save_figure).
+
+Only ``matplotlib.figure`` and ``matplotlib.ticker`` are imported here: neither selects a backend.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 # matplotlib's default cycle (tab10); the line style and the marker tell apart what colour alone does not.
@@ -34,6 +38,14 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X")
 FLOOR_GID = "roundoff_floor"
 CHANCE_GID = "chance"
 LEGEND_FONTSIZE = 7
+
+
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
+               **subplots_kw: Any) -> tuple[Figure, Any]:
+    """(figure, axes) like ``plt.subplots(nrows, ncols, figsize=..., **subplots_kw)``, on a Figure
+    outside pyplot (``squeeze``, ``sharex``, ``sharey`` pass through to ``Figure.subplots``)."""
+    fig = Figure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **subplots_kw)
 
 
 def series_style(i: int, variant: int = 0) -> dict[str, Any]:

@@ -11,10 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from matplotlib.figure import Figure
-
-from headgeom.report.style import (floor_band, roundoff_floor, series_style, shared_legend, signed_log_axis,
-                                   zero_within_floor)
+from headgeom.report.style import (floor_band, new_figure, roundoff_floor, series_style, shared_legend,
+                                   signed_log_axis, zero_within_floor)
 
 
 def _suffix(key: str) -> str | None:
@@ -76,8 +74,8 @@ def trajectory_figure(groups: dict[str, list[dict]], keys: Sequence[tuple[str, s
 
     ``rel_floor``: the engine's relative floor of the run (its config's ``rel_floor``), used for
     λ panels whose metrics recorded λ_min and λ_max but no ``floor`` series."""
-    fig = Figure(figsize=(4.6 * len(keys) + 1.8, 3.6))
-    axes = fig.subplots(1, len(keys), squeeze=False)[0]
+    fig, axes = new_figure(1, len(keys), figsize=(4.6 * len(keys) + 1.8, 3.6), squeeze=False)
+    axes = axes[0]
     for ax, (key, label) in zip(axes, keys):
         _panel(ax, groups, key, label, rel_floor)
     shared_legend(axes)  # the runs and the floor band, once, right of the last panel
