@@ -203,3 +203,17 @@ def test_new_figure_stays_outside_pyplot_and_saves_as_png(tmp_path):
     assert axes.shape == (2, 3) and plt.get_fignums() == before and matplotlib.get_backend() == backend
     path = save_figure(fig, tmp_path / "a.png")
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_library_imports_leave_matplotlib_unloaded():
+    """Training processes and cluster cells import the tracker and the experiments, never a figure:
+    they must not pay matplotlib's import (style imports it on the first figure)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, headgeom.tracking, headgeom.orbits, headgeom.report.trajectories\n"
+            "from headgeom.experiments.registry import load_all\n"
+            "load_all()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -19,7 +19,9 @@ chance lines and the round-off band of signed eigenvalues.
   builder never switches the user's backend (a notebook keeps its own), opens no window and leaves
   nothing in pyplot's registry; PNGs are written through Agg (headgeom.report.figures.save_figure).
 
-Only ``matplotlib.figure`` and ``matplotlib.ticker`` are imported here: neither selects a backend.
+matplotlib is imported inside :func:`new_figure` and :func:`signed_log_axis`, on the first figure:
+``import headgeom.tracking`` and the experiment modules import this module, and training processes
+and cluster cells should not pay matplotlib's import (1-2 s) for figures they never draw.
 """
 from __future__ import annotations
 
@@ -27,8 +29,6 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 # matplotlib's default cycle (tab10); the line style and the marker tell apart what colour alone does not.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -41,9 +41,11 @@ LEGEND_FONTSIZE = 7
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
-               **subplots_kw: Any) -> tuple[Figure, Any]:
+               **subplots_kw: Any) -> tuple[Any, Any]:
     """(figure, axes) like ``plt.subplots(nrows, ncols, figsize=..., **subplots_kw)``, on a Figure
     outside pyplot (``squeeze``, ``sharex``, ``sharey`` pass through to ``Figure.subplots``)."""
+    from matplotlib.figure import Figure  # heavy: imported on the first figure (module docstring)
+
     fig = Figure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **subplots_kw)
 
@@ -165,6 +167,8 @@ def signed_log_axis(ax: Any, values: Sequence[float | None], floor: float = 0.0,
     else it ends at the smallest non-zero |value|. Major ticks sit on 0 and on powers of ten, at most
     ``max_labels`` of them, evenly thinned (every second, third... decade) and none closer to 0 than
     that spacing, so labels near 0 never collide; minor ticks are off."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # heavy: see the module docstring
+
     if floor < 0 or not math.isfinite(floor):
         raise ValueError(f"floor must be a finite number >= 0; got {floor!r}")
     finite = [float(v) for v in values if v is not None and math.isfinite(v)]
