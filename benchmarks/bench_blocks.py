@@ -2,7 +2,7 @@
 
     python benchmarks/bench_blocks.py [--n 256] [--baseline-samples 4] [--json PATH]
 
-Head = predictor ∘ projector of PAPER.md §3 (projector 512→2048→2048, predictor
+Head = predictor ∘ projector of docs/paper.md §3 (projector 512→2048→2048, predictor
 2048→512→2048, SiLU, no bias, eval mode), loss = negative cosine against fixed targets
 (SimSiam with sg(z2)), float64. headgeom's blocks() for all N samples against the naive
 baseline measured in the same run: a Python loop of torch.func.hessian over the per-sample

@@ -1,5 +1,5 @@
-"""Benchmark (GPU): seconds per epoch of SimCLR + CIFAR ResNet-18 on CIFAR-10 (issue 4,
-"Performance", GPU line), through ``headgeom.train.train`` as a user runs it.
+"""Benchmark (GPU): seconds per epoch of SimCLR + CIFAR ResNet-18 on CIFAR-10 (the training
+stack's GPU throughput goal: at most 5 s per epoch), through ``headgeom.train.train`` as a user runs it.
 
     python benchmarks/bench_gpu_epoch.py --data-dir DIR [--epochs 3] [--batch-size 512]
         [--width 1.0] [--no-bf16] [--no-channels-last] [--device cuda] [--json OUT]

@@ -1,4 +1,4 @@
-"""Benchmark: orbit analysis against the bare forward passes of the same images (issue 5 §1).
+"""Benchmark: orbit analysis against the bare forward passes of the same images.
 
     python benchmarks/bench_orbits.py [--images 200] [--steps 12]
         [--families rotation,hue,saturation,blur] [--n-boot 1000] [--data-dir DIR] [--json PATH]
@@ -18,7 +18,7 @@ process CPU seconds are both reported:
   head layer, plus one clean-image pass per image when the family's identity is not on the
   grid, for the alignment anchor) and ``analyze_orbit_features`` (all metrics, bootstrap CIs
   with B replicates, both controls).
-The ratio analysis / bare is the issue's target (≤ 1.3).
+The target for the ratio analysis / bare is ≤ 1.3.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Benchmark: CPU training throughput of SimCLR + CIFAR ResNet-18 through headgeom.train.train
-against a bare PyTorch loop timed in the same run (issue 4, "Performance").
+against a bare PyTorch loop timed in the same run.
 
     python benchmarks/bench_train.py [--data-dir DIR] [--widths 0.25,0.5] [--full-width]
         [--batch-size 256] [--steps 8] [--warmup 2] [--repeats 4] [--threads N]

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 4, as one script for a lent GPU (the `device` tool: 15 minutes in all,
+# The GPU checks of the training stack, as one script for a lent GPU (the `device` tool: 15 minutes in all,
 # at most 10 per command). Run from the repository root with the venv built on that machine:
 #
 #   python3 -m venv .venv && . .venv/bin/activate && python -m pip install torch==2.13.0 \
 #     && python -m pip install -e ".[dev]" && bash benchmarks/gpu_checks.sh DIR OUT
 #
-# DIR: a folder for the CIFAR-10 binary layout (written from ../shared/data when it is missing);
+# DIR: a folder for the CIFAR-10 binary layout (when it is missing, tools/make_cifar10.py writes it
+#      from the JPEG archive that $HEADGEOM_CIFAR10_JPEG names, see README "Tests");
 # OUT: where the results go ($OUT on the device machine). Steps, each bounded:
 #   1. pytest tests/test_train_cuda.py: bf16 autocast + channels_last against float32 for every
 #      method, resume on CUDA; and GeometryMonitor on CUDA under bf16 autocast (skipped on a
@@ -19,11 +20,11 @@ OUT=${2:?usage: gpu_checks.sh DATA_DIR OUT_DIR}
 mkdir -p "$OUT" "$DIR"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
 if [ ! -d "$DIR/cifar-10-batches-bin" ] && [ ! -d "$DIR/cifar-10-batches-py" ]; then
-  for shared in "${HEADGEOM_SHARED:-}" ../shared shared; do
-    if [ -n "$shared" ] && [ -f "$shared/data/make_cifar10.py" ]; then
-      python "$shared/data/make_cifar10.py" "$DIR" > "$OUT/make_cifar10.log" 2>&1; break
-    fi
-  done
+  if [ -n "${HEADGEOM_CIFAR10_JPEG:-}" ]; then
+    python tools/make_cifar10.py "$HEADGEOM_CIFAR10_JPEG" "$DIR" > "$OUT/make_cifar10.log" 2>&1
+  else
+    echo "no CIFAR-10 under $DIR and HEADGEOM_CIFAR10_JPEG is unset: the epoch benchmark will fail" | tee "$OUT/make_cifar10.log"
+  fi
 fi
 status=0
 timeout 300 python -m pytest -q -rs tests/test_train_cuda.py tests/test_integrations_monitor.py::test_on_cuda_under_bf16_autocast > "$OUT/test_train_cuda.log" 2>&1 || status=1

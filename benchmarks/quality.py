@@ -1,4 +1,4 @@
-"""Quality report of the training stack (issue 4 "Quality"): does each method learn?
+"""Quality report of the training stack: does each method learn?
 
 For every method, pre-train its *small preset* (below) on the real CIFAR-10 train split, then
 evaluate the frozen backbone on the CIFAR-10 test set with the standard SSL protocol (weighted
@@ -10,8 +10,8 @@ evaluate_run), so the figures are those a user gets.
     python benchmarks/quality.py --data-dir DIR [--methods simclr,byol] [--epochs 3] \
         [--out quality-runs] [--json quality.json]
 
-DIR holds ``cifar-10-batches-bin`` or ``cifar-10-batches-py`` (``make_cifar10.py`` in
-../shared/data writes the binary layout from the real images). Runs resume: a killed run
+DIR holds ``cifar-10-batches-bin`` or ``cifar-10-batches-py`` (``tools/make_cifar10.py`` writes
+the binary layout from a JPEG copy of the real images, see README "Tests"). Runs resume: a killed run
 continues from its last checkpoint and finished runs/evaluations are not redone.
 """
 
@@ -78,7 +78,7 @@ def run_method(method: str, data_dir: str, epochs: int, out: Path, seed: int = 0
     if eval_path.exists():
         return json.loads(eval_path.read_text())
     t1 = time.perf_counter()
-    cfg = EvalConfig(rotation=False, stats_max=10_000, points=("z",))  # the backbone, as the issue asks
+    cfg = EvalConfig(rotation=False, stats_max=10_000, points=("z",))  # the backbone: what the quality question is about
     res = evaluate_run(run, data_dir=data_dir, config=cfg, device="cpu", random_baseline=True,
                        log=lambda m: print(m, file=sys.stderr, flush=True))
     res["timing"] = {"train_s_this_call": t_train, "eval_s": time.perf_counter() - t1}

@@ -82,7 +82,7 @@ def test_parameter_counts():
     count = lambda m: sum(p.numel() for p in m.parameters())
     f18 = n_params(expected_shapes(**R18))
     f50 = n_params(expected_shapes(**R50, cifar_stem=False))
-    assert count(r18) == f18 == 11_168_832  # CIFAR ResNet-18 without fc (PAPER.md §3)
+    assert count(r18) == f18 == 11_168_832  # CIFAR ResNet-18 without fc (docs/paper.md §3.1)
     # torchvision resnet50 has 25,557,032 parameters; its fc is 2048*1000 + 1000.
     assert count(r50) == f50 == 25_557_032 - (2048 * 1000 + 1000) == 23_508_032
 

@@ -13,7 +13,7 @@ def script(benchmark_script):
 
 
 
-def test_config_is_the_issue_setting(script):
+def test_config_is_the_benchmark_setting(script):
     c = script.gpu_config("/data", 3, 512, 1.0, True, True, "cuda")
     assert (c.method, c.backbone, c.backbone_options, c.batch_size) == ("simclr", "resnet18", {"width": 1.0}, 512)
     assert c.lr == pytest.approx(0.06 * 4) and c.bf16 and c.channels_last and c.device == "cuda"

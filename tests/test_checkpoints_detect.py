@@ -171,7 +171,7 @@ def _meta_sequential(*layers: nn.Module) -> dict[str, torch.Tensor]:
 
 def test_full_size_official_layouts_detect_to_the_official_architectures():
     """Real release sizes on the meta device (shapes only, no memory): what each file's keys and
-    shapes must turn into (PAPER.md §4 pitfall 10 and the releases' code). Initialising on meta
+    shapes must turn into (docs/paper.md §4.10 and the releases' code). Initialising on meta
     imports sympy once per process (~3 s alone, shared with other suites that use torch.func)."""
     with torch.device("meta"):
         rn50 = {f"backbone.{k}": v for k, v in resnet50().state_dict().items()}

@@ -48,7 +48,7 @@ class DINOHead(nn.Module):
             layers.append(nn.GELU())
         layers.append(nn.Linear(hidden_dim, bottleneck_dim))
         self.mlp = nn.Sequential(*layers)
-        if plain_last:  # the released ResNet-50 head (dino issue #189)
+        if plain_last:  # the released ResNet-50 head (https://github.com/facebookresearch/dino/issues/189)
             self.last_layer = nn.Linear(bottleneck_dim, out_dim, bias=False)
         else:
             with warnings.catch_warnings():

@@ -1,5 +1,7 @@
 """The command line: version, hessian (table and JSON), clear errors."""
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -14,6 +16,11 @@ from headgeom.io import atomic_write_json
 def test_version(capsys):
     assert main(["version"]) == 0
     assert "headgeom" in capsys.readouterr().out
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    done = subprocess.run([sys.executable, "-m", "headgeom", "version"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "headgeom" in done.stdout, done.stderr
 
 
 def test_hessian_prints_table_and_writes_json(tmp_path, capsys):

@@ -92,11 +92,13 @@ def test_the_vocabulary_matches_the_registries():
     from headgeom.methods.registry import METHODS
     from headgeom.objectives.registry import OBJECTIVES
     from headgeom.train import OPTIMIZERS, SCHEDULES, TrainConfig
+    from headgeom.train.loggers import LOGGERS
 
     assert set(v.METHODS) == set(METHODS) and set(v.BACKBONES) == set(BACKBONES)
     assert set(v.DATASETS) == set(DATASETS) and set(v.OBJECTIVES) == set(OBJECTIVES)
     assert set(v.READINGS) == set(READINGS) and set(v.FAMILIES) == set(FAMILIES)
     assert tuple(v.OPTIMIZERS) == tuple(OPTIMIZERS) and tuple(v.SCHEDULES) == tuple(SCHEDULES)
+    assert tuple(v.LOGGERS) == tuple(LOGGERS)
     assert set(v.HEAD_PRESETS) == set(HEAD_PRESETS)
     assert set(v.ACTIVATIONS) == set(ACTIVATIONS) and v.ACTIVATION_ALIASES == ALIASES
     assert tuple(v.PRESETS) == tuple(PRESETS)

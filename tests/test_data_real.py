@@ -1,39 +1,31 @@
-"""The loaders on the real CIFAR-10 images (binary layout built from the shared JPEG copy).
+"""The loaders on the real CIFAR-10 images (binary layout built from a JPEG copy).
 
-``/work/shared/data/make_cifar10.py OUT_DIR`` (next to the repository, or wherever
-``HEADGEOM_SHARED_DATA`` points) writes the official binary layout in ~10 s. Skipped with a
-reason when the script is absent.
+``tools/make_cifar10.py`` writes the official binary layout from the JPEG archive that
+``$HEADGEOM_CIFAR10_JPEG`` names (tests/real_data.py) in ~10-50 s. Skipped with a reason when
+the variable is unset or names nothing.
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
+from real_data import MAKE_CIFAR10, cifar10_jpeg_archive
 
 from headgeom.data import DATASET_STATS, load_cifar10, load_dataset
 
 
-def shared_data_dir() -> Path:
-    env = os.environ.get("HEADGEOM_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
 @pytest.fixture(scope="session")
 def real_cifar10_root(tmp_path_factory) -> Path:
-    script = shared_data_dir() / "make_cifar10.py"
-    if not script.is_file():
-        pytest.skip(f"real CIFAR-10 not available: {script} is absent (set "
-                    f"HEADGEOM_SHARED_DATA to the folder holding make_cifar10.py)")
+    archive = cifar10_jpeg_archive()
     out = tmp_path_factory.mktemp("real_cifar10")
-    proc = subprocess.run([sys.executable, str(script), str(out)], capture_output=True,
+    proc = subprocess.run([sys.executable, str(MAKE_CIFAR10), str(archive), str(out)], capture_output=True,
                           text=True, timeout=600)
     if proc.returncode != 0:
-        pytest.fail(f"{script} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        pytest.fail(f"{MAKE_CIFAR10} failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return out
 
 

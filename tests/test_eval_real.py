@@ -1,24 +1,23 @@
 """The evaluation sweep end to end on a few hundred real CIFAR-10 images.
 
-Reads the first 60 test images of each class straight from the shared JPEG archive
-(``cifar10-jpeg.tar.gz`` next to ``make_cifar10.py``, see tests/test_data_real.py; the test
-folder comes first in the archive, so only its start is decompressed), splits them 40/20 per
+Reads the first 60 test images of each class straight from the JPEG archive that
+``$HEADGEOM_CIFAR10_JPEG`` names (tests/real_data.py; the test folder comes first in the
+archive, so only its start is decompressed), splits them 40/20 per
 class, and evaluates a fixed pooled-pixel "backbone" (4×4 average pooling, 192-d) with a
 random head. Pixels carry real signal: class kNN and linear probes beat chance (10%), and
 the rotation probe beats chance (25%) because natural photos have an up (sky, ground).
-Skipped with a reason when the archive is absent.
+Skipped with a reason when the variable is unset or names nothing.
 """
 
 from __future__ import annotations
 
 import io
-import os
 import tarfile
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from real_data import cifar10_jpeg_archive
 from torch import nn
 
 from headgeom.data import DATASET_STATS, ImageDataset
@@ -31,17 +30,10 @@ CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "hors
            "truck"]
 
 
-def shared_data_dir() -> Path:
-    env = os.environ.get("HEADGEOM_SHARED_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
-
-
 def read_test_jpegs(per_class: int) -> tuple[np.ndarray, np.ndarray]:
     from PIL import Image
 
-    archive = shared_data_dir() / "cifar10-jpeg.tar.gz"
-    if not archive.is_file():
-        pytest.skip(f"real CIFAR-10 not available: {archive} is absent (set HEADGEOM_SHARED_DATA)")
+    archive = cifar10_jpeg_archive()
     got: dict[str, list[np.ndarray]] = {c: [] for c in CLASSES}
     with tarfile.open(archive, "r:gz") as tar:
         for member in tar:  # streamed: stop as soon as every class is full

@@ -33,7 +33,7 @@ R, G, S = ("ReLU",), ("GELU",), ("SiLU",)
 
 # (preset, kwargs) -> expected sequence, transcribed from the quoted source.
 OFFICIAL = {
-    # PAPER.md §3: Linear(d→2048, no bias) → [BN] → act → Linear(2048→2048, no bias) → [BN]
+    # docs/paper.md §3: Linear(d→2048, no bias) → [BN] → act → Linear(2048→2048, no bias) → [BN]
     ("paper_projector", ()): [("Linear", 512, 2048, False), S, ("Linear", 2048, 2048, False)],
     ("paper_projector", (("bn", True), ("activation", "relu"))): [
         ("Linear", 512, 2048, False), ("BN", 2048, True), R, ("Linear", 2048, 2048, False), ("BN", 2048, True)],
@@ -94,7 +94,7 @@ def test_every_preset_has_an_official_structure_test_and_quotes_a_source():
     assert {name for name, _ in OFFICIAL} == set(HEAD_PRESETS)
     for name, fn in HEAD_PRESETS.items():
         doc = inspect.getdoc(fn) or ""
-        assert any(src in doc for src in ("PAPER.md", ".py", "arXiv")), name
+        assert any(src in doc for src in ("docs/paper.md", ".py", "arXiv")), name
 
 
 # Parameter counts at the sources' default sizes, by explicit arithmetic.

@@ -1,4 +1,4 @@
-"""geometry_problem wiring (METHOD_PROTOCOL.md, PAPER.md §3 "Hessian tracking"): for every
+"""geometry_problem wiring (docs/design.md#method-interface, docs/paper.md §3.4 "Hessian tracking"): for every
 method, loss(head(z1)) from ``geometry_problem`` is the training loss as a function of view 1's
 representation z1 with everything else constant.
 

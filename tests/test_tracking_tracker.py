@@ -1,6 +1,6 @@
 """GeometryTracker against an independent float64 autograd Hessian on a fake SSL method.
 
-The fake follows docs METHOD_PROTOCOL: geometry_problem(z_views) -> (projector, loss) with
+The fake follows docs/design.md#method-interface: geometry_problem(z_views) -> (projector, loss) with
 loss(u) = negative_cosine(u, sg(projector(z_2))), the target fixed once computed. The
 reference differentiates the whole batch loss as a function of z_1 with
 torch.autograd.functional.hessian (float64) and reads the diagonal (d, d) blocks; M is the

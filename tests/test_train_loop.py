@@ -21,7 +21,7 @@ from headgeom.train.checkpoint import CheckpointWriter, save_checkpoint
 
 
 class TinyMethod(nn.Module):
-    """Follows METHOD_PROTOCOL.md: forward(views) -> {"loss", "z", "logs"}, recipe, param_groups,
+    """Follows docs/design.md#method-interface: forward(views) -> {"loss", "z", "logs"}, recipe, param_groups,
     on_step_end; ``nan_at`` makes the loss NaN from that 0-based step on."""
 
     name = "tiny"

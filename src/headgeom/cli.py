@@ -66,7 +66,9 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     from headgeom.experiments.runner import cell_status, run_experiments
     from headgeom.launch.cli import launcher_from_args, print_submission
     from headgeom.report.markdown import count_noun, format_claims_short
+    from headgeom.train.loggers import check_logger
 
+    check_logger(args.logger)  # a missing optional writer fails now, before any cell runs
     ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
     if args.checkpoints is not None:
         if not Path(args.checkpoints).is_dir():
@@ -77,7 +79,8 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
         print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
         return 0
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
-                          progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args))
+                          progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args),
+                          train_logger=args.logger)
     if "waiting" in res:
         print_submission(res)
         return 0

@@ -4,9 +4,9 @@
   parameter per sample, differentiable in image and parameter (``torch.func.jvp`` works).
 - :mod:`~headgeom.augment.random_ops`: random ops ``op(x, generator) -> x``.
 - :mod:`~headgeom.augment.recipes`: each SSL method's recipe, ``get_recipe(name, size)``.
-- :mod:`~headgeom.augment.families`: families t_ξ for orbits and tangents (PAPER.md §1, §3).
+- :mod:`~headgeom.augment.families`: families t_ξ for orbits and tangents (docs/paper.md §1, §3).
 
-Colour ops act on [0, 1] pixels; normalisation is the separate last step (PAPER.md §4, pitfall 6).
+Colour ops act on [0, 1] pixels; normalisation is the separate last step (docs/paper.md §4, pitfall 6).
 """
 
 from headgeom.augment.families import FAMILIES, AugmentationFamily, get_family, orbit, orbit_values, tangent

@@ -1,9 +1,9 @@
 """Parametrised continuous augmentation families t_ξ for orbits and tangent vectors.
 
-PAPER.md §1: the augmentation tangent space at x is V_aug = span{∂ f(t_ξ(x)) / ∂ξ} over the
+docs/paper.md §1: the augmentation tangent space at x is V_aug = span{∂ f(t_ξ(x)) / ∂ξ} over the
 continuous parameters ξ of the families below. Each family is one scalar parameter per
 sample, ``apply(x, ξ)`` is differentiable in ξ (forward and reverse mode), and
-``range`` is the default orbit interval of the paper's protocol (PAPER.md §3): rotation
+``range`` is the default orbit interval of the paper's protocol (docs/paper.md §3): rotation
 0-330° (12 steps of 30°, ResNet orbits) and 0-45° (pretrained), hue ±0.4, saturation 0-2,
 Gaussian blur σ 0.1-3.0. Geometric families pad with zeros, as torchvision's rotate.
 """

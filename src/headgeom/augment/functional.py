@@ -8,7 +8,7 @@ to the image's dtype and device, and gradients (reverse and forward mode, so
 
 Colour operations follow torchvision's definitions for float images and clamp to
 ``[0, 1]``; they must act on ``[0, 1]`` pixels, before :func:`normalize`
-(PAPER.md §4, pitfall 6).
+(docs/paper.md §4, pitfall 6).
 
 Geometric operations use ``F.affine_grid`` and a bilinear sampler with ``zeros``
 padding by default (torchvision's ``rotate``/``affine`` fill the outside with 0).

@@ -4,7 +4,7 @@ Each op draws one set of parameters per sample from the passed ``torch.Generator
 generator's device, then moved to the images'), so a batch is augmented in a few tensor
 operations with no Python loop over samples, and a seed reproduces it exactly. The
 semantics and default ranges follow torchvision.transforms, applied per sample as
-torchvision does per image; images stay in [0, 1] (normalise last, PAPER.md §4 pitfall 6).
+torchvision does per image; images stay in [0, 1] (normalise last, docs/paper.md §4 pitfall 6).
 """
 
 from __future__ import annotations

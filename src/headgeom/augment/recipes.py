@@ -2,7 +2,7 @@
 
 A :class:`Recipe` maps a batch ``(N, 3, H, W)`` in [0, 1] and a generator to a tuple of
 views. Normalisation is off unless ``mean``/``std`` are given, and is then the last step
-of every view (PAPER.md §4, pitfall 6). Builders take the output ``size`` and are
+of every view (docs/paper.md §4, pitfall 6). Builders take the output ``size`` and are
 registered by name in :data:`RECIPES`; :func:`get_recipe` builds one.
 
 Differences from the official PIL pipelines, common to all recipes: resizing is bilinear
@@ -87,20 +87,20 @@ def simclr(size: int, **kw) -> Recipe:
 
 
 def paper_simclr(size: int, **kw) -> Recipe:
-    """The paper's SimCLR for the guillotine/orbit runs (PAPER.md §3).
+    """The paper's SimCLR for the guillotine/orbit runs (docs/paper.md §3).
 
     "crop (0.08, 1), flip, rotation 45°, colour jitter (0.4, 0.4, 0.4, 0.1) p=0.8"; no
     grayscale or blur is listed, so none is applied. Rotation is U(-45°, 45°), zeros padding.
     """
     view = Compose((RandomResizedCrop(size, scale=(0.08, 1.0)), RandomHorizontalFlip(0.5),
                     RandomRotation(45.0), ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8)))
-    return Recipe("paper_simclr", (view, view), "PAPER.md §3, SimCLR for guillotine/orbits", **kw)
+    return Recipe("paper_simclr", (view, view), "docs/paper.md §3, SimCLR for guillotine/orbits", **kw)
 
 
 def paper_simsiam(size: int, **kw) -> Recipe:
-    """The paper's collapse-grid SimSiam (PAPER.md §3): "crop scale (0.2, 1) + flip, no normalisation"."""
+    """The paper's collapse-grid SimSiam (docs/paper.md §3): "crop scale (0.2, 1) + flip, no normalisation"."""
     view = Compose((RandomResizedCrop(size, scale=(0.2, 1.0)), RandomHorizontalFlip(0.5)))
-    return Recipe("paper_simsiam", (view, view), "PAPER.md §3, collapse grid", **kw)
+    return Recipe("paper_simsiam", (view, view), "docs/paper.md §3, collapse grid", **kw)
 
 
 def simsiam(size: int, **kw) -> Recipe:

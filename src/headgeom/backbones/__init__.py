@@ -1,4 +1,4 @@
-"""Backbones f: images (N, C, H, W) -> representations z (N, feature_dim) (PAPER.md §1, §3).
+"""Backbones f: images (N, C, H, W) -> representations z (N, feature_dim) (docs/paper.md §1, §3).
 
 ResNets carry torchvision's key names and ViTs DINO's, so official checkpoints load with
 ``load_state_dict``; build them by name with ``get_backbone``.

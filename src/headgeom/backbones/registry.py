@@ -19,7 +19,7 @@ from .vit import vit_small, vit_tiny
 __all__ = ["BACKBONES", "BackboneSpec", "get_backbone"]
 
 BACKBONES: dict[str, Callable[..., nn.Module]] = {
-    "resnet18": resnet18,  # CIFAR ResNet-18 of PAPER.md §3 by default (3×3 stem, no max-pool)
+    "resnet18": resnet18,  # CIFAR ResNet-18 of docs/paper.md §3 by default (3×3 stem, no max-pool)
     "resnet50": resnet50,  # torchvision ResNet-50 trunk (DINO / VICReg / Barlow Twins releases)
     "vit_tiny": vit_tiny,  # the paper's 3-layer CIFAR ViT-Tiny, no final LayerNorm
     "vit_small": vit_small,  # DINO ViT-S/16

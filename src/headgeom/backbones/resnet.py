@@ -4,11 +4,11 @@ Written from scratch (no torchvision dependency) so that the state_dict keys are
 torchvision's ``resnet18`` / ``resnet50`` minus ``fc.*``: ``conv1.weight``, ``bn1.*``,
 ``layer{1..4}.{b}.conv{1,2[,3]}.weight``, ``layer{s}.{b}.bn{k}.{weight,bias,running_mean,
 running_var,num_batches_tracked}``, ``layer{s}.0.downsample.{0,1}.*``. Torchvision and the
-official SSL releases (DINO, VICReg, Barlow Twins ResNet-50; PAPER.md §4 pitfall 10) therefore
+official SSL releases (DINO, VICReg, Barlow Twins ResNet-50; docs/paper.md §4 pitfall 10) therefore
 load with ``load_state_dict``.
 
 Architecture follows torchvision (ResNet v1.5: the stride of a Bottleneck sits on its 3×3
-conv). The CIFAR stem of PAPER.md §3 replaces the 7×7 stride-2 conv + max-pool with a 3×3
+conv). The CIFAR stem of docs/paper.md §3 replaces the 7×7 stride-2 conv + max-pool with a 3×3
 stride-1 conv and no max-pool. The backbone has no ``fc``: ``forward`` returns the globally
 average-pooled feature of shape (N, feature_dim).
 """
@@ -100,7 +100,7 @@ class ResNet(nn.Module):
         block: ``BasicBlock`` or ``Bottleneck``.
         layers: blocks per stage, e.g. (2, 2, 2, 2) for ResNet-18, (3, 4, 6, 3) for ResNet-50.
         width: channel multiplier; stage s has ``round(64·2^s·width)`` planes.
-        cifar_stem: 3×3 stride-1 conv, no max-pool (PAPER.md §3) instead of 7×7/2 + max-pool.
+        cifar_stem: 3×3 stride-1 conv, no max-pool (docs/paper.md §3) instead of 7×7/2 + max-pool.
         zero_init_residual: zero the last BN weight of every block (torchvision's option).
         in_chans: input channels.
 
@@ -181,7 +181,7 @@ class ResNet(nn.Module):
 def resnet18(
     width: float = 1.0, cifar_stem: bool = True, zero_init_residual: bool = False, in_chans: int = 3
 ) -> ResNet:
-    """ResNet-18 trunk; default = the paper's CIFAR ResNet-18 (PAPER.md §3), output (N, 512·width)."""
+    """ResNet-18 trunk; default = the paper's CIFAR ResNet-18 (docs/paper.md §3), output (N, 512·width)."""
     return ResNet(BasicBlock, (2, 2, 2, 2), width, cifar_stem, zero_init_residual, in_chans)
 
 

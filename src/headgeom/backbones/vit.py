@@ -6,7 +6,7 @@ State-dict keys: ``cls_token``, ``pos_embed``, ``patch_embed.proj.{weight,bias}`
 when ``final_norm``), so DINO's ViT-S/16 backbone loads with ``load_state_dict``.
 ``forward`` returns the CLS token of the last layer (after the final LayerNorm if any).
 
-Presets: ``vit_tiny`` is the paper's CIFAR ViT-Tiny (PAPER.md §3: patch 4 on 32×32, width 192,
+Presets: ``vit_tiny`` is the paper's CIFAR ViT-Tiny (docs/paper.md §3: patch 4 on 32×32, width 192,
 3 heads, MLP 768, 3 layers, no final LayerNorm); ``vit_small`` is DINO's ViT-S/16.
 Attention runs through ``F.scaled_dot_product_attention`` (scale head_dim^-1/2, as DINO).
 """
@@ -207,7 +207,7 @@ def vit_tiny(
     final_norm: bool = False,
     norm_eps: float = 1e-6,
 ) -> VisionTransformer:
-    """The paper's CIFAR "ViT-Tiny" (PAPER.md §3): 64 patches + CLS, 192 wide, 3 heads, MLP 768,
+    """The paper's CIFAR "ViT-Tiny" (docs/paper.md §3): 64 patches + CLS, 192 wide, 3 heads, MLP 768,
     3 pre-norm layers, no final LayerNorm; output (N, 192). The paper does not state the
     LayerNorm eps; DINO's 1e-6 is used."""
     return VisionTransformer(img_size, patch_size, in_chans, embed_dim, depth, num_heads, mlp_ratio,

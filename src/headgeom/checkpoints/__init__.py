@@ -1,4 +1,4 @@
-"""Official SSL checkpoints read without executing pickled code (PAPER.md §4, pitfall 10).
+"""Official SSL checkpoints read without executing pickled code (docs/paper.md §4, pitfall 10).
 
 >>> from headgeom.checkpoints import load_checkpoint          # doctest: +SKIP
 >>> m = load_checkpoint("resnet50_fullckpt.pth")             # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""Which release a checkpoint comes from, told by its container, keys and shapes (PAPER.md §4.10).
+"""Which release a checkpoint comes from, told by its container, keys and shapes (docs/paper.md §4.10).
 
 Layouts recognised (``release`` ids):
 
@@ -7,7 +7,7 @@ Layouts recognised (``release`` ids):
   ``head.last_layer.*`` (student keys, and the ResNet-50 teacher's, prefixed ``module.``). The
   ViT head's last layer is weight-normed (``weight_g``/``weight_v``); the ResNet-50 release's
   head is 2048→4096, BN, GELU, →256 with a plain last Linear to 60000 (it differs from the DINO
-  code: facebookresearch/dino issue #189).
+  code: https://github.com/facebookresearch/dino/issues/189).
 - ``vicreg``: ``{epoch, model, optimizer}``, ``module.backbone.*`` and
   ``module.projector.{0,1,3,4,6}`` (Linears with bias except the last). VICReg's own resnet.py
   pads by 1 and then convolves conv1 with padding 2, the same zero padding of 3 as torchvision,

@@ -1,4 +1,4 @@
-"""Projection heads read off official ``nn.Sequential`` state dicts (PAPER.md §4, pitfall 10).
+"""Projection heads read off official ``nn.Sequential`` state dicts (docs/paper.md §4, pitfall 10).
 
 Official heads are ``nn.Sequential``s whose parameters sit under integer indices
 (``projector.0.weight``, ``projector.1.running_mean``, ...). :func:`sequential_modules` groups

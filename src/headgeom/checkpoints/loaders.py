@@ -1,4 +1,4 @@
-"""``load_checkpoint``: an official SSL checkpoint file -> headgeom backbone + head (PAPER.md §4.10).
+"""``load_checkpoint``: an official SSL checkpoint file -> headgeom backbone + head (docs/paper.md §4.10).
 
 The file is read by :func:`~headgeom.checkpoints.safe_load.safe_load` (no pickled code runs),
 its release told by :func:`~headgeom.checkpoints.detect.detect`, and the weights copied into

@@ -1,4 +1,4 @@
-"""Read torch checkpoints without executing pickled code (PAPER.md §4, pitfall 10).
+"""Read torch checkpoints without executing pickled code (docs/paper.md §4, pitfall 10).
 
 A ``.pth`` / ``.pth.tar`` file is a pickle (inside a zip since torch 1.6; a bare stream of
 pickles before). Unpickling can call any importable function, so an untrusted checkpoint can

@@ -8,7 +8,7 @@ from . import Command
 from .launch import add_launch_options
 from .options import add_command, deprecated_alias
 from .outputs import Output
-from .vocabulary import EXPERIMENT_IDS, PRESETS, THEORY_IDS
+from .vocabulary import EXPERIMENT_IDS, LOGGERS, PRESETS, THEORY_IDS
 
 __all__ = ["add_reproduce", "add_theory"]
 
@@ -29,6 +29,9 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     quiet = a("--quiet", action="store_true", help="no progress bar")
     a("--checkpoints", default=None, metavar="DIR",
       help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
+    a("--logger", choices=LOGGERS, default="jsonl",
+      help="how the training cells log: jsonl (default) or tensorboard (also TensorBoard scalars under each "
+      "cell's train/tensorboard/; needs pip install -e \".[tensorboard]\")")
     deprecated_alias(p, "--no-progress", quiet)
     add_launch_options(p)
 

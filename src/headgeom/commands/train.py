@@ -7,7 +7,7 @@ from typing import Any
 from . import Command
 from .options import add_command, deprecated_alias, key_value
 from .outputs import Output
-from .vocabulary import BACKBONES, DATASETS, METHODS, OPTIMIZERS, READINGS, SCHEDULES, TRAIN_DEFAULTS
+from .vocabulary import BACKBONES, DATASETS, LOGGERS, METHODS, OPTIMIZERS, READINGS, SCHEDULES, TRAIN_DEFAULTS
 
 __all__ = ["add_parser"]
 
@@ -15,6 +15,7 @@ EXAMPLES = [
     "headgeom train --method simsiam --backbone resnet18 --width 0.25 --head d-512-512:silu --data shapes "
     "--epochs 2 --batch-size 128 --max-steps 40 --track-every 20 --out runs/simsiam",
     "headgeom train --out runs/simsiam --resume          # continue to the end of the schedule",
+    "headgeom train --out runs/simsiam --resume --logger tensorboard   # also TensorBoard scalars from here on",
     "headgeom train --method simclr --backbone resnet18 --data cifar10 --data-dir ~/data --epochs 200 "
     "--batch-size 512 --lr 0.5 --warmup-epochs 10 --checkpoint-every 500 --out runs/simclr",
 ]
@@ -85,6 +86,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help=f"loss-Hessian reading of G in tracking (default {d['track_reading']})")
     a("--track-block-samples", type=int, default=None, metavar="N",
       help=f"H_eff blocks of the first N probe samples (default {d['track_block_samples']})")
+    a("--logger", choices=LOGGERS, default=None,
+      help="jsonl (default): metrics.jsonl only; tensorboard: also the same metrics and tracked geometry as "
+      "TensorBoard scalars under RUN_DIR/tensorboard/ (needs pip install -e \".[tensorboard]\")")
     a("--checkpoint-every", type=int, default=None, metavar="K", help="also checkpoint every K steps (default 0)")
     a("--keep-every-epochs", type=int, default=None, metavar="K", help="keep checkpoints/epoch_XXXX.pt every K epochs")
     a("--device", default=None, help="auto (default), cpu, cuda, cuda:1")

@@ -19,6 +19,8 @@ READINGS = ("ambient", "tangential", "mse")
 # headgeom.train.optim.OPTIMIZERS and headgeom.train.schedules.SCHEDULES
 OPTIMIZERS = ("sgd", "adam", "adamw", "lars")
 SCHEDULES = ("cosine", "constant")
+# headgeom.train.loggers.LOGGERS
+LOGGERS = ("jsonl", "tensorboard")
 # headgeom.augment.families.FAMILIES
 FAMILIES = ("rotation", "rotation_45", "hue", "saturation", "brightness", "contrast", "blur",
             "translate_x", "translate_y", "scale")

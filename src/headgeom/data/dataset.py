@@ -1,7 +1,7 @@
 """The one in-memory container every loader returns.
 
 Images stay uint8 in [0, 255] and are never normalised here: colour augmentations act on
-[0, 1] pixels before mean/std normalisation (PAPER.md §4, pitfall 6), so normalisation
+[0, 1] pixels before mean/std normalisation (docs/paper.md §4, pitfall 6), so normalisation
 belongs to the augmentation pipeline, which reads its constants from
 :data:`headgeom.data.registry.DATASET_STATS`.
 """

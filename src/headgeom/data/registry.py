@@ -2,7 +2,7 @@
 
 ``load_dataset("cifar10", split="test")`` returns an :class:`ImageDataset` of uint8 pixels;
 normalisation constants live in :data:`DATASET_STATS` for the augmentation pipeline, which
-normalises only after the colour augmentations (PAPER.md §4, pitfall 6).
+normalises only after the colour augmentations (docs/paper.md §4, pitfall 6).
 """
 
 from __future__ import annotations

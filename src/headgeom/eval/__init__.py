@@ -1,4 +1,4 @@
-"""Evaluation on frozen features (issue 4 §7, claim C12 of PAPER.md).
+"""Evaluation on frozen features (claim C12 of docs/paper.md).
 
 Weighted kNN and a linear probe for classes, the paper's 4-way rotation probe, and RankMe /
 covariance statistics, on the backbone output z and after every head layer (a guillotine

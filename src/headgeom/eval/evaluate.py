@@ -1,4 +1,4 @@
-"""Evaluate a frozen SSL model at every point of the guillotine sweep (issue 4 §7, claim C12).
+"""Evaluate a frozen SSL model at every point of the guillotine sweep (claim C12, docs/paper.md#c12).
 
 :func:`evaluate_model` runs, for the backbone output z and the output of every head layer
 (points of :mod:`headgeom.eval.features`):
@@ -17,7 +17,7 @@ then computed from the stored z, probed and dropped, so memory holds z plus one 
 
 :func:`evaluate_run` rebuilds a ``headgeom train`` run (config.json + checkpoints/last.pt)
 and evaluates it on the run's dataset, optionally beside a randomly initialised model of the
-same architecture (the baseline the issue asks for).
+same architecture (the baseline that shows what training added).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class EvalConfig:
     ``max_train``/``max_test``/``rotation_train``/``rotation_test``/``stats_max`` cap the
     number of images used (a seeded uniform subset, ``seed``); None means all, except that
     ``rotation_test=None`` means the class probes' test images (all, or ``max_test``).
-    ``head_inputs`` ("raw", "l2"): feed the heads z, and/or z/‖z‖ (PAPER.md §4 pitfall 5).
+    ``head_inputs`` ("raw", "l2"): feed the heads z, and/or z/‖z‖ (docs/paper.md §4 pitfall 5).
     """
 
     k: tuple[int, ...] = (200,)

@@ -1,4 +1,4 @@
-"""Frozen features at every point of the guillotine sweep (PAPER.md §1, claim C12).
+"""Frozen features at every point of the guillotine sweep (docs/paper.md §1, claim C12).
 
 A *feature point* is a named place where a representation is read off the frozen model:
 
@@ -15,7 +15,7 @@ Several heads may be chained (projector, then predictor): each reads the previou
 output, so ``pred.<i>`` points are p(h(z)) prefixes. A head without a flat ``layers``
 Sequential (any other nn.Module or callable) contributes one point, its output.
 
-PAPER.md §4 pitfall 5: the paper fed L2-normalised z to a head trained on raw z. Both are
+docs/paper.md §4 pitfall 5: the paper fed L2-normalised z to a head trained on raw z. Both are
 available: ``head_input="raw"`` (h(z), the trained map) and ``head_input="l2"`` (h(z/‖z‖),
 the paper's variant); :func:`point_names` prefixes the latter's head points with ``l2z/``.
 
@@ -106,7 +106,7 @@ def _head_inputs(head_input: str | Sequence[str]) -> list[str]:
     for v in variants:
         if v not in HEAD_INPUTS:
             raise ValueError(f"head_input must be one of {HEAD_INPUTS} (raw z, or the paper's "
-                             f"L2-normalised z, PAPER.md §4 pitfall 5); got {v!r}")
+                             f"L2-normalised z, docs/paper.md §4 pitfall 5); got {v!r}")
     if not variants or len(set(variants)) != len(variants):
         raise ValueError(f"head_input needs distinct variants from {HEAD_INPUTS}, got {variants}")
     return variants
@@ -115,7 +115,7 @@ def _head_inputs(head_input: str | Sequence[str]) -> list[str]:
 def _check_head_input(head_input: str) -> None:
     if head_input not in HEAD_INPUTS:
         raise ValueError(f"head_input must be one of {HEAD_INPUTS} (raw z, or the paper's "
-                         f"L2-normalised z, PAPER.md §4 pitfall 5); got {head_input!r}")
+                         f"L2-normalised z, docs/paper.md §4 pitfall 5); got {head_input!r}")
 
 
 def point_modules(heads: Heads | Callable | None = None) -> dict[str, str]:
@@ -169,7 +169,7 @@ def image_batches(images: Tensor, batch_size: int, device: torch.device | str,
                   mean: Sequence[float] | None = None, std: Sequence[float] | None = None,
                   transform: Callable[[Tensor], Tensor] | None = None) -> Iterator[Tensor]:
     """uint8 (N, 3, H, W) -> float32 batches on ``device``: /255, ``transform`` on [0, 1]
-    pixels, then (x - mean) / std when given (normalisation last, PAPER.md §4 pitfall 6)."""
+    pixels, then (x - mean) / std when given (normalisation last, docs/paper.md §4 pitfall 6)."""
     if images.dtype != torch.uint8 or images.ndim != 4:
         raise TypeError(f"images must be uint8 (N, 3, H, W), got {images.dtype} with shape "
                         f"{tuple(images.shape)}")
@@ -217,7 +217,7 @@ def extract_features(backbone: Callable[[Tensor], Tensor], data: ImageDataset | 
         backbone: images (B, 3, H, W) -> z (B, d); run in eval mode with no grad.
         data: an ImageDataset or a uint8 image tensor (N, 3, H, W).
         heads: None (only ``"z"``), one head, or an ordered mapping name -> head (chained).
-        head_input: ``"raw"`` (h(z)), ``"l2"`` (h(z/‖z‖), PAPER.md §4 pitfall 5) or both,
+        head_input: ``"raw"`` (h(z)), ``"l2"`` (h(z/‖z‖), docs/paper.md §4 pitfall 5) or both,
             e.g. ``("raw", "l2")``, from one backbone pass.
         points: keep only these names (see :func:`point_names`); default all.
         mean, std: per-channel normalisation applied after ``transform`` (None: none, as

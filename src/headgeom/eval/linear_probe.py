@@ -17,7 +17,7 @@ Recipe (stated, fixed; not tuned per run):
 With λ > 0 the objective is strictly convex, so the optimum is unique and the probe is
 deterministic on CPU (full batch, zero init, no sampling), as in the logistic-regression
 evaluations of CLIP (Radford et al. 2021) and of many SSL papers. It is the same for the
-class probe and the paper's rotation probe (PAPER.md §3, claim C12).
+class probe and the paper's rotation probe (docs/paper.md §3, claim C12).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""RankMe and representation statistics of a feature matrix (PAPER.md §3, §4 pitfalls 3-4).
+"""RankMe and representation statistics of a feature matrix (docs/paper.md §3, §4 pitfalls 3-4).
 
 - RankMe (Garrido et al. 2023, "RankMe: Assessing the downstream performance of pretrained
   self-supervised representations by their rank", eq. 1): with singular values σ_k of the
@@ -9,11 +9,11 @@
   output gives 0, a uniform spread on the sphere about 1/√D.
 - total variance of the L2-normalised rows, Σ_j Var_j = trace of their covariance: a
   dimension-fair companion of the per-dimension mean, whose backbone/head ratios scale with
-  D (PAPER.md §4 pitfall 4).
+  D (docs/paper.md §4 pitfall 4).
 - covariance condition number: of the sample covariance (unbiased) of the raw features,
   κ = λ_max / λ_min over the eigenvalues λ > rtol · λ_max only (rtol stated, default 1e-6),
   with the number of kept eigenvalues beside it. With N ≤ D the covariance has rank ≤ N − 1
-  and clamping its zero eigenvalues would give a meaningless κ (PAPER.md §4 pitfall 3). This
+  and clamping its zero eigenvalues would give a meaningless κ (docs/paper.md §4 pitfall 3). This
   is the covariance of the representation, not of H_eff (pitfall 7).
 
 Everything is computed in float64.

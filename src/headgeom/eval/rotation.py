@@ -1,10 +1,10 @@
-"""The paper's 4-way rotation-prediction probe (PAPER.md §2-3, claim C12).
+"""The paper's 4-way rotation-prediction probe (docs/paper.md §2-3, claim C12).
 
 Every image is shown at 0°, 90°, 180° and 270° (``torch.rot90`` with k = 0, 1, 2, 3 over the
 spatial dims (H, W): counter-clockwise as displayed with row 0 at the top), features are read
 at each point of the guillotine sweep, and a linear probe (the recipe of
 :mod:`headgeom.eval.linear_probe`) predicts k. Chance is 25%. The paper reports this probe,
-not a class probe (PAPER.md §4 pitfall 9); :func:`headgeom.eval.evaluate.evaluate_model`
+not a class probe (docs/paper.md §4 pitfall 9); :func:`headgeom.eval.evaluate.evaluate_model`
 reports the class probes beside it.
 
 Rotated copies are built batch by batch on the device inside the feature extractor, so the

@@ -1,7 +1,7 @@
 """Activation ablation: relu, gelu, silu, softplus, tanh and linear heads at an equal training budget.
 
 Every run trains the same SimSiam model (same seed, data order, augmentations, optimiser and
-number of steps; PAPER.md §3 SimSiam settings: bias-free projector d→hidden→out and predictor
+number of steps; docs/paper.md §3 SimSiam settings: bias-free projector d→hidden→out and predictor
 out→pred_hidden→out with the run's activation, no BN, SGD momentum 0.9, no weight decay, crop
 (0.2, 1) + flip, no normalisation) from the default init (``pseudo_collapse`` None) or from the
 pseudo-collapsed init when the config sets it; only the head activation changes.
@@ -95,7 +95,7 @@ def small() -> AblationConfig:
 
 
 def paper() -> AblationConfig:
-    """The paper's SimSiam settings (PAPER.md §3): CIFAR-10, ResNet-18, projector 512-2048-2048,
+    """The paper's SimSiam settings (docs/paper.md §3): CIFAR-10, ResNet-18, projector 512-2048-2048,
     predictor 2048-512-2048, no BN, batch 512, lr 0.05, 50 epochs, tracked per epoch, full kNN
     (50,000 / 10,000), 6 activations × 3 seeds, on the GPU.
 

@@ -1,6 +1,6 @@
 """C10's official checkpoint files: which ones, where they are expected, and what to tell the user.
 
-PAPER.md §3 "Pretrained" and §4 pitfall 10: the analysis needs the *full* checkpoints (backbone
+docs/paper.md §3 "Pretrained" and §4 pitfall 10: the analysis needs the *full* checkpoints (backbone
 and projection head; the torch.hub entries drop the heads). The four files keep the names the
 official releases give them and are looked up directly in one directory:
 

@@ -7,7 +7,7 @@ DINO evaluates it), VICReg ResNet-50 and Barlow Twins ResNet-50, read by
 file; an absent file gives an "absent" cell, and every claim that needs it is ``inconclusive``
 with the exact file names, the directory and the official download addresses in the report.
 
-Protocol (PAPER.md §3 "Pretrained", §4 pitfalls 4-6): CIFAR-10 test images (the first
+Protocol (docs/paper.md §3 "Pretrained", §4 pitfalls 4-6): CIFAR-10 test images (the first
 ``per_class`` of each of the first ``n_classes`` classes, in file order), resized from 32 px to
 ``image_size`` (224) by bilinear interpolation *before* the augmentation, so geometric and blur
 parameters are in 224-px units; orbits of ``steps`` values of each family on [0, 1] pixels; then

@@ -1,4 +1,4 @@
-"""C10 summary: claims, tables and notes from the per-checkpoint orbit ratios (PAPER.md §6.3).
+"""C10 summary: claims, tables and notes from the per-checkpoint orbit ratios (the paper's §6.3; docs/paper.md#c10).
 
 The verdict rule (stated in every claim): for each checkpoint × family, the ratio z / h(z) of
 the chosen metric *compresses* when its bootstrap CI lies above 1 and *expands* when it lies
@@ -37,7 +37,7 @@ METRICS = {
 }
 PRIMARY = ("trace_ratio_raw", "raw")
 PAPER_METRIC = ("per_dim_ratio_raw", "raw")
-# PAPER.md §3, rotation orbits: the paper's per-dimension ratio and an independent trace-ratio reproduction
+# docs/paper.md#c10, rotation orbits: the paper's per-dimension ratio and an independent trace-ratio reproduction
 PAPER_PER_DIM = {"dino_vit": 1284.0, "dino_resnet50": 176.0, "vicreg": 1.43, "barlow_twins": 2.63}
 REPRO_TRACE = {"dino_vit": 7.7, "dino_resnet50": 3.8, "vicreg": 0.25, "barlow_twins": 0.45}
 
@@ -238,13 +238,13 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
     side = " / ".join(f"{h}x{w}-px" for h, w in native) if native else "32x32-px CIFAR-10"
     notes.append(f"Protocol: {_images_text(config)}; {side} images resized to {config.image_size} px (bilinear) "
                  "before "
-                 "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (PAPER.md §4 "
+                 "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (docs/paper.md §4 "
                  "pitfall 6). "
                  f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
                  "falls through the head. CIs: percentile bootstrap over images, stratified by class.")
     notes.append("per_dim_ratio = trace_ratio x D_h / D_z exactly (D_z, D_h: backbone and head-output dimensions), "
                  "so the paper's per-dimension ratio inflates a head wider than the backbone by D_h / D_z "
-                 "(PAPER.md §4 pitfall 4).")
+                 "(docs/paper.md §4 pitfall 4).")
     for r, m in measured.items():
         fr = next(iter(m["families"].values()))
         notes.append(f"{EXPECTED_FILES[r].label}: D_z = {fr['dim_z']}, D_h = {fr['dim_head']}, D_h / D_z = "

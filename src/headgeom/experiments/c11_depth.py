@@ -1,17 +1,17 @@
 """C11 (depth ablation): do deeper heads compress augmentation orbits more and protect the backbone better?
 
-Training (PAPER.md §3, "SimCLR for guillotine/orbits", as C12): the paper's one-directional InfoNCE
+Training (docs/paper.md §3, "SimCLR for guillotine/orbits", as C12): the paper's one-directional InfoNCE
 with cross-view negatives only (``simclr_oneway``, temperature 0.1), Adam lr 1e-3, the ``paper_simclr``
 recipe; the head is the paper's ReLU+BN projector with ``depth`` hidden layers,
 [Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out, no bias) → BN, so depth 1 is the
-paper's projector (depth counts hidden layers, as in C3; PAPER.md does not say how the paper counted).
+paper's projector (depth counts hidden layers, as in C3; the paper does not say how it counted).
 One cell per depth × seed; a seed fixes the initialisation and the data order, so depths are paired by seed.
 
 Measured per cell (:mod:`headgeom.experiments.c11_measure`): rotation orbits (0-330°, the paper's
 protocol) of a fixed set of test images through the backbone and the head; the trace ratio
 trace(z)/trace(h(z)) of the within-orbit covariance of L2-normalised features with a bootstrap CI
 (dimension-fair; it equals the paper's spread compression, shown beside it), the per-dimension ratio
-(PAPER.md §4 pitfall 4) and the raw-feature trace ratio beside it, the class/orbit ratio
+(docs/paper.md §4 pitfall 4) and the raw-feature trace ratio beside it, the class/orbit ratio
 D_inter/D_intra at z and h(z) and its change; the same ratios for a freshly initialised head of the
 same depth (control); heads fed raw z and the paper's z/‖z‖ (pitfall 5). Backbone (z) and head-output
 class probes: weighted kNN and the linear probe on the test split.
@@ -38,7 +38,7 @@ from headgeom.experiments.training_cells import pm, run_training, simclr_train_c
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
-PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # PAPER.md §3, reported; never tuned toward
+PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
 
 
 @dataclass(frozen=True)

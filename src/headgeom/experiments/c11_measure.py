@@ -1,5 +1,5 @@
 """C11's measurements on one trained run: the backbone's class probes and the rotation orbits
-through the head (PAPER.md §2 C11, §3 "Orbits"; §4 pitfalls 4-5).
+through the head (docs/paper.md §2 C11, §3 "Orbits"; §4 pitfalls 4-5).
 
 Not an experiment itself (it registers nothing); :mod:`headgeom.experiments.c11_depth` calls
 :func:`measure_run` on each cell's ``headgeom train`` run directory.
@@ -28,7 +28,7 @@ RATIOS = ("compression", "global_ratio", "selectivity", "compression_centred", "
 def depth_head(depth: int, hidden: int, out: int) -> str:
     """The paper's ReLU+BN projector with ``depth`` hidden layers as a head string (input width
     filled in by the backbone): [Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out,
-    no bias) → BN. Depth 1 is the paper's projector (PAPER.md §3, SimCLR for guillotine/orbits);
+    no bias) → BN. Depth 1 is the paper's projector (docs/paper.md §3, SimCLR for guillotine/orbits);
     depth counts hidden layers, as in C3."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ValueError(f"head depth must be an int >= 1 (hidden layers before the last Linear), got {depth!r}")

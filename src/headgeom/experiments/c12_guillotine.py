@@ -1,13 +1,13 @@
 """C12 (guillotine): does the backbone output z beat the head on downstream probes?
 
-Training (PAPER.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
+Training (docs/paper.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
 cross-view negatives only (``simclr_oneway``, temperature 0.1), Adam lr 1e-3, crop (0.08, 1), flip,
 rotation 45°, colour jitter (0.4, 0.4, 0.4, 0.1) p = 0.8 (the ``paper_simclr`` recipe), ReLU+BN head
 Linear(d→hidden, no bias) → BN → ReLU → Linear(hidden→out, no bias) → BN.
 
 Probes (headgeom.eval.evaluate_run on the cell's training run) at z and at the output of every head
 layer (the guillotine sweep; points z, head.0 … head.L−1): weighted kNN (cosine, k, T = 0.1) and the
-linear probe for the classes, and the paper's 4-way rotation probe (linear; PAPER.md §4 pitfall 9:
+linear probe for the classes, and the paper's 4-way rotation probe (linear; docs/paper.md §4 pitfall 9:
 the paper's probes predicted rotations, class probes are reported too). With ``head_inputs``
 containing "l2", the head points are also read with the paper's L2-normalised input (pitfall 5,
 points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the dataset's test split.
@@ -242,7 +242,7 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
     """One claim per probe type, the accuracy table per point, the per-layer figure."""
     claims = [_claim(config, results, probe) for probe in PROBES]
     notes = ["points: z = backbone output; head.i = output of module i of the head's layer list (Linear, BN, "
-             "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (PAPER.md §4 pitfall 5), reported "
+             "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (docs/paper.md §4 pitfall 5), reported "
              "but not judged.",
              "the linear probes' convergence is recorded per point (linear_converged) in each cell's metrics."]
     if config.data == "shapes":

@@ -67,7 +67,7 @@ class C1Config:
     subspaces: int = 2  # random S per row
     settings: tuple[str, ...] = DEFAULT_SETTINGS
     view_noise: float = 0.3  # other view / target = h(z0 + view_noise · ξ)
-    rel_tol: float = 1e-10  # sign/rank floor of A: rel_tol · max|λ| (PAPER.md §4, pitfall 2)
+    rel_tol: float = 1e-10  # sign/rank floor of A: rel_tol · max|λ| (docs/paper.md §4, pitfall 2)
     iso_tol: float = 1e-10  # verdict: ε_S ≤ iso_tol is round-off
     fit_restarts: int = 2  # L-BFGS restarts of the best-fit search (dim S > r₊); 0 skips it
     seeds: int = 5

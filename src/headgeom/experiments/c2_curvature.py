@@ -1,6 +1,6 @@
 """C2, Prop 3.3 (curvature barrier): Riemann curvature of g_L = ∇²_u L on slices through head outputs.
 
-Setting (PAPER.md §2 C2). u0 = h(z) (N, K) is the output of a small random smooth head at
+Setting (docs/paper.md §2 C2). u0 = h(z) (N, K) is the output of a small random smooth head at
 z ~ N(0, I); the other view (the stop-gradient target of the cosine loss, the fixed second view
 of InfoNCE / VICReg / Barlow Twins) is h(z + view_noise·ε). k = N·K. A slice is
 u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ ∇²_u L(u0 + Bx) B.
@@ -77,7 +77,7 @@ class C2Config:
     fd_order: int = 4
     radii: tuple[float, ...] = (0.0, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)  # ρ, r = ρ·ℓ
     n_directions: int = 3
-    rel_floor: float = 1e-10  # sign of an eigenvalue only beyond rel_floor·max|λ| (PAPER.md §4 pitfall 2)
+    rel_floor: float = 1e-10  # sign of an eigenvalue only beyond rel_floor·max|λ| (docs/paper.md §4 pitfall 2)
     # criterion
     route_tol: float = 1e-4  # routes agree: max route_rel_diff below this
     curved_min: float = 1e-8  # curved: max|R| / (max|∂Γ| + max|Γ|²) above this (flat: round-off ~1e-16)
@@ -109,7 +109,7 @@ def small() -> C2Config:
 
 
 def paper() -> C2Config:
-    """Head 32-128-16 SiLU, N=16 (k=256), m=2..6 (the issue's range), 5 seeds, 6 directions (150 cells).
+    """Head 32-128-16 SiLU, N=16 (k=256), m=2..6 (slice dimensions 2 to 6), 5 seeds, 6 directions (150 cells).
 
     Command: ``headgeom reproduce --only C2 --preset paper``. Runtime: roughly 30-60 minutes on
     2 CPU cores (an m = 6 cell takes ~30 s: 6⁴ fourth-derivative entries and 265 stencil points).

@@ -1,6 +1,6 @@
 """C3, Thm 3.2 and depth: fit smooth MLP heads to make H_eff isotropic along a curve; ε vs depth, width.
 
-Setting (PAPER.md §2 C3; the maths in :mod:`headgeom.theory.depth_fit`). Per seed: a random closed
+Setting (docs/paper.md §2 C3; the maths in :mod:`headgeom.theory.depth_fit`). Per seed: a random closed
 Fourier curve γ in R^d (``n_modes`` modes, ``radius``), T points z_j = γ(j/T), a fixed target
 c ~ N(0, I_k), the loss ``loss`` (default ``cosine``: −cos(u, c), exact Hessian, curved and indefinite
 metric; ``mse``: ½‖u − c‖², the flat control). Heads: depth 0 = the linear baseline Linear(d→k)

@@ -1,6 +1,6 @@
 """C4, Thm 4.1 (collapse instability): exact spectra of G, M and H_eff at collapsed states.
 
-States (PAPER.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
+States (docs/paper.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
 
 - ``equilibrium``: all N representations at one z̄ ~ z_scale · N(0, I_d), the head at its
   default init, targets chosen so that ∇_z L = J_hᵀρ = 0 exactly while ρ = ∇_u L ≠ 0
@@ -72,7 +72,7 @@ class C4Config:
     mse_residual: float = 1.0  # ‖u − c_i‖ at MSE equilibria
     cosine_angle: float = math.pi / 4  # ∠(u, c_i) at cosine equilibria, radians
     view_noise: float = 0.1  # second-view noise for the pseudo-collapsed targets
-    rel_floor: float = 1e-10  # λ < −rel_floor·max|λ| counts as negative (PAPER.md §4 pitfall 2)
+    rel_floor: float = 1e-10  # λ < −rel_floor·max|λ| counts as negative (docs/paper.md §4 pitfall 2)
     equilibrium_tol: float = 1e-10  # ‖∇_z L‖ / (‖J‖₂‖ρ‖) below this counts as an equilibrium
     dense_max: int = 256  # dense H_eff cross-check when N·d ≤ dense_max
     majority: float = 0.8  # fraction of seeds a smooth head must show λ_min < −floor in
@@ -99,7 +99,7 @@ def small() -> C4Config:
 
 
 def paper() -> C4Config:
-    """The paper's projector 512-2048-2048 (bias-free Linears, no BN; PAPER.md §3), N=4, 5 seeds.
+    """The paper's projector 512-2048-2048 (bias-free Linears, no BN; docs/paper.md §3), N=4, 5 seeds.
 
     Command: ``headgeom reproduce --only C4 --preset paper``. Runtime: about 1-2 hours on 2 CPU
     cores (270 cells of 10-30 s each, measured on shared cores: a 2048×513 QR, Jacobians and

@@ -1,6 +1,6 @@
 """C8 (Fig. 3): λ_min of H_eff tracked over SimSiam training for smooth, ReLU and linear heads.
 
-Runs (PAPER.md §3 "Hessian tracking", plus a linear head): ``normal-silu`` (default init),
+Runs (docs/paper.md §3 "Hessian tracking", plus a linear head): ``normal-silu`` (default init),
 ``collapsed-silu``, ``collapsed-relu`` and ``collapsed-linear`` (pseudo-collapse: projector
 Linear weights ×0.1 at init). SimSiam loss −½[cos(p1, sg(u2)) + cos(p2, sg(u1))], bias-free
 projector d→hidden→out and predictor out→pred_hidden→out with the run's activation, no BN,
@@ -12,7 +12,7 @@ per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for 
 ``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
 ("ambient": the paper's full Hessian of the batch loss; "mse": the collapse theorem's premise,
 where G ⪰ 0 and a negative eigenvalue needs M). λ < −floor counts as negative, floor =
-rel_floor · max|λ| at that point (PAPER.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
+rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
 L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
 RankMe and the head/backbone update ratio. A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".

@@ -1,4 +1,4 @@
-"""C9's measures of orbit compression, every one a ratio with a joint bootstrap CI (PAPER.md §3
+"""C9's measures of orbit compression, every one a ratio with a joint bootstrap CI (docs/paper.md §3
 "Orbits", Tables 1 and 5; §4 pitfalls 4-5).
 
 Pure computation on stored orbit features (headgeom.orbits.extract): point name -> (N, K, D).

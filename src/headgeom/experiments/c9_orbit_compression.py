@@ -1,11 +1,11 @@
 """C9 (Tables 1 and 5): does the head compress augmentation orbits while keeping classes apart?
 
-Training (PAPER.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
+Training (docs/paper.md §3, "SimCLR for guillotine/orbits"): the paper's one-directional InfoNCE with
 cross-view negatives only (``simclr_oneway``, T = 0.1), Adam 1e-3, the ``paper_simclr`` recipe,
 ReLU+BN head Linear(d→hidden, no bias) → BN → ReLU → Linear(hidden→out, no bias) → BN, on the
 CIFAR ResNet-18 and the paper's 3-layer ViT-Tiny (one cell per backbone × seed).
 
-Orbits (headgeom.orbits, PAPER.md §3 "Orbits"): ``orbit_classes`` classes × ``orbit_per_class``
+Orbits (headgeom.orbits, docs/paper.md §3 "Orbits"): ``orbit_classes`` classes × ``orbit_per_class``
 held-out test images (the same images for every cell; the paper: 5 × 3), 12 steps per family,
 rotation 0-330° (the paper's C9 family, the one judged) and hue, saturation, blur (the pretrained
 protocol's, reported). Read side by side at the head output h (headgeom.experiments.c9_measures):
@@ -370,14 +370,14 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
               for b in present for v in ("l2", "raw") for kind in ("main", "selective")]
     notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
              "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
-             "ratio multiplies it by D_h/D_z (PAPER.md §4 pitfall 4). Every cell's full analysis (every metric at "
+             "ratio multiplies it by D_h/D_z (docs/paper.md §4 pitfall 4). Every cell's full analysis (every metric at "
              "every head layer) is in its run directory's orbits.json.",
              "class/orbit intervals: D_inter of a bootstrap resample (repeated images) is biased upward, so with few "
              "images per class the interval of class_orbit_z/h can sit above its estimate (headgeom.orbits "
              "DEFINITIONS); class_orbit_change resamples both sides jointly, so the bias largely cancels there.",
              "the fresh head (no-bias Linears, BN at its initial running statistics, ReLU) is positively homogeneous, "
              "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
-             "which is why h(z/|z|) can shrink the whole cloud (PAPER.md §4 pitfall 5): compare global_ratio."]
+             "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]
     if config.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
                      "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")

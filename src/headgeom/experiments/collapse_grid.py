@@ -1,4 +1,4 @@
-"""The 14-run collapse grid of PAPER.md §3: C5's empirical side (does a pseudo-collapsed head escape?).
+"""The 14-run collapse grid of docs/paper.md §3: C5's empirical side (does a pseudo-collapsed head escape?).
 
 SimSiam loss −½[cos(p1, sg(z2)) + cos(p2, sg(z1))] from a pseudo-collapsed init (projector Linear
 weights ×0.1), bias-free projector d→hidden→out and predictor out→pred_hidden→out with the run's
@@ -8,7 +8,7 @@ decay, crop (0.2, 1) + flip, no normalisation. Runs: linear (lr 0.05); silu ("sw
 
 Tracked every ``track_every`` steps on the fixed probe batch (headgeom.tracking): spread (mean
 per-dimension std of the L2-normalised projector outputs), covariance condition number of the
-representations (not of H_eff, PAPER.md §4 pitfall 7), head/backbone relative update ratio, and
+representations (not of H_eff, docs/paper.md §4 pitfall 7), head/backbone relative update ratio, and
 λ_min and ‖M‖/‖H‖ of H_eff (ambient reading): exact per-sample blocks for heads without BN; BN heads
 in train mode couple samples, and the tracker then reports its estimate on the whole coupled operator
 (``heff_source`` says which, ``M_ratio_norm`` which norm). Per run: initial (step 0) and
@@ -241,7 +241,7 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
 
 EXPERIMENT = register(Experiment(
     id="GRID",
-    title="Collapse grid (PAPER.md §3): escape from pseudo-collapse, C5's empirical side",
+    title="Collapse grid (docs/paper.md §3): escape from pseudo-collapse, C5's empirical side",
     statement=STATEMENT,
     presets={"quick": quick, "small": small, "paper": paper},
     cells=cells,

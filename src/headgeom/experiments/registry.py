@@ -1,4 +1,4 @@
-"""Experiments by id: each claim of PAPER.md §2 (C1…C12) is checked by a registered experiment.
+"""Experiments by id: each claim of docs/paper.md §2 (C1…C12) is checked by a registered experiment.
 
 An experiment is data (big_vision style): presets are functions returning a frozen config
 dataclass; the work is split into *cells* (one setting × one seed, JSON-able parameters), each
@@ -6,7 +6,7 @@ run independently into its own run directory so that a re-run skips finished cel
 ``summarize`` step turns the cells' metrics into claims, tables and figures.
 
     EXPERIMENT = Experiment(
-        id="C4", title="...", statement="...",                     # statement quotes PAPER.md
+        id="C4", title="...", statement="...",                     # statement quotes docs/paper.md §2
         presets={"quick": quick, "small": small, "paper": paper},  # () -> frozen dataclass
         cells=lambda config, seeds: [{"head": "silu", "seed": s} for s in range(seeds)],
         run_cell=lambda config, cell: {"lambda_min": -1e-3, ...},   # JSON-able metrics

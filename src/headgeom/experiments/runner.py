@@ -45,6 +45,8 @@ from headgeom.launch.status import cell_states, format_status
 from headgeom.report.markdown import count_noun
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
+# TrainConfig.logger of the training runs inside the cell being run (headgeom reproduce --logger)
+_TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
 
 
 # ----------------------------------------------------------------------------- JSON and keys
@@ -101,6 +103,12 @@ def current_run_dir() -> Path | None:
     """The run directory of the cell being run (None outside the runner)."""
     current = _LOG_FILE.get()
     return None if current is None else current[0].parent
+
+
+def current_train_logger() -> str | None:
+    """How the training runs of the cell being run log (headgeom.train.TrainConfig.logger, from
+    ``headgeom reproduce --logger``); None outside the runner."""
+    return _TRAIN_LOGGER.get()
 
 
 def log_metrics(record: dict[str, Any]) -> bool:
@@ -223,8 +231,10 @@ def resolve_config(exp: Experiment, preset: str, seeds: int | None) -> tuple[Any
 
 # ----------------------------------------------------------------------------- one cell
 def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
-                 env: dict[str, Any]) -> dict[str, Any]:
-    """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}."""
+                 env: dict[str, Any], train_logger: str = "jsonl") -> dict[str, Any]:
+    """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}.
+    ``train_logger``: TrainConfig.logger of the training runs inside the cell (it changes where
+    they log, never what they compute, so it is not part of the cell key)."""
     done = run_dir / "done.json"
     if done.exists():
         try:
@@ -244,6 +254,7 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
     metrics_path.touch()
     t0 = time.perf_counter()
     token = _LOG_FILE.set((metrics_path, t0))
+    logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
         metrics = exp.run_cell(config, cell)
         if not isinstance(metrics, dict):
@@ -260,6 +271,7 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": elapsed}
     finally:
         _LOG_FILE.reset(token)
+        _TRAIN_LOGGER.reset(logger_token)
     atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
                              "elapsed_s": elapsed, "finished": _now()})
     return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
@@ -309,13 +321,16 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
     return claims, tables, figures, [str(n) for n in summary.notes], errors
 
 
-def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool) -> str:
+def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool,
+             train_logger: str = "jsonl") -> str:
     parts = ["headgeom", "theory" if theory_only else "reproduce", "--preset", preset]
     if ids:
         parts += ["--only", ",".join(ids)]
     parts += ["--out", str(out)]
     if seeds is not None:
         parts += ["--seeds", str(seeds)]
+    if train_logger != "jsonl":
+        parts += ["--logger", train_logger]
     return " ".join(parts)
 
 
@@ -347,9 +362,10 @@ def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
     return plan, load_errors
 
 
-def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any]) -> list[CellTask]:
+def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any], train_logger: str = "jsonl") -> list[CellTask]:
     """One launcher task per cell, in plan order: ``run_one_cell`` into ``out/runs/<ID>/<cell-key>``
-    (portable, i.e. runnable in another process, when the experiment has an importable address)."""
+    (portable, i.e. runnable in another process, when the experiment has an importable address);
+    ``train_logger`` is handed to every cell (TrainConfig.logger of its training runs)."""
     tasks = []
     for exp, config, cells, _, _ in plan:
         portable = exp.address() is not None
@@ -357,7 +373,8 @@ def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any]) -> list[
             key = cell_key(cell, config)
             run_dir = out / "runs" / exp.id / key
             tasks.append(CellTask(f"{exp.id}/{key}", exp.id, run_dir, run_one_cell,
-                                  (exp, config, cell, run_dir, preset, env), exp.cell_resources(preset), portable))
+                                  (exp, config, cell, run_dir, preset, env, train_logger),
+                                  exp.cell_resources(preset), portable))
     return tasks
 
 
@@ -407,7 +424,7 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
 
 def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
                     seeds: int | None = None, progress: bool = True, theory_only: bool = False,
-                    launcher: Any = None) -> dict:
+                    launcher: Any = None, train_logger: str = "jsonl") -> dict:
     """Run the selected experiments' cells, summarise them, write results.json and report.md.
 
     ``launcher`` (headgeom.launch; default: every cell in this process, one after another) decides
@@ -416,6 +433,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     experiment modules that did not import when everything was selected) and ``paths``; when the
     launcher left cells queued (SLURM without waiting) nothing is summarised and the return value
     is ``{"waiting": [cell names], "submitted": [(cell name, job id)], "command", "paths"}``.
+    ``train_logger`` (``--logger``): TrainConfig.logger of every training run inside the cells.
     Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
     from tqdm.auto import tqdm
 
@@ -427,7 +445,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     use_agg()
     plan, load_errors = plan_experiments(ids, preset, seeds, theory_only)
     env = environment()
-    tasks = cell_tasks(plan, out, preset, env)
+    tasks = cell_tasks(plan, out, preset, env, train_logger)
     bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
     by_id = {exp.id: (exp, config, cells, n_seeds, notes) for exp, config, cells, n_seeds, notes in plan}
     left = {exp.id: len(cells) for exp, _, cells, _, _ in plan}
@@ -457,7 +475,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     if outcome.waiting:
         return {"waiting": [t.name for t in outcome.waiting],
                 "submitted": [(t.name, job) for t, job in outcome.submitted],
-                "command": _command(ids, preset, out, seeds, theory_only), "paths": paths}
+                "command": _command(ids, preset, out, seeds, theory_only, train_logger), "paths": paths}
 
     experiments: dict[str, Any] = {}
     all_claims: list[dict] = []
@@ -468,7 +486,8 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         all_claims += claims
         n_failed_total += n_failed
     results_json = {
-        "preset": preset, "seeds": seeds, "command": _command(ids, preset, out, seeds, theory_only),
+        "preset": preset, "seeds": seeds,
+        "command": _command(ids, preset, out, seeds, theory_only, train_logger),
         "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
         "load_errors": load_errors, "finished": _now(),
     }

@@ -14,6 +14,7 @@ it; outside the runner (tests, direct calls) it trains into a temporary director
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import tempfile
@@ -24,17 +25,17 @@ import torch
 
 ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
                      "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "
-                     "outputs (width k) on the fixed probe batch (PAPER.md §3; isotropic outputs give about 1/sqrt(k), "
+                     "outputs (width k) on the fixed probe batch (docs/paper.md §3; isotropic outputs give about 1/sqrt(k), "
                      "a collapsed head 0), initial = step 0, final = last tracking point; spread_ratio = final / initial "
                      "is reported beside it")
-DEAD_DEFINITION = ("dead head (PAPER.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
+DEAD_DEFINITION = ("dead head (docs/paper.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
                    "point and the projector spread frozen (relative change <= 1e-9) over the second half of the "
                    "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
 
 
 # ----------------------------------------------------------------------------- heads
 def paper_head(activation: str, hidden: int, out: int, bn: bool = False) -> str:
-    """The paper's projector (PAPER.md §3) as a head string with the first width filled in by the
+    """The paper's projector (docs/paper.md §3) as a head string with the first width filled in by the
     backbone: Linear(d→hidden, no bias) → [BN] → act → Linear(hidden→out, no bias) → [BN];
     ``linear`` = the two Linears with nothing between."""
     return f"d-{hidden}-{out}:{activation}:nobias" + (":bn:last=bn" if bn else "")
@@ -98,11 +99,15 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})). A run stopped
     by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
     the stop, and {} (``after`` is not called).
-    Each tracking record is also logged to the runner's metrics.jsonl of the cell."""
-    from headgeom.experiments.runner import log_metrics
+    Each tracking record is also logged to the runner's metrics.jsonl of the cell. Under the runner
+    the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it, as ``config``)."""
+    from headgeom.experiments.runner import current_train_logger, log_metrics
     from headgeom.tracking import GeometryTracker
     from headgeom.train import NonFiniteLossError, train
 
+    logger = current_train_logger()
+    if logger is not None:
+        config = dataclasses.replace(config, logger=logger)
     trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
                 for r in readings]
     with training_directory() as (run_dir, resume):
@@ -200,7 +205,7 @@ def simsiam_train_config(config: Any, activation: str, seed: int, *, bn: bool = 
                          lr: float | None = None, pseudo_collapse: float | None = None,
                          schedule: str = "cosine"):
     """The headgeom.train.TrainConfig of one SimSiam cell of the training experiments: the
-    paper's projector/predictor templates, SGD without weight decay, no normalisation (PAPER.md §3)."""
+    paper's projector/predictor templates, SGD without weight decay, no normalisation (docs/paper.md §3)."""
     from headgeom.train import TrainConfig
 
     return TrainConfig(
@@ -221,7 +226,7 @@ def simclr_train_config(config: Any, head: str, seed: int, *, backbone: str = "r
                         image_size: int | None = None):
     """The headgeom.train.TrainConfig of one cell trained with the paper's SimCLR (C9, C11, C12):
     the one-directional InfoNCE at ``config.temperature``, Adam at ``config.lr`` with a constant
-    schedule (PAPER.md §3). ``backbone_options`` default to ``{"width": config.width}``,
+    schedule (docs/paper.md §3). ``backbone_options`` default to ``{"width": config.width}``,
     ``weight_decay`` to ``config.weight_decay``."""
     from headgeom.train import TrainConfig
 

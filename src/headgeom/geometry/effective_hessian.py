@@ -3,7 +3,7 @@
     H_eff = ∇²_z L(h(z)) = J_hᵀ ∇²_u L J_h  +  Σ_i ρ_i ∇²_z h_i,      ρ = ∇_u L
                            \\___ G ______/     \\______ M ________/
 
-(PAPER.md §1.) z is a batch (N, d) flattened row-major, so H_eff is (N·d, N·d) and its
+(docs/paper.md §1.) z is a batch (N, d) flattened row-major, so H_eff is (N·d, N·d) and its
 diagonal blocks are the per-sample (d, d) blocks. Whatever the loss closes over (targets,
 stop-gradient views, centres) is a constant; the loss's reduction is kept as given (headgeom's
 objectives average over the batch, so each per-sample block carries a factor 1/N).

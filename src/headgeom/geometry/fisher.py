@@ -1,4 +1,4 @@
-"""Fisher information under a stated Gaussian observation model, and numerical rank (Thm 5.3; PAPER.md §2 C7).
+"""Fisher information under a stated Gaussian observation model, and numerical rank (Thm 5.3; docs/paper.md §2 C7).
 
 Observation model (stated in every output): an observation y of a smooth map g at parameter θ
 with isotropic Gaussian noise,

@@ -1,7 +1,7 @@
 """Lanczos at both ends of the spectrum of a symmetric operator.
 
 Replaces the authors' power iteration on (H − λ_max I), which returns the wrong end when
-the largest-magnitude eigenvalue is negative (PAPER.md §4 pitfall 1): the Krylov space
+the largest-magnitude eigenvalue is negative (docs/paper.md §4 pitfall 1): the Krylov space
 gives the lowest and the highest Ritz values at once. Full reorthogonalisation (classical
 Gram-Schmidt, twice) keeps the basis orthonormal to working precision, so there are no
 spurious copies of converged Ritz values; no restarts, so memory is (max_iter + 1) · n

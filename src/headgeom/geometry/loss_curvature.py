@@ -1,6 +1,6 @@
 """Per-sample loss-Hessian blocks in the form "scaled identity plus low rank".
 
-For the separable losses of the theory (PAPER.md §1) each block of ∇²_u L has the form
+For the separable losses of the theory (docs/paper.md §1) each block of ∇²_u L has the form
 
     [∇²_u L]_ii = α_i I_k + U_i B_i U_iᵀ,        α_i scalar, U_i (k, r), B_i (r, r), r ≪ k
 

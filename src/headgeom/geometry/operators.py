@@ -2,7 +2,7 @@
 
 Follows the curvlinops interface (f-dangel/curvlinops): an operator is a matvec closure
 with a shape, a dtype and a device; `matmat` batches it; `to_scipy()` exports it to
-`scipy.sparse.linalg`; `dense()` materialises it for tests and small problems (STYLE §3).
+`scipy.sparse.linalg`; `dense()` materialises it for tests and small problems (house rule 3, docs/design.md#house-rules).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class SymmetricOperator:
         matvec: v (n,) -> A v (n,), in `dtype` on `device`.
         n: dimension.
         dtype, device: of the vectors the closure takes and returns (float64 by default:
-            PAPER.md §4 pitfall 2).
+            docs/paper.md §4 pitfall 2).
         matmat: optional V (n, m) -> A V (n, m); without it columns are stacked matvecs.
 
     Symmetry is the caller's promise (it is what Lanczos needs); `from_dense` checks it.

@@ -1,4 +1,4 @@
-"""Readings of the loss Hessian ∇²_u L used in the pullback metric G (PAPER.md §1).
+"""Readings of the loss Hessian ∇²_u L used in the pullback metric G (docs/paper.md §1).
 
 For cosine losses the paper's collapse theorem assumes the MSE premise, while the exact
 ("ambient") Hessian of −cos is strongly indefinite near small ‖u‖. Every output of headgeom

@@ -4,7 +4,7 @@ The setting is synthetic and stated in the output: z ~ N(0, I) (N, d); a second 
 z₂ = z + σ ε (σ = ``view_noise``) gives the other view's head output (or the stop-gradient
 target) held fixed, so L(u) = analysis_loss(objective, h(z₂)); the Hessian is taken with
 respect to the first view's z. ``pseudo-collapsed`` scales every Linear weight of the head
-by 0.1, the paper's pseudo-collapsed initialisation (PAPER.md §3).
+by 0.1, the paper's pseudo-collapsed initialisation (docs/paper.md §3).
 """
 from __future__ import annotations
 

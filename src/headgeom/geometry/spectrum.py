@@ -5,7 +5,7 @@
     spectrum(op)                       # SymmetricOperator: Lanczos at both ends
     spectrum(H, decomposition={"G": G, "M": M})   # adds ‖part‖ / ‖H‖ ratios
 
-Conventions (PAPER.md §4):
+Conventions (docs/paper.md §4):
 - Dense and block spectra are computed in float64 (pitfall 2), whatever the input dtype.
 - floor = rel_floor · max|λ|. An eigenvalue counts as negative only if λ < −floor, as zero if
   |λ| ≤ floor. The default rel_floor = 1e-10 sits far above float64 roundoff of a symmetric
@@ -309,7 +309,7 @@ def spectrum(
         x: dense symmetric matrix (exact eigh, float64), block batch (batched eigh), or a
             SymmetricOperator / object with `.matvec` and `.shape` (Lanczos at both ends).
         rel_floor: floor = rel_floor · max|λ| for counting signs and for the condition number;
-            1e-10 by default (module docstring, PAPER.md §4 pitfall 2).
+            1e-10 by default (module docstring, docs/paper.md §4 pitfall 2).
         decomposition: named parts of the same kind as x (e.g. {"G": G, "M": M} for
             x = H_eff), reported as ‖part‖ / ‖x‖ in Frobenius and spectral norm.
         k, tol, max_iter, seed: Lanczos settings (operators only), see `lanczos_extremes`.

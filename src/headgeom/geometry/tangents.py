@@ -1,4 +1,4 @@
-"""Augmentation tangents and Rayleigh quotients of metrics on them (PAPER.md §1, §2 C6; Prop 5.2).
+"""Augmentation tangents and Rayleigh quotients of metrics on them (docs/paper.md §1, §2 C6; Prop 5.2).
 
 V_aug at x is span{∂ f(t_ξ(x)) / ∂ξ} over the continuous parameters ξ of an augmentation family.
 Prop 5.2 says invariance forces vᵀ G v = 0 on V_aug for the head's pullback metric G = J_hᵀJ_h

@@ -6,7 +6,7 @@ one vocabulary. The modules built are the standard torch ones (nn.ReLU, nn.GELU,
 nn.Softplus, nn.Tanh, nn.ELU), because the geometry engine recognises them by type.
 
 ``has_curvature`` records whether σ'' is non-zero on a set of positive measure: per
-PAPER.md §1 the interaction term M vanishes for linear heads and almost everywhere for
+docs/paper.md §1 the interaction term M vanishes for linear heads and almost everywhere for
 ReLU heads, and is generically non-zero for the smooth ones.
 """
 from __future__ import annotations

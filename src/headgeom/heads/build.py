@@ -190,7 +190,7 @@ def head_from(head: HeadSpec | str, device: torch.device | str | None = None,
 def scale_linear_weights_(head: nn.Module, alpha: float) -> nn.Module:
     """Multiply the weight of every nn.Linear in ``head`` by ``alpha`` in place; returns head.
 
-    The paper's pseudo-collapsed initialisation (PAPER.md §3: projector linear weights ×0.1
+    The paper's pseudo-collapsed initialisation (docs/paper.md §3: projector linear weights ×0.1
     at init). Biases are untouched. For a weight-normalised Linear (DINO last layer) the
     magnitude weight_g is scaled, so its effective weight g·v/‖v‖ is scaled by alpha too
     (its rows then have norm |alpha|, and weight_g stays frozen if it was).

@@ -23,7 +23,7 @@ def _mlp_dims(text: str, what: str) -> tuple[int, ...]:
 
 
 def paper_projector(in_dim: int = 512, activation: str = "silu", bn: bool = False) -> HeadSpec:
-    """The paper's projector (PAPER.md §3).
+    """The paper's projector (docs/paper.md §3).
 
     "Linear(d→2048, no bias) → [BN] → act → Linear(2048→2048, no bias) → [BN];
     'linear' = the two linears with nothing between. Activations ReLU, GELU, SiLU."
@@ -34,7 +34,7 @@ def paper_projector(in_dim: int = 512, activation: str = "silu", bn: bool = Fals
 
 
 def paper_predictor(activation: str = "silu", bn: bool = False, in_dim: int = 2048) -> HeadSpec:
-    """The paper's SimSiam predictor (PAPER.md §3).
+    """The paper's SimSiam predictor (docs/paper.md §3).
 
     "predictor 2048→512→2048 with the same activation/BN as the projector", i.e. the
     projector template Linear(no bias) → [BN] → act → Linear(no bias) → [BN]. Note that the

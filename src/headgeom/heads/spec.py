@@ -24,7 +24,7 @@ Compact string grammar (``parse_head`` / ``HeadSpec.to_string``)::
              | "dino=" INT                           bottleneck dim (DINO head)
              | "nonormlast"                          DINO norm_last_layer=False
 
-Examples: ``512-2048-2048:silu:bn:last=bn:nobias`` (the paper's projector with BN, PAPER.md §3),
+Examples: ``512-2048-2048:silu:bn:last=bn:nobias`` (the paper's projector with BN, docs/paper.md §3),
 ``384-2048-2048-65536:gelu:dino=256`` (DINO). The activation defaults to relu. ``to_string``
 writes the canonical order (widths, activation, norm, last, nobias, lastbias, dino,
 nonormlast) and ``parse_head(spec.to_string()) == spec`` for every valid spec.

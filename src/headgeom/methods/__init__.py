@@ -1,8 +1,8 @@
-"""The six SSL methods with any projector / predictor (issue 4 §4, PAPER.md §1, §3).
+"""The six SSL methods with any projector / predictor (docs/paper.md §1, §3).
 
 Names: simclr (symmetric NT-Xent), simclr_oneway (the paper's one-directional InfoNCE),
 simsiam, byol (EMA target), vicreg, barlow_twins, dino (EMA teacher, centring, teacher
-temperature warm-up, multi-crop). The interface is /work/notes/METHOD_PROTOCOL.md:
+temperature warm-up, multi-crop). The interface is docs/design.md#method-interface:
 
 >>> import torch
 >>> from headgeom.methods import build_method

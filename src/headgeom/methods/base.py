@@ -1,4 +1,4 @@
-"""SSLMethod: the common body of the six SSL methods (the interface of METHOD_PROTOCOL.md).
+"""SSLMethod: the common body of the six SSL methods (the interface of docs/design.md#method-interface).
 
 A method owns a backbone f (images -> z, (N, d)), a projector h (z -> u, (N, k)) and, for
 SimSiam/BYOL, a predictor q (u -> p). Every view is encoded separately, so BatchNorm layers
@@ -192,7 +192,7 @@ class SSLMethod(nn.Module):
     # ---- geometry -------------------------------------------------------------------------
     def geometry_problem(self, z_views: Sequence[Tensor]) -> tuple[nn.Module | Callable, Loss]:
         """(head, loss) such that loss(head(z_views[0])) is the training loss as a function of
-        view 1's representation with everything else constant (PAPER.md §3, Hessian tracking)."""
+        view 1's representation with everything else constant (docs/paper.md §3, Hessian tracking)."""
         raise NotImplementedError
 
     def _other_outputs(self, z_views: Sequence[Tensor], module: nn.Module) -> list[Tensor]:

@@ -1,5 +1,5 @@
 """SimCLR (Chen et al. 2020) with any projector: symmetric NT-Xent, and the paper's
-one-directional InfoNCE with cross-view negatives only (PAPER.md §3, "SimCLR for
+one-directional InfoNCE with cross-view negatives only (docs/paper.md §3, "SimCLR for
 guillotine/orbits").
 
 Under DDP the projections of every process are gathered with gradient (official SimCLR's
@@ -54,7 +54,7 @@ class SimCLR(SSLMethod):
 
 class SimCLROneWay(SimCLR):
     """The paper's SimCLR: info_nce(h(z1), h(z2), T = 0.1), anchors from view 1 only,
-    negatives from view 2 only (PAPER.md §3). Default projector: the paper's head with ReLU
+    negatives from view 2 only (docs/paper.md §3). Default projector: the paper's head with ReLU
     and BN (d → 2048 → 2048, no biases); default recipe the paper's (rotation 45°)."""
 
     name = "simclr_oneway"

@@ -1,4 +1,4 @@
-"""EMA target / teacher networks (BYOL, DINO) and their momentum schedule (PAPER.md §1).
+"""EMA target / teacher networks (BYOL, DINO) and their momentum schedule (docs/paper.md §1).
 
 The schedule and the update are pure functions; :class:`EMATarget` is the small stateful
 module that holds the target copy, so its parameters and buffers live in the method's

@@ -94,7 +94,7 @@ def build_method(
     backbone_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> SSLMethod:
-    """Build SSL method ``name`` (METHOD_PROTOCOL.md).
+    """Build SSL method ``name`` (docs/design.md#method-interface).
 
     backbone: a name for :func:`headgeom.backbones.get_backbone` (with ``backbone_options``,
       e.g. {"width": 0.5}) or an nn.Module with an int ``feature_dim``.

@@ -15,7 +15,7 @@ CUSTOM_BACKBONE = "custom"
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """A resolved SSL method (issue 4 §4).
+    """A resolved SSL method.
 
     name: method name (``headgeom.methods.METHODS``).
     backbone: backbone registry name, or ``"custom"`` for a module passed by the caller

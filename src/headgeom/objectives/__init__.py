@@ -1,4 +1,4 @@
-"""SSL objectives as pure functions of tensors (PAPER.md §1, §3), one file per family.
+"""SSL objectives as pure functions of tensors (docs/paper.md §1, §3), one file per family.
 
 All are differentiable twice, free of in-place ops and value-dependent branches, so they run
 inside ``torch.func.hessian`` / ``jvp`` / ``vmap``; stop-gradients are ``.detach()``. Stateful

@@ -2,7 +2,7 @@
 
 Both L2-normalise each row first (F.normalize, dim=1) and divide cosine similarities by a
 temperature. Written without in-place ops, boolean indexing or value-dependent branches, so
-they can be differentiated twice and used under ``torch.func.vmap`` (PAPER.md §1, §3).
+they can be differentiated twice and used under ``torch.func.vmap`` (docs/paper.md §1, §3).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Negative cosine similarity to a stop-gradient target (SimSiam, BYOL; PAPER.md §1, §3).
+"""Negative cosine similarity to a stop-gradient target (SimSiam, BYOL; docs/paper.md §1, §3).
 
 Follows facebookresearch/simsiam main_simsiam.py: nn.CosineSimilarity(dim=1), the target
 detached, averaged over the batch, and the symmetric SimSiam loss

@@ -1,6 +1,6 @@
 """DINO's cross-view distillation loss (Caron et al. 2021), as in facebookresearch/dino
 main_dino.py DINOLoss.forward, without its state: the centre is an input, and its EMA update
-lives with the teacher, not here (PAPER.md §1, house style rule 1).
+lives with the teacher, not here (docs/paper.md §1, house rule 1 of docs/design.md#house-rules).
 
 Teacher probabilities q = softmax((t − centre) / teacher_temp), detached; student
 log-probabilities log p = log_softmax(s / student_temp); the loss averages, over all pairs

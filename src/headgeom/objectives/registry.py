@@ -1,7 +1,7 @@
 """Objectives by name, and the one-view loss u ↦ L(u) that the effective-Hessian engine analyses.
 
 ``OBJECTIVES`` maps the names used by the CLI, configs and reports to an :class:`ObjectiveSpec`.
-``analysis_loss(name, other)`` fixes everything but one view's head output (PAPER.md §1):
+``analysis_loss(name, other)`` fixes everything but one view's head output (docs/paper.md §1):
 
 - ``mse``, ``negative_cosine``: L(u) = loss(u, other), ``other`` the stop-gradient target c.
 - ``nt_xent``, ``info_nce``, ``vicreg``, ``barlow_twins``: L(u) = loss(u, other), ``other`` the

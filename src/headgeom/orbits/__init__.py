@@ -1,4 +1,4 @@
-"""Augmentation orbits through the backbone and every head layer (PAPER.md §3; issue 5).
+"""Augmentation orbits through the backbone and every head layer (docs/paper.md §3).
 
 - :mod:`~headgeom.orbits.metrics`: pure metrics on orbit features (N, K, D).
 - :mod:`~headgeom.orbits.selective`: global spread, selectivity, centred spreads and the mean

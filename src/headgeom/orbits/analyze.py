@@ -1,5 +1,5 @@
 """Orbit analysis: every metric of headgeom.orbits.metrics with bootstrap CIs, per family and
-per feature point, plus the two controls (PAPER.md §3 "Orbits" and "Pretrained"; claims C9-C11).
+per feature point, plus the two controls (docs/paper.md §3 "Orbits" and "Pretrained"; claims C9-C11).
 Beside the paper's compression every point gets the selective metrics of
 headgeom.orbits.selective: the global ratio, selectivity = compression / global ratio, and the
 compression of centred features.

@@ -1,4 +1,4 @@
-"""Percentile bootstrap over images for orbit metrics and their ratios (PAPER.md §3, STYLE rule 9).
+"""Percentile bootstrap over images for orbit metrics and their ratios (docs/paper.md §3, house rule 9).
 
 Images are the independent units: each replicate draws N images with replacement (within each
 class when labels are given: a stratified bootstrap, so every class stays present for D_inter).

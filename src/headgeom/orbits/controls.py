@@ -1,4 +1,4 @@
-"""Controls for orbit compression (PAPER.md §3 "Orbits"; issue 5 §1).
+"""Controls for orbit compression (docs/paper.md §3 "Orbits").
 
 - A freshly initialised head of the same architecture: how much of the compression a trained
   head shows is architecture alone (ProjectionHeads are rebuilt from their HeadSpec; any other

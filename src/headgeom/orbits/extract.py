@@ -1,5 +1,5 @@
 """Orbit features: N images × K parameter steps of one augmentation family through the backbone
-and every head layer (PAPER.md §3 "Orbits" and "Pretrained"; §4 pitfalls 5-6).
+and every head layer (docs/paper.md §3 "Orbits" and "Pretrained"; §4 pitfalls 5-6).
 
 For each batch of images the orbit t_{ξ_k}(x) (headgeom.augment.families.orbit) is built on
 [0, 1] pixels, *then* normalised by (x − mean) / std (colour families act before normalisation,
@@ -67,7 +67,7 @@ def as_unit_images(images: Tensor) -> Tensor:
     lo, hi = float(images.min()), float(images.max())
     if lo < -1e-6 or hi > 1 + 1e-6:
         raise ValueError(f"float images must be [0, 1] pixels before normalisation (colour "
-                         f"augmentations act on them, PAPER.md §4 pitfall 6); got values in "
+                         f"augmentations act on them, docs/paper.md §4 pitfall 6); got values in "
                          f"[{lo:.3g}, {hi:.3g}]: pass unnormalised pixels and mean/std instead")
     return images.float()
 

@@ -1,4 +1,4 @@
-"""2-D PCA pictures of orbits (plotting kept apart from computing; PAPER.md §3 "Orbits").
+"""2-D PCA pictures of orbits (plotting kept apart from computing; docs/paper.md §3 "Orbits").
 
 :func:`pca_project` is the computation (pure, tested); :func:`plot_orbit_pca` draws one panel
 per feature point with matplotlib's Agg backend and returns the Figure (the caller saves it,

@@ -1,4 +1,4 @@
-"""Orbit metrics: pure functions on orbit features f of shape (N images, K steps, D) (PAPER.md §3).
+"""Orbit metrics: pure functions on orbit features f of shape (N images, K steps, D) (docs/paper.md §3).
 
 An orbit is the curve k -> f(t_{ξ_k}(x_i)) over K parameter steps ξ_k of one augmentation
 family. Every per-image metric returns a (N,) tensor whose mean over images is the reported
@@ -12,7 +12,7 @@ Definitions (u = f / ‖f‖ row-wise where ``normalise=True``; m_i = (1/K) Σ_k
 - within-orbit trace: tr C_i with C_i = (1/(K−1)) Σ_k (f_ik − m_i)(f_ik − m_i)ᵀ, the orbit's
   unbiased covariance; its mean over images is the trace of the pooled within-orbit covariance.
   On normalised features it equals K/(K−1) · spread, so its ratio equals the compression ratio.
-  The trace ratio tr_z / tr_h is dimension-fair (PAPER.md §4 pitfall 4).
+  The trace ratio tr_z / tr_h is dimension-fair (docs/paper.md §4 pitfall 4).
 - per-dimension variance (the paper's pretrained analysis): tr C_i / D. Its backbone/head ratio is
   the trace ratio times D_h / D_z exactly.
 - D_intra: mean over pairs k < l of ‖u_ik − u_il‖; D_inter: mean over class pairs of the distance

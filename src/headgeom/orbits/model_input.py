@@ -1,7 +1,7 @@
-"""CHECKPOINT_OR_RUN -> backbone, heads and the input preprocessing of orbit analysis (issue 5 §5).
+"""CHECKPOINT_OR_RUN -> backbone, heads and the input preprocessing of orbit analysis.
 
 The preprocessing is a property of the model, decided here and recorded in every output
-(PAPER.md §3 "Pretrained", §4 pitfalls 6 and 10):
+(docs/paper.md §3 "Pretrained", §4 pitfalls 6 and 10):
 
 - ImageNet models (the official DINO / VICReg / Barlow Twins / SimSiam releases, any ResNet with
   the 7×7 ImageNet stem, a ViT whose position grid is for ≥ 96-px inputs): images resized to
@@ -73,7 +73,7 @@ class ModelInput:
                 "bilinear, antialias, on [0, 1] pixels before the orbit",
                 "mean": None if self.mean is None else list(self.mean),
                 "std": None if self.std is None else list(self.std),
-                "order": "resize, augment on [0, 1] pixels, then normalise (PAPER.md §4 pitfall 6)",
+                "order": "resize, augment on [0, 1] pixels, then normalise (docs/paper.md §4 pitfall 6)",
                 "reason": self.reason}
 
 

@@ -1,4 +1,4 @@
-"""One model, one dataset: the whole ``headgeom analyze`` computation (issue 5 §5; claims C6, C7,
+"""One model, one dataset: the whole ``headgeom analyze`` computation (claims C6, C7,
 C9-C11).
 
 :func:`select_images` draws the analysed test images (seeded, balanced over classes);

@@ -6,7 +6,7 @@ preprocessing, protocol; or the .npz file and its arrays), a summary over famili
 head's last point, then per family the out-of-distribution flag (heads trained on raw z fed
 z/‖z‖), the metrics at every point, the ratios z / point (the paper's compression beside the
 global ratio, selectivity and the centred compression; the dimension-fair trace ratio and the
-per-dimension ratio side by side, PAPER.md §4 pitfall 4), the controls and the orbit figure;
+per-dimension ratio side by side, docs/paper.md §4 pitfall 4), the controls and the orbit figure;
 then the tangent-metric and Fisher tables when they were computed.
 """
 
@@ -137,7 +137,7 @@ def _header(result: dict[str, Any]) -> list[str]:
         f"- preprocessing: {pre['reason']}; side {pre['size'] or 'native'}, mean "
         f"{_vec(pre['mean'])}, std {_vec(pre['std'])}; {pre['order']}",
         f"- orbits: {proto['steps']} steps per family; families {fams}; head input "
-        f"{', '.join(proto['head_input'])} (raw = h(z), l2 = the paper's h(z/‖z‖), PAPER.md §4 "
+        f"{', '.join(proto['head_input'])} (raw = h(z), l2 = the paper's h(z/‖z‖), docs/paper.md §4 "
         f"pitfall 5)",
         f"- statistics: {fmt(100 * proto['level'])}% intervals, bootstrap {proto['bootstrap']}, "
         f"B = {proto['n_boot']}; {proto['precision']}",

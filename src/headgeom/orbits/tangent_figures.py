@@ -1,5 +1,5 @@
 """Spectra of the tangent metric: log10 Rayleigh quotients of augmentation tangents against random
-directions, per family and metric (PAPER.md §2 C6; plotting kept apart from computing).
+directions, per family and metric (docs/paper.md §2 C6; plotting kept apart from computing).
 
 Reads only the JSON result of :func:`headgeom.orbits.tangent_metric.tangent_metric_analysis`
 (the per-image ``log10_tangent`` / ``log10_random`` lists), so a saved result can be re-plotted.

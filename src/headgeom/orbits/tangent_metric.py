@@ -1,4 +1,4 @@
-"""The metric the head puts on augmentation tangents of a real model (PAPER.md §2 C6, C7; issue 5 §2-3).
+"""The metric the head puts on augmentation tangents of a real model (docs/paper.md §2 C6, C7).
 
 For each image x and family t_ξ, at ξ0 (the family's tangent point: its identity, σ = 1 for blur):
 

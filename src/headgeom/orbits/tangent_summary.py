@@ -1,5 +1,5 @@
-"""Summaries of Rayleigh quotients and Fisher ranks for the tangent-metric analysis (PAPER.md §2
-C6, C7; issue 5 §2-3). Pure functions of per-image tensors -> JSON-able dicts (floats, None for
+"""Summaries of Rayleigh quotients and Fisher ranks for the tangent-metric analysis (docs/paper.md §2
+C6, C7). Pure functions of per-image tensors -> JSON-able dicts (floats, None for
 undefined values, never NaN), and the layout of the whole result (:func:`assemble_result`).
 
 Quotients arrive as q_tangent (N,) (one augmentation tangent per image) and q_random (N, m) (m
@@ -169,7 +169,7 @@ def assemble_result(acc: dict[str, dict[str, list[Tensor]]], settings: dict) -> 
         "batch_size": settings["batch_size"],
         "normalisation": None if settings["mean"] is None else {"mean": list(map(float, settings["mean"])),
                                                                "std": list(map(float, settings["std"]))},
-        "normalisation_order": "augmentation on [0, 1] pixels, then (x − mean)/std (PAPER.md §4 pitfall 6)",
+        "normalisation_order": "augmentation on [0, 1] pixels, then (x − mean)/std (docs/paper.md §4 pitfall 6)",
         "d": settings["d"], "k": settings["k"], "head": settings["head"],
         "loss": {"name": loss, "reading": "ambient (exact Hessian in u)",
                  "reduction": "per sample (the batch mean's Hessian blocks times N)",

@@ -1,4 +1,4 @@
-"""Collapsed states of a projection head, built exactly (Thm 4.1; PAPER.md §2 C4).
+"""Collapsed states of a projection head, built exactly (Thm 4.1; docs/paper.md §2 C4).
 
 A *collapsed equilibrium* is a batch whose representations all coincide, z_i = z̄, at which
 the representation gradient vanishes, ∇_{z_i} L = J_h(z̄)ᵀ ρ_i = 0, while the residual

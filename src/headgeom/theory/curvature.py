@@ -1,6 +1,6 @@
 """Riemann curvature of a metric given as a function x ↦ g(x), by two independent routes (Prop 3.3).
 
-PAPER.md §2 C2: the loss metric g_L(u) = ∇²_u L(u) restricted to a slice u(x) = u0 + B x
+docs/paper.md §2 C2: the loss metric g_L(u) = ∇²_u L(u) restricted to a slice u(x) = u0 + B x
 (B (k, m) orthonormal columns) is the (m, m) metric g(x) = Bᵀ ∇²_u L(u0 + B x) B. If it has
 nonzero Riemann curvature, no change of coordinates (no head) makes it constant, and in
 particular no constant W makes Wᵀ g(x) W = I on a neighbourhood.
@@ -216,7 +216,7 @@ def random_slice_basis(k: int, m: int, generator: torch.Generator, dtype: torch.
 
 
 def is_positive_definite(g: Tensor, rel_floor: float = 1e-10) -> bool:
-    """λ_min(g) > rel_floor · max|λ| (PAPER.md §4 pitfall 2: a relative floor before calling a sign)."""
+    """λ_min(g) > rel_floor · max|λ| (docs/paper.md §4 pitfall 2: a relative floor before calling a sign)."""
     lam = torch.linalg.eigvalsh(0.5 * (g + g.T))
     return bool(lam[0] > rel_floor * lam.abs().max())
 

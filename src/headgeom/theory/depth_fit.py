@@ -1,4 +1,4 @@
-"""Fitting heads to make H_eff isotropic along a curve (Thm 3.2 and depth; PAPER.md §2, claim C3).
+"""Fitting heads to make H_eff isotropic along a curve (Thm 3.2 and depth; docs/paper.md §2, claim C3).
 
 Problem. A smooth closed curve γ: [0, 1) → R^d in representation space (:func:`fourier_curve`), T
 points z_j = γ(j/T), a loss L: R^k → R with a *fixed* target c ∈ R^k (the stop-gradient target of

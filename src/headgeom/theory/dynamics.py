@@ -1,6 +1,6 @@
 """A small SimSiam-style system near collapse, its gradient flow and gradient descent (claim C5).
 
-The ReLU gap (PAPER.md §2, C5): ReLU heads have M = 0 almost everywhere, so under exact
+The ReLU gap (docs/paper.md §2, C5): ReLU heads have M = 0 almost everywhere, so under exact
 gradient flow they lack the negative curvature that smooth heads inject at collapse; finite
 step sizes and BatchNorm are the claimed escape routes. This module holds the pure pieces:
 
@@ -11,7 +11,7 @@ System (everything float64, one parameter vector θ):
               s = ``aug_strength``) act on the backbone input (free: on r itself):
               z_v = A_v r (free) or z_v = W_b A_v x + b (linear).
     projector the paper's template Linear(d→width, no bias) → [BN] → act → Linear(width→k, no bias)
-    predictor the same template k → pred_width → k (PAPER.md §3: same activation/BN), or none.
+    predictor the same template k → pred_width → k (docs/paper.md §3: same activation/BN), or none.
     loss      SimSiam −½[cos(p1, sg(u2)) + cos(p2, sg(u1))] (facebookresearch/simsiam), via
               headgeom.objectives.negative_cosine; ``stop_gradient=False`` differentiates the
               targets too (then the field is a true gradient and the loss is a Lyapunov function).

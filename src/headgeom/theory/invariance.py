@@ -1,4 +1,4 @@
-"""A controlled system for invariance by metric degeneracy (Prop 5.2, Thm 5.3; PAPER.md §2 C6, C7).
+"""A controlled system for invariance by metric degeneracy (Prop 5.2, Thm 5.3; docs/paper.md §2 C6, C7).
 
 Data manifold. Images are single-channel S×S *band-limited periodic patterns*,
 

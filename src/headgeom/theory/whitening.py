@@ -1,4 +1,4 @@
-"""Local subspace whitening (Thm 3.1 of the paper; PAPER.md §2, claim C1): pure functions.
+"""Local subspace whitening (Thm 3.1 of the paper; docs/paper.md §2, claim C1): pure functions.
 
 At a fixed point u0 let A = ∇²_{u_i} L (k × k) be one sample's loss-Hessian block and
 A₊ = U_r Λ_r U_rᵀ its positive part (eigenvalues above ``floor = rel_tol · max|λ|``). For a

@@ -1,4 +1,4 @@
-"""Geometry tracking during SSL training (issue 4 §6): H_eff spectra on a probe batch,
+"""Geometry tracking during SSL training: H_eff spectra on a probe batch,
 representation spread / covariance condition / RankMe (from headgeom.eval.rankme), head-vs-backbone update size, plots.
 
 >>> tracker = GeometryTracker(probe_views, every=100, reading="ambient", reduction="mean")

@@ -1,4 +1,4 @@
-"""Figures of every tracked metric against training steps, from a run's metrics.jsonl (issue 4 §6).
+"""Figures of every tracked metric against training steps, from a run's metrics.jsonl.
 
     paths = plot_metrics("runs/x/metrics.jsonl", "runs/x/figures/tracking")   # one PNG per metric
     paths = plot_metrics(..., grid=True)                                      # plus one grid PNG

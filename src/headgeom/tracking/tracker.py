@@ -1,6 +1,6 @@
 """GeometryTracker: H_eff spectra and representation statistics on a fixed probe batch during training.
 
-Issue 4 §6, PAPER.md §3 ("Hessian tracking", the collapse grid's tracked quantities) and §4.
+docs/paper.md §3 ("Hessian tracking", the collapse grid's tracked quantities) and §4.
 Called by the training loop as ``tracker(step, method, probe_views) -> dict[str, float]``
 (the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem(z_views) ->
 (head, loss)``, ``head_parameters()`` / ``backbone_parameters()``). One call:
@@ -61,7 +61,7 @@ DEFAULT_COV_REL_TOL = 1e-6  # headgeom.eval.rankme's default
 COV_DEFINITION = (
     "sample covariance (ddof=1) of the raw outputs in float64; condition number = "
     "lambda_max / lambda_min over eigenvalues > cov_rel_tol * lambda_max; cov_rank = their count "
-    "(headgeom.eval.rankme.covariance_condition; PAPER.md pitfall 3). It is the representation "
+    "(headgeom.eval.rankme.covariance_condition; docs/paper.md §4 pitfall 3). It is the representation "
     "covariance's condition number, not H_eff's (pitfall 7)"
 )
 
@@ -112,7 +112,7 @@ class GeometryTracker:
         probe_views: the fixed probe batch, a list of view tensors (N, C, H, W) (may instead be
             passed at call time, as the training loop does).
         every: track at steps with ``step % every == 0``; other calls return {} at no cost.
-        reading: loss-Hessian reading of G: "ambient", "tangential" or "mse" (PAPER.md §1).
+        reading: loss-Hessian reading of G: "ambient", "tangential" or "mse" (docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
         rel_floor: an eigenvalue counts as negative below −rel_floor · max|λ| (pitfall 2).
         dtype: analysis dtype of the engine (float64 by default).
@@ -391,8 +391,8 @@ class GeometryTracker:
                 "blocks of the method's geometry_problem loss w.r.t. backbone view 1 (z_1), exact eigh in float64",
                 p + "n_negative": "eigenvalues < -floor summed over the blocks, floor = rel_floor * max|lambda|",
                 p + "frac_samples_negative": "fraction of blocks with at least one eigenvalue < -floor",
-                p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, PAPER.md "
-                "pitfall 8), which is not the same as 'no negative curvature'",
+                p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, docs/paper.md "
+                "§4 pitfall 8), which is not the same as 'no negative curvature'",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
                 p + "op_*": "coupled heads (train-mode BatchNorm) with coupled='lanczos': extreme eigenvalues "
                 "of the whole H_eff, |M|_2/|H_eff|_2 (the M end converged to lanczos tol), converged (1/0), "

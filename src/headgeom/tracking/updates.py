@@ -1,4 +1,4 @@
-"""Head-versus-backbone relative update size between consecutive tracking calls (PAPER.md §3, pitfall 7).
+"""Head-versus-backbone relative update size between consecutive tracking calls (docs/paper.md §3, pitfall 7).
 
     r_head     = ‖θ_head(t) − θ_head(s)‖ / ‖θ_head(s)‖
     r_backbone = ‖θ_backbone(t) − θ_backbone(s)‖ / ‖θ_backbone(s)‖

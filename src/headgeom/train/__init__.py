@@ -1,8 +1,9 @@
-"""SSL pre-training (issue 4 §5): ``train(config, out_dir)`` and ``headgeom train``.
+"""SSL pre-training: ``train(config, out_dir)`` and ``headgeom train``.
 
 Schedules are pure functions (:mod:`.schedules`), optimizers are built on a method's parameter
 groups (:mod:`.optim`), checkpoints are atomic and never unpickle code (:mod:`.checkpoint`), and
-the loop is short and flat (:mod:`.loop`).
+the loop is short and flat (:mod:`.loop`); its records go to metrics.jsonl and, on request,
+TensorBoard (:mod:`.loggers`).
 """
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint

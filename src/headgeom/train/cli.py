@@ -1,4 +1,4 @@
-"""``headgeom train``: pre-train an SSL method into a run directory (issue 4 §5).
+"""``headgeom train``: pre-train an SSL method into a run directory.
 
 The parser is :func:`headgeom.commands.train.add_parser` (torch-free, so ``--help`` is instant); it
 names :func:`run` as the command's work.

@@ -1,7 +1,7 @@
-"""The resolved settings of one pre-training run (issue 4 §5), as a frozen dataclass.
+"""The resolved settings of one pre-training run, as a frozen dataclass.
 
 A run directory's ``config.json`` holds ``dataclasses.asdict(config)``; :meth:`TrainConfig.from_dict`
-rebuilds it, so a run can be resumed or re-run from its own record (STYLE.md §8).
+rebuilds it, so a run can be resumed or re-run from its own record (house rule 8, docs/design.md#house-rules).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .loggers import LOGGERS
 from .optim import OPTIMIZERS
 from .schedules import SCHEDULES
 
@@ -20,7 +21,7 @@ __all__ = ["RESUMABLE_CHANGES", "TrainConfig"]
 # never the update sequence (the schedule spans ``epochs``, not ``max_steps``).
 RESUMABLE_CHANGES = frozenset({"max_steps", "checkpoint_every", "track_every", "track_reading",
                                "track_block_samples", "log_every", "keep_every_epochs", "progress",
-                               "device"})
+                               "device", "logger"})
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class TrainConfig:
     epoch; 0 = epochs only), ``keep_every_epochs`` (also keep checkpoints/epoch_XXXX.pt every k
     epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker), and for
     ``headgeom train --track-every`` the tracker's ``track_reading`` (ambient, tangential, mse) and
-    ``track_block_samples`` (H_eff blocks of that many probe samples; None = all).
+    ``track_block_samples`` (H_eff blocks of that many probe samples; None = all), ``logger``
+    (``jsonl``: metrics.jsonl only; ``tensorboard``: also TensorBoard scalars under
+    ``RUN_DIR/tensorboard/``; headgeom.train.loggers).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
     ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun
@@ -88,6 +91,7 @@ class TrainConfig:
     probe_size: int = 256
     track_reading: str = "ambient"
     track_block_samples: int | None = 32
+    logger: str = "jsonl"
     device: str = "auto"
     bf16: bool = True
     channels_last: bool = True
@@ -119,6 +123,8 @@ class TrainConfig:
             raise ValueError(f"TrainConfig.sync_bn must be True or False, got {self.sync_bn!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
+        if self.logger not in LOGGERS:
+            raise ValueError(f"unknown logger {self.logger!r}; choose one of {LOGGERS}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
         for name in ("lr", "momentum", "weight_decay", "warmup_epochs", "final_lr", "lars_eta"):

@@ -1,4 +1,4 @@
-"""The pre-training loop (issue 4 §5): short and flat, nanoGPT style.
+"""The pre-training loop: short and flat, nanoGPT style.
 
 Data stay uint8 on the device; each epoch's order is a permutation from a seeded CPU generator;
 views come from ``method.recipe(size)`` on the device with their own generator; forward,
@@ -8,6 +8,7 @@ directory ``out_dir`` holds::
     config.json        resolved TrainConfig, git revision, library versions, steps per epoch
     metrics.jsonl      {"step", "epoch", "loss", "lr", <method logs>} every log_every steps, and
                        the tracker's metrics every track_every steps (step 0 = initialisation)
+    tensorboard/       the same records as TensorBoard scalars, with logger="tensorboard" (.loggers)
     checkpoints/       last.pt (every epoch, every checkpoint_every steps, at the stop), epoch_XXXX.pt
     done.json          at the end: steps, epochs, final loss, seconds, images/s
     stopped.json       instead, when a non-finite loss stopped the run
@@ -38,7 +39,9 @@ from headgeom.io import atomic_write_bytes, atomic_write_json
 from .checkpoint import CheckpointWriter, load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
 from .ddp import init_distributed
+from .loggers import check_logger, open_loggers
 from .optim import build_optimizer
+from .progress import paused
 from .schedules import lr_at
 
 __all__ = ["NonFiniteLossError", "Tracker", "build_method_from_config", "resolve_device", "train"]
@@ -131,6 +134,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     device = ctx.device(device)
     on_cuda = device.type == "cuda"
     _check_run_dir(out, config, resume)
+    check_logger(config.logger)  # a missing optional writer fails now, not after loading the data
     ctx.barrier()  # every process has checked before rank 0 writes
 
     data = load_dataset(config.data, "train", config.data_dir, **config.data_options)
@@ -216,12 +220,13 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     from tqdm import tqdm
     bar = tqdm(total=stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
                dynamic_ncols=True)
-    log = open(metrics_path, "a", encoding="utf-8") if ctx.main else None
+    log = open_loggers(config.logger, out, first_step=step + 1 if resumed else 0) if ctx.main else None
     tracking = tracker is not None and config.track_every > 0  # same on every process
     tracker = tracker if ctx.main else None
     method.train()
     if tracker is not None and config.track_every and step == 0:
-        _write(log, {"step": 0, **_track(tracker, step, method, probe, device)})
+        with paused(bar, "tracking geometry at step 0"):
+            log.log(0, _track(tracker, step, method, probe, device))
     t0, start_step, perm, epoch_state = time.perf_counter(), step, None, None
     loss_value = _last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
@@ -263,16 +268,18 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
                           f"(epoch {(step - 1) // steps_per_epoch}, lr {lr:.4g})", last)
             record: dict[str, Any] = {}
             if log_now:
-                record = {"step": step, "epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
+                record = {"epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
                           **{k: float(v) for k, v in result.get("logs", {}).items()}}
                 bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
+            bar.update(1)  # before the step's tracking and checkpoint, which the bar names while they run
             if track_now and tracker is not None:
-                record = {"step": step, **record, **_track(tracker, step, method, probe, device)}
+                with paused(bar, f"tracking geometry at step {step}"):
+                    record = {**record, **_track(tracker, step, method, probe, device)}
             if record and log is not None:
-                _write(log, record)
+                log.log(step, record)
             if save_now:
-                checkpoint(epoch_state)
-            bar.update(1)
+                with paused(bar, f"saving checkpoint at step {step}"):
+                    checkpoint(epoch_state)
             if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
                 t_warm, warm_step = time.perf_counter(), step
     finally:
@@ -324,14 +331,6 @@ def _track(tracker: Tracker, step: int, method: torch.nn.Module, probe: list[tor
         metrics = tracker(step, method, probe)
     method.train()
     return {k: float(v) for k, v in (metrics or {}).items()}
-
-
-def _write(fh: Any, record: dict[str, Any]) -> None:
-    """One JSON line; NaN becomes null and ±inf "inf"/"-inf" (headgeom.io's convention)."""
-    clean = {k: (v if not isinstance(v, float) or math.isfinite(v)
-                 else (None if math.isnan(v) else ("inf" if v > 0 else "-inf"))) for k, v in record.items()}
-    fh.write(json.dumps(clean, allow_nan=False) + "\n")
-    fh.flush()
 
 
 def _stop(out: Path, step: int, loss_value: float, what: str, last: Path) -> None:

@@ -1,7 +1,7 @@
-"""Learning-rate and momentum schedules as pure functions of the step (STYLE.md §10).
+"""Learning-rate and momentum schedules as pure functions of the step (house rule 10, docs/design.md#house-rules).
 
 Steps count optimizer updates from 0. Linear warm-up then half-cosine decay is the schedule
-of the SimCLR/BYOL/VICReg/Barlow Twins/DINO releases (PAPER.md §3, §4); ``constant`` keeps the
+of the SimCLR/BYOL/VICReg/Barlow Twins/DINO releases (docs/paper.md §3, §4); ``constant`` keeps the
 warm-up and then holds the base rate.
 """
 
