@@ -14,7 +14,6 @@ chance lines and the round-off band of signed eigenvalues.
   point as ``..._floor``); these helpers draw such values at 0 inside a shaded band instead of at
   −1e-14 on a log axis, where they would read as negative curvature (docs/paper.md §4 pitfall 2).
 - :func:`chance_line`: the accuracy of guessing, 1/C, on probe plots.
-
 - :func:`new_figure`: ``plt.subplots`` without pyplot: the figure belongs to no backend, so a
   builder never switches the user's backend (a notebook keeps its own), opens no window and leaves
   nothing in pyplot's registry; PNGs are written through Agg (headgeom.report.figures.save_figure).
@@ -28,7 +27,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from typing import Any
-
 
 # matplotlib's default cycle (tab10); the line style and the marker tell apart what colour alone does not.
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
