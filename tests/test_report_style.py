@@ -217,3 +217,16 @@ def test_library_imports_leave_matplotlib_unloaded():
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_signed_log_axis_labels_each_side_up_to_its_own_values():
+    # large negative curvature beside small positive values just above the floor (λ_min of a linear head)
+    values = [-0.3, -1e-4, -1e-9, 2e-12, 8e-13]
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_subplot()
+    ax.plot(range(len(values)), values)
+    style.signed_log_axis(ax, values, floor=1e-14)
+    lo, hi = ax.get_ylim()
+    shown = [t for t in ax.get_yticks() if lo <= t <= hi]
+    assert any(t > 0 for t in shown) and any(t < 0 for t in shown) and 0.0 in shown
+    assert_tick_labels_apart(ax)

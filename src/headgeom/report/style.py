@@ -173,14 +173,23 @@ def signed_log_axis(ax: Any, values: Sequence[float | None], floor: float = 0.0,
     nonzero = [abs(v) for v in finite if v != 0.0]
     linthresh = floor if floor > 0 else (min(nonzero) if nonzero else 1.0)
     ax.set_yscale("symlog", linthresh=linthresh, linscale=1.0)
-    top = max(nonzero + [linthresh])
-    sides = [s for s in (-1.0, 1.0) if any(v * s > 0 for v in finite)] or [-1.0, 1.0]
-    decades = list(range(math.floor(math.log10(linthresh)) + 1, math.floor(math.log10(top)) + 1))
-    stride = max(1, math.ceil(len(decades) / max(1, (max_labels - 1) // len(sides))))
-    # display distance of 10^k from 0, in decades: the linear half spans linscale / (1 - 1/10) of one
-    kept = [k for k in decades[::-1][::stride] if k - math.log10(linthresh) + 1.0 / 0.9 >= 0.9 * stride]
-    magnitudes = [10.0 ** k for k in kept] or [top]
-    ticks = sorted({0.0, *(s * m for s in sides for m in magnitudes)})
+    tops = {s: max([abs(v) for v in finite if v * s > 0], default=0.0) for s in (-1.0, 1.0)}
+    sides = [s for s in (-1.0, 1.0) if tops[s] > 0] or [-1.0, 1.0]
+    lowest = math.floor(math.log10(linthresh)) + 1
+    decades = {s: list(range(lowest, math.floor(math.log10(max(tops[s], linthresh))) + 1)) for s in sides}
+    stride = max(1, math.ceil(max(len(d) for d in decades.values()) / max(1, (max_labels - 1) // len(sides))))
+    ticks = {0.0}
+    def distance(k: int) -> float:  # display distance of 10^k from 0, in decades (linear half: 1/0.9)
+        return k - math.log10(linthresh) + 1.0 / 0.9
+
+    for s in sides:  # each side labelled up to its own largest value, one spacing for both
+        kept = [k for k in decades[s][::-1][::stride] if distance(k) >= 0.9 * stride]
+        if not kept:  # a side of small values beside a wide one: its largest decade clear of the 0 label
+            kept = [k for k in decades[s][::-1] if distance(k) >= 2.0][:1]
+        ticks |= {s * 10.0 ** k for k in kept}
+    if ticks == {0.0}:  # no power of ten far enough from 0: label the extremes
+        ticks |= {s * max(tops[s], linthresh) for s in sides}
+    ticks = sorted(ticks)
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: _label(v)))
     ax.yaxis.set_minor_locator(NullLocator())
