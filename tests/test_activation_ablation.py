@@ -5,8 +5,11 @@ import json
 
 import pytest
 
+from figure_checks import assert_legends_outside, floor_band_artists, line_styles
+from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.activation_ablation import ACTIVATIONS, AblationConfig, cells, run_cell, summarize, train_config
 from headgeom.experiments.registry import VERDICTS, check_claim
+from headgeom.report.style import CHANCE_GID
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -51,7 +54,7 @@ def test_tiny_runs_keys_and_robust_facts(tiny):
         assert len(m["knn"]) == len(method.projector.layers) + 1  # z and every projector layer
         assert list(m["knn"])[0] == "z" and m["knn_z"] == m["knn"]["z"]
         assert all(0.0 <= v <= 1.0 for v in m["knn"].values())
-        assert m["eval_n_train"] == 24 and m["eval_n_test"] == 24
+        assert m["eval_n_train"] == 24 and m["eval_n_test"] == 24 and m["num_classes"] == len(SHAPE_CLASSES)
     for r in TINY.readings:
         assert all(v is not None and v <= 1e-12 for v in tiny["linear"][f"M_ratio[{r}]"])
         assert all(v is not None and v > 1e-6 for v in tiny["tanh"][f"M_ratio[{r}]"])
@@ -85,3 +88,26 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdict({**smooth, "relu": 0.6, "linear": 0.0}) == "not supported"  # ReLU negative at >= half the points
     assert _verdict({**smooth, "tanh": 0.0, "relu": 0.0, "linear": 0.0}) == "not supported"
     assert _verdict({"gelu": 0.9, "relu": 0.0}) == "supported"
+
+
+def test_figures_with_many_activations_are_distinct_with_chance_and_legends_outside():
+    names = tuple(f"act{i}" for i in range(16))
+    cfg = dataclasses.replace(TINY, readings=("ambient",), seeds=1, activations=names)
+    results = []
+    for i, a in enumerate(names):
+        m = {**_fake(0.5), "num_classes": 10, "lambda_max[ambient]": [2.0, 2.0]}
+        m["lambda_min[ambient]"] = [-1e-14, -1e-15] if i % 2 else [-0.5, -1e-3]  # even: negative; odd: round-off
+        results.append(({"activation": a, "seed": 0}, m))
+    figures = dict(summarize(cfg, results).figures)
+    for name, build in figures.items():
+        fig = build()
+        assert assert_legends_outside(fig) == 1, name
+        ax = fig.axes[0]
+        styles = line_styles(ax)
+        assert len(styles) == 16 and len({(c, ls) for c, ls, _ in styles}) == 16, name
+    knn_ax = figures["knn"]().axes[0]
+    assert [float(ln.get_ydata()[0]) for ln in knn_ax.get_lines() if ln.get_gid() == CHANCE_GID] == [0.1]
+    lam_ax = figures["lambda_min"]().axes[0]
+    assert floor_band_artists(lam_ax)
+    by_label = {ln.get_label(): list(ln.get_ydata()) for ln in lam_ax.get_lines()}
+    assert by_label["act1"] == [0.0, 0.0] and by_label["act0"] == [-0.5, -1e-3]

@@ -14,6 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from figure_checks import assert_legends_outside
 from headgeom.augment.families import orbit
 from headgeom.backbones import VisionTransformer, resnet50
 from headgeom.data import DATASET_STATS, load_dataset
@@ -154,6 +155,7 @@ def test_run_cell_on_synthetic_official_files(measured):
     profile = s.tables[3][1]
     assert "head.0 Linear(64->32) (D=32)" in profile and "l2z/" not in profile
     fig = s.figures[0][1]()
+    assert_legends_outside(fig)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -8,6 +8,7 @@ import math
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c11_depth import C11Config, cells, increase_test, paper, run_cell, summarize, train_config
 from headgeom.experiments.c11_measure import RATIOS, depth_head, orbit_images
 from headgeom.experiments.registry import VERDICTS, check_claim
@@ -182,7 +183,7 @@ def test_summarize_verdicts_follow_the_rule():
 
     matplotlib.use("Agg")
     fig = summary.figures[0][1]()
-    assert len(fig.axes) == 3
+    assert len(fig.axes) == 3 and assert_legends_outside(fig) == 3
     # a clear accuracy increase, but every depth within learned_floor of chance (0.1): nothing to protect
     near_chance = [({"depth": d, "seed": s}, _fake(d, s, 10.0, 0.1 + 0.01 * d, 0.1 + 0.01 * d + 0.001 * s))
                    for s in range(3) for d in (1, 2, 3)]

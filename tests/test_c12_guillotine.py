@@ -5,9 +5,12 @@ import json
 
 import pytest
 
+from figure_checks import assert_legends_outside
+from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.c12_guillotine import (
     PROBES, C12Config, cell_train_config, cells, run_cell, summarize, tie_band, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
+from headgeom.report.style import CHANCE_GID
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -54,6 +57,7 @@ def test_tiny_cell_keys_and_robust_facts(tiny):
         assert tiny[f"gap_best_layer[{probe}]"] <= tiny[f"gap[{probe}]"] + 1e-12
         assert tiny[f"tie_band[{probe}]"] >= TINY.margin
     assert (tiny["n_train"], tiny["n_test"], tiny["rotation_n_train"], tiny["rotation_n_test"]) == (24, 24, 24, 24)
+    assert tiny["num_classes"] == len(SHAPE_CLASSES)  # the chance level 1/C of the probe figure
 
 
 def _fake(gaps):
@@ -119,3 +123,16 @@ def test_a_tiny_vit_cell_trains_and_probes():
     cfg = dataclasses.replace(TINY, vit_options=(("embed_dim", 24),))
     res = run_cell(cfg, {"data": "shapes", "backbone": "vit_tiny", "seed": 0})
     assert res["points"][0] == "z" and all(0.0 <= a <= 1.0 for a in res["accuracy"]["knn"].values())
+
+
+def test_probe_figure_draws_chance_at_one_over_c_and_keeps_the_legend_off_the_data():
+    at_chance = {"knn": 0.0, "linear": 0.0, "rotation": 0.0}
+    results = [({"seed": s}, {**_fake(at_chance), "num_classes": 10}) for s in range(3)]
+    fig = summarize(TINY, results).figures[0][1]()
+    chance = {ax.get_title(): [float(ln.get_ydata()[0]) for ln in ax.get_lines() if ln.get_gid() == CHANCE_GID]
+              for ax in fig.axes}
+    assert chance == {"knn": [0.1], "linear": [0.1], "rotation": [0.25]}  # the rotation probe has 4 classes
+    assert assert_legends_outside(fig) == 1
+    # results of runs that did not record num_classes: only the rotation probe's chance is known
+    fig = summarize(TINY, [({"seed": 0}, _fake(at_chance))]).figures[0][1]()
+    assert [sum(ln.get_gid() == CHANCE_GID for ln in ax.get_lines()) for ax in fig.axes] == [0, 0, 1]

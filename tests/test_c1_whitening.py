@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, check_claim
 from headgeom.experiments.c1_whitening import (
     DEFAULT_SETTINGS,
@@ -116,7 +117,9 @@ def test_summarize_claims_tables_figure(results, tmp_path):
     assert table.count("\n") == 1 + len(DEFAULT_SETTINGS)
     assert any("negative eigenvalues" in n for n in summary.notes)
     (name, build), = summary.figures
-    build().savefig(tmp_path / f"{name}.png")
+    fig = build()
+    assert assert_legends_outside(fig) == 1
+    fig.savefig(tmp_path / f"{name}.png")
     assert (tmp_path / f"{name}.png").stat().st_size > 1000
 
 

@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments import c2_curvature as c2
 from headgeom.experiments.registry import VERDICTS, check_claim, load_all
 
@@ -79,7 +80,7 @@ def test_summarize_claims_table_and_figure(results):
     title, table = summary.tables[0]
     assert "negative_cosine:tangential" in table and "mse:ambient" in table
     name, build = summary.figures[0]
-    assert name == "isotropy_vs_distance" and build() is not None
+    assert name == "isotropy_vs_distance" and assert_legends_outside(build()) == 1
 
 
 def test_criterion_reacts_to_flat_control_and_route_disagreement(results):

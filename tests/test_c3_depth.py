@@ -10,6 +10,7 @@ import math
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c3_depth import METRIC_KEYS, C3Config, cells, depth_pairs, eps_of, run_cell, summarize
 from headgeom.experiments.registry import VERDICTS, check_claim, load_all
 
@@ -94,7 +95,7 @@ def test_summarize_claim_table_and_figure(tiny_results):
     assert table.startswith("| depth | width |") and table.count("\n") == 2 + len(tiny_results) - 1
     (name, build), = s.figures
     fig = build()
-    assert hasattr(fig, "savefig")
+    assert assert_legends_outside(fig) == 1
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -9,6 +9,7 @@ import json
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c4_collapse import (
     EQUILIBRIUM_STATES,
     METRIC_KEYS,
@@ -104,7 +105,7 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     assert len(s.tables) == len(STATES) and all(t.startswith("| activation | reading |") for _, t in s.tables)
     (name, build), = s.figures
     fig = build()
-    assert hasattr(fig, "savefig")
+    assert assert_legends_outside(fig) == 1
     import matplotlib.pyplot as plt
 
     plt.close(fig)

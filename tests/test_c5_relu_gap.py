@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, check_claim, load_all
 from headgeom.experiments import c5_relu_gap as c5
 from headgeom.theory import dynamics as dyn
@@ -82,7 +83,7 @@ def test_summarize_claims_tables_and_figure(results):
     titles = [t for t, _ in summary.tables]
     assert len(titles) == 3 and all(tab.count("\n") >= 2 for _, tab in summary.tables)
     fig = summary.figures[0][1]()
-    assert len(fig.axes) == len(TINY.heads)
+    assert len(fig.axes) == len(TINY.heads) and assert_legends_outside(fig) == 1
 
 
 def test_summarize_reads_metrics_back_from_json(results):

@@ -11,6 +11,7 @@ import pytest
 import torch
 from torch.autograd.functional import hessian, jacobian
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c6_invariance import (
     CONTROLS,
     METRICS,
@@ -128,7 +129,9 @@ def test_summarize_claims_tables_and_figures(tiny_results):
     import matplotlib.pyplot as plt
 
     for _, build in s.figures:
-        plt.close(build())
+        fig = build()
+        assert assert_legends_outside(fig) == 1
+        plt.close(fig)
 
 
 def _fake(gap, ratio_head, ratio_back=1.0, gap_back=1.0):

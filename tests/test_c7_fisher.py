@@ -7,6 +7,7 @@ import pytest
 import torch
 from torch.autograd.functional import jacobian
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c7_fisher import (
     STAGES,
     C7Config,
@@ -125,7 +126,9 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     assert len(s.tables) == 3
     import matplotlib.pyplot as plt
 
-    plt.close(s.figures[0][1]())
+    fig = s.figures[0][1]()
+    assert assert_legends_outside(fig) == 1
+    plt.close(fig)
 
 
 def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0):

@@ -55,6 +55,8 @@ def test_tiny_run_keys_and_robust_facts(tiny):
         for r in TINY.readings:
             assert len(m[f"lambda_min[{r}]"]) == 3 and 0 <= m[f"frac_points_negative[{r}]"] <= 1
             assert all(lo <= hi for lo, hi in zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"]))
+            assert m[f"floor[{r}]"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi)) for lo, hi in
+                                                     zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"])])
         assert all(s > 0 for s in m["spread_projector"]) and not m["dead_head"]
     lin, silu = tiny["collapsed-linear"], tiny["normal-silu"]
     # a linear head has no interaction term: M = 0 to round-off in every tracked block

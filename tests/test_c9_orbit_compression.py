@@ -7,6 +7,7 @@ import json
 import pytest
 import torch
 
+from figure_checks import assert_legends_outside
 from headgeom.experiments.c9_measures import c9_measures, interval_side
 from headgeom.experiments.c9_orbit_compression import (C9Config, cells, orbit_images, run_cell, seed_outcome,
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
@@ -167,6 +168,8 @@ def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
         assert c["verdict"] in VERDICTS
     fig = summary.figures[0][1]()
     assert len(fig.axes) == 4  # compression and selectivity rows, one column per backbone
+    assert assert_legends_outside(fig) == 2  # one beside each row
+    assert fig.axes[0].get_title() == "resnet18 (1 seed)"  # the noun agrees with the count
     import matplotlib.pyplot as plt
 
     plt.close(fig)

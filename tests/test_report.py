@@ -59,7 +59,7 @@ def test_report_is_readable_on_its_own():
     # the summary leads, then per claim its rows and the experiment section
     assert md.index("## Summary") < md.index("| **C9** |") < md.index("## Details") < md.index("## C9: ")
     assert md.index("## C9: ") < md.index("| C9 |") < md.index("### C9: Orbit compression")
-    assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell(s) failed" in md
+    assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell failed and 0 summary steps raised" in md
     section = md[md.index("## C9: Orbit compression"):]
     assert "> the head compresses orbits" in section
     assert "4 cells (1 failed, 2 reused from an earlier run), seeds 3" in section and "1.23 s" in section
@@ -75,7 +75,9 @@ def test_report_without_failures_and_with_summary_errors(tmp_path):
     res["claims"] = [CLAIM]
     md = render_report(res)
     assert "### Failed cells" not in md and "### Errors in the summary" in md and "Traceback ..." in md
-    assert "0 cell(s) failed and 1 summary step(s) raised" in md
+    assert "0 cells failed and 1 summary step raised" in md  # nouns agree with their counts
+    one = render_report(_results(n_cells=1, n_failed=0, n_reused=0, failed_cells=[]))
+    assert "**Run:** 1 cell (0 failed)" in one
     path = write_report(tmp_path / "sub" / "report.md", res)
     assert path.read_text() == md
 
@@ -138,3 +140,11 @@ def test_save_figure_writes_png_and_closes(tmp_path):
     img = Image.open(io.BytesIO(path.read_bytes()))
     assert img.format == "PNG" and img.size[0] > 50 and img.size[1] > 50
     assert [p.name for p in (tmp_path / "figs").iterdir()] == ["C1_a.png"]  # no temporary file left
+
+
+def test_count_noun_agrees_with_the_count():
+    from headgeom.report.markdown import count_noun
+
+    assert [count_noun(n, "claim") for n in (0, 1, 2)] == ["0 claims", "1 claim", "2 claims"]
+    assert count_noun(1, "claim entry", "claim entries") == "1 claim entry"
+    assert count_noun(3, "claim entry", "claim entries") == "3 claim entries"

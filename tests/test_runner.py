@@ -94,7 +94,7 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert res["n_failed"] == 0 and len(CALLS) == 2
     printed = capsys.readouterr().out.splitlines()  # one line per experiment
     assert [line for line in printed if line.startswith(FAKE)] == [
-        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "1 claims: tests: 1 supported" in line]
+        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "; 1 claim: tests: 1 supported" in line]
     assert len([line for line in printed if line.startswith(FAKE)]) == 1
 
     data = json.loads((out / "results.json").read_text())

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from figure_checks import assert_tick_labels_apart, floor_band_artists
 from headgeom.tracking import plot_metrics, plot_run, read_metrics
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -66,3 +67,21 @@ def test_missing_file_and_unknown_key(tmp_path):
     path = _write(tmp_path / "metrics.jsonl", ROWS)
     with pytest.raises(KeyError, match="not_a_metric"):
         plot_metrics(path, tmp_path / "out", keys=["not_a_metric"])
+
+
+def test_an_eigenvalue_within_its_recorded_floor_is_drawn_at_zero_inside_the_band(tmp_path, monkeypatch):
+    import headgeom.tracking.plots as plots
+
+    drawn = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path: drawn.append(fig) or path)
+    rows = [{"step": s, "heff_mse_mean_lambda_min": lam, "heff_mse_mean_lambda_max": 1.0 + s,
+             "heff_mse_mean_floor": 1e-10 * (1.0 + s)} for s, lam in ((0, -1e-14), (10, -3e-13), (20, -0.2))]
+    plot_metrics(_write(tmp_path / "metrics.jsonl", rows), tmp_path / "figs", keys=["heff_mse_mean_lambda_min"])
+    (fig,) = drawn
+    ax = fig.axes[0]
+    assert list(ax.get_lines()[0].get_ydata()) == [0.0, 0.0, -0.2]  # round-off at 0, real curvature kept
+    assert floor_band_artists(ax) and ax.get_yscale() == "symlog"
+    assert ax.yaxis.get_transform().linthresh == pytest.approx(1e-10)  # the linear band is the floor
+    assert_tick_labels_apart(ax)
+    assert plots.floor_key("heff_mse_mean_op_lambda_min") == "heff_mse_mean_op_floor"
+    assert plots.floor_key("spread_z") is None

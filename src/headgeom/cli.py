@@ -66,7 +66,7 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     from headgeom.experiments.dry_run import dry_run
     from headgeom.experiments.runner import cell_status, run_experiments
     from headgeom.launch.cli import launcher_from_args, print_submission
-    from headgeom.report.markdown import format_claims_short
+    from headgeom.report.markdown import count_noun, format_claims_short
     from headgeom.train.loggers import check_logger
 
     check_logger(args.logger)  # a missing optional writer fails now, before any cell runs
@@ -94,9 +94,10 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     paths = res["paths"]
     print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")
     if paths["figures"]:
-        print(f"figures: {len(paths['figures'])} PNG under {Path(paths['figures'][0]).parent}")
+        print(f"figures: {count_noun(len(paths['figures']), 'PNG file')} under {Path(paths['figures'][0]).parent}")
     if res["n_failed"]:
-        print(f"headgeom {args.command}: {res['n_failed']} cell(s) or summary step(s) failed; "
+        failed = count_noun(res["n_failed"], "cell or summary step", "cells or summary steps")
+        print(f"headgeom {args.command}: {failed} failed; "
               f"see {paths['report']}", file=sys.stderr)
         return 1
     return 0

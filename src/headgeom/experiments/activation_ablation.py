@@ -25,9 +25,11 @@ from headgeom.experiments.c8_hessian_tracking import curvature_claim
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
-    run_training, series, simsiam_train_config, trajectory_figure)
+    run_training, series, simsiam_train_config)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
+from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
+from headgeom.report.trajectories import trajectory_figure
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -148,7 +150,7 @@ def knn_of_run(config: AblationConfig):
         res = evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
         k = str(config.knn_k)
         return {"knn": {p: r["knn_top1"][k] for p, r in res["points"].items()},
-                "eval_n_train": res["n_train"], "eval_n_test": res["n_test"]}
+                "eval_n_train": res["n_train"], "eval_n_test": res["n_test"], "num_classes": res["num_classes"]}
     return after
 
 
@@ -175,6 +177,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         lmax, _ = heff_series(records, r, "lambda_max")
         floor, _ = heff_series(records, r, "floor")
         out[f"lambda_min[{r}]"], out[f"lambda_max[{r}]"] = lmin, lmax
+        out[f"floor[{r}]"] = floor  # the engine's zero band, drawn in the λ figure
         out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = m_ratio_series(records, r)
         out[f"frac_points_negative[{r}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
@@ -185,7 +188,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     points = list(knn)
     out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
                head_output_point=points[-1] if points else None,
-               eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"))
+               eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"),
+               num_classes=ev.get("num_classes"))
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -211,10 +215,8 @@ def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
 
 
 def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    for a in config.activations:
+    fig, ax = new_figure(figsize=(8.2, 3.6))
+    for i, a in enumerate(config.activations):
         ms = groups.get(a)
         if not ms:
             continue
@@ -222,12 +224,15 @@ def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
         if not points:
             continue
         means = [measured([m["knn"][p] for m in ms if p in m["knn"]]) for p in points]
-        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], fmt="-o",
-                    ms=3, capsize=2, label=a)
+        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], ms=3,
+                    capsize=2, label=a, **series_style(i))
         ax.set_xticks(range(len(points)), points, rotation=30, fontsize=7)
+    classes = {m.get("num_classes") for ms in groups.values() for m in ms} - {None}  # absent in older results
+    if len(classes) == 1:
+        chance_line(ax, int(next(iter(classes))))
     ax.set_ylabel(f"kNN top-1 (k={config.knn_k}), mean ± std over seeds")
     ax.set_title("Activation ablation: kNN accuracy along the head")
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     fig.tight_layout()
     return fig
 
@@ -247,7 +252,8 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
         claim["statement"] = STATEMENT
         claims.append(claim)
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
-    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff")),
+    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff",
+                                                         rel_floor=config.rel_floor)),
                ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u")],
                                                     "Activation ablation: projector spread")),
                ("knn", lambda: _knn_figure(config, groups))]

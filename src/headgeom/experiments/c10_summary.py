@@ -25,6 +25,7 @@ from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, fil
                                              placement_table)
 from headgeom.experiments.registry import Summary
 from headgeom.report.evidence import TEST
+from headgeom.report.style import new_figure, series_style, shared_legend
 
 __all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
 
@@ -268,12 +269,7 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
 
 
 def _figure(config: Any, measured: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
+    fig, axes = new_figure(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
     rel = [r for r in EXPECTED_FILES if r in measured]
     for ax, fam in zip(axes[0], config.families):
         for j, metric in enumerate(("trace_ratio_raw", "per_dim_ratio_raw")):
@@ -285,13 +281,15 @@ def _figure(config: Any, measured: dict):
                 ys.append(v)
                 lo.append(max(v - a, 0.0) if math.isfinite(a) else 0.0)
                 hi.append(max(b - v, 0.0) if math.isfinite(b) else 0.0)
-            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, label=metric)
+            style = series_style(j)
+            ax.errorbar(xs, ys, yerr=[lo, hi], linestyle="none", marker=style["marker"], color=style["color"],
+                        capsize=3, label=metric)
         ax.axhline(1.0, color="0.5", lw=0.8)
         ax.set_yscale("log")
         ax.set_xticks(range(len(rel)), [EXPECTED_FILES[r].label for r in rel], rotation=30, fontsize=7)
         ax.set_title(fam)
     axes[0][0].set_ylabel("z / h(z) orbit variance ratio (CI)")
-    axes[0][-1].legend(fontsize=7)
+    shared_legend(list(axes[0]))
     fig.suptitle("C10: orbit variance through the official heads (> 1: compress)")
     fig.tight_layout()
     return fig

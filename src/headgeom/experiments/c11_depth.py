@@ -41,6 +41,7 @@ from headgeom.experiments.training_cells import pm, run_training, simclr_train_c
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
@@ -352,8 +353,6 @@ def _cell_table(results: list[tuple[dict, dict]]) -> str:
 
 
 def _figure(config: C11Config, results: list[tuple[dict, dict]]):
-    import matplotlib.pyplot as plt
-
     panels: list[tuple[str, list[tuple[str, str]], bool]] = [
         ("orbit compression z / h(z) (trace ratio)", [("trace_ratio[raw]", "trained, raw z in"),
                                                       ("fresh_trace_ratio[raw]", "fresh head, raw z in")]
@@ -362,8 +361,7 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
         ("class/orbit ratio change h(z) / z", [("class_orbit_change[raw]", "trained, raw z in"),
                                                ("fresh_class_orbit_change[raw]", "fresh head, raw z in")], True),
     ]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig, axes = new_figure(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
     depths = sorted(config.depths)
     for ax, (title, keys, logy) in zip(axes[0], panels):
         for i, (key, label) in enumerate(keys):
@@ -372,22 +370,22 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
             pts = [(d + off, v) for d in depths for v in by.get(d, {}).values()
                    if v is not None and math.isfinite(v)]
             if pts:
-                ax.scatter(*zip(*pts), s=14, alpha=0.6, color=colours[i % len(colours)])
+                ax.scatter(*zip(*pts), s=14, alpha=0.6, color=series_style(i)["color"])
             means = [(d + off, measured(list(by[d].values()))["value"]) for d in depths if by.get(d)]
-            ax.plot(*zip(*means), "-", color=colours[i % len(colours)], label=label + " (mean; dots = seeds)")
+            ax.plot(*zip(*means), label=label, **{**series_style(i), "marker": None})
         if logy:
             ax.axhline(1.0, color="0.6", lw=0.8)
         else:
-            chance = [1.0 / m["num_classes"] for _, m in results if m.get("num_classes")]
-            if chance:
-                ax.axhline(chance[0], color="0.6", lw=0.8, ls=":", label="chance")
+            classes = {m["num_classes"] for _, m in results if m.get("num_classes")}
+            if len(classes) == 1:
+                chance_line(ax, int(next(iter(classes))))
         ax.set_xticks(depths)
         ax.set_xlabel("head depth (hidden layers)")
         ax.set_title(title, fontsize=9)
         if logy:
             ax.set_yscale("log")
-        ax.legend(fontsize=6)
-    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data})")
+        legend_outside(ax, "below")
+    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data}); lines: mean over seeds, dots: seeds")
     fig.tight_layout()
     return fig
 

@@ -37,6 +37,7 @@ from headgeom.experiments.training_cells import paper_head, pm, run_training, si
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")
@@ -193,7 +194,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
                            "points": list(pts), "head_points": head_points,
                            "head_output_point": head_points[-1], "accuracy": acc,
                            "linear_converged": {p: bool(r["linear"].get("converged", True)) for p, r in pts.items()},
-                           "n_train": res["n_train"], "n_test": res["n_test"],
+                           "n_train": res["n_train"], "n_test": res["n_test"], "num_classes": res["num_classes"],
                            "rotation_n_train": res["protocol"]["rotation_n_train"],
                            "rotation_n_test": res["protocol"]["rotation_n_test"]}
     n_eval = {"knn": res["n_test"], "linear": res["n_test"], "rotation": 4 * res["protocol"]["rotation_n_test"]}
@@ -261,23 +262,27 @@ def _table(results: list[tuple[dict, dict]]) -> str:
 
 
 def _figure(results: list[tuple[dict, dict]]):
-    import matplotlib.pyplot as plt
-
     points = results[0][1]["points"]
-    fig, axes = plt.subplots(1, len(PROBES), figsize=(4.4 * len(PROBES), 3.6), squeeze=False)
+    classes = {m.get("num_classes") for _, m in results} - {None}  # absent in results of older runs
+    fig, axes = new_figure(1, len(PROBES), figsize=(4.4 * len(PROBES) + 1.8, 3.6), squeeze=False)
     for ax, probe in zip(axes[0], PROBES):
-        for variant, keep in (("raw", lambda p: not p.startswith("l2z/")),
-                              ("l2 input", lambda p: p == "z" or p.startswith("l2z/"))):
+        for i, (variant, keep) in enumerate((("raw", lambda p: not p.startswith("l2z/")),
+                                             ("l2 input", lambda p: p == "z" or p.startswith("l2z/")))):
             pts = [p for p in points if keep(p)]
             if variant == "l2 input" and len(pts) < 2:
                 continue
             stats = [measured([m["accuracy"][probe][p] for _, m in results]) for p in pts]
-            ax.errorbar(range(len(pts)), [s["value"] for s in stats], yerr=[s["spread"] for s in stats], fmt="-o",
-                        ms=3, capsize=2, label=variant)
+            ax.errorbar(range(len(pts)), [s["value"] for s in stats], yerr=[s["spread"] for s in stats], ms=3,
+                        capsize=2, label=variant, **series_style(i))
             ax.set_xticks(range(len(pts)), [p.removeprefix("l2z/") for p in pts], rotation=30, fontsize=7)
+        if probe == "rotation":
+            chance_line(ax, 4, "chance, rotation probe: 1/4")
+        elif len(classes) == 1:
+            c = int(next(iter(classes)))
+            chance_line(ax, c, f"chance, class probes: 1/{c}")
         ax.set_title(probe)
         ax.set_ylabel("test accuracy (mean ± std over seeds)")
-        ax.legend(fontsize=7)
+    shared_legend(list(axes[0]))
     fig.suptitle("C12: probe accuracy along the head (z, then each head layer)")
     fig.tight_layout()
     return fig

@@ -40,6 +40,7 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
 from headgeom.report.evidence import TEST
+from headgeom.report.style import legend_outside, new_figure, series_style
 from headgeom.theory.depth_fit import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                        head_spec, init_params, isotropy, mlp_geometry)
 
@@ -307,13 +308,8 @@ def _table(config: C3Config, groups: dict) -> str:
 
 
 def _figure(config: C3Config, groups: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    for dp in sorted(config.depths):
+    fig, ax = new_figure(figsize=(5.2, 3.8))
+    for n, dp in enumerate(sorted(config.depths)):
         xs, ys, lo, hi = [], [], [], []
         for w in config.widths:
             vals = [eps_of(m) for m in groups.get((dp, w), {}).values()]
@@ -325,7 +321,7 @@ def _figure(config: C3Config, groups: dict):
                 lo.append(s["value"] - s["min"])
                 hi.append(s["max"] - s["value"])
         if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=3, label=f"depth {dp}")
+            ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, label=f"depth {dp}", **series_style(n))
     lin = [eps_of(m) for m in groups.get((0, 0), {}).values()]
     finite = [v for v in lin if math.isfinite(v) and v > 0]
     if finite:
@@ -337,7 +333,7 @@ def _figure(config: C3Config, groups: dict):
     ax.set_xlabel("width")
     ax.set_ylabel("ε = max_j κ(H_eff) − 1  (mean, min-max over seeds)")
     ax.set_title(f"C3: fitted isotropy along γ, {config.loss} loss, d={config.d}, k={config.k}", fontsize=9)
-    ax.legend(fontsize=7)
+    legend_outside(ax)
     fig.tight_layout()
     return fig
 

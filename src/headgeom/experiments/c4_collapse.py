@@ -42,6 +42,7 @@ from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import IDENTITY, TEST
+from headgeom.report.style import new_figure, series_style, shared_legend, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -330,13 +331,8 @@ def _table(config: C4Config, groups: dict, state: str) -> str:
 
 
 def _figure(config: C4Config, groups: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     states = [s for s in config.states if any(k[0] == s for k in groups)]
-    fig, axes = plt.subplots(1, len(states), figsize=(4.2 * len(states), 3.4), squeeze=False, sharey=True)
+    fig, axes = new_figure(1, len(states), figsize=(4.2 * len(states), 3.4), squeeze=False, sharey=True)
     width = 0.8 / max(1, len(config.readings))
     for ax, st in zip(axes[0], states):
         for j, r in enumerate(config.readings):
@@ -344,16 +340,21 @@ def _figure(config: C4Config, groups: dict):
             for i, a in enumerate(config.activations):
                 ms = groups.get((st, r, a))
                 if ms:
-                    s = measured([m["lambda_min_rel_H"] for m in ms])
+                    # λ_min / max|λ| within the relative floor is zero for the engine: drawn at 0
+                    rel = [m["lambda_min_rel_H"] for m in ms]
+                    s = measured(zero_within_floor(rel, [config.rel_floor] * len(rel)))
                     xs.append(i + (j - (len(config.readings) - 1) / 2) * width)
                     ys.append(s["value"])
                     es.append(s["spread"])
-            ax.errorbar(xs, ys, yerr=es, fmt="o", capsize=3, label=r)
+            style = series_style(j)
+            ax.errorbar(xs, ys, yerr=es, linestyle="none", marker=style["marker"], color=style["color"], capsize=3,
+                        label=r)
         ax.axhline(0.0, color="0.5", lw=0.8)
         ax.set_xticks(range(len(config.activations)), config.activations, rotation=30)
         ax.set_title(st)
-    axes[0][0].set_ylabel("λ_min(H_eff) / max|λ|  (mean ± std over seeds)")
-    axes[0][-1].legend(title="reading", fontsize=8)
+    axes[0][0].set_ylabel("λ_min(H_eff) / max|λ|  (mean ± std over seeds;\n"
+                          f"|value| ≤ {config.rel_floor:g} drawn as 0)", fontsize=8)
+    shared_legend(list(axes[0]), title="reading")
     fig.suptitle(f"C4: λ_min of H_eff at collapsed states, heads {config.d}-{config.hidden}-{config.k}")
     fig.tight_layout()
     return fig

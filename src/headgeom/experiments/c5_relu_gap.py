@@ -29,6 +29,8 @@ import numpy as np
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import TEST
+from headgeom.report.markdown import count_noun
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -233,31 +235,26 @@ def _tables(config: C5Config, results) -> list[tuple[str, str]]:
 
 def _figure(config: C5Config, results):
     def build():
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
         heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
-        fig, axes = plt.subplots(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
+        fig, axes = new_figure(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
         kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
-        colors = dict(zip(kinds, ["k", "tab:blue", "tab:orange", "tab:red", "tab:green", "tab:purple"]))
         for ax, h in zip(axes[0], heads):
             for b in config.bn:
                 ms = _select(results, h, b)
-                for k in kinds:
+                for i, k in enumerate(kinds):  # colour per kind; with BN: the other line styles
                     if not ms:
                         continue
                     curves = np.array([[np.nan if v is None else v for v in m["runs"][k][f"spread_{config.escape_on}"]]
                                        for m in ms], dtype=np.float64)
                     mean = curves.mean(0)  # NaN (curve ends) once any seed stopped or diverged: no fake jumps
-                    ax.plot(ms[0]["runs"][k]["t"], mean, color=colors[k], ls="--" if b else "-",
+                    style = series_style(i, variant=int(bool(b)))
+                    ax.plot(ms[0]["runs"][k]["t"], mean, color=style["color"], linestyle=style["linestyle"],
                             label=f"{k}{' +BN' if b else ''}")
             ax.set_yscale("log")
             ax.set_title(h)
             ax.set_xlabel("time t (GD: step × lr)")
-        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {config.seeds} seeds)")
-        axes[0][-1].legend(fontsize=6)
+        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {count_noun(config.seeds, 'seed')})")
+        shared_legend(list(axes[0]))
         fig.tight_layout()
         return fig
 

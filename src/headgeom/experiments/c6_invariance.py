@@ -49,6 +49,8 @@ from headgeom.geometry.tangents import (
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.report.evidence import TEST
+from headgeom.report.markdown import count_noun
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
@@ -303,14 +305,10 @@ def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
 
 
 def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     ms = groups[regime]
-    fig, axes = plt.subplots(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
+    fig, axes = new_figure(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
     for i, name in enumerate(METRICS):
         for j, stage in enumerate(STAGES):
             ax = axes[i][j]
@@ -320,14 +318,15 @@ def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
             if allv.size == 0:
                 continue
             bins = np.linspace(np.log10(allv.min()), np.log10(allv.max()), 40)
-            for k, style in (("tangent", dict(color="C3", alpha=0.6)), ("random", dict(color="C0", alpha=0.4)),
-                             ("content", dict(color="C2", histtype="step", lw=1.5))):
+            for k, style in (("tangent", dict(color=series_style(0)["color"], alpha=0.6)),
+                             ("random", dict(color=series_style(1)["color"], alpha=0.4)),
+                             ("content", dict(color=series_style(2)["color"], histtype="step", lw=1.5))):
                 vals = pooled[k][pooled[k] > 0]
                 ax.hist(np.log10(vals), bins=bins, density=True, label=k, **style)
             ax.set_title(f"{METRIC_NAMES[name]} — {stage}", fontsize=8)
             ax.set_xlabel("log10 |vᵀAv| / ‖v‖²", fontsize=8)
-    axes[0][-1].legend(fontsize=7)
-    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {len(ms)} seeds pooled")
+    shared_legend([ax for row in axes for ax in row])
+    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {count_noun(len(ms), 'seed')} pooled")
     fig.tight_layout()
     return fig
 

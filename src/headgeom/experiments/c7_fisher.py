@@ -41,6 +41,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import TEST
+from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
@@ -275,17 +276,12 @@ def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, 
 
 
 def _figure(config: C7Config, groups: dict[str, list[dict]]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     regimes = [r for r in config.regimes if r in groups]
-    fig, axes = plt.subplots(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
+    fig, axes = new_figure(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
     for ax, regime in zip(axes[0], regimes):
         ms = groups[regime]
         for stage, ls in zip(STAGES, ("--", "-")):
-            for k, color in (("rank_Iz", "C0"), ("rank_Ih", "C3")):
+            for k, color in (("rank_Iz", series_style(0)["color"]), ("rank_Ih", series_style(1)["color"])):
                 ys = [measured([m[f"{stage}.{k}@{t:g}"] for m in ms])["value"] for t in config.tol_sweep]
                 ax.plot(config.tol_sweep, ys, ls, color=color, marker="o", label=f"{k} ({stage})")
         g_dim = c6.regime_spec(c6.C6Config(system=config.system), regime).dim_aug
@@ -296,7 +292,7 @@ def _figure(config: C7Config, groups: dict[str, list[dict]]):
         ax.set_xlabel("rel_tol (Fisher eigenvalues > rel_tol · λ_max)")
         ax.set_title(regime)
     axes[0][0].set_ylabel("numerical rank (mean over points and seeds)")
-    axes[0][-1].legend(fontsize=7)
+    shared_legend(list(axes[0]))
     fig.suptitle("C7: ranks of I_z and I_h against the tolerance")
     fig.tight_layout()
     return fig

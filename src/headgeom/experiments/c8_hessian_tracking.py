@@ -32,10 +32,11 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
-    simsiam_train_config, trajectory_figure)
+    simsiam_train_config)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.trajectories import trajectory_figure
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -173,6 +174,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         lmax, _ = heff_series(records, reading, "lambda_max")
         floor, _ = heff_series(records, reading, "floor")
         out[f"lambda_min[{reading}]"], out[f"lambda_max[{reading}]"] = lmin, lmax
+        out[f"floor[{reading}]"] = floor  # the engine's zero band, drawn in the λ figure
         out[f"heff_source[{reading}]"] = source
         out[f"n_negative[{reading}]"], _ = heff_series(records, reading, "n_negative")
         out[f"M_ratio_fro[{reading}]"], _ = heff_series(records, reading, "M_ratio_fro")
@@ -274,7 +276,8 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
     claims = [curvature_claim(config, groups, r, setting, activation_of) for r in config.readings]
     claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
-    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training")),
+    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training",
+                                                         rel_floor=config.rel_floor)),
                ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
                                                              ("spread_z", "spread of L2-normalised z")],
                                                     "C8: representation spread during training"))]

@@ -41,6 +41,8 @@ from headgeom.experiments.training_cells import cell_directory, paper_head, pm, 
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.markdown import count_noun
+from headgeom.report.style import new_figure, series_style, shared_legend
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -354,27 +356,28 @@ FIGURE_ROWS = (("orbit compression spread(z)/spread(h)",
 
 
 def _figure(config: C9Config, results):
-    import matplotlib.pyplot as plt
-
     nb = len(config.backbones)
-    fig, axes = plt.subplots(2, nb, figsize=(5.2 * nb, 7.2), squeeze=False)
+    fig, axes = new_figure(2, nb, figsize=(5.2 * nb + 2.4, 7.2), squeeze=False)
     for col, b in enumerate(config.backbones):
         runs = [m for c, m in results if c["backbone"] == b]
         for row, (ylabel, series) in enumerate(FIGURE_ROWS):
             ax = axes[row][col]
             for j, (v, k, label) in enumerate(series):
+                style = series_style(j)
                 for s, m in enumerate(runs):
                     bars = [_estimate_bars(m["families"][fam][v][k]) for fam in config.families]
                     xs = [i + 0.12 * (j - (len(series) - 1) / 2) + 0.03 * s for i in range(len(bars))]
                     ax.errorbar(xs, [y for y, _, _ in bars],
-                                yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]], fmt="o", ms=3,
-                                capsize=2, color=f"C{j}", label=label if s == 0 else None)
+                                yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]], linestyle="none",
+                                marker=style["marker"], ms=3, capsize=2, color=style["color"],
+                                label=label if s == 0 else None)
             ax.axhline(1.0, color="0.5", lw=0.8)
             ax.set_yscale("log")
             ax.set_xticks(range(len(config.families)), config.families)
-            ax.set_title(f"{b} ({len(runs)} seeds)")
+            ax.set_title(f"{b} ({count_noun(len(runs), 'seed')})")
             ax.set_ylabel(f"{ylabel}, 95% CI", fontsize=8)
-            ax.legend(fontsize=7)
+    for row in axes:  # each row plots its own measures: a legend beside each row, off the points
+        shared_legend(list(row))
     fig.suptitle("C9: orbits at the head output per family (one point per seed); > 1 = compressed / selective")
     fig.tight_layout()
     return fig

@@ -31,11 +31,11 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config,
-    trajectory_figure)
+    heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.trajectories import trajectory_figure
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -165,6 +165,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         out[key] = series(records, key)
     out["lambda_min"], out["heff_source"] = heff_series(records, "ambient", "lambda_min")
     out["lambda_max"], _ = heff_series(records, "ambient", "lambda_max")
+    out["floor"], _ = heff_series(records, "ambient", "floor")  # the engine's zero band, drawn in the λ figure
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     out["seconds"] = time.perf_counter() - t0
@@ -247,7 +248,8 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     ]
     figures = [("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
                                                              ("lambda_min", "λ_min(H_eff), ambient")],
-                                                    "Collapse grid: spread and λ_min during training"))]
+                                                    "Collapse grid: spread and λ_min during training",
+                                                    rel_floor=config.rel_floor))]
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "
              "(linear, ReLU, BN): for them pseudo-collapse is a small output norm, not a small spread.",

@@ -43,6 +43,7 @@ from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
 from headgeom.report.evidence import counts_text
+from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
 from headgeom.train.ddp import job_layout
 
@@ -332,7 +333,8 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
 
     errors: list[str] = []
     if n_cells and not results:
-        return [], [], [], [f"all {n_cells} cells failed: nothing to summarise"], []
+        failed = "the only cell" if n_cells == 1 else f"all {n_cells} cells"
+        return [], [], [], [f"{failed} failed: nothing to summarise"], []
     try:
         summary = exp.summarize(config, results)
     except Exception:  # noqa: BLE001
@@ -349,7 +351,7 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
         claim["experiment"] = exp.id
         if n_failed:
-            claim["incomplete"] = f"{n_failed} of {n_cells} cells failed; measured on the others"
+            claim["incomplete"] = f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others"
         claims.append(claim)
     figures: list[str] = []
     for name, build in summary.figures:
@@ -458,9 +460,10 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
-    verdicts = f"{len(claims)} claims: {counts_text(claims)}" if claims else "no claims"
-    print(f"{exp.id}: {len(cells)} cells ({reused} reused, {len(failed)} failed) in {entry['elapsed_s']:.1f} s"
-          f"{f', {len(errors)} summary errors' if errors else ''}; {verdicts}", file=sys.stdout, flush=True)
+    verdicts = f"{count_noun(len(claims), 'claim')}: {counts_text(claims)}" if claims else "no claims"
+    errs = f", {count_noun(len(errors), 'summary error')}" if errors else ""
+    print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed) in "
+          f"{entry['elapsed_s']:.1f} s{errs}; {verdicts}", file=sys.stdout, flush=True)
     return entry, claims, len(failed) + len(errors)
 
 

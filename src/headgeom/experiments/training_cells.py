@@ -287,36 +287,3 @@ def pm(values: Sequence[float | None], fmt: str = ".3g") -> str:
         return "-"
     m = measured(xs)
     return f"{m['value']:{fmt}} ± {m['spread']:.2g} ({m['n']})"
-
-
-def symlog_axis(ax: Any, values: Sequence[float]) -> None:
-    """A symmetric-log y axis whose linear band sits below the smallest non-zero |value|."""
-    nz = [abs(v) for v in values if v]
-    ax.set_yscale("symlog", linthresh=max(min(nz), 1e-300) if nz else 1e-12)
-
-
-def trajectory_figure(groups: dict[str, list[dict]], keys: list[tuple[str, str]], title: str):
-    """One panel per (metric key, label): every seed's trajectory against step, a colour per run
-    (``groups``: run name -> metrics of its seeds, each with "steps" and the keyed series)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.6 * len(keys), 3.6), squeeze=False)
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, (key, label) in zip(axes[0], keys):
-        values = []
-        for i, (run, ms) in enumerate(groups.items()):
-            for j, m in enumerate(ms):
-                pts = [(s, v) for s, v in zip(m["steps"], m.get(key) or []) if v is not None]
-                if pts:
-                    xs, ys = zip(*pts)
-                    values += ys
-                    ax.plot(xs, ys, "-o", ms=3, color=colours[i % len(colours)], label=run if j == 0 else None)
-        if key.startswith("lambda_min"):
-            ax.axhline(0.0, color="0.5", lw=0.8)
-            symlog_axis(ax, values)
-        ax.set_xlabel("step")
-        ax.set_ylabel(label)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig

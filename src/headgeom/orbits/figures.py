@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from headgeom.orbits.metrics import _orbits, l2_normalise
+from headgeom.report.style import new_figure, series_style
 
 __all__ = ["figure_png_bytes", "pca_project", "plot_orbit_pca"]
 
@@ -45,23 +46,20 @@ def plot_orbit_pca(features: dict[str, Tensor], labels: Tensor | None = None,
                    points: Sequence[str] | None = None, max_orbits: int = 15,
                    title: str = ""):
     """One panel per point: each orbit a line (start marked), coloured by class."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     names = list(features) if points is None else list(points)
     missing = [p for p in names if p not in features]
     if missing:
         raise ValueError(f"unknown point(s) {missing}; available: {list(features)}")
-    fig, axes = plt.subplots(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
-    cmap = plt.get_cmap("tab10")
+    fig, axes = new_figure(1, len(names), figsize=(3.2 * len(names), 3.2), squeeze=False)
     for ax, p in zip(axes[0], names):
         f = features[p][:max_orbits]
         coords, frac = pca_project(f)
         for i in range(coords.shape[0]):
-            colour = cmap(int(labels[i]) % 10) if labels is not None else cmap(i % 10)
-            ax.plot(coords[i, :, 0], coords[i, :, 1], "-", color=colour, lw=1, alpha=0.8)
-            ax.plot(coords[i, :1, 0], coords[i, :1, 1], "o", color=colour, ms=3)
+            # one colour and line style per class (per orbit without labels): distinct for up to 40
+            style = series_style(int(labels[i]) if labels is not None else i)
+            ax.plot(coords[i, :, 0], coords[i, :, 1], color=style["color"], linestyle=style["linestyle"], lw=1,
+                    alpha=0.8)
+            ax.plot(coords[i, :1, 0], coords[i, :1, 1], "o", color=style["color"], ms=3)
         ax.set_title(f"{p} (D={f.shape[-1]})", fontsize=9)
         ax.set_xlabel(f"PC1 {100 * float(frac[0]):.0f}%", fontsize=8)
         ax.set_ylabel(f"PC2 {100 * float(frac[1]):.0f}%", fontsize=8)
@@ -73,10 +71,11 @@ def plot_orbit_pca(features: dict[str, Tensor], labels: Tensor | None = None,
 
 
 def figure_png_bytes(fig) -> bytes:
-    """PNG bytes of a Figure (closes it), for atomic writing."""
-    import matplotlib.pyplot as plt
-
+    """PNG bytes of a Figure (closes it if pyplot holds it), for atomic writing."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
+    if fig.canvas.manager is not None:  # a pyplot figure from the caller: release it
+        import matplotlib.pyplot as plt  # only then: importing pyplot would pick a backend
+
+        plt.close(fig)
     return buf.getvalue()

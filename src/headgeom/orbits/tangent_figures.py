@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from headgeom.report.style import new_figure
+
 __all__ = ["plot_tangent_spectra"]
 
 _LABELS = {"backbone": "backbone J_bᵀJ_b\n(pixel space)", "end_to_end": "head∘backbone\n(pixel space)",
@@ -23,10 +25,6 @@ def plot_tangent_spectra(result: dict):
     """A Figure with one row per family and one panel per metric present: box plots of log10|q|
     for the tangents and for the random directions (n per box in the tick label; zero quotients,
     log10 = -inf, are counted in the title)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     families = result.get("families") if isinstance(result, dict) else None
     if not families:
         raise ValueError("plot_tangent_spectra needs the dict returned by tangent_metric_analysis "
@@ -35,8 +33,8 @@ def plot_tangent_spectra(result: dict):
     if not metrics:
         raise ValueError("the result holds no quotient metrics to plot (expected some of "
                          f"{list(_ORDER)})")
-    fig, axes = plt.subplots(len(families), len(metrics), squeeze=False,
-                             figsize=(2.9 * len(metrics), 2.6 * len(families)))
+    fig, axes = new_figure(len(families), len(metrics), squeeze=False,
+                           figsize=(2.9 * len(metrics), 2.6 * len(families)))
     for row, (fam, entry) in enumerate(families.items()):
         for col, metric in enumerate(metrics):
             ax = axes[row][col]

@@ -1,7 +1,9 @@
 """Reports of ``headgeom reproduce``: markdown (report.md) and figures (PNG, Agg backend).
 
 Plotting stays apart from computing: experiments hand figure builders to the runner, which
-saves them here; the markdown writer reads only the results.json content.
+saves them here; the markdown writer reads only the results.json content. Every figure takes its
+series styles, legend placement, symlog ticks, chance lines and round-off band from
+:mod:`headgeom.report.style`; :mod:`headgeom.report.trajectories` draws the training trajectories.
 """
 from .figures import figure_file_name, make_figure, save_figure, use_agg
 from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report

@@ -52,14 +52,16 @@ def make_figure(build: Callable[..., Any], results: list[tuple[dict, dict]]) -> 
 
 
 def save_figure(fig: Any, path: str | os.PathLike) -> Path:
-    """Write ``fig`` as PNG to ``path`` atomically (temporary file + os.replace) and close it."""
-    import matplotlib.pyplot as plt
-
+    """Write ``fig`` as PNG to ``path`` atomically (temporary file + os.replace) and close it
+    (a figure of :func:`headgeom.report.style.new_figure` belongs to no backend: nothing to close)."""
     path = Path(path)
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
     finally:
-        plt.close(fig)
+        if fig.canvas.manager is not None:  # a pyplot figure: release it from pyplot's registry
+            import matplotlib.pyplot as plt  # only here: importing pyplot picks a backend
+
+            plt.close(fig)
     atomic_write_bytes(path, buf.getvalue())
     return path

@@ -168,7 +168,8 @@ def _environment(env: dict[str, Any]) -> str:
 def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
     out = [f"### {eid}: {e['title']}", "", f"> {e['statement']}", ""]
     reused = f", {e['n_reused']} reused from an earlier run" if e.get("n_reused") else ""
-    out += [f"**Run:** {e['n_cells']} cells ({e['n_failed']} failed{reused}), seeds {e.get('seeds', '?')}; "
+    out += [f"**Run:** {count_noun(e['n_cells'], 'cell')} ({e['n_failed']} failed{reused}), "
+            f"seeds {e.get('seeds', '?')}; "
             f"{_secs(e['elapsed_s'])} in this invocation, {_secs(e.get('cells_elapsed_s', 0.0))} of cell time "
             f"in total; run directories `{e.get('runs', '')}/`.", ""]
     out += ["<details><summary>Resolved config</summary>", "", _config_table(e.get("config")), "</details>", ""]
@@ -218,7 +219,8 @@ def render_report(results: dict[str, Any]) -> str:
              f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
              "which the paper proves rather than measures.", ""]
     if n_failed or n_errors:
-        lines += [f"**Warning:** {n_failed} cell(s) failed and {n_errors} summary step(s) raised; see the "
+        lines += [f"**Warning:** {count_noun(n_failed, 'cell')} failed and {count_noun(n_errors, 'summary step')} "
+                  "raised; see the "
                   "experiment sections. Verdicts marked incomplete were measured on the remaining cells.", ""]
     if results.get("load_errors"):
         lines += ["**Experiment modules that failed to import:** "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Iterable
 
 from headgeom.report.figures import save_figure
+from headgeom.report.style import floor_band, series_style, signed_log_axis, zero_within_floor
 
 
 def read_metrics(path: str | os.PathLike) -> dict[str, tuple[list[int], list[float]]]:
@@ -57,18 +58,43 @@ def _file_name(key: str) -> str:
     return f"{stem or 'metric'}.png"
 
 
-def _draw(ax, key: str, steps: list[int], values: list[float]) -> None:
-    ax.plot(steps, values, marker="o" if len(values) <= 30 else None, markersize=3, linewidth=1.2)
+def floor_key(key: str) -> str | None:
+    """The tracker's round-off floor recorded beside an eigenvalue metric (``heff_mse_mean_lambda_min``
+    -> ``heff_mse_mean_floor``; the operator estimate's ``..._op_lambda_min`` -> ``..._op_floor``)."""
+    for name in ("lambda_min", "lambda_max"):
+        if key.endswith(name):
+            return key[: -len(name)] + "floor"
+    return None
+
+
+def _draw(ax, key: str, steps: list[int], values: list[float],
+          floor: tuple[list[int], list[float]] | None = None) -> None:
+    """One metric against step; an eigenvalue with its floor series: |λ| ≤ floor drawn as 0 in the band."""
+    known: list[tuple[int, float]] = []
+    if floor is not None:
+        at = dict(zip(*floor))
+        floors = [at.get(s) for s in steps]
+        values = zero_within_floor(values, floors)
+        known = [(s, f) for s, f in zip(steps, floors) if f is not None and f > 0]
+        if known:
+            floor_band(ax, [s for s, _ in known], [f for _, f in known])
+    style = series_style(0)
+    ax.plot(steps, values, color=style["color"], marker=style["marker"] if len(values) <= 30 else None,
+            markersize=3, linewidth=1.2)
     ax.set_title(key, fontsize=9)
     ax.set_xlabel("step")
     ax.grid(True, alpha=0.3)
     nonzero = [abs(v) for v in values if v != 0.0]
+    if known:  # an eigenvalue with the engine's floor: the symlog's linear band is the zero band
+        ax.axhline(0.0, color="k", linewidth=0.6)
+        signed_log_axis(ax, values, floor=min(f for _, f in known))
+        return
     if not nonzero or max(nonzero) / min(nonzero) < 1e3:
         return
     if min(values) > 0:
         ax.set_yscale("log")
-    else:  # signed curvature (λ_min ~ −1e-6 beside −0.3): symlog, linear only below the smallest |value|
-        ax.set_yscale("symlog", linthresh=max(min(nonzero), 1e-12 * max(nonzero)))
+    else:  # signed curvature (λ_min ~ −1e-6 beside −0.3): symlog, labels thinned near 0
+        signed_log_axis(ax, values)
         ax.axhline(0.0, color="k", linewidth=0.6)
 
 
@@ -94,14 +120,14 @@ def plot_metrics(
     written: list[Path] = []
     for key in chosen:
         fig = Figure(figsize=(5, 3.2))
-        _draw(fig.add_subplot(1, 1, 1), key, *series[key])
+        _draw(fig.add_subplot(1, 1, 1), key, *series[key], floor=series.get(floor_key(key) or ""))
         written.append(save_figure(fig, out_dir / _file_name(key)))
     if grid:
         cols = min(4, len(chosen))
         rows = math.ceil(len(chosen) / cols)
         fig = Figure(figsize=(4 * cols, 2.8 * rows))
         for i, key in enumerate(chosen):
-            _draw(fig.add_subplot(rows, cols, i + 1), key, *series[key])
+            _draw(fig.add_subplot(rows, cols, i + 1), key, *series[key], floor=series.get(floor_key(key) or ""))
         fig.tight_layout()
         written.append(save_figure(fig, out_dir / "tracking_grid.png"))
     return written
