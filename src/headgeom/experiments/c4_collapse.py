@@ -19,14 +19,28 @@ Each cell (activation × state × reading × seed) reports the exact per-sample 
 (float64 eigh) of H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to
 ‖J‖₂‖ρ‖), and, when N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check.
 
+Thresholds, not design points (:mod:`headgeom.experiments.c4_threshold`). One equilibrium is one
+design point (residual ``mse_residual`` under MSE, angle ``cosine_angle`` under the cosine readings),
+and the answer depends on it: with full-rank J, G ≻ 0 and M is linear in ρ, so H_eff turns
+indefinite only past a threshold in ‖ρ‖. So each equilibrium cell of a state in ``sweep_states``
+also sweeps the design magnitude over a log grid (``residual_range`` or ``angle_range``,
+``sweep_points`` points, the same null directions throughout) and reports λ_min(H_eff) along it and
+the magnitude at which λ_min first drops below −floor, bisected between the bracketing grid points
+to a factor 1 + ``threshold_rel_tol`` ("below range" if the first grid point is already negative,
+"none in range" if none is). Every cell also reports ``point_magnitude``, the mean residual ‖u_i − c_i‖
+(MSE) or angle ∠(u_i, c_i) (cosine) of its point, so the thresholds can be set against the magnitude
+at the paper's pseudo-collapsed initialisation (same weight scale as ``scaled-equilibrium``).
+
 Evidence kinds of the rows (:mod:`headgeom.report.evidence`):
 
-- per equilibrium state × reading, "smooth heads inject negative eigenvalues through M": ``test``.
-  Whether M's negative directions outweigh G at a constructed equilibrium could come out either way.
+- per equilibrium state × reading, "smooth heads have a finite threshold past which M's negative
+  directions outweigh G": ``test`` (on the sweep; on the design point alone for a state not swept).
+  Whether, and where, that happens could come out either way. The row also reports whether the
+  pseudo-collapsed init's residual/angle reaches the threshold (reported, not judged).
 - per equilibrium state under the MSE reading, "linear and ReLU heads give H_eff ⪰ 0": ``identity``.
   Under the MSE premise ∇²_u L = I/N, so G = JᵀJ/N ⪰ 0, and M ≡ 0 for a linear head (and for a ReLU
-  head away from its kinks): H_eff = G ⪰ 0 by construction, and a negative eigenvalue beyond the
-  floor would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
+  head away from its kinks): H_eff = G ⪰ 0 by construction, at every residual, so a negative
+  eigenvalue beyond the floor, or a threshold on the sweep, would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
 """
 from __future__ import annotations
 
@@ -53,7 +67,8 @@ NON_SMOOTH = ("linear", "relu")  # M = 0 (everywhere / away from kinks); all oth
 OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
 
 STATEMENT = ("Thm 4.1: at collapsed equilibria, smooth heads inject negative eigenvalues through M "
-             "(saddle, escapable); linear heads give H_eff ⪰ 0 under the MSE premise")
+             "(saddle, escapable) once the residual passes a finite threshold; linear heads give H_eff ⪰ 0 "
+             "under the MSE premise")
 
 METRIC_KEYS = (
     "objective", "N", "d", "k", "hidden", "weight_scale", "null_dim", "equilibrium",
@@ -103,9 +118,11 @@ class C4Config:
 def quick() -> C4Config:
     """Small heads 8-32-16, N=4, 6 activations × 3 states × 3 readings × 5 seeds (270 cells).
 
-    Command: ``headgeom reproduce --only C4 --preset quick``. Runtime: about 20-25 s on 2 shared
-    CPU cores (no GPU used: float64 CPU analysis). Measures exact block and dense spectra of
-    H_eff, G, M at constructed collapsed equilibria and at the pseudo-collapsed init.
+    Command: ``headgeom reproduce --only C4 --preset quick``. Runtime: about 20-40 s on 2 free
+    CPU cores, 2-3 min when they are shared with other jobs (no GPU used: float64 CPU analysis).
+    Measures exact block and dense spectra of H_eff, G, M at constructed collapsed equilibria and
+    at the pseudo-collapsed init, and the threshold sweep at the scaled equilibrium only
+    (6 grid points, bisection to a factor 1.1).
     """
     return C4Config(preset="quick", sweep_points=6, threshold_rel_tol=0.1, sweep_states=("scaled-equilibrium",))
 
@@ -113,8 +130,10 @@ def quick() -> C4Config:
 def small() -> C4Config:
     """Heads 64-256-128, N=8, 5 seeds; dense cross-check off (N·d = 512 > dense_max).
 
-    Command: ``headgeom reproduce --only C4 --preset small``. Runtime: about 20-30 s on 2 CPU
-    cores (no GPU used). Measures the same quantities as quick at a width where the head is less tiny.
+    Command: ``headgeom reproduce --only C4 --preset small``. Runtime: not measured since the
+    threshold sweep was added (before: about 20-30 s on 2 CPU cores; the sweep adds about 15-25
+    H_eff evaluations per equilibrium cell; no GPU used). Measures the same quantities as quick at a
+    width where the head is less tiny, and sweeps both equilibrium states on 12 points to a factor 1.01.
     """
     return C4Config(preset="small", d=64, hidden=256, k=128, n_samples=8)
 
@@ -124,8 +143,10 @@ def paper() -> C4Config:
 
     Command: ``headgeom reproduce --only C4 --preset paper``. Runtime: about 1-2 hours on 2 CPU
     cores (270 cells of 10-30 s each, measured on shared cores: a 2048×513 QR, Jacobians and
-    4 × 512×512 float64 block eighs per part; no GPU used). Measures the same quantities at
-    the paper's widths.
+    4 × 512×512 float64 block eighs per part; no GPU used) before the threshold sweep; the sweep
+    (scaled equilibrium only, 6 points to a factor 1.1, about 10 H_eff evaluations per cell) is
+    not measured at this width and may multiply the scaled-equilibrium cells' time several-fold.
+    Measures the same quantities at the paper's widths.
     """
     return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None, sweep_points=6,
                     threshold_rel_tol=0.1, sweep_states=("scaled-equilibrium",))
