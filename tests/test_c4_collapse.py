@@ -166,3 +166,23 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdict("mse", [0, 0, 1, 0, 0], [2] * 5) == ("supported", "not supported")
     assert _verdict("ambient", [0, 0, 1, 0, 0], [2] * 5) == ("supported", None)  # linear reported, not judged
     assert _verdict("mse", [0] * 5, [2] * 5, equilibrium=False) == ("inconclusive", "supported")
+
+
+def test_threshold_not_design_point_decides_and_an_unswept_state_falls_back_to_the_design_point():
+    cfg = dataclasses.replace(TINY, activations=("silu",), states=("equilibrium",), readings=("mse",), seeds=5)
+
+    def verdict(n_negative, threshold, swept=True):
+        results = []
+        for seed in range(5):
+            m = _fake(n_negative)
+            m.update(threshold=threshold, threshold_status=("bracketed" if threshold else "none in range")
+                     if swept else None)
+            results.append(({"activation": "silu", "state": "equilibrium", "reading": "mse", "seed": seed}, m))
+        (test,) = [c for c in summarize(cfg, results).claims if c["evidence"] == "test"]
+        return test["verdict"], ("threshold[silu]" in test["measured"])
+
+    # negative at the design point but no threshold on the sweep cannot happen in fact; the sweep decides
+    assert verdict(0, 0.3) == ("supported", True)  # positive at the design point, threshold above it
+    assert verdict(2, None) == ("not supported", True)
+    assert verdict(2, None, swept=False) == ("supported", False)  # no sweep: the design point decides
+    assert verdict(0, None, swept=False) == ("not supported", False)

@@ -12,11 +12,13 @@ import pytest
 import torch
 from torch import nn
 
+from headgeom.experiments.c4_collapse import C4Config, build_head
 from headgeom.experiments.c4_threshold import (
     BELOW_RANGE,
     BRACKETED,
     NONE_IN_RANGE,
     first_negative,
+    lambda_min_at,
     log_grid,
     threshold_sweep,
 )
@@ -88,3 +90,17 @@ def test_log_grid_spans_and_validates():
     assert all(b / a == pytest.approx(g[1] / g[0]) for a, b in zip(g, g[1:]))
     with pytest.raises(ValueError, match="log grid"):
         log_grid(0.0, 1.0, 5)
+
+
+@pytest.mark.parametrize("reading", ["mse", "ambient", "tangential"])
+def test_the_two_term_sweep_matches_direct_evaluations(reading):
+    """The sweep evaluates H_eff exactly at two anchors and extends it as A + t B (MSE) or
+    cos θ A + sin θ B (cosine); a direct equilibrium at other magnitudes must agree."""
+    cfg = C4Config(d=3, hidden=6, k=5)
+    head = build_head(cfg, "silu", 0)
+    z = torch.randn(3, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    grid = log_grid(1e-2, 5.0, 4) if reading == "mse" else log_grid(1e-2, 1.4, 4)
+    out = threshold_sweep(head, z, 2, reading, grid, seed=SEED, rel_floor=1e-10, rel_tol=0.1)
+    for x, lam in zip(grid, out["lambda_min"]):
+        direct = lambda_min_at(head, z, 2, reading, x, seed=SEED, rel_floor=1e-10)["lambda_min"]
+        assert lam == pytest.approx(direct, rel=1e-9, abs=1e-12 * max(abs(v) for v in out["lambda_min"]))

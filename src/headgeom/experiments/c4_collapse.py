@@ -102,8 +102,8 @@ class C4Config:
     cosine_angle: float = math.pi / 4  # ∠(u, c_i) at cosine equilibria, radians
     view_noise: float = 0.1  # second-view noise for the pseudo-collapsed targets
     residual_range: tuple[float, float] = (1e-3, 10.0)  # threshold sweep of ‖u − c_i‖ (MSE reading), log grid
-    # threshold sweep of ∠(u, c_i) (cosine readings); it stops short of π/2, where the tangential loss
-    # Hessian (∝ cos θ) vanishes to round-off and the engine's declared-Hessian check refuses it
+    # threshold sweep of ∠(u, c_i) (cosine readings). It stops short of π/2: there the target is ⟂ u, the
+    # Gauss-Newton part G ∝ cos θ vanishes, and a linear or ReLU head's H_eff is 0 up to round-off
     angle_range: tuple[float, float] = (1e-3, 0.99 * math.pi / 2)
     sweep_points: int = 12  # grid points of each sweep
     sweep_states: tuple[str, ...] = EQUILIBRIUM_STATES  # equilibrium states whose cells run the threshold sweep
@@ -121,19 +121,19 @@ def quick() -> C4Config:
     Command: ``headgeom reproduce --only C4 --preset quick``. Runtime: about 20-40 s on 2 free
     CPU cores, 2-3 min when they are shared with other jobs (no GPU used: float64 CPU analysis).
     Measures exact block and dense spectra of H_eff, G, M at constructed collapsed equilibria and
-    at the pseudo-collapsed init, and the threshold sweep at the scaled equilibrium only
-    (6 grid points, bisection to a factor 1.1).
+    at the pseudo-collapsed init, and the threshold sweeps (12 grid points, bisection to a factor
+    1.01; two extra H_eff evaluations per equilibrium cell).
     """
-    return C4Config(preset="quick", sweep_points=6, threshold_rel_tol=0.1, sweep_states=("scaled-equilibrium",))
+    return C4Config(preset="quick")
 
 
 def small() -> C4Config:
     """Heads 64-256-128, N=8, 5 seeds; dense cross-check off (N·d = 512 > dense_max).
 
-    Command: ``headgeom reproduce --only C4 --preset small``. Runtime: not measured since the
-    threshold sweep was added (before: about 20-30 s on 2 CPU cores; the sweep adds about 15-25
-    H_eff evaluations per equilibrium cell; no GPU used). Measures the same quantities as quick at a
-    width where the head is less tiny, and sweeps both equilibrium states on 12 points to a factor 1.01.
+    Command: ``headgeom reproduce --only C4 --preset small``. Runtime: about 20-30 s on 2 CPU
+    cores before the threshold sweep, which adds two H_eff evaluations per equilibrium cell (not
+    re-measured; no GPU used). Measures the same quantities as quick at a width where the head is
+    less tiny.
     """
     return C4Config(preset="small", d=64, hidden=256, k=128, n_samples=8)
 
@@ -143,13 +143,12 @@ def paper() -> C4Config:
 
     Command: ``headgeom reproduce --only C4 --preset paper``. Runtime: about 1-2 hours on 2 CPU
     cores (270 cells of 10-30 s each, measured on shared cores: a 2048×513 QR, Jacobians and
-    4 × 512×512 float64 block eighs per part; no GPU used) before the threshold sweep; the sweep
-    (scaled equilibrium only, 6 points to a factor 1.1, about 10 H_eff evaluations per cell) is
-    not measured at this width and may multiply the scaled-equilibrium cells' time several-fold.
+    4 × 512×512 float64 block eighs per part; no GPU used) before the threshold sweep, which adds
+    two H_eff evaluations per equilibrium cell and one 512×512 block eigh per grid or bisection
+    point (about 20; not re-measured at this width: expect the equilibrium cells to take 2-3× longer).
     Measures the same quantities at the paper's widths.
     """
-    return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None, sweep_points=6,
-                    threshold_rel_tol=0.1, sweep_states=("scaled-equilibrium",))
+    return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):

@@ -8,7 +8,16 @@ parameter of the equilibrium: ``residual`` = ‖u − c_i‖ under the MSE readi
 ``angle`` = ∠(u, c_i) in radians under the cosine readings (‖ρ_i‖ = sin θ / (N‖u‖)).
 
 The null directions ρ_i/‖ρ_i‖ are drawn from one generator seed for every magnitude, so a sweep
-moves along one ray of residuals. "Negative" is the engine's rule: λ_min < −floor, floor =
+moves along one ray of residuals. Along that ray H_eff is exactly a two-term family, so a sweep
+needs only two exact H_eff evaluations (at the ``ANCHORS``) and then one batched eigh per magnitude:
+
+- MSE: G = JᵀJ/N does not depend on the residual t and M is linear in ρ_i = t r_i/N, so the
+  blocks are H(t) = A + t B.
+- cosine: −cos(u, c) = −uᵀc/‖u‖ is linear in the unit target c = cos θ û + sin θ r_i, so the loss,
+  its Hessian in u, ρ, and hence G and M are all linear in c: H(θ) = cos θ A + sin θ B.
+
+A and B are solved from the two anchors; :func:`lambda_min_at` evaluates one magnitude directly,
+the cross-check of the two-term form in the tests. "Negative" is the engine's rule: λ_min < −floor, floor =
 rel_floor · max|λ| of the whole block-diagonal H_eff (:func:`headgeom.geometry.spectrum`).
 
 The threshold is the first grid point whose λ_min is negative, refined by bisection in log
@@ -31,6 +40,7 @@ from headgeom.theory.collapse import collapsed_equilibrium
 OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
 MAGNITUDE_OF_READING = {"ambient": "angle", "tangential": "angle", "mse": "residual"}
 BRACKETED, BELOW_RANGE, NONE_IN_RANGE = "bracketed", "below range", "none in range"
+ANCHORS = {"residual": (1.0, 2.0), "angle": (math.pi / 6, math.pi / 3)}  # exact evaluations of a sweep
 
 __all__ = ["OBJECTIVE_OF_READING", "MAGNITUDE_OF_READING", "BRACKETED", "BELOW_RANGE", "NONE_IN_RANGE",
            "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
@@ -43,19 +53,33 @@ def log_grid(lo: float, hi: float, n: int) -> list[float]:
     return [lo * (hi / lo) ** (i / (n - 1)) for i in range(n)]
 
 
-def lambda_min_at(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
-                  magnitude: float, *, seed: int, rel_floor: float) -> dict[str, float | bool]:
-    """λ_min and floor of H_eff at the collapsed equilibrium at z̄ with the given magnitude
-    (residual for ``mse``, angle for the cosine readings); null directions from ``seed``."""
+def _blocks_at(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
+               magnitude: float, seed: int) -> Tensor:
+    """(N, d, d) blocks of H_eff at the collapsed equilibrium with the given magnitude."""
     if reading not in OBJECTIVE_OF_READING:
         raise ValueError(f"reading must be one of {tuple(OBJECTIVE_OF_READING)}; got {reading!r}")
     objective = OBJECTIVE_OF_READING[reading]
     gen = torch.Generator().manual_seed(seed)
     design = {"residual": magnitude} if objective == "mse" else {"angle": magnitude}
     point = collapsed_equilibrium(head, z_point, n, objective, generator=gen, **design)
-    eh = effective_hessian(head, point.loss(), point.z, reading=reading, max_dense=1)
-    s = spectrum(eh.blocks(), rel_floor)
+    return effective_hessian(head, point.loss(), point.z, reading=reading, max_dense=1).blocks()
+
+
+def _basis(magnitude: str, x: float) -> tuple[float, float]:
+    return (1.0, x) if magnitude == "residual" else (math.cos(x), math.sin(x))
+
+
+def _negative(blocks: Tensor, rel_floor: float) -> dict[str, float | bool]:
+    s = spectrum(blocks, rel_floor)
     return {"lambda_min": s.lambda_min, "floor": s.floor, "negative": s.n_negative > 0}
+
+
+def lambda_min_at(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
+                  magnitude: float, *, seed: int, rel_floor: float) -> dict[str, float | bool]:
+    """λ_min and floor of H_eff at the collapsed equilibrium at z̄ with the given magnitude
+    (residual for ``mse``, angle for the cosine readings); null directions from ``seed``. Direct:
+    one exact evaluation, the cross-check of the two-term form :func:`threshold_sweep` uses."""
+    return _negative(_blocks_at(head, z_point, n, reading, magnitude, seed), rel_floor)
 
 
 def first_negative(is_negative: Callable[[float], bool], grid: list[float], rel_tol: float
@@ -81,13 +105,27 @@ def first_negative(is_negative: Callable[[float], bool], grid: list[float], rel_
 
 def threshold_sweep(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
                     grid: list[float], *, seed: int, rel_floor: float, rel_tol: float) -> dict[str, Any]:
-    """λ_min(H_eff) over the grid and the threshold where it first drops below −floor."""
-    curve = [lambda_min_at(head, z_point, n, reading, x, seed=seed, rel_floor=rel_floor) for x in grid]
+    """λ_min(H_eff) over the grid and the threshold where it first drops below −floor (two exact
+    evaluations at the anchors, then the two-term form of the module docstring)."""
+    magnitude = MAGNITUDE_OF_READING.get(reading)
+    if magnitude is None:
+        raise ValueError(f"reading must be one of {tuple(OBJECTIVE_OF_READING)}; got {reading!r}")
+    x1, x2 = ANCHORS[magnitude]
+    h1, h2 = (_blocks_at(head, z_point, n, reading, x, seed) for x in (x1, x2))
+    basis = torch.tensor([_basis(magnitude, x1), _basis(magnitude, x2)], dtype=h1.dtype)
+    a, b = torch.linalg.solve(basis, torch.stack([h1.reshape(-1), h2.reshape(-1)])).reshape(2, *h1.shape)
+    a, b = (0.5 * (x + x.transpose(-1, -2)) for x in (a, b))  # symmetric in exact arithmetic; drop round-off
+
+    def at(x: float) -> dict[str, float | bool]:
+        f1, f2 = _basis(magnitude, x)
+        return _negative(f1 * a + f2 * b, rel_floor)
+
+    curve = [at(x) for x in grid]
     cache = {x: c["negative"] for x, c in zip(grid, curve)}
 
     def is_negative(x: float) -> bool:
         if x not in cache:
-            cache[x] = bool(lambda_min_at(head, z_point, n, reading, x, seed=seed, rel_floor=rel_floor)["negative"])
+            cache[x] = bool(at(x)["negative"])
         return cache[x]
 
     thr, status, _ = first_negative(is_negative, grid, rel_tol)
