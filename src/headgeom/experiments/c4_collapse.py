@@ -296,6 +296,12 @@ def _pm(ms: list[dict], key: str) -> str:
     return f"{s['value']:.3g} ± {s['spread']:.2g}"
 
 
+def _init_comparable(config: C4Config, state: str) -> bool:
+    """Whether ``state``'s head has the pseudo-collapsed init's weight scale (its residual/angle
+    can be set against the thresholds like for like)."""
+    return (1.0 if state == "equilibrium" else config.pseudo_scale) == config.pseudo_scale
+
+
 def _has_threshold(m: dict) -> bool:
     return m.get("threshold") is not None
 
@@ -348,7 +354,8 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
         "activation has one in any seed; "
         "inconclusive otherwise, or when a cell missed the equilibrium (|grad_z L| / (|J|_2 |rho|) > "
         f"{config.equilibrium_tol:g}) or no smooth head ran. Whether the threshold is reached at the pseudo-collapsed "
-        f"init (its mean {magnitude} per seed against the threshold) is reported, not judged; "
+        f"init (its mean {magnitude} per seed against the threshold; only where this state has the init's weight "
+        "scale) is reported, not judged; "
         + ("the linear and ReLU heads are judged in their own row (an identity under the MSE premise)"
            if reading == "mse" else "linear and ReLU heads are reported, not judged, under this reading")
     )
@@ -356,7 +363,7 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
                                                        what="max over cells of |grad_z L| / (|J|_2 |rho|)")}
     for a in acts:
         ms = groups[(state, reading, a)]
-        pseudo = groups.get(("pseudo-collapsed", reading, a), [])
+        pseudo = groups.get(("pseudo-collapsed", reading, a), []) if _init_comparable(config, state) else []
         if swept:
             meas[f"threshold[{a}]"] = _thresholds(ms, magnitude)
         if pseudo and swept:
@@ -488,7 +495,7 @@ def _sweep_figure(config: C4Config, groups: dict):
                 ax.plot(ms[0]["sweep_grid"], med, linestyle=LINESTYLES[i % len(LINESTYLES)],
                         marker=MARKERS[i % len(MARKERS)], ms=4, label=a)
                 init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])]
-                if init:
+                if init and _init_comparable(config, st):
                     ax.axvline(statistics.median(init), color=ax.lines[-1].get_color(), lw=0.8, ls=":")
             ax.axhspan(-config.rel_floor, config.rel_floor, color="0.85", label="round-off band (|λ| ≤ floor)")
             ax.axhline(0.0, color="0.4", lw=0.6)
@@ -544,7 +551,8 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
             parts = []
             for a in config.activations:
                 ms = [m for m in groups.get((st, r, a), []) if m.get("threshold_status") is not None]
-                init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])]
+                init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])
+                        if _init_comparable(config, st)]
                 if ms:
                     thr = [m["threshold"] for m in ms if _has_threshold(m)]
                     parts.append(f"{a} {statistics.median(thr):.3g} ({len(thr)}/{len(ms)} seeds)" if thr
