@@ -19,30 +19,46 @@ Each cell (activation × state × reading × seed) reports the exact per-sample 
 (float64 eigh) of H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to
 ‖J‖₂‖ρ‖), and, when N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check.
 
+Thresholds, not design points (:mod:`headgeom.experiments.c4_threshold`). One equilibrium is one
+design point (residual ``mse_residual`` under MSE, angle ``cosine_angle`` under the cosine readings),
+and the answer depends on it: with full-rank J, G ≻ 0 and M is linear in ρ, so H_eff turns
+indefinite only past a threshold in ‖ρ‖. So each equilibrium cell of a state in ``sweep_states``
+also sweeps the design magnitude over a log grid (``residual_range`` or ``angle_range``,
+``sweep_points`` points, the same null directions throughout) and reports λ_min(H_eff) along it and
+the magnitude at which λ_min first drops below −floor, bisected between the bracketing grid points
+to a factor 1 + ``threshold_rel_tol`` ("below range" if the first grid point is already negative,
+"none in range" if none is). Every cell also reports ``point_magnitude``, the mean residual ‖u_i − c_i‖
+(MSE) or angle ∠(u_i, c_i) (cosine) of its point, so the thresholds can be set against the magnitude
+at the paper's pseudo-collapsed initialisation (same weight scale as ``scaled-equilibrium``).
+
 Evidence kinds of the rows (:mod:`headgeom.report.evidence`):
 
-- per equilibrium state × reading, "smooth heads inject negative eigenvalues through M": ``test``.
-  Whether M's negative directions outweigh G at a constructed equilibrium could come out either way.
+- per equilibrium state × reading, "smooth heads have a finite threshold past which M's negative
+  directions outweigh G": ``test`` (on the sweep; on the design point alone for a state not swept).
+  Whether, and where, that happens could come out either way. The row also reports whether the
+  pseudo-collapsed init's residual/angle reaches the threshold (reported, not judged).
 - per equilibrium state under the MSE reading, "linear and ReLU heads give H_eff ⪰ 0": ``identity``.
   Under the MSE premise ∇²_u L = I/N, so G = JᵀJ/N ⪰ 0, and M ≡ 0 for a linear head (and for a ReLU
-  head away from its kinks): H_eff = G ⪰ 0 by construction, and a negative eigenvalue beyond the
-  floor would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
+  head away from its kinks): H_eff = G ⪰ 0 by construction, at every residual, so a negative
+  eigenvalue beyond the floor, or a threshold on the sweep, would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
 """
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from headgeom.experiments.c4_threshold import MAGNITUDE_OF_READING, NONE_IN_RANGE, log_grid, threshold_sweep
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import IDENTITY, TEST
-from headgeom.report.style import new_figure, series_style, shared_legend, zero_within_floor
+from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
@@ -52,7 +68,8 @@ NON_SMOOTH = ("linear", "relu")  # M = 0 (everywhere / away from kinks); all oth
 OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
 
 STATEMENT = ("Thm 4.1: at collapsed equilibria, smooth heads inject negative eigenvalues through M "
-             "(saddle, escapable); linear heads give H_eff ⪰ 0 under the MSE premise")
+             "(saddle, escapable) once the residual passes a finite threshold; linear heads give H_eff ⪰ 0 "
+             "under the MSE premise")
 
 METRIC_KEYS = (
     "objective", "N", "d", "k", "hidden", "weight_scale", "null_dim", "equilibrium",
@@ -60,7 +77,9 @@ METRIC_KEYS = (
     "floor", "lambda_min_H", "lambda_max_H", "n_negative_H", "n_zero_H",
     "lambda_min_G", "lambda_max_G", "n_negative_G", "lambda_min_M", "lambda_max_M", "n_negative_M",
     "M_fro", "M_ratio_fro", "G_ratio_fro", "lambda_min_rel_H",
-    "dense", "dense_lambda_min_H", "dense_n_negative_H", "dense_block_gap", "dense_offblock_max", "seconds",
+    "dense", "dense_lambda_min_H", "dense_n_negative_H", "dense_block_gap", "dense_offblock_max",
+    "magnitude", "point_magnitude", "sweep_grid", "sweep_lambda_min", "sweep_floor", "threshold", "threshold_status",
+    "threshold_rel_tol", "seconds",
 )
 
 
@@ -83,6 +102,13 @@ class C4Config:
     mse_residual: float = 1.0  # ‖u − c_i‖ at MSE equilibria
     cosine_angle: float = math.pi / 4  # ∠(u, c_i) at cosine equilibria, radians
     view_noise: float = 0.1  # second-view noise for the pseudo-collapsed targets
+    residual_range: tuple[float, float] = (1e-3, 10.0)  # threshold sweep of ‖u − c_i‖ (MSE reading), log grid
+    # threshold sweep of ∠(u, c_i) (cosine readings). It stops short of π/2: there the target is ⟂ u, the
+    # Gauss-Newton part G ∝ cos θ vanishes, and a linear or ReLU head's H_eff is 0 up to round-off
+    angle_range: tuple[float, float] = (1e-3, 0.99 * math.pi / 2)
+    sweep_points: int = 12  # grid points of each sweep
+    sweep_states: tuple[str, ...] = EQUILIBRIUM_STATES  # equilibrium states whose cells run the threshold sweep
+    threshold_rel_tol: float = 0.01  # bisection stops when hi/lo <= 1 + this (threshold within that factor)
     rel_floor: float = 1e-10  # λ < −rel_floor·max|λ| counts as negative (docs/paper.md §4 pitfall 2)
     equilibrium_tol: float = 1e-10  # ‖∇_z L‖ / (‖J‖₂‖ρ‖) below this counts as an equilibrium
     dense_max: int = 256  # dense H_eff cross-check when N·d ≤ dense_max
@@ -93,9 +119,11 @@ class C4Config:
 def quick() -> C4Config:
     """Small heads 8-32-16, N=4, 6 activations × 3 states × 3 readings × 5 seeds (270 cells).
 
-    Command: ``headgeom reproduce --only C4 --preset quick``. Runtime: about 20-25 s on 2 shared
-    CPU cores (no GPU used: float64 CPU analysis). Measures exact block and dense spectra of
-    H_eff, G, M at constructed collapsed equilibria and at the pseudo-collapsed init.
+    Command: ``headgeom reproduce --only C4 --preset quick``. Runtime: about 20-40 s on 2 free
+    CPU cores, 2-3 min when they are shared with other jobs (no GPU used: float64 CPU analysis).
+    Measures exact block and dense spectra of H_eff, G, M at constructed collapsed equilibria and
+    at the pseudo-collapsed init, and the threshold sweeps (12 grid points, bisection to a factor
+    1.01; two extra H_eff evaluations per equilibrium cell).
     """
     return C4Config(preset="quick")
 
@@ -104,7 +132,9 @@ def small() -> C4Config:
     """Heads 64-256-128, N=8, 5 seeds; dense cross-check off (N·d = 512 > dense_max).
 
     Command: ``headgeom reproduce --only C4 --preset small``. Runtime: about 20-30 s on 2 CPU
-    cores (no GPU used). Measures the same quantities as quick at a width where the head is less tiny.
+    cores before the threshold sweep, which adds two H_eff evaluations per equilibrium cell (not
+    re-measured; no GPU used). Measures the same quantities as quick at a width where the head is
+    less tiny.
     """
     return C4Config(preset="small", d=64, hidden=256, k=128, n_samples=8)
 
@@ -114,8 +144,10 @@ def paper() -> C4Config:
 
     Command: ``headgeom reproduce --only C4 --preset paper``. Runtime: about 1-2 hours on 2 CPU
     cores (270 cells of 10-30 s each, measured on shared cores: a 2048×513 QR, Jacobians and
-    4 × 512×512 float64 block eighs per part; no GPU used). Measures the same quantities at
-    the paper's widths.
+    4 × 512×512 float64 block eighs per part; no GPU used) before the threshold sweep, which adds
+    two H_eff evaluations per equilibrium cell and one 512×512 block eigh per grid or bisection
+    point (about 20; not re-measured at this width: expect the equilibrium cells to take 2-3× longer).
+    Measures the same quantities at the paper's widths.
     """
     return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None)
 
@@ -126,10 +158,15 @@ RESOURCES = {"paper": Resources(cpus=4, mem_gb=8, time_min=30, expected_min=0.5)
 
 
 def _validate(config: C4Config) -> None:
-    for name, values, allowed in (("states", config.states, STATES), ("readings", config.readings, READINGS)):
+    for name, values, allowed in (("states", config.states, STATES), ("readings", config.readings, READINGS),
+                                  ("sweep_states", config.sweep_states, EQUILIBRIUM_STATES)):
         bad = [v for v in values if v not in allowed]
         if bad:
             raise ValueError(f"C4 config {name} has unknown entries {bad}; choose from {allowed}")
+    for name, (lo, hi) in (("residual_range", config.residual_range), ("angle_range", config.angle_range)):
+        log_grid(lo, hi, max(config.sweep_points, 2))  # raises on a bad range
+        if name == "angle_range" and hi >= math.pi:
+            raise ValueError(f"C4 angle_range must stay below pi (the target would equal -u); got {hi!r}")
     if config.k <= config.d:
         raise ValueError(f"C4 needs an expander head (k > d) for equilibria with rho != 0; got d={config.d}, k={config.k}")
 
@@ -162,6 +199,14 @@ def _kink_distance(head: ProjectionHead, z: torch.Tensor) -> float:
         return float(first(z).abs().min())
 
 
+def _point_magnitude(point, magnitude: str) -> float:
+    """Mean over samples of ‖u_i − c_i‖ (``residual``) or ∠(u_i, c_i) in radians (``angle``)."""
+    if magnitude == "residual":
+        return float((point.u - point.target).norm(dim=1).mean())
+    cos = torch.nn.functional.cosine_similarity(point.u, point.target, dim=1).clamp(-1.0, 1.0)
+    return float(torch.arccos(cos).mean())
+
+
 def run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Spectra of H_eff, G and M for one cell; the keys of ``METRIC_KEYS``."""
     with torch_threads(config.num_threads):
@@ -186,6 +231,12 @@ def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
         point = collapsed_equilibrium(head, z_bar, n, objective, residual=config.mse_residual,
                                       angle=config.cosine_angle, generator=gen)
     res = equilibrium_residual(head, point)
+    magnitude = MAGNITUDE_OF_READING[reading]
+    sweep = None
+    if state in config.sweep_states:
+        lo, hi = config.residual_range if magnitude == "residual" else config.angle_range
+        sweep = threshold_sweep(head, z_bar, n, reading, log_grid(lo, hi, config.sweep_points), seed=20_000 + seed,
+                                rel_floor=config.rel_floor, rel_tol=config.threshold_rel_tol)
     eh = effective_hessian(head, point.loss(), point.z, reading=reading, max_dense=max(config.dense_max, 1))
     h, g, m = eh.decomposed_blocks()
     s_h, s_g, s_m = (spectrum(x, config.rel_floor) for x in (h, g, m))
@@ -208,6 +259,10 @@ def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
         "lambda_min_rel_H": s_h.lambda_min / scale_h if scale_h > 0 else 0.0,
         "dense": False, "dense_lambda_min_H": None, "dense_n_negative_H": None,
         "dense_block_gap": None, "dense_offblock_max": None,
+        "magnitude": magnitude, "point_magnitude": _point_magnitude(point, magnitude),
+        "sweep_grid": sweep and sweep["grid"], "sweep_lambda_min": sweep and sweep["lambda_min"],
+        "sweep_floor": sweep and sweep["floor"], "threshold": sweep and sweep["threshold"],
+        "threshold_status": sweep and sweep["status"], "threshold_rel_tol": config.threshold_rel_tol,
     }
     if n * d <= config.dense_max:
         full = eh.dense()
@@ -242,14 +297,46 @@ def _pm(ms: list[dict], key: str) -> str:
     return f"{s['value']:.3g} ± {s['spread']:.2g}"
 
 
+def _init_comparable(config: C4Config, state: str) -> bool:
+    """Whether ``state``'s head has the pseudo-collapsed init's weight scale (its residual/angle
+    can be set against the thresholds like for like)."""
+    return (1.0 if state == "equilibrium" else config.pseudo_scale) == config.pseudo_scale
+
+
+def _has_threshold(m: dict) -> bool:
+    return m.get("threshold") is not None
+
+
+def _thresholds(ms: list[dict], magnitude: str) -> dict[str, Any]:
+    """Median and spread over seeds of the finite thresholds, with how many seeds had one."""
+    vals = [float(m["threshold"]) for m in ms if _has_threshold(m)]
+    statuses = sorted({str(m.get("threshold_status")) for m in ms})
+    what = f"{magnitude} at which lambda_min(H_eff) first drops below -floor"
+    if not vals:
+        return {"value": NONE_IN_RANGE, "n": len(ms), "spread": None, "n_with_threshold": 0, "what": what,
+                "status": NONE_IN_RANGE}
+    out = measured(vals, what=what, n_with_threshold=len(vals), n_seeds=len(ms), status=", ".join(statuses))
+    out.update(mean=out["value"], value=statistics.median(vals),
+               spread_kind="median over the seeds with a threshold; spread = std (ddof=1)")
+    return out
+
+
+def _reached_at_init(ms: list[dict], pseudo: list[dict]) -> list[float]:
+    """Per seed (matched by seed order): 1 if the pseudo-collapsed init's magnitude reaches the threshold."""
+    return [float(_has_threshold(m) and p["point_magnitude"] >= m["threshold"]) for m, p in zip(ms, pseudo)]
+
+
 def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str, Any]:
     acts = [a for a in config.activations if (state, reading, a) in groups]
     smooth = [a for a in acts if a not in NON_SMOOTH]
     cells_here = [m for a in acts for m in groups[(state, reading, a)]]
-    frac = {a: sum(m["n_negative_H"] > 0 for m in groups[(state, reading, a)]) / len(groups[(state, reading, a)])
-            for a in acts}
+    swept = all(m.get("threshold_status") is not None for m in cells_here)
+    found = _has_threshold if swept else (lambda m: m["n_negative_H"] > 0)  # no sweep: the design point alone
+    frac = {a: sum(found(m) for m in groups[(state, reading, a)]) / len(groups[(state, reading, a)]) for a in acts}
     eq_ok = all(m["equilibrium"] for m in cells_here)
     maj = config.majority
+    magnitude = MAGNITUDE_OF_READING[reading]
+    lo, hi = config.residual_range if magnitude == "residual" else config.angle_range
     if not eq_ok or not smooth:
         verdict = "inconclusive"
     elif all(frac[a] >= maj for a in smooth):
@@ -258,11 +345,18 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
         verdict = "not supported"
     else:
         verdict = "inconclusive"
+    design = config.mse_residual if magnitude == "residual" else config.cosine_angle
+    found_text = (f"a finite threshold in {magnitude} in [{lo:g}, {hi:g}] ({config.sweep_points}-point log grid, "
+                  f"bisection to a factor 1 + {config.threshold_rel_tol:g}) past which lambda_min(H_eff) < -floor"
+                  if swept else f"lambda_min(H_eff) < -floor at {magnitude} {design:.4g} (no sweep in this state)")
     criterion = (
-        f"supported if every smooth activation ({', '.join(smooth) or 'none run'}) has lambda_min(H_eff) < -floor "
-        f"(floor = {config.rel_floor:g} * max|lambda|) in >= {maj:.0%} of seeds; not supported if no smooth "
-        "activation shows a negative eigenvalue in any seed; inconclusive otherwise, or when a cell "
-        f"missed the equilibrium (|grad_z L| / (|J|_2 |rho|) > {config.equilibrium_tol:g}) or no smooth head ran; "
+        f"supported if every smooth activation ({', '.join(smooth) or 'none run'}) has {found_text} "
+        f"(floor = {config.rel_floor:g} * max|lambda|), in >= {maj:.0%} of seeds; not supported if no smooth "
+        "activation has one in any seed; "
+        "inconclusive otherwise, or when a cell missed the equilibrium (|grad_z L| / (|J|_2 |rho|) > "
+        f"{config.equilibrium_tol:g}) or no smooth head ran. Whether the threshold is reached at the pseudo-collapsed "
+        f"init (its mean {magnitude} per seed against the threshold; only where this state has the init's weight "
+        "scale) is reported, not judged; "
         + ("the linear and ReLU heads are judged in their own row (an identity under the MSE premise)"
            if reading == "mse" else "linear and ReLU heads are reported, not judged, under this reading")
     )
@@ -270,9 +364,19 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
                                                        what="max over cells of |grad_z L| / (|J|_2 |rho|)")}
     for a in acts:
         ms = groups[(state, reading, a)]
-        meas[f"lambda_min_H[{a}]"] = measured([m["lambda_min_H"] for m in ms])
-        meas[f"frac_seeds_negative_H[{a}]"] = measured([float(m["n_negative_H"] > 0) for m in ms])
-        meas[f"n_negative_H[{a}]"] = measured([m["n_negative_H"] for m in ms])
+        pseudo = groups.get(("pseudo-collapsed", reading, a), []) if _init_comparable(config, state) else []
+        if swept:
+            meas[f"threshold[{a}]"] = _thresholds(ms, magnitude)
+        if pseudo and swept:
+            meas[f"init_{magnitude}[{a}]"] = measured([p["point_magnitude"] for p in pseudo],
+                                                      what=f"mean {magnitude} at the pseudo-collapsed init")
+            meas[f"init_lambda_min_H[{a}]"] = measured([p["lambda_min_H"] for p in pseudo],
+                                                       what="lambda_min(H_eff) at the pseudo-collapsed init")
+            meas[f"init_reaches_threshold[{a}]"] = measured(_reached_at_init(ms, pseudo),
+                                                            what="fraction of seeds whose init reaches the threshold")
+        meas[f"lambda_min_H[{a}]"] = measured([m["lambda_min_H"] for m in ms], what=f"at {magnitude} {design:.4g}")
+        meas[f"frac_seeds_negative_H[{a}]"] = measured([float(m["n_negative_H"] > 0) for m in ms],
+                                                       what=f"at {magnitude} {design:.4g}")
         meas[f"M_ratio_fro[{a}]"] = measured([m["M_ratio_fro"] for m in ms if m["M_ratio_fro"] is not None])
     return {
         "id": "C4", "statement": STATEMENT,
@@ -294,10 +398,13 @@ def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, A
     if not acts:
         return None
     cells_here = [m for a in acts for m in groups[(state, "mse", a)]]
-    verdict = "supported" if all(m["n_negative_H"] == 0 for m in cells_here) else "not supported"
+    verdict = ("supported" if all(m["n_negative_H"] == 0 and not _has_threshold(m) for m in cells_here)
+               else "not supported")
     meas: dict[str, Any] = {}
     for a in acts:
         ms = groups[(state, "mse", a)]
+        if all(m.get("threshold_status") is not None for m in ms):
+            meas[f"threshold[{a}]"] = _thresholds(ms, "residual")
         meas[f"lambda_min_H[{a}]"] = measured([m["lambda_min_H"] for m in ms])
         meas[f"n_negative_H[{a}]"] = measured([m["n_negative_H"] for m in ms])
         meas[f"M_fro[{a}]"] = measured([m["M_fro"] for m in ms], what="‖M‖_F (0 for linear; ReLU off its kinks)")
@@ -311,8 +418,9 @@ def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, A
                     "reduction": "batch mean (per-sample blocks carry 1/N)"},
         "measured": meas, "verdict": verdict, "evidence": IDENTITY,
         "criterion": (f"holds by construction; supported if n_negative(H_eff) = 0 (lambda < -floor, floor = "
-                      f"{config.rel_floor:g} * max|lambda|) in every seed of {', '.join(acts)}; not supported (a bug) "
-                      "otherwise"),
+                      f"{config.rel_floor:g} * max|lambda|) in every seed of {', '.join(acts)}, at residual "
+                      f"{config.mse_residual:g} and everywhere on the sweep of [{config.residual_range[0]:g}, "
+                      f"{config.residual_range[1]:g}] (no threshold in range); not supported (a bug) otherwise"),
     }
 
 
@@ -360,6 +468,39 @@ def _figure(config: C4Config, groups: dict):
     return fig
 
 
+
+def _sweep_figure(config: C4Config, groups: dict):
+    """λ_min(H_eff)/max|λ| against the residual (MSE) or angle (cosine readings), median over seeds, per
+    activation; the round-off band |λ| ≤ floor shaded; the pseudo-collapsed init's magnitude dotted."""
+    states = [st for st in config.sweep_states if any(k[0] == st for k in groups)]
+    readings = [r for r in config.readings if any(k[:2] == (st, r) for st in states for k in groups)]
+    fig, axes = new_figure(len(states), len(readings), figsize=(4.0 * len(readings) + 1.6, 3.3 * len(states)),
+                           squeeze=False)
+    for row, st in zip(axes, states):
+        for ax, r in zip(row, readings):
+            for i, a in enumerate(config.activations):
+                ms = [m for m in groups.get((st, r, a), []) if m.get("sweep_grid")]
+                if not ms:
+                    continue
+                rel = [[lam / (fl / config.rel_floor) if fl > 0 else 0.0 for lam, fl in
+                        zip(m["sweep_lambda_min"], m["sweep_floor"])] for m in ms]
+                med = [statistics.median(col) for col in zip(*rel)]
+                ax.plot(ms[0]["sweep_grid"], med, ms=4, label=a, **series_style(i))
+                init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])]
+                if init and _init_comparable(config, st):
+                    ax.axvline(statistics.median(init), color=ax.lines[-1].get_color(), lw=0.8, ls=":")
+            ax.axhspan(-config.rel_floor, config.rel_floor, color="0.85", label="round-off band (|λ| ≤ floor)")
+            ax.axhline(0.0, color="0.4", lw=0.6)
+            ax.set_xscale("log")
+            signed_log_axis(ax, [v for line in ax.get_lines() for v in line.get_ydata()], floor=config.rel_floor)
+            ax.set_xlabel("‖u − c_i‖ (residual)" if MAGNITUDE_OF_READING[r] == "residual" else "∠(u, c_i) [rad]")
+            ax.set_title(f"{st}, {r}", fontsize=9)
+        row[0].set_ylabel("λ_min(H_eff) / max|λ| (median over seeds)")
+    shared_legend([axes[0][-1]], title="activation (dotted: pseudo-collapsed init)")
+    fig.suptitle(f"C4: where H_eff turns indefinite, heads {config.d}-{config.hidden}-{config.k}")
+    return fig
+
+
 def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     """Claims per equilibrium state × reading, a table per state, the λ_min figure, findings."""
     groups = _group(results)
@@ -394,7 +535,26 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     if pseudo:
         notes.append(f"pseudo-collapsed init is not an equilibrium: ‖∇_z L‖ rel ranges "
                      f"{min(m['grad_z_rel'] for m in pseudo):.3g} .. {max(m['grad_z_rel'] for m in pseudo):.3g}.")
-    return Summary(claims=claims, tables=tables, figures=[("lambda_min", lambda: _figure(config, groups))], notes=notes)
+    for st in config.sweep_states:
+        for r in config.readings:
+            parts = []
+            for a in config.activations:
+                ms = [m for m in groups.get((st, r, a), []) if m.get("threshold_status") is not None]
+                init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])
+                        if _init_comparable(config, st)]
+                if ms:
+                    thr = [m["threshold"] for m in ms if _has_threshold(m)]
+                    parts.append(f"{a} {statistics.median(thr):.3g} ({len(thr)}/{len(ms)} seeds)" if thr
+                                 else f"{a} {NONE_IN_RANGE}")
+                    if init:
+                        parts[-1] += f" vs init {statistics.median(init):.3g}"
+            if parts:
+                notes.append(f"threshold in {MAGNITUDE_OF_READING[r]} ({st}, {r}; median over seeds, bisection to a "
+                             f"factor 1 + {config.threshold_rel_tol:g}): " + "; ".join(parts) + ".")
+    figures = [("lambda_min", lambda: _figure(config, groups))]
+    if any(m.get("sweep_grid") for ms in groups.values() for m in ms):
+        figures.append(("lambda_min_sweep", lambda: _sweep_figure(config, groups)))
+    return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 
 
 EXPERIMENT = register(Experiment(
