@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from headgeom.threads import torch_threads
+from headgeom.train import TrainConfig, train
 
 torch.set_num_threads(2)
 
@@ -30,3 +31,14 @@ def benchmark_script():
         spec.loader.exec_module(mod)
         return mod
     return load
+
+
+@pytest.fixture(scope="session")
+def one_step_run(tmp_path_factory):
+    """A one-step SimSiam run with its checkpoint (read-only for the tests that take it: copy it to
+    change it): the input of eval, analyze, checkpoint and train --resume in the error tests."""
+    out = tmp_path_factory.mktemp("one_step") / "run"
+    train(TrainConfig(method="simsiam", backbone="resnet18", backbone_options={"width": 0.125}, head="d-16-8",
+                      predictor="8-4-8", data="shapes", data_options={"n": 16, "size": 16}, batch_size=8,
+                      max_steps=1, progress=False, device="cpu"), out)
+    return out

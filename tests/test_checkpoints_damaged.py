@@ -13,7 +13,6 @@ import torch
 
 from headgeom.cli import main
 from headgeom.runs.folder import missing_checkpoint_message
-from headgeom.train import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -27,14 +26,6 @@ class _RunsCode:
     def __reduce__(self):
         return (os.system, (f"touch {self.marker}",))
 
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("run") / "run"
-    train(TrainConfig(method="simsiam", backbone="resnet18", backbone_options={"width": 0.125}, head="d-16-8",
-                      predictor="8-4-8", data="shapes", data_options={"n": 16, "size": 16}, batch_size=8,
-                      max_steps=1, progress=False, device="cpu"), out)
-    return out
 
 
 def _damage(kind, last, marker):
@@ -66,9 +57,9 @@ def _argv(command, run, last, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["missing", "empty", "random", "truncated", "pickle", "torch_save"])
-def test_every_command_gives_the_same_one_line(kind, tiny_run, tmp_path, capsys):
+def test_every_command_gives_the_same_one_line(kind, one_step_run, tmp_path, capsys):
     run = tmp_path / "run"
-    shutil.copytree(tiny_run, run)
+    shutil.copytree(one_step_run, run)
     last, marker = run / "checkpoints" / "last.pt", tmp_path / "code-ran"
     _damage(kind, last, marker)
     metrics = (run / "metrics.jsonl").read_bytes()

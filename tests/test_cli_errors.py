@@ -18,7 +18,6 @@ from headgeom.commands import Command
 from headgeom.commands.outputs import Output, OutputError, check_output, os_error_message
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary
-from headgeom.train import TrainConfig, train
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -43,15 +42,6 @@ def fake_experiment():
     yield FAKE
     EXPERIMENTS.pop(FAKE, None)
 
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A one-step run with its checkpoint: the input of eval, analyze and checkpoint."""
-    out = tmp_path_factory.mktemp("run") / "run"
-    train(TrainConfig(method="simsiam", backbone="resnet18", backbone_options={"width": 0.125}, head="d-16-8",
-                      predictor="8-4-8", data="shapes", data_options={"n": 16, "size": 16}, batch_size=8,
-                      max_steps=1, progress=False, device="cpu"), out)
-    return out
 
 
 # command -> argv writing to OUT (a folder or a file, per the command's vocabulary)
@@ -93,7 +83,7 @@ def no_work(monkeypatch):
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_read_only_output_is_refused_before_any_work(command, tmp_path, tiny_run, monkeypatch, capsys, no_work):
+def test_a_read_only_output_is_refused_before_any_work(command, tmp_path, one_step_run, monkeypatch, capsys, no_work):
     locked = tmp_path / "locked"
     locked.mkdir()
     locked.chmod(0o555)
@@ -102,7 +92,7 @@ def test_a_read_only_output_is_refused_before_any_work(command, tmp_path, tiny_r
         monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == locked else real_access(p, mode))
     target = _target(command, locked / "sub")
     try:
-        assert main(_argv(command, target, tiny_run)) == 2
+        assert main(_argv(command, target, one_step_run)) == 2
     finally:
         locked.chmod(0o755)
     line = _one_line_error(command, capsys.readouterr().err)
@@ -111,20 +101,20 @@ def test_a_read_only_output_is_refused_before_any_work(command, tmp_path, tiny_r
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-def test_an_output_under_a_regular_file_is_refused_before_any_work(command, tmp_path, tiny_run, capsys, no_work):
+def test_an_output_under_a_regular_file_is_refused_before_any_work(command, tmp_path, one_step_run, capsys, no_work):
     blocker = tmp_path / "a_file"
     blocker.write_text("not a folder")
-    assert main(_argv(command, _target(command, blocker / "sub"), tiny_run)) == 2
+    assert main(_argv(command, _target(command, blocker / "sub"), one_step_run)) == 2
     line = _one_line_error(command, capsys.readouterr().err)
     assert str(blocker) in line and "regular file" in line
     assert blocker.read_text() == "not a folder"
 
 
 @pytest.mark.parametrize("command", FOLDER_OUTPUTS)
-def test_a_folder_output_that_is_a_file_is_refused(command, tmp_path, tiny_run, capsys, no_work):
+def test_a_folder_output_that_is_a_file_is_refused(command, tmp_path, one_step_run, capsys, no_work):
     target = tmp_path / "out"
     target.write_text("x")
-    assert main(_argv(command, target, tiny_run)) == 2
+    assert main(_argv(command, target, one_step_run)) == 2
     assert "is a file, not a folder" in _one_line_error(command, capsys.readouterr().err)
 
 
@@ -147,14 +137,14 @@ class _FullDisk(io.RawIOBase):
 
 
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c != "theory"])
-def test_a_disk_that_fills_up_is_one_line_naming_the_output(command, tmp_path, tiny_run, monkeypatch, capsys,
+def test_a_disk_that_fills_up_is_one_line_naming_the_output(command, tmp_path, one_step_run, monkeypatch, capsys,
                                                             fake_experiment):
     """Every result file goes through headgeom.io's atomic writer (os.fdopen); make its writes fail."""
     real_fdopen = os.fdopen
     monkeypatch.setattr(os, "fdopen", lambda fd, mode="r", *a, **kw:
                         _FullDisk(fd) if "w" in mode else real_fdopen(fd, mode, *a, **kw))
     target = _target(command, tmp_path / "results")
-    assert main(_argv(command, target, tiny_run)) == 2
+    assert main(_argv(command, target, one_step_run)) == 2
     line = _one_line_error(command, capsys.readouterr().err)
     assert "no space left" in line and str(target) in line
     leftovers = [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]
