@@ -153,6 +153,7 @@ def test_run_training_keeps_the_configs_logger_outside_the_runner(monkeypatch):
         seen.append(config.logger)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "metrics.jsonl").write_text("")
+        (run_dir / "config.json").write_text(json.dumps({"stop_step": 1}))  # what train() writes first
         return {"final_loss": 0.0}
 
     monkeypatch.setattr("headgeom.train.train", fake_train)
