@@ -9,13 +9,15 @@ from pathlib import Path
 from typing import Any
 
 
-def _json_safe(x: Any) -> Any:
+def json_safe(x: Any) -> Any:
+    """``x`` with NaN as None and ±inf as "inf"/"-inf", recursively: headgeom's one convention for
+    non-finite numbers in JSON (every reader can parse it)."""
     if isinstance(x, float) and not math.isfinite(x):
         return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
     if isinstance(x, dict):
-        return {str(k): _json_safe(v) for k, v in x.items()}
+        return {str(k): json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_json_safe(v) for v in x]
+        return [json_safe(v) for v in x]
     return x
 
 
@@ -44,4 +46,4 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     """JSON with NaN written as null and ±inf as strings (valid JSON for every reader)."""
-    return atomic_write_text(path, json.dumps(_json_safe(obj), indent=2, allow_nan=False) + "\n")
+    return atomic_write_text(path, json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n")

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 from pathlib import Path
 from typing import Any, Protocol
+
+from headgeom.io import json_safe
 
 __all__ = ["LOGGERS", "TENSORBOARD_INSTALL", "JsonlLogger", "Logger", "Loggers", "TensorBoardLogger",
            "check_logger", "open_loggers"]
@@ -57,9 +58,7 @@ class JsonlLogger:
         self._fh = open(path, "a", encoding="utf-8")
 
     def log(self, step: int, scalars: dict[str, Any]) -> None:
-        clean = {k: (v if not isinstance(v, float) or math.isfinite(v)
-                     else (None if math.isnan(v) else ("inf" if v > 0 else "-inf"))) for k, v in scalars.items()}
-        self._fh.write(json.dumps({"step": step, **clean}, allow_nan=False) + "\n")
+        self._fh.write(json.dumps(json_safe({"step": step, **scalars}), allow_nan=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
