@@ -141,7 +141,7 @@ def test_a_failing_cell_is_reported_with_its_log_and_is_the_only_one_resubmitted
     cmd = ["reproduce", "--only", values.ID, *_slurm(tmp_path)]
     (tmp_path / "fail-seed-1").touch()
     assert main(cmd) == 0  # submitted, not waited for
-    assert "submitted 3 cell(s) as SLURM job(s)" in capsys.readouterr().out
+    assert "submitted 3 cells as SLURM job" in capsys.readouterr().out
     assert main(cmd + ["--wait"]) == 1  # nothing resubmitted (still queued or running), then the failure
     cells = _cells(tmp_path, values.ID)
     assert [(cells[s] / "done.json").exists() for s in range(3)] == [True, False, True]

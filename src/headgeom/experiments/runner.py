@@ -462,8 +462,8 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
     }
     verdicts = f"{count_noun(len(claims), 'claim')}: {counts_text(claims)}" if claims else "no claims"
     errs = f", {count_noun(len(errors), 'summary error')}" if errors else ""
-    print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed) in "
-          f"{entry['elapsed_s']:.1f} s{errs}; {verdicts}", file=sys.stdout, flush=True)
+    print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed), "
+          f"{entry['elapsed_s']:.1f} s of cell time summed over cells{errs}; {verdicts}", file=sys.stdout, flush=True)
     return entry, claims, len(failed) + len(errors)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from headgeom.launch import make_launcher
+from headgeom.report.markdown import count_noun
 
 __all__ = ["launcher_from_args", "print_submission"]
 
@@ -35,8 +36,9 @@ def print_submission(res: dict[str, Any]) -> None:
     """What a run that left cells in SLURM's queue says: jobs submitted, cells waiting, what next."""
     jobs = sorted({job.split("_")[0] for _, job in res["submitted"]}, key=int)
     if res["submitted"]:
-        print(f"submitted {len(res['submitted'])} cell(s) as SLURM job(s) {', '.join(jobs)}")
-    print(f"{len(res['waiting'])} cell(s) pending or running; logs under {res['paths']['slurm']}\n"
+        print(f"submitted {count_noun(len(res['submitted']), 'cell')} as SLURM "
+              f"{'job' if len(jobs) == 1 else 'jobs'} {', '.join(jobs)}")
+    print(f"{count_noun(len(res['waiting']), 'cell')} pending or running; logs under {res['paths']['slurm']}\n"
           f"their state: {res['command']} --status\n"
           f"rerun the same command once they finish to write {res['paths']['report']} (finished cells are "
           f"kept, failed ones resubmitted), or add --wait to wait for them")
