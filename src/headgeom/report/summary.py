@@ -2,8 +2,9 @@
 
 Each line gives a short statement, the paper's number (docs/paper.md §3; "proof" for the theorems,
 which the paper proves rather than measures), ours (one headline measured value with its spread
-and n, taken from the claim's first ``test`` row that has it, else its first row), the verdict
-counts by evidence kind (headgeom.report.evidence) and the least training budget of its rows
+and n: the ``headline`` a row names, i.e. the measure that decided its verdict, else the first key
+matching the claim's patterns below; from the claim's first ``test`` row that has it, else its first
+row), the verdict counts by evidence kind (headgeom.report.evidence) and the least training budget of its rows
 (headgeom.report.budget). The paper's numbers are quoted for comparison, never tuned toward.
 """
 from __future__ import annotations
@@ -65,10 +66,24 @@ def _match(key: str, pattern: str) -> bool:
     return key.startswith(pattern[:-1]) if pattern.endswith("*") else key == pattern
 
 
+def check_headline(claim: dict[str, Any]) -> None:
+    """ValueError when a row's optional ``headline`` (the measured key that decided its verdict, quoted
+    as ours in the summary) is not a key of its ``measured``."""
+    key = claim.get("headline")
+    if key is not None and key not in (claim.get("measured") or {}):
+        raise ValueError(f"claim row {claim.get('id', '?')}: headline {key!r} is not one of its measured keys "
+                         f"{sorted(claim.get('measured') or {})}; name the measured entry that decided the verdict")
+
+
 def headline(rows: list[dict[str, Any]], patterns: tuple[str, ...]) -> tuple[str, Any] | None:
-    """(measured key, value) to quote as ours: the first pattern that some row matches, looking at
-    ``test`` rows first; else the first measured entry of the first test row (or of the first row)."""
+    """(measured key, value) to quote as ours: the ``headline`` a row names (the measure that decided
+    its verdict), looking at ``test`` rows first; else the first pattern that some row matches; else
+    the first measured entry of the first test row (or of the first row)."""
     ordered = [r for r in rows if r.get("evidence") == TEST] + [r for r in rows if r.get("evidence") != TEST]
+    for row in ordered:
+        key = row.get("headline")
+        if key is not None and key in (row.get("measured") or {}):
+            return key, row["measured"][key]
     for pattern in patterns:
         for row in ordered:
             for key, value in (row.get("measured") or {}).items():
