@@ -199,27 +199,31 @@ def _est(v, lo, hi):
     return {"value": v, "ci": [lo, hi], "level": 0.95, "n_boot": 100, "n_boot_undefined": 0}
 
 
-def _fake(trace: dict[str, dict[str, tuple[float, float, float]]]):
+def _fake(trace: dict[str, dict[str, tuple[float, float, float]]], selectivity=None):
     """Metrics as run_cell writes them, from trace_ratio_raw (value, lo, hi) per release and family;
-    the per-dimension ratio is the trace ratio times D_h / D_z, as its definition says."""
+    the per-dimension ratio is the trace ratio times D_h / D_z, as its definition says. Selectivity
+    (what the claims decide on) is the same triple unless ``selectivity`` gives its own."""
     results = []
     for r, fams in trace.items():
         dz, dh = DIMS[r]
         out = {}
         for fam, (v, lo, hi) in fams.items():
             f = dh / dz
+            sel = (selectivity or {}).get(r, {}).get(fam, (v, lo, hi))
             raw = {"trace_ratio_raw": _est(v, lo, hi), "per_dim_ratio_raw": _est(v * f, lo * f, hi * f),
-                   "trace_ratio": _est(v, lo, hi), "per_dim_ratio": _est(v * f, lo * f, hi * f)}
+                   "trace_ratio": _est(v, lo, hi), "per_dim_ratio": _est(v * f, lo * f, hi * f),
+                   "selectivity": _est(*sel), "global_ratio": _est(1, 1, 1), "compression_centred": _est(v, lo, hi)}
             out[fam] = {"dim_z": dz, "dim_head": dh, "ratios": {"raw": raw, "l2": raw},
-                        "class_orbit_ratio": {"z": _est(2, 1, 3), "raw": _est(2.5, 1, 3), "l2": _est(2.5, 1, 3)}}
+                        "class_orbit_ratio": {"z": _est(2, 1, 3), "raw": _est(2.5, 1, 3), "l2": _est(2.5, 1, 3)},
+                        "mean_pairwise_cosine_h": {"raw": _est(0.03, 0.02, 0.04), "l2": _est(0.994, 0.99, 0.997)}}
         results.append(({"release": r, "dir": "/x"}, {"status": "measured", "release": r, "n_images": 50,
                                                       "families": out, "sha256": "0" * 64}))
     return results
 
 
-def _verdicts(trace):
+def _verdicts(trace, selectivity=None):
     config = C10Config(families=("rotation_45", "hue"))
-    s = summarize(config, _fake(trace))
+    s = summarize(config, _fake(trace, selectivity))
     return [c["verdict"] for c in s.claims], s
 
 
@@ -246,7 +250,34 @@ def test_verdicts_follow_the_stated_rule():
     verdicts, s = _verdicts(partial)
     assert verdicts == ["inconclusive", "supported", "supported", "inconclusive", "inconclusive"]
     assert EXPECTED_FILES["dino_vit"].filename in s.claims[0]["setting"]["missing_files"]
-    assert PRIMARY[0] == "trace_ratio_raw" and PAPER_METRIC[0] == "per_dim_ratio_raw"
+    assert PRIMARY == ("selectivity", "raw") and PAPER_METRIC[0] == "per_dim_ratio_raw"
+
+
+def test_the_claims_follow_selectivity_where_the_trace_ratios_disagree():
+    from headgeom.experiments.registry import check_claim
+
+    # every trace ratio as the paper reads it (DINO compresses, VICReg and Barlow Twins expand), but
+    # relative to the cloud DINO's orbits grow and VICReg's shrink: the method claims follow selectivity
+    sel = {"dino_vit": {"rotation_45": (0.5, 0.4, 0.6), "hue": (0.6, 0.5, 0.7)},
+           "dino_resnet50": {"rotation_45": (0.7, 0.6, 0.8), "hue": (0.8, 0.7, 0.9)},
+           "vicreg": {"rotation_45": (3, 2, 4), "hue": (2, 1.5, 2.5)}}
+    verdicts, s = _verdicts(GOOD, sel)
+    assert verdicts[:4] == ["not supported", "not supported", "supported", "not supported"]
+    dino = s.claims[0]
+    for c in s.claims:
+        check_claim(c)
+        assert "decided by selectivity" in c["criterion"] or c["setting"]["metric"] == PAPER_METRIC[0]
+    assert dino["headline"] == "selectivity[dino_vit/rotation_45]"
+    assert dino["measured"]["selectivity[dino_vit/rotation_45]"]["value"] == 0.5
+    # the raw trace ratio and the paper's per-dimension ratio stay in the row, each with its CI
+    assert dino["measured"]["trace_ratio_raw[dino_vit/rotation_45]"]["ci"] == [5, 9]
+    assert "per_dim_ratio_raw[dino_vit/rotation_45] (paper's)" in dino["measured"]
+    assert any("DINO: not supported under selectivity (the claims), supported under the raw trace ratio" in n
+               for n in s.notes)
+    # the ratio table shows the cosine at the head for both inputs, the l2 one marked out of distribution
+    ratio_table = next(t for title, t in s.tables if title.startswith("C10 orbit variance ratios"))
+    assert "mean pairwise cosine h (l2 in, out of distribution)" in ratio_table and "0.994 [0.99, 0.997]" in ratio_table
+    assert any(n.startswith("Out of distribution") for n in s.notes)
 
 
 def test_direction_reads_the_interval():

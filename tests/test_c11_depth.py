@@ -96,6 +96,10 @@ def test_tiny_cell_gives_finite_documented_metrics(tiny):
                 e = tiny[key]
                 assert math.isfinite(e["value"]) and e["value"] > 0 and all(math.isfinite(c) for c in e["ci"])
         assert math.isfinite(tiny[f"random_dir_trace_ratio[{v}]"]["value"])
+        assert -1.0 <= tiny[f"mean_pairwise_cosine_h[{v}]"]["value"] <= 1.0
+        # selectivity is the compression over the global ratio
+        assert tiny[f"selectivity[{v}]"]["value"] == pytest.approx(
+            tiny[f"compression[{v}]"]["value"] / tiny[f"global_ratio[{v}]"]["value"], rel=1e-9)
         # the trace ratio of L2-normalised features is the paper's spread compression (K/(K-1) cancels)
         assert tiny[f"trace_ratio[{v}]"]["value"] == pytest.approx(tiny[f"compression[{v}]"]["value"], rel=1e-9)
         # the per-dimension ratio differs from it by exactly the dimension factor D_h / D_z (pitfall 4)
@@ -145,7 +149,8 @@ def test_increase_rule_matches_an_independent_t_interval():
     assert increase_test({1: {0: 1.0, 1: 2.0}, 3: {0: 0.0, 1: 3.0}}, log=True, margin=0.1)["n"] == 1  # log needs > 0
 
 
-def _fake(depth, seed, compression, knn, linear):
+def _fake(depth, seed, compression, knn, linear, selectivity=None):
+    """A cell's metrics: every ratio = ``compression`` except selectivity (= ``selectivity`` when given)."""
     est = lambda v: {"value": v, "ci": [0.9 * v, 1.1 * v]}  # noqa: E731
     m = {"depth": depth, "seed": seed, "final_loss": 1.0, "seconds": 1.0, "num_classes": 10, "knn[z]": knn,
          "linear[z]": linear,
@@ -153,8 +158,11 @@ def _fake(depth, seed, compression, knn, linear):
     for v in ("raw", "l2"):
         for r in RATIOS:
             m[f"{r}[{v}]"] = m[f"fresh_{r}[{v}]"] = est(compression)
+        if selectivity is not None:
+            m[f"selectivity[{v}]"] = est(selectivity)
         m[f"random_dir_trace_ratio[{v}]"] = est(compression)
         m[f"class_orbit_ratio[{v}]"] = est(2.5)
+        m[f"mean_pairwise_cosine_h[{v}]"] = est(0.99 if v == "l2" else 0.05)
     return m
 
 
@@ -175,7 +183,11 @@ def test_summarize_verdicts_follow_the_rule():
     assert by == {"raw": "supported", "l2": "supported", "knn": "not supported", "linear": "inconclusive"}
     raw = summary.claims[0]["measured"]
     assert raw["paired_difference"]["value"] == pytest.approx(math.log(4.0)) and raw["paired_difference"]["n"] == 3
-    assert raw["trace_ratio[depth 2]"]["n"] == 3
+    assert raw["selectivity[depth 2]"]["n"] == 3 and raw["compression[depth 2]"]["n"] == 3
+    assert raw["compression[depth 2]"]["per_seed_ci"][0] == pytest.approx([18.0, 22.0])  # the cells' bootstrap CIs
+    assert summary.claims[0]["headline"] == "selectivity depth 3 / depth 1"
+    assert raw["selectivity depth 3 / depth 1"]["value"] == pytest.approx(4.0) and "decided by selectivity" in \
+        summary.claims[0]["criterion"]
     json.dumps(summary.claims)
     assert [t for t, _ in summary.tables] and summary.tables[0][1].count("\n") == 1 + 3
     assert summary.tables[1][1].count("\n") == 1 + 3 and summary.tables[2][1].count("\n") == 1 + 9
@@ -194,3 +206,30 @@ def test_summarize_verdicts_follow_the_rule():
     # a failed cell (depth 3, seed 2 missing): still a summary; with one seed left everything is inconclusive
     few = [r for r in results if r[0]["seed"] == 0]
     assert {c["verdict"] for c in summarize(cfg, few).claims} == {"inconclusive"}
+
+
+def test_the_compression_verdict_follows_selectivity_where_the_papers_compression_disagrees():
+    cfg = dataclasses.replace(TINY, seeds=3)
+
+    def verdicts(comp, sel):
+        results = [({"depth": d, "seed": s}, _fake(d, s, comp(d, s), 0.5, 0.5, selectivity=sel(d, s)))
+                   for s in range(3) for d in (1, 2, 3)]
+        claims = summarize(cfg, results).claims
+        for c in claims:
+            check_claim(c)
+        return {c["setting"]["head_input"]: c for c in claims if "head_input" in c["setting"]}
+
+    rises = lambda d, s: 10.0 * 2 ** (d - 1) * (1 + 0.05 * s)  # noqa: E731
+    falls = lambda d, s: 2.0 / d * (1 + 0.05 * s)  # noqa: E731
+    # the paper's compression rises 4x with depth, selectivity falls: global shrinkage grew, not selectivity
+    got = verdicts(rises, falls)
+    assert {v: c["verdict"] for v, c in got.items()} == {"raw": "not supported", "l2": "not supported"}
+    assert got["raw"]["measured"]["compression[depth 3]"]["value"] > got["raw"]["measured"]["compression[depth 1]"][
+        "value"]
+    # and the converse: compression falls (centring read as expansion), selectivity rises
+    got = verdicts(falls, rises)
+    assert {v: c["verdict"] for v, c in got.items()} == {"raw": "supported", "l2": "supported"}
+    # the l2 row (a head trained on raw z fed z/|z|) is flagged with the measured cosine; the raw row is not
+    assert "out_of_distribution" not in got["raw"]
+    cos = got["l2"]["out_of_distribution"]["mean_pairwise_cosine_h"]
+    assert cos["value"] == pytest.approx(0.99) and cos["n"] == 9

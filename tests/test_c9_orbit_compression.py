@@ -110,11 +110,17 @@ def test_c9_measures_values_replicates_and_intervals_match_direct_computation():
     ctrl = _direct(ctrl_feats, labels, "head.1")["compression"]
     assert out["fresh_head_compression"]["value"] == pytest.approx(ctrl, rel=1e-10)
     assert out["vs_fresh_head"]["value"] == pytest.approx(ref["compression"] / ctrl, rel=1e-10)
+    ctrl_sel = _direct(ctrl_feats, labels, "head.1")["selectivity"]
+    assert out["fresh_head_selectivity"]["value"] == pytest.approx(ctrl_sel, rel=1e-10)
+    assert out["vs_fresh_head_selectivity"]["value"] == pytest.approx(ref["selectivity"] / ctrl_sel, rel=1e-10)
     # percentile intervals of replicates recomputed image set by image set (numerator and denominator jointly)
-    reps = {k: [] for k in ("compression", "selectivity", "compression_centred", "class_orbit_change")}
+    reps = {k: [] for k in ("compression", "selectivity", "compression_centred", "class_orbit_change",
+                            "vs_fresh_head_selectivity")}
     for b in range(200):
         sub = {p: f[idx[b]] for p, f in feats.items()}
         r = _direct(sub, labels[idx[b]], "head.1")
+        r["vs_fresh_head_selectivity"] = r["selectivity"] / _direct(
+            {p: f[idx[b]] for p, f in ctrl_feats.items()}, labels[idx[b]], "head.1")["selectivity"]
         for k in reps:
             reps[k].append(r[k])
     for k, values in reps.items():
@@ -128,11 +134,15 @@ def test_interval_side_and_seed_outcome():
     assert [interval_side({"ci": ci}) for ci in ([1.1, 2], [0.2, 0.9], [0.9, 1.2], [None, 2], ["inf", "inf"])] == [
         "above", "below", "straddles", "undefined", "above"]
     e = lambda lo, hi: {"value": (lo + hi) / 2, "ci": [lo, hi]}  # noqa: E731
-    good = {"compression": e(3, 5), "class_orbit_change": e(0.9, 1.3), "vs_fresh_head": e(1.5, 2)}
+    good = {"selectivity": e(3, 5), "class_orbit_change": e(0.9, 1.3), "vs_fresh_head_selectivity": e(1.5, 2)}
     assert seed_outcome(good, MAIN_RULE)[0] == "supports"  # class/orbit straddling 1 does not fall
     assert seed_outcome({**good, "class_orbit_change": e(0.5, 0.8)}, MAIN_RULE)[0] == "refutes"
-    assert seed_outcome({**good, "vs_fresh_head": e(0.8, 1.2)}, MAIN_RULE)[0] == "undecided"
-    assert seed_outcome({**good, "compression": e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
+    assert seed_outcome({**good, "vs_fresh_head_selectivity": e(0.8, 1.2)}, MAIN_RULE)[0] == "undecided"
+    assert seed_outcome({**good, "selectivity": e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
+    # the paper's compression does not enter the rule: far above 1 or far below, the outcome is selectivity's
+    assert seed_outcome({**good, "compression": e(0.1, 0.5)}, MAIN_RULE)[0] == "supports"
+    with pytest.raises(KeyError, match="older headgeom.*fresh --out"):  # cells measured before the rule changed
+        seed_outcome({"compression": e(3, 5)}, SELECTIVE_RULE)
 
 
 # ---------------------------------------------------------------- a tiny cell end to end
@@ -179,7 +189,9 @@ def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
 def _fake(ests: dict[str, tuple[float, float]]):
     names = set(MAIN_RULE) | set(SELECTIVE_RULE) | {"per_dim_ratio", "class_orbit_z", "class_orbit_h",
                                                     "global_ratio", "d_inter_ratio", "d_intra_ratio",
-                                                    "fresh_head_compression", "random_directions_compression"}
+                                                    "fresh_head_compression", "random_directions_compression",
+                                                    "compression", "compression_centred", "vs_fresh_head",
+                                                    "vs_random_directions", "mean_pairwise_cosine_h"}
     full = {k: {"value": sum(ests.get(k, (2.0, 3.0))) / 2, "ci": list(ests.get(k, (2.0, 3.0)))} for k in names}
     return {"families": {"rotation": {"raw": full, "l2": full}}}
 
@@ -201,12 +213,74 @@ def test_verdict_follows_the_stated_criterion():
     # classes merge (class/orbit CI below 1) in both seeds: main refuted; selective claim unaffected
     v = _verdicts([{"class_orbit_change": (0.5, 0.8)}] * 2)
     assert v[("resnet18", True)] == "not supported" and v[("resnet18", False)] == "supported"
-    # global collapse: selectivity below 1 refutes the selective claim only
-    v = _verdicts([{"selectivity": (0.6, 0.9)}] * 2)
+    # global collapse: selectivity below 1 refutes both claims (both decide on selectivity) even with the
+    # paper's compression far above 1
+    v = _verdicts([{"selectivity": (0.6, 0.9), "compression": (20.0, 35.0)}] * 2)
+    assert v[("vit_tiny", True)] == "not supported" and v[("vit_tiny", False)] == "not supported"
+    # random directions shrink as much (relative to the cloud): the selective claim only
+    v = _verdicts([{"vs_random_directions_selectivity": (0.6, 0.9)}] * 2)
     assert v[("vit_tiny", True)] == "supported" and v[("vit_tiny", False)] == "not supported"
     # one seed undecided (vs fresh head straddles 1): 50% < 80% support -> inconclusive
-    v = _verdicts([{}, {"vs_fresh_head": (0.9, 1.4)}])
+    v = _verdicts([{}, {"vs_fresh_head_selectivity": (0.9, 1.4)}])
     assert v[("resnet18", True)] == "inconclusive"
     # one seed supports, one refutes -> inconclusive
-    v = _verdicts([{}, {"compression": (0.2, 0.5)}])
+    v = _verdicts([{}, {"selectivity": (0.2, 0.5)}])
     assert v[("resnet18", True)] == "inconclusive" and v[("resnet18", False)] == "inconclusive"
+    # the paper's compression below 1 (centring read as expansion) does not refute what selectivity supports
+    assert set(_verdicts([{"compression": (0.1, 0.2)}] * 2).values()) == {"supported"}
+
+
+# ---------------------------------------------------------------- compression and selectivity disagree
+def _orbits_through(kind, seed, n=12, k=6, d=8):
+    """z orbits (post-ReLU-like: a non-centred cone) and a 'head output' built so that the paper's
+    compression and selectivity disagree:
+
+    - "global": h = c + 0.02·(orbit means) + 0.06·(within-orbit deviations), c far from the origin: every
+      point sits near the direction of c (a BN head fed inputs at another scale), so every spread
+      shrinks (compression >> 1), but the orbits are 3x larger relative to the cloud than in z
+      (selectivity < 1);
+    - "centred": h = (z − its mean) with the within-orbit deviations halved: centring the cone
+      spreads the directions (compression < 1) while the orbits shrink relative to the cloud
+      (selectivity > 1).
+    """
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 2
+    means = 4.0 + torch.randn(n, d, generator=g, dtype=torch.float64)  # a cone far from the origin
+    dev = 0.3 * torch.randn(n, k, d, generator=g, dtype=torch.float64)
+    z = means[:, None] + dev
+    if kind == "global":
+        c = torch.zeros(d, dtype=torch.float64)
+        c[0] = 50.0
+        h = c + 0.02 * (means - means.mean(dim=0))[:, None] + 0.06 * dev
+    else:
+        h = (means - means.mean(dim=0))[:, None] + 0.5 * dev
+    return {"z": z, "head.1": h}, labels
+
+
+@pytest.mark.parametrize("kind, want", [("global", "not supported"), ("centred", "supported")])
+def test_the_verdict_follows_selectivity_where_the_papers_compression_disagrees(kind, want):
+    cfg = dataclasses.replace(TINY, families=("rotation",), seeds=2, backbones=("resnet18",))
+    results = []
+    for seed in range(2):
+        feats, labels = _orbits_through(kind, seed)
+        z = feats["z"]
+        controls = {"fresh_head": {"z": z, "head.1": z},  # an identity head: selectivity exactly 1
+                    "random_directions": {"z": z, "head.1": z}}
+        counts = bootstrap_counts(bootstrap_indices(len(labels), 200, seed, strata=labels), len(labels))
+        ms = c9_measures(feats, labels, counts, "head.1", controls)
+        comp, sel = interval_side(ms["compression"]), interval_side(ms["selectivity"])
+        assert (comp, sel) == (("above", "below") if kind == "global" else ("below", "above")), (kind, seed)
+        results.append(({"backbone": "resnet18", "seed": seed},
+                        {"families": {"rotation": {"raw": ms, "l2": ms}}}))
+    claims = summarize(cfg, results).claims
+    raw = [c for c in claims if c["setting"]["head_input"].startswith("corrected")]
+    assert [c["verdict"] for c in raw] == [want, want]  # the paper's compression alone would say the opposite
+    for c in raw:
+        check_claim(c)
+        assert c["headline"] == "selectivity" and "decided by selectivity" in c["criterion"]
+        assert c["measured"]["compression"]["per_seed_ci"]  # the paper's ratio stays, with its CIs
+        assert "out_of_distribution" not in c
+    for c in claims:
+        if c["setting"]["head_input"].startswith("paper"):  # h(z/|z|) of a head trained on raw z: flagged
+            cos = c["out_of_distribution"]["mean_pairwise_cosine_h"]
+            assert cos["value"] == pytest.approx(c["measured"]["mean_pairwise_cosine_h"]["value"]) and cos["n"] == 2

@@ -148,3 +148,28 @@ def test_count_noun_agrees_with_the_count():
     assert [count_noun(n, "claim") for n in (0, 1, 2)] == ["0 claims", "1 claim", "2 claims"]
     assert count_noun(1, "claim entry", "claim entries") == "1 claim entry"
     assert count_noun(3, "claim entry", "claim entries") == "3 claim entries"
+
+
+def test_the_out_of_distribution_flag_appears_in_the_report_only_when_set():
+    from headgeom.experiments.registry import check_claim
+    from headgeom.report.ood import ood_flag
+
+    cos = {"value": 0.994, "n": 2, "spread": 0.002}
+    flagged = dict(CLAIM, setting={"head": "relu", "head_input": "l2"}, out_of_distribution=ood_flag(cos))
+    plain = dict(CLAIM, setting={"head": "relu", "head_input": "raw"})
+    check_claim(flagged)
+    md = render_report(_results(**{}) | {"claims": [plain, flagged]})
+    row_plain, row_flagged = [line for line in md.splitlines() if line.startswith("| C9 |")]
+    assert "out of distribution" not in row_plain
+    assert "out of distribution: head trained on raw z but fed z/‖z‖" in row_flagged
+    assert "mean pairwise cosine at the head 0.994 ± 0.002 (n=2)" in row_flagged
+    section = md[md.index("### C9: Orbit compression"):]
+    assert "**Heads evaluated out of distribution:**" in section
+    assert "- C9 (head_input=l2): out of distribution" in section and "head_input=raw" not in section
+    assert "(head out of distribution)" in format_claims_short([plain, flagged], width=200)
+    # nothing flagged: no word of it anywhere
+    assert "out of distribution" not in render_report(_results() | {"claims": [plain]}).lower()
+    with pytest.raises(ValueError, match="mean pairwise cosine"):
+        ood_flag(0.99)
+    with pytest.raises(ValueError, match="out_of_distribution"):
+        check_claim(dict(CLAIM, out_of_distribution={"why": "x"}))

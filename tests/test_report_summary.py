@@ -60,3 +60,28 @@ def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim()
     order = [md.index(h) for h in ("## C1: ", "### C1: t", "## C5: ", "### GRID: t", "## C7: ",
                                    "## Experiments without claim rows", "### EXTRA: t")]
     assert order == sorted(order)
+
+
+def test_a_row_naming_its_headline_is_quoted_over_the_patterns():
+    sel = {"value": 0.9, "n": 2, "spread": 0.1}
+    rows = [_row("C9", measured={"compression": {"value": 21.0, "n": 3, "spread": 2.0}}),
+            _row("C9", measured={"compression": {"value": 5.0, "n": 2, "spread": 1.0}, "selectivity": sel},
+                 headline="selectivity")]
+    assert headline(rows, CLAIMS["C9"].headline) == ("selectivity", sel)  # the pattern "compression" loses
+    (line,) = _summary_lines(summary_table(rows, format_measured, str))
+    assert "selectivity: 0.9 ± 0.1 (n=2)" in line and "compression: 21" not in line
+    # a test row's headline is preferred to an identity row's
+    ident = _row("C9", "identity", measured={"x": {"value": 1.0, "n": 1, "spread": 0.0}}, headline="x")
+    assert headline([ident] + rows, ())[0] == "selectivity"
+
+
+def test_a_headline_must_name_a_measured_key():
+    import pytest
+
+    from headgeom.experiments.registry import check_claim
+    from headgeom.report.summary import check_headline
+
+    check_headline(_row("C9", headline="x"))
+    check_claim(_row("C9", headline="x"))
+    with pytest.raises(ValueError, match="headline 'selectivity' is not one of its measured keys"):
+        check_claim(_row("C9", headline="selectivity"))

@@ -22,12 +22,16 @@ head's output h(z), all as z over h(z) (> 1: the orbit variance falls through th
   compression), and ``class_orbit_change``: class/orbit ratio of h over that of z;
 - controls: a freshly initialised head of the same architecture, random-direction orbits.
 
-Σ is the within-orbit covariance, averaged over images. The verdicts use ``trace_ratio_raw``
-with raw head input: the claim is about orbit variance through the trained head, the raw trace
-is that variance without the dimension count (pitfall 4), and it differs from the paper's metric
-by the factor D_h / D_z alone, so comparing the two isolates that factor. The report shows the
-verdict every other metric would give (the L2 ratios remove feature scale), and whether the
-paper's per-dimension ratio flips it.
+- ``selectivity`` = trace_ratio / ``global_ratio`` (global spread of all orbit points of z over
+  that of h(z), L2-normalised) and ``compression_centred`` (headgeom.orbits.selective).
+
+Σ is the within-orbit covariance, averaged over images. The verdicts use ``selectivity`` with
+raw head input (c10_summary says why: the raw trace ratio depends on the two spaces' scales, the
+L2 ratios on their centring and on global shrinkage; selectivity compares each orbit with the
+cloud it lives in, in its own space). The report shows the verdict every other metric would give,
+the paper's per-dimension ratio beside the trace ratio (they differ by D_h / D_z alone, pitfall
+4), and the mean pairwise cosine at the head for each head input: z/‖z‖ into a head trained on
+raw z is out of distribution (pitfall 5).
 """
 from __future__ import annotations
 
@@ -207,6 +211,7 @@ def _compact(fr: dict[str, Any], last: dict[str, str], modules: dict[str, str]) 
         "ratios": {v: {k: fr["ratios"][p][k] for k in RATIO_KEYS if k in fr["ratios"][p]} for v, p in last.items()},
         "class_orbit_ratio": {"z": fr["points"]["z"].get("class_orbit_ratio"),
                               **{v: fr["points"][p].get("class_orbit_ratio") for v, p in last.items()}},
+        "mean_pairwise_cosine_h": {v: fr["points"][p].get("mean_pairwise_cosine") for v, p in last.items()},
         "by_point": {p: {"dim": dims[p], "module": modules.get(p.removeprefix("l2z/"), ""),
                          "trace_ratio_raw": r["trace_ratio_raw"]["value"],
                          "per_dim_ratio_raw": r["per_dim_ratio_raw"]["value"]} for p, r in fr["ratios"].items()},

@@ -7,10 +7,14 @@ stated way (DINO: compress; VICReg, Barlow Twins: expand), not supported when an
 opposite way, and inconclusive otherwise or when a checkpoint file is missing. The dichotomy is
 supported when all three method claims are, not supported when any is not.
 
-The claims use ``trace_ratio_raw`` (dimension-fair) with the head fed raw z; a second dichotomy
-entry uses the paper's per-dimension ratio, which is the trace ratio times D_h / D_z, so the
-two entries differ by that factor only. Computation lives in c10_pretrained; this module only
-reads the cells' metrics.
+The claims use ``selectivity`` (= the L2 trace ratio / the global ratio) with the head fed raw z
+(:data:`DECIDED_BY` says why); a second dichotomy entry uses the paper's per-dimension ratio. The
+raw trace ratio (the earlier decider, dimension-fair) and every other metric are in the
+verdict-by-metric table; the paper's per-dimension ratio is the raw trace ratio times D_h / D_z,
+and a note says whether that factor alone flips a verdict. Rows carry no out-of-distribution
+flag (they read the head fed raw z, the trained map); the tables show the mean pairwise cosine at
+the head for both inputs and mark z/‖z‖ in as out of distribution. Computation lives in
+c10_pretrained; this module only reads the cells' metrics.
 
 Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the orbit ratios of the
 official checkpoints could come out either way; the dichotomy rows combine the method rows.
@@ -27,7 +31,8 @@ from headgeom.experiments.registry import Summary
 from headgeom.report.evidence import TEST
 from headgeom.report.style import new_figure, series_style, shared_legend
 
-__all__ = ["METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "direction", "method_verdict", "summarize"]
+__all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "direction",
+           "method_verdict", "summarize"]
 
 STATEMENT = ("§6.3: DINO heads compress augmentation orbits (orbit variance falls through the head), "
              "VICReg and Barlow Twins heads expand them")
@@ -38,9 +43,19 @@ METRICS = {
     "per_dim_ratio_raw": "(tr Σ_z / D_z) / (tr Σ_h / D_h) of raw features (the paper's per-dimension ratio)",
     "trace_ratio": "tr Σ_z / tr Σ_h of L2-normalised features (C9's compression)",
     "per_dim_ratio": "per-dimension ratio of L2-normalised features",
+    "selectivity": "trace_ratio / global_ratio: orbit spread relative to the whole cloud, z over h(z), each in its "
+                   "own space (> 1: orbits shrink more than the cloud)",
+    "compression_centred": "trace ratio of features centred on the mean of all orbit points before normalising",
 }
-PRIMARY = ("trace_ratio_raw", "raw")
+PRIMARY = ("selectivity", "raw")  # what the claims decide on
+TRACE = ("trace_ratio_raw", "raw")  # the dimension-fair ratio the paper's per-dimension ratio is compared with
 PAPER_METRIC = ("per_dim_ratio_raw", "raw")
+DECIDED_BY = ("decided by selectivity (trace_ratio / global_ratio), not by the paper's per-dimension ratio or the raw "
+              "trace ratio (both in the tables with their CIs): raw-feature ratios compare variances in two spaces of "
+              "different scales (and per-dimension ones also carry D_h / D_z), and the L2 trace ratio counts global "
+              "shrinkage of the whole cloud and reads a BN-centred h against a non-centred z as expansion; "
+              "selectivity compares each orbit with the cloud it lives in, in its own space")
+HEADLINE_RELEASE = {"dino": "dino_vit", "vicreg": "vicreg", "barlow_twins": "barlow_twins"}
 # docs/paper.md#c10, rotation orbits: the paper's per-dimension ratio and an independent trace-ratio reproduction
 PAPER_PER_DIM = {"dino_vit": 1284.0, "dino_resnet50": 176.0, "vicreg": 1.43, "barlow_twins": 2.63}
 REPRO_TRACE = {"dino_vit": 7.7, "dino_resnet50": 3.8, "vicreg": 0.25, "barlow_twins": 0.45}
@@ -124,11 +139,14 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
     metric, head_input = PRIMARY
     verdict, pairs, missing = method_verdict(method, metric, head_input, measured, tuple(config.families))
     meas = {f"{metric}[{r}/{fam}]": _ci_measured(est, measured[r]["n_images"]) for r, fam, _, est in pairs}
-    paper_metric, _ = PAPER_METRIC
+    beside = {}  # the paper's per-dimension ratio and the raw trace ratio, each with its own CI
     for r, fam, _, _ in pairs:
+        ratios = measured[r]["families"][fam]["ratios"][head_input]
+        beside[f"{TRACE[0]}[{r}/{fam}]"] = _ci_measured(ratios[TRACE[0]], measured[r]["n_images"])
         if fam == "rotation_45":
-            est = measured[r]["families"][fam]["ratios"][head_input][paper_metric]
-            meas[f"{paper_metric}[{r}/{fam}] (paper's)"] = _ci_measured(est, measured[r]["n_images"])
+            beside[f"{PAPER_METRIC[0]}[{r}/{fam}] (paper's)"] = _ci_measured(ratios[PAPER_METRIC[0]],
+                                                                           measured[r]["n_images"])
+    meas.update(beside)
     setting = {"method": name, "checkpoints": ", ".join(EXPECTED_FILES[r].label for r in EXPECTED_FILES
                                                         if EXPECTED_FILES[r].method == method),
                "metric": metric, "head_input": f"{head_input} z (the trained map)",
@@ -141,7 +159,10 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
              + ("(orbit variance falls through the head)" if want == "compress"
                 else "(orbit variance grows through the head)"),
              "setting": setting, "measured": meas, "verdict": verdict, "evidence": TEST,
-             "criterion": _criterion(metric, head_input, config.level, what)}
+             "criterion": DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)}
+    if pairs:  # the summary quotes one pair's selectivity: the first family of the method's headline checkpoint
+        first = next((p for p in pairs if p[0] == HEADLINE_RELEASE[method]), pairs[0])
+        claim["headline"] = f"{metric}[{first[0]}/{first[1]}]"
     return claim, verdict
 
 
@@ -168,7 +189,8 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
     return {"id": "C10", "statement": STATEMENT, "setting": setting,
             "measured": {f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}, "verdict": verdict,
             "evidence": TEST,
-            "criterion": _criterion(metric, head_input, config.level, what)}
+            "criterion": (DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
+            + _criterion(metric, head_input, config.level, what)}
 
 
 def _fmt(est: dict | None) -> str:
@@ -183,8 +205,9 @@ def _ratio_table(config: Any, measured: dict) -> str:
     cols = ["checkpoint", "family", "D_z", "D_h", "D_h/D_z"]
     for v in inputs:
         cols += [f"per-dim raw ({v} in)", f"trace raw ({v} in)", f"dir ({v} in)"]
-    cols += ["trace L2 (raw in)", "class/orbit z → h (raw in), change [CI]", "fresh head trace raw",
-             "paper per-dim / repro trace"]
+    cols += ["selectivity (raw in, decides)", "global ratio (raw in)", "trace L2 (raw in)", "centred trace L2 (raw in)"]
+    cols += [f"mean pairwise cosine h ({v} in{', out of distribution' if v == 'l2' else ''})" for v in inputs]
+    cols += ["class/orbit z → h (raw in), change [CI]", "fresh head trace raw", "paper per-dim / repro trace"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in EXPECTED_FILES:
         if r not in measured:
@@ -196,7 +219,10 @@ def _ratio_table(config: Any, measured: dict) -> str:
                 rat = fr["ratios"][v]
                 row += [_fmt(rat["per_dim_ratio_raw"]), _fmt(rat["trace_ratio_raw"]), direction(rat["trace_ratio_raw"])]
             co = fr["class_orbit_ratio"]
-            row += [_fmt(fr["ratios"]["raw"].get("trace_ratio")),
+            row += [_fmt(fr["ratios"]["raw"].get(k)) for k in ("selectivity", "global_ratio", "trace_ratio",
+                                                                "compression_centred")]
+            row += [_fmt((fr.get("mean_pairwise_cosine_h") or {}).get(v)) for v in inputs]
+            row += [
                     f"{_f((co.get('z') or {}).get('value')):.3g} → {_f((co.get('raw') or {}).get('value')):.3g}, "
                     f"x {_fmt(fr['ratios']['raw'].get('class_orbit_change'))}",
                     _fmt((fr.get("controls") or {}).get("fresh_head", {}).get("raw", {}).get("trace_ratio_raw")),
@@ -257,14 +283,24 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
                      f"({(m.get('sha256_check') or {}).get('status', '?')}); missing keys "
                      f"{len(m.get('missing_keys', []))}, unexpected keys {len(m.get('unexpected_keys', []))}; "
                      f"{m.get('seconds', 0):.1f} s.")
-    primary, paper = table.get(PRIMARY), table.get(PAPER_METRIC)
+    primary, trace, paper = table.get(PRIMARY), table.get(TRACE), table.get(PAPER_METRIC)
     judged = [k for k in METHODS if all(r in measured for r, e in EXPECTED_FILES.items() if e.method == k)]
-    if primary and paper and judged:
-        flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {primary[k]} under the "
-                 "trace ratio" for k in judged if paper[k] != primary[k]]
+    if trace and paper and judged:
+        flips = [f"{METHODS[k][0]}: {paper[k]} under the paper's per-dimension ratio, {trace[k]} under the "
+                 "trace ratio" for k in judged if paper[k] != trace[k]]
         names = ", ".join(METHODS[k][0] for k in judged)
         notes.append(f"Of the methods measured ({names}), the dimension factor flips "
                      + ("; ".join(flips) if flips else "no verdict") + ".")
+    if primary and trace and judged:
+        moved = [f"{METHODS[k][0]}: {primary[k]} under selectivity (the claims), {trace[k]} under the raw trace "
+                 "ratio" for k in judged if primary[k] != trace[k]]
+        notes.append("Verdicts: " + DECIDED_BY + ". Against the raw trace ratio, selectivity changes "
+                     + ("; ".join(moved) if moved else "no verdict") + ".")
+    if measured and "l2" in config.head_inputs:
+        notes.append("Out of distribution: the columns '(l2 in)' feed z/|z| to heads trained on raw z (the paper's "
+                     "protocol, docs/paper.md §4 pitfall 5); their BN running statistics and first layer see inputs at "
+                     "another scale. The mean pairwise cosine at the head is in the ratio table (near 1: every input "
+                     "maps near one direction); the claims read the raw input.")
     return notes
 
 
@@ -272,12 +308,12 @@ def _figure(config: Any, measured: dict):
     fig, axes = new_figure(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
     rel = [r for r in EXPECTED_FILES if r in measured]
     for ax, fam in zip(axes[0], config.families):
-        for j, metric in enumerate(("trace_ratio_raw", "per_dim_ratio_raw")):
+        for j, metric in enumerate(("selectivity", "trace_ratio_raw", "per_dim_ratio_raw")):
             xs, ys, lo, hi = [], [], [], []
             for i, r in enumerate(rel):
                 est = measured[r]["families"][fam]["ratios"]["raw"][metric]
                 v, (a, b) = _f(est["value"]), (_f(c) for c in est["ci"])
-                xs.append(i + (j - 0.5) * 0.3)
+                xs.append(i + (j - 1) * 0.25)
                 ys.append(v)
                 lo.append(max(v - a, 0.0) if math.isfinite(a) else 0.0)
                 hi.append(max(b - v, 0.0) if math.isfinite(b) else 0.0)
@@ -296,7 +332,7 @@ def _figure(config: Any, measured: dict):
 
 
 def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
-    """Claims per method (trace ratio), the dichotomy under the trace and the paper's per-dim ratio,
+    """Claims per method (selectivity), the dichotomy under selectivity and the paper's per-dim ratio,
     the file table, the ratio table, the verdict-by-metric table and notes."""
     measured, missing, directory = _split(config, results)
     claims, verdicts = [], {}
@@ -312,7 +348,7 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
     if measured:
         tables.append((f"C10 orbit variance ratios z / h(z) at the head output (value [{config.level:.0%} CI])",
                        _ratio_table(config, measured)))
-        tables.append(("C10 verdict each metric would give (the claims use trace_ratio_raw, raw in)", verdict_md))
+        tables.append((f"C10 verdict each metric would give (the claims use {PRIMARY[0]}, {PRIMARY[1]} in)", verdict_md))
         if all("by_point" in fr for m in measured.values() for fr in m["families"].values()):
             tables.append(("C10 where the change happens: raw trace ratio z / point after each head layer",
                            _profile_table(config, measured)))

@@ -16,6 +16,14 @@ D_inter/D_intra at z and h(z) and its change; the same ratios for a freshly init
 same depth (control); heads fed raw z and the paper's z/‖z‖ (pitfall 5). Backbone (z) and head-output
 class probes: weighted kNN and the linear probe on the test split.
 
+The compression claim ("deeper heads compress more") is decided by selectivity = compression / global
+ratio (headgeom.orbits.selective): how much more the head shrinks orbits than the whole cloud they live
+in, each space against itself. The paper's compression (= the trace ratio) stays beside it in the row
+and tables with its spread; it is not the decider because it also counts shrinkage of the whole cloud
+(a BN head trained on raw z and fed z/‖z‖ maps every input near one point) and, on raw z, reads the BN
+centring of h against the non-centred post-ReLU z as expansion (docs/paper.md §4 pitfall 5). The row of
+the paper's protocol (z/‖z‖ in) is flagged out of distribution with the mean pairwise cosine at h(z).
+
 Claims, each "the quantity increases with depth" with one rule (:func:`increase_test`): per seed, the
 difference g(depth max) − g(depth min) (g = log for the compression, identity for accuracies), a
 Student-t CI over seeds at ``level``; supported if the CI's lower end is > 0, the mean difference
@@ -41,11 +49,18 @@ from headgeom.experiments.training_cells import pm, run_training, simclr_train_c
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.ood import ood_flag
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
 PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
+DECIDER = "selectivity"  # the measure the compression claim decides on (module docstring)
+DECIDED_BY = ("decided by selectivity = compression / global ratio (orbits against the whole cloud, each space "
+              "against itself), not by the paper's compression (the trace ratio, shown beside it with its spread): "
+              "compression also counts shrinkage of the whole cloud (a BN head trained on raw z and fed z/|z| maps "
+              "every input near one point) and, on raw z, reads BN centring of h against the non-centred post-ReLU z "
+              "as expansion")
 
 
 @dataclass(frozen=True)
@@ -258,6 +273,9 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
             t["verdict"] = "inconclusive"
             extra += " (not met: the backbone has not learned the classes, nothing to protect)"
     meas = {f"{what}[depth {d}]": measured(list(by[d].values())) for d in sorted(by)}
+    lo_d, hi_d = min(config.depths), max(config.depths)
+    if log and t.get("diffs"):  # the decided ratio in the units of the measure: value(depth max) / value(depth min)
+        meas[f"{what} depth {hi_d} / depth {lo_d}"] = measured([math.exp(x) for x in t["diffs"]])
     meas["paired_difference"] = {"value": t.get("mean_diff"), "n": t["n"], "ci": t.get("ci"), "level": config.level,
                                  "scale": "log" if log else "fraction", "per_seed": t.get("diffs")}
     meas["spearman_depth_vs_value"] = {"value": t.get("spearman"), "n": t["n"] * len(t["depths"]),
@@ -273,17 +291,38 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
             "preset": config.preset}
     return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
             "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
-            "verdict": t["verdict"], "evidence": TEST, "criterion": criterion}
+            "verdict": t["verdict"], "evidence": TEST, "criterion": criterion,
+            "headline": f"{what} depth {hi_d} / depth {lo_d}" if log and t.get("diffs") else f"{what}[depth {hi_d}]"}
+
+
+def _beside(results: list[tuple[dict, dict]], key: str, what: str) -> dict[str, Any]:
+    """Measured entries of ``key`` per depth (mean ± std over seeds, with each cell's bootstrap CI)."""
+    out = {}
+    for d in sorted({int(c["depth"]) for c, _ in results}):
+        cells_d = [m for c, m in results if int(c["depth"]) == d]
+        out[f"{what}[depth {d}]"] = measured([_value(m, key) for m in cells_d],
+                                             per_seed_ci=[(m.get(key) or {}).get("ci") for m in cells_d])
+    return out
+
+
+def _compression_claim(config: C11Config, results: list[tuple[dict, dict]], v: str, orbit: str) -> dict[str, Any]:
+    """"Deeper heads compress more" for head input ``v``, decided on selectivity (module docstring)."""
+    claim = _claim(config, results, f"{DECIDER}[{v}]", log=True, margin=config.compression_margin, what=DECIDER,
+                   setting={"part": "deeper heads compress more", "head_input": v,
+                            "metric": "selectivity = compression / global ratio of L2-normalised features, z over "
+                                      "h(z); beside it the paper's compression (trace ratio)", "orbits": orbit})
+    claim["criterion"] = DECIDED_BY + ". " + claim["criterion"]
+    claim["measured"].update(_beside(results, f"trace_ratio[{v}]", "compression"))
+    if v == "l2":  # every head here was trained on raw z
+        claim["out_of_distribution"] = ood_flag(measured(
+            [_value(m, "mean_pairwise_cosine_h[l2]") for _, m in results if "mean_pairwise_cosine_h[l2]" in m]))
+    return claim
 
 
 def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
     orbit = (f"rotation 0-330° in {config.orbit_steps} steps, {config.orbit_classes} classes × "
              f"{config.orbit_per_class} test images")
-    claims = [_claim(config, results, f"trace_ratio[{v}]", log=True, margin=config.compression_margin,
-                     what="trace_ratio", setting={"part": "deeper heads compress more", "head_input": v,
-                                                  "metric": "trace ratio of L2-normalised features z over h(z) "
-                                                            "(= the paper's spread compression)", "orbits": orbit})
-              for v in config.head_inputs]
+    claims = [_compression_claim(config, results, v, orbit) for v in config.head_inputs]
     for probe in ("knn", "linear"):
         protocol = (f"weighted cosine kNN, k = {config.knn_k}, T = 0.1" if probe == "knn"
                     else "linear probe on standardised features (L-BFGS, wd 1e-4)")
@@ -300,16 +339,19 @@ def _col(results: list[tuple[dict, dict]], key: str, fmt: str = ".3g") -> str:
 
 def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
     l2 = "l2" in config.head_inputs
-    head = ["depth", "trace ratio (raw z in)", "fresh head (raw z in)", "trained / fresh"]
-    head += ["trace ratio (l2 z in, paper)"] if l2 else []
+    head = ["depth", "selectivity (raw z in)", "trace ratio (raw z in)", "fresh head (raw z in)", "trained / fresh"]
+    head += ["selectivity (l2 z in, paper)", "trace ratio (l2 z in, paper)",
+             "mean pairwise cosine h (l2 z in: out of distribution)"] if l2 else []
     head += ["class/orbit z", "class/orbit h(z)", "class/orbit change", "kNN z", "linear z", "kNN h(z)", "linear h(z)",
              "paper compression"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for d in sorted(config.depths):
         rs = [(c, m) for c, m in results if int(c["depth"]) == d]
         vs_fresh = [_value(m, "trace_ratio[raw]") / _value(m, "fresh_trace_ratio[raw]") for _, m in rs]
-        row = [str(d), _col(rs, "trace_ratio[raw]"), _col(rs, "fresh_trace_ratio[raw]"), pm(vs_fresh)]
-        row += [_col(rs, "trace_ratio[l2]")] if l2 else []
+        row = [str(d), _col(rs, "selectivity[raw]"), _col(rs, "trace_ratio[raw]"), _col(rs, "fresh_trace_ratio[raw]"),
+               pm(vs_fresh)]
+        row += [_col(rs, "selectivity[l2]"), _col(rs, "trace_ratio[l2]"),
+                _col(rs, "mean_pairwise_cosine_h[l2]")] if l2 else []
         row += [_col(rs, "class_orbit_ratio[z]"), _col(rs, "class_orbit_ratio[raw]"),
                 _col(rs, "class_orbit_change[raw]"), _col(rs, "knn[z]", ".3f"), _col(rs, "linear[z]", ".3f"),
                 _col(rs, "knn[h]", ".3f"), _col(rs, "linear[h]", ".3f"),
@@ -339,13 +381,14 @@ def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
 
 
 def _cell_table(results: list[tuple[dict, dict]]) -> str:
-    head = ["depth", "seed", "trace ratio [CI]", "spread compression", "per-dim ratio", "raw-feature trace ratio",
-            "class/orbit change [CI]", "fresh head trace ratio [CI]", "final loss", "seconds"]
+    head = ["depth", "seed", "selectivity [CI]", "global ratio [CI]", "trace ratio [CI]", "spread compression",
+            "centred compression [CI]", "per-dim ratio", "raw-feature trace ratio", "class/orbit change [CI]",
+            "fresh head trace ratio [CI]", "final loss", "seconds"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c, m in sorted(results, key=lambda r: (int(r[0]["depth"]), int(r[0]["seed"]))):
         row = [str(c["depth"]), str(c["seed"])] + [_ci(m.get(k)) for k in (
-            "trace_ratio[raw]", "compression[raw]", "per_dim_ratio[raw]", "trace_ratio_raw[raw]",
-            "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
+            "selectivity[raw]", "global_ratio[raw]", "trace_ratio[raw]", "compression[raw]", "compression_centred[raw]",
+            "per_dim_ratio[raw]", "trace_ratio_raw[raw]", "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
         row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-",
                 f"{m['seconds']:.0f}" if isinstance(m.get("seconds"), (int, float)) else "-"]
         lines.append("| " + " | ".join(row) + " |")
@@ -354,9 +397,10 @@ def _cell_table(results: list[tuple[dict, dict]]) -> str:
 
 def _figure(config: C11Config, results: list[tuple[dict, dict]]):
     panels: list[tuple[str, list[tuple[str, str]], bool]] = [
-        ("orbit compression z / h(z) (trace ratio)", [("trace_ratio[raw]", "trained, raw z in"),
-                                                      ("fresh_trace_ratio[raw]", "fresh head, raw z in")]
-         + ([("trace_ratio[l2]", "trained, l2 z in (paper)")] if "l2" in config.head_inputs else []), True),
+        ("orbit compression z / h(z) and selectivity", [("selectivity[raw]", "selectivity, raw z in (decides)"),
+                                                         ("trace_ratio[raw]", "compression, raw z in"),
+                                                         ("fresh_trace_ratio[raw]", "compression, fresh head")]
+         + ([("trace_ratio[l2]", "compression, l2 z in (paper)")] if "l2" in config.head_inputs else []), True),
         ("backbone (z) test accuracy", [("knn[z]", "kNN"), ("linear[z]", "linear probe")], False),
         ("class/orbit ratio change h(z) / z", [("class_orbit_change[raw]", "trained, raw z in"),
                                                ("fresh_class_orbit_change[raw]", "fresh head, raw z in")], True),
@@ -395,6 +439,7 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     the figure (compression, backbone accuracy and class/orbit change against depth, seeds as dots)."""
     n = {d: sum(int(c["depth"]) == d for c, _ in results) for d in sorted(config.depths)}
     notes = [f"cells measured per depth: {n}. Depth counts hidden layers (depth 1 = the paper's projector).",
+             "compression verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).",
              "trace ratio = trace of the within-orbit covariance of L2-normalised z over that of h(z); it equals the "
              "paper's spread compression (the factor K/(K-1) cancels); per-dim and raw-feature ratios are in the cell "
              "table (pitfall 4). CIs in the cell table: percentile bootstrap over orbit images, stratified by class.",
@@ -411,6 +456,13 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     if n_seeds < 3:
         notes.append(f"with {n_seeds} seed(s) the t-interval is wide (t = 12.7 at n = 2) or undefined (n = 1); expect "
                      "inconclusive verdicts unless the effect is large and consistent.")
+    if "l2" in config.head_inputs:
+        notes.append("out of distribution: the l2 rows (the paper's h(z/|z|)) read heads trained on raw z on inputs "
+                     "at another scale (BN running statistics from raw z); mean pairwise cosine at h(z) per depth, "
+                     "z/|z| in vs raw z in: " + "; ".join(
+                         f"depth {d}: {_col([r for r in results if int(r[0]['depth']) == d], 'mean_pairwise_cosine_h[l2]')}"
+                         f" vs {_col([r for r in results if int(r[0]['depth']) == d], 'mean_pairwise_cosine_h[raw]')}"
+                         for d in sorted(config.depths)) + ".")
     claims = _claims(config, results)
     return Summary(claims=claims,
                    tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),

@@ -89,12 +89,14 @@ def orbit_metrics(analysis: dict[str, Any], family: str, n_layers: int, variants
     """The C11 numbers of one ``analyze_orbits`` result: per head input ``v``, each ratio of RATIOS
     at h(z) as {"value", "ci"} under ``<ratio>[<v>]``, the fresh head's under ``fresh_<ratio>[<v>]``,
     the trace ratio of the random-direction control under ``random_dir_trace_ratio[<v>]``, and the
-    class/orbit ratio at z and at h(z)."""
+    class/orbit ratio at z and at h(z), and the mean pairwise cosine at h(z) under
+    ``mean_pairwise_cosine_h[<v>]`` (near 1 for a BN head fed z/‖z‖: out of distribution)."""
     fam = analysis["families"][family]
     out: dict[str, Any] = {"class_orbit_ratio[z]": _est(fam["points"]["z"]["class_orbit_ratio"])}
     for v in variants:
         p = head_output_point(n_layers, v)
         out[f"class_orbit_ratio[{v}]"] = _est(fam["points"][p]["class_orbit_ratio"])
+        out[f"mean_pairwise_cosine_h[{v}]"] = _est(fam["points"][p]["mean_pairwise_cosine"])
         for r in RATIOS:
             out[f"{r}[{v}]"] = _est(fam["ratios"][p][r])
             out[f"fresh_{r}[{v}]"] = _est(fam["controls"]["fresh_head"]["ratios"][p][r])

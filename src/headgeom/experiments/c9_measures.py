@@ -29,7 +29,10 @@ L2-normalised features u = f/‖f‖ unless said otherwise:
   headgeom.orbits.analyze.point_replicates), their one home;
 - ``<control>_compression`` and ``vs_<control>`` = compression / control compression for the
   fresh head of the same architecture and for random-direction orbits of equal size
-  (headgeom.orbits.controls).
+  (headgeom.orbits.controls);
+- ``<control>_selectivity`` and ``vs_<control>_selectivity`` = selectivity / control
+  selectivity: the same comparison with each side's global shrinkage divided out (a trained
+  head fed z/‖z‖ shrinks the whole cloud, which ``vs_fresh_head`` would count as compression).
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ DEFINITIONS = {
     "random_directions_compression": "compression of z orbits replaced by isotropic random "
                                      "displacements of equal within-orbit size",
     "vs_random_directions": "compression / random_directions_compression",
+    "fresh_head_selectivity": "selectivity of the freshly initialised head",
+    "vs_fresh_head_selectivity": "selectivity / fresh_head_selectivity (> 1: training made the head more "
+                                 "selective than its architecture alone)",
+    "random_directions_selectivity": "selectivity of the head on the random-direction orbits",
+    "vs_random_directions_selectivity": "selectivity / random_directions_selectivity (> 1: augmentation "
+                                        "orbits shrink more, relative to the cloud, than random ones)",
 }
 
 
@@ -120,7 +129,8 @@ def c9_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, 
     put("d_inter_ratio", st.ratio(z, h, "d_inter"))
     glob = st.ratio(z, h, "global_spread")
     put("global_ratio", glob)
-    put("selectivity", (comp[0] / glob[0], comp[1] / glob[1]))
+    sel = (comp[0] / glob[0], comp[1] / glob[1])
+    put("selectivity", sel)
     put("compression_centred", st.ratio(z, h, "spread_centred"))
     out["global_spread_z"] = {"value": st.vals[z]["global_spread"]}
     out["global_spread_h"] = {"value": st.vals[h]["global_spread"]}
@@ -133,6 +143,10 @@ def c9_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, 
         ctrl = st.ratio(cz, ch, "spread")
         put(f"{name}_compression", ctrl)
         put(f"vs_{name}", (comp[0] / ctrl[0], comp[1] / ctrl[1]))
+        ctrl_glob = st.ratio(cz, ch, "global_spread")
+        ctrl_sel = (ctrl[0] / ctrl_glob[0], ctrl[1] / ctrl_glob[1])
+        put(f"{name}_selectivity", ctrl_sel)
+        put(f"vs_{name}_selectivity", (sel[0] / ctrl_sel[0], sel[1] / ctrl_sel[1]))
     return out
 
 

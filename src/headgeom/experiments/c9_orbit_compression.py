@@ -17,14 +17,24 @@ selectivity = compression / global ratio, and the two controls (fresh head of th
 architecture; random-direction orbits of equal size). Every measure has a percentile bootstrap CI
 over images (stratified by class, one resample matrix for everything of a family).
 
-Claims (per backbone and head input; CI = 95% interval of one seed; majority over seeds):
-- "compresses while keeping classes apart": a seed supports it when compression's CI lies above 1,
-  class_orbit_change's CI does not lie below 1, and vs_fresh_head's CI lies above 1; it refutes
-  it when any of the three lies on the wrong side (compression or vs_fresh_head CI below 1,
-  class_orbit_change CI below 1); otherwise it is undecided.
-- "selective, not global": compression, selectivity and vs_random_directions CIs all above 1
-  supports; any of them below 1 refutes; otherwise undecided.
+Claims (per backbone and head input; CI = 95% interval of one seed; majority over seeds). Both
+are decided by selectivity = compression / global ratio, not by the paper's compression, which
+stays beside it in every row and table with its own CI. The paper's compression also counts
+shrinkage of the whole cloud: h(z/‖z‖) through a BN head trained on raw z maps every input near
+one point (mean pairwise cosine near 1 at the head: out of distribution, flagged), so every spread
+falls; and on raw z, z is a non-centred post-ReLU cone while h is BN-centred, so comparing spreads
+of L2-normalised features across the two spaces reads the centring as expansion (docs/paper.md §4
+pitfall 5). Selectivity compares each orbit with the cloud it lives in, in its own space, so both
+effects divide out; the controls are compared the same way (selectivity over the control's).
+- "compresses while keeping classes apart": a seed supports it when selectivity's CI lies above
+  1, class_orbit_change's CI does not lie below 1, and vs_fresh_head_selectivity's CI lies above
+  1; it refutes it when any of the three lies on the wrong side (selectivity or
+  vs_fresh_head_selectivity CI below 1, class_orbit_change CI below 1); otherwise undecided.
+- "selective, not global": selectivity and vs_random_directions_selectivity CIs above 1
+  supports; either below 1 refutes; otherwise undecided.
 supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive.
+Rows of the paper's protocol (h(z/‖z‖)) carry the out-of-distribution flag with the measured mean
+pairwise cosine at the head (headgeom.report.ood).
 
 Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: orbit compression, class
 separation and the controls of a trained head could come out either way.
@@ -42,6 +52,7 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
+from headgeom.report.ood import ood_flag
 from headgeom.report.style import new_figure, series_style, shared_legend
 
 if TYPE_CHECKING:
@@ -56,8 +67,15 @@ VARIANTS = {"l2": "paper protocol: h(z/|z|)", "raw": "corrected: h(raw z)"}
 PAPER_NUMBERS = {"resnet18": {"compression": 21.85, "d_intra_ratio": 4.76, "class_orbit_z": 2.04,
                               "class_orbit_h": 2.50},
                  "vit_tiny": {"compression": 4015.0, "d_inter_ratio": 56.0}}
-MAIN_RULE = {"compression": "above", "class_orbit_change": "not below", "vs_fresh_head": "above"}
-SELECTIVE_RULE = {"compression": "above", "selectivity": "above", "vs_random_directions": "above"}
+# every rule decides on selectivities (module docstring); HEADLINE is the measure the summary quotes
+MAIN_RULE = {"selectivity": "above", "class_orbit_change": "not below", "vs_fresh_head_selectivity": "above"}
+SELECTIVE_RULE = {"selectivity": "above", "vs_random_directions_selectivity": "above"}
+HEADLINE = "selectivity"
+DECIDED_BY = ("decided by selectivity = compression / global ratio (orbit spread relative to the whole cloud, "
+              "each in its own space), not by the paper's compression: compression also counts shrinkage of the "
+              "whole cloud (a BN head trained on raw z and fed z/|z| maps every input near one point) and, on raw "
+              "z, reads BN centring of h against the non-centred post-ReLU z as expansion; compression is kept "
+              "beside it with its CI")
 PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR for orbits: 50 epochs, batch 256")
 
 
@@ -252,6 +270,10 @@ def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
 def seed_outcome(measures: dict[str, dict], rule: dict[str, str]) -> tuple[str, dict[str, str]]:
     """("supports" | "refutes" | "undecided", side of each measure's CI) for one seed under ``rule``
     (measure -> "above": CI above 1 holds, below 1 refutes; "not below": CI below 1 refutes, else holds)."""
+    absent = [m for m in rule if m not in measures]
+    if absent:
+        raise KeyError(f"C9 cell results lack {absent} (measured by an older headgeom, before the verdicts read "
+                       "selectivity); rerun C9 into a fresh --out folder, or delete its runs/C9 cells")
     sides = {m: interval_side(measures[m]) for m in rule}
     fails = any(s == "below" for s in sides.values())
     holds = all(sides[m] == "above" if need == "above" else sides[m] in ("above", "straddles")
@@ -273,14 +295,16 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
     ref = sum(o == "refutes" for o, _ in outcomes) / n if n else 0.0
     verdict = ("inconclusive" if not n else "supported" if sup >= config.majority
                else "not supported" if ref >= config.majority else "inconclusive")
-    keys = list(rule) + ([] if kind == "main" else ["global_ratio", "d_inter_ratio"])
-    meas = {k: measured([ms[k]["value"] for ms in per_seed], per_seed_ci=[ms[k]["ci"] for ms in per_seed])
-            for k in dict.fromkeys(keys + ["per_dim_ratio", "class_orbit_z", "class_orbit_h"])} if n else {}
+    keys = list(rule) + ["compression", "global_ratio", "compression_centred", "mean_pairwise_cosine_h"] + (
+        ["vs_fresh_head"] if kind == "main" else ["vs_random_directions", "d_inter_ratio"])
+    meas = {k: measured([ms[k]["value"] for ms in per_seed], per_seed_ci=[ms[k].get("ci") for ms in per_seed])
+            for k in dict.fromkeys(keys + ["per_dim_ratio", "class_orbit_z", "class_orbit_h"])
+            if all(k in ms for ms in per_seed)} if n else {}
     statement = STATEMENT if kind == "main" else (
         "the head's orbit compression is selective (orbits shrink more than the whole representation cloud "
         "and more than random directions of equal size), not global collapse")
-    criterion = (f"{fam} orbits, head output, {VARIANTS[variant]}; per seed (95% percentile bootstrap CIs over "
-                 f"images): supports if {_rule_text(rule)}; refutes if any of those CIs lies below 1; else "
+    criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed (95% percentile bootstrap "
+                 f"CIs over images): supports if {_rule_text(rule)}; refutes if any of those CIs lies below 1; else "
                  f"undecided. supported if >= {config.majority:.0%} of the {n} seeds support, not supported if "
                  f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "
                  f"refute; sides per seed: {[s for _, s in outcomes]})")
@@ -290,9 +314,14 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                "steps": config.max_steps or f"{config.epochs} epochs",
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
-    return {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
-            "budget": budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
-            "evidence": TEST, "criterion": criterion}
+    claim = {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
+             "budget": budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
+             "evidence": TEST, "criterion": criterion}
+    if HEADLINE in meas:
+        claim["headline"] = HEADLINE
+    if variant == "l2" and "mean_pairwise_cosine_h" in meas:  # every head here was trained on raw z
+        claim["out_of_distribution"] = ood_flag(meas["mean_pairwise_cosine_h"])
+    return claim
 
 
 # ---------------------------------------------------------------- tables and figure
@@ -302,8 +331,9 @@ def _cell_text(est: dict) -> str:
     return f"{est['value']:.3g} [{lo}, {hi}]"
 
 
-TABLE_COLUMNS = ("compression", "per_dim_ratio", "d_intra_ratio", "class_orbit_z", "class_orbit_h",
-                 "d_inter_ratio", "global_ratio", "selectivity", "fresh_head_compression",
+TABLE_COLUMNS = ("selectivity", "compression", "global_ratio", "compression_centred", "mean_pairwise_cosine_h",
+                 "per_dim_ratio", "d_intra_ratio", "class_orbit_z", "class_orbit_h", "d_inter_ratio",
+                 "vs_fresh_head_selectivity", "vs_random_directions_selectivity", "fresh_head_compression",
                  "random_directions_compression")
 
 
@@ -313,8 +343,8 @@ def _seed_table(config: C9Config, results) -> str:
     for c, m in sorted(results, key=lambda r: (r[0]["backbone"], r[0]["seed"])):
         for v in VARIANTS:
             ms = m["families"][config.judge_family][v]
-            lines.append(f"| {c['backbone']} | {c['seed']} | {v} | "
-                         + " | ".join(_cell_text(ms[k]) for k in TABLE_COLUMNS) + " |")
+            lines.append(f"| {c['backbone']} | {c['seed']} | {v}{' (out of distribution)' if v == 'l2' else ''} | "
+                         + " | ".join(_cell_text(ms[k]) if k in ms else "-" for k in TABLE_COLUMNS) + " |")
     return "\n".join(lines)
 
 
@@ -330,14 +360,15 @@ def _paper_table(config: C9Config, results) -> str:
 
 
 def _family_table(config: C9Config, results) -> str:
-    lines = ["| backbone | family | compression l2 | compression raw | selectivity raw | vs fresh head raw | "
-             "vs random dirs raw |", "|---|---|---|---|---|---|---|"]
+    cols = (("raw", "selectivity"), ("l2", "selectivity"), ("raw", "compression"), ("l2", "compression"),
+            ("raw", "compression_centred"), ("raw", "vs_fresh_head_selectivity"),
+            ("raw", "vs_random_directions_selectivity"), ("l2", "mean_pairwise_cosine_h"))
+    lines = ["| backbone | family | " + " | ".join(f"{k.replace('_', ' ')} {v}" for v, k in cols) + " |",
+             "|---" * (2 + len(cols)) + "|"]
     for b in config.backbones:
         ms = [m["families"] for c, m in results if c["backbone"] == b]
         for fam in config.families:
-            vals = [pm([x[fam][v][k]["value"] for x in ms]) for v, k in
-                    (("l2", "compression"), ("raw", "compression"), ("raw", "selectivity"),
-                     ("raw", "vs_fresh_head"), ("raw", "vs_random_directions"))]
+            vals = [pm([x[fam][v][k]["value"] for x in ms if k in x[fam][v]]) for v, k in cols]
             lines.append(f"| {b} | {fam} | " + " | ".join(vals) + " |")
     return "\n".join(lines)
 
@@ -383,11 +414,22 @@ def _figure(config: C9Config, results):
     return fig
 
 
+def _ood_note(config: C9Config, results, present: list[str]) -> str:
+    """The out-of-distribution flag of the paper-protocol rows, with the measured cosines."""
+    fam = config.judge_family
+    cos = {b: {v: pm([m["families"][fam][v].get("mean_pairwise_cosine_h", {}).get("value")
+                      for c, m in results if c["backbone"] == b]) for v in VARIANTS} for b in present}
+    return ("out of distribution: the paper-protocol rows (h(z/|z|)) read heads trained on raw z on inputs at another "
+            "scale (BN running statistics from raw z), flagged in their claim rows. Mean pairwise cosine at the head "
+            f"({fam}; near 1: every input maps near one direction), z/|z| in vs raw z in: "
+            + "; ".join(f"{b} {c['l2']} vs {c['raw']}" for b, c in cos.items()) + ".")
+
+
 def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
     """Per backbone present and head input: the main claim and the selectivity claim; tables; figure."""
     present = [b for b in config.backbones if any(c["backbone"] == b for c, _ in results)]
-    claims = [_claim(config, results, b, v, kind)
-              for b in present for v in ("l2", "raw") for kind in ("main", "selective")]
+    claims = [_claim(config, results, b, v, kind)  # raw first: the in-distribution reading leads the summary
+              for b in present for v in ("raw", "l2") for kind in ("main", "selective")]
     notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
              "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
              "ratio multiplies it by D_h/D_z (docs/paper.md §4 pitfall 4). Every cell's full analysis (every metric at "
@@ -398,6 +440,8 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
              "the fresh head (no-bias Linears, BN at its initial running statistics, ReLU) is positively homogeneous, "
              "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
              "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]
+    notes.append("verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).")
+    notes.append(_ood_note(config, results, present))
     if config.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
                      "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")

@@ -18,7 +18,9 @@ Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statemen
 (objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
 verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) and evidence
 (``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.report.evidence`).
-Training experiments add ``budget`` (:mod:`headgeom.report.budget`).
+Training experiments add ``budget`` (:mod:`headgeom.report.budget`). Optional: ``headline`` (the
+measured key that decided the verdict, quoted in report.md's summary, :mod:`headgeom.report.summary`)
+and ``out_of_distribution`` (the head was read on inputs it was not trained on, :mod:`headgeom.report.ood`).
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ from typing import Any, Callable
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import check_budget
 from headgeom.report.evidence import VERDICTS, check_evidence
+from headgeom.report.ood import check_ood
+from headgeom.report.summary import check_headline
 from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
@@ -119,6 +123,8 @@ def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"claim {claim['id']}: verdict {claim['verdict']!r} is not one of {VERDICTS}")
     check_evidence(claim)
     check_budget(claim)
+    check_ood(claim)
+    check_headline(claim)
     return claim
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from headgeom.io import atomic_write_text
 from headgeom.report.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
 from headgeom.report.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
+from headgeom.report.ood import ood_text
 from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
 
 DEFAULT_SPREAD_KIND = "std over n (ddof=1)"
@@ -78,6 +79,8 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
         verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
         if c.get("budget"):
             verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
+        if c.get("out_of_distribution"):
+            verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
         lines.append("| " + " | ".join(_cell(x) for x in (
             c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
@@ -137,7 +140,8 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
 def _short_verdict(c: dict[str, Any]) -> str:
     """``[kind] verdict words`` for the terminal table."""
     return (tagged_verdict(c) + _limited(c)
-            + (" (incomplete)" if c.get("incomplete") else ""))
+            + (" (incomplete)" if c.get("incomplete") else "")
+            + (" (head out of distribution)" if c.get("out_of_distribution") else ""))
 
 
 def _limited(c: dict[str, Any]) -> str:
@@ -176,6 +180,11 @@ def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]
     mine = [c for c in claims if c.get("experiment") == eid]
     if mine:
         out += ["Claims: " + "; ".join(f"{c['id']} **{verdict_text(c)}** ({check_evidence(c)})" for c in mine), ""]
+        flagged = [(c, d) for c, d in zip(mine, _distinct_settings(mine)) if c.get("out_of_distribution")]
+        if flagged:  # the rows named by the setting keys that tell them apart
+            out += ["**Heads evaluated out of distribution:**", ""]
+            out += [f"- {c['id']} ({d or c['statement']}): {ood_text(c['out_of_distribution'], format_measured)}"
+                    for c, d in flagged] + [""]
     for title, table in e.get("tables", []):
         out += [f"#### {title}", "", table.rstrip(), ""]
     if e.get("figures"):

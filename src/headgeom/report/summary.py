@@ -2,8 +2,9 @@
 
 Each line gives a short statement, the paper's number (docs/paper.md §3; "proof" for the theorems,
 which the paper proves rather than measures), ours (one headline measured value with its spread
-and n, taken from the claim's first ``test`` row that has it, else its first row), the verdict
-counts by evidence kind (headgeom.report.evidence) and the least training budget of its rows
+and n: the ``headline`` a row names, i.e. the measure that decided its verdict, else the first key
+matching the claim's patterns below; from the claim's first ``test`` row that has it, else its first
+row), the verdict counts by evidence kind (headgeom.report.evidence) and the least training budget of its rows
 (headgeom.report.budget). The paper's numbers are quoted for comparison, never tuned toward.
 """
 from __future__ import annotations
@@ -45,12 +46,13 @@ CLAIMS: dict[str, ClaimLine] = {
                     "normal Swish λ_min < 0 in 69/100 epochs (min −6.35e-6); collapsed ReLU λ_min = 0",
                     ("frac_points_negative[normal-silu]", "frac_points_negative[*")),
     "C9": ClaimLine("the head compresses augmentation orbits while keeping classes apart (Tables 1, 5)",
-                    "compression 21.85× (ResNet-18), 4015× (ViT-Tiny)", ("compression",)),
+                    "compression 21.85× (ResNet-18), 4015× (ViT-Tiny)", ("selectivity", "compression")),
     "C10": ClaimLine("DINO heads compress orbits, VICReg and Barlow Twins heads expand them (§6.3)",
                      "per-dim ratio DINO ViT-S 1284, DINO R50 176, VICReg 1.43, Barlow 2.63",
-                     ("trace_ratio_raw[*",)),
+                     ("selectivity[*", "trace_ratio_raw[*")),
     "C11": ClaimLine("deeper heads compress more and protect the backbone better (depth ablation)",
-                     "compression 49.1 / 57.2 / 78.5× at depth 1 / 2 / 3", ("trace_ratio[depth *", "paired_difference")),
+                     "compression 49.1 / 57.2 / 78.5× at depth 1 / 2 / 3",
+                     ("selectivity depth *", "selectivity[depth *", "trace_ratio[depth *", "paired_difference")),
     "C12": ClaimLine("the backbone beats the head on downstream probes (guillotine)",
                      "rotation probe 52.27 (z) vs 37.55 (head), CIFAR-10 ResNet-18", ("gap_z_minus_head_output",)),
 }
@@ -65,10 +67,24 @@ def _match(key: str, pattern: str) -> bool:
     return key.startswith(pattern[:-1]) if pattern.endswith("*") else key == pattern
 
 
+def check_headline(claim: dict[str, Any]) -> None:
+    """ValueError when a row's optional ``headline`` (the measured key that decided its verdict, quoted
+    as ours in the summary) is not a key of its ``measured``."""
+    key = claim.get("headline")
+    if key is not None and key not in (claim.get("measured") or {}):
+        raise ValueError(f"claim row {claim.get('id', '?')}: headline {key!r} is not one of its measured keys "
+                         f"{sorted(claim.get('measured') or {})}; name the measured entry that decided the verdict")
+
+
 def headline(rows: list[dict[str, Any]], patterns: tuple[str, ...]) -> tuple[str, Any] | None:
-    """(measured key, value) to quote as ours: the first pattern that some row matches, looking at
-    ``test`` rows first; else the first measured entry of the first test row (or of the first row)."""
+    """(measured key, value) to quote as ours: the ``headline`` a row names (the measure that decided
+    its verdict), looking at ``test`` rows first; else the first pattern that some row matches; else
+    the first measured entry of the first test row (or of the first row)."""
     ordered = [r for r in rows if r.get("evidence") == TEST] + [r for r in rows if r.get("evidence") != TEST]
+    for row in ordered:
+        key = row.get("headline")
+        if key is not None and key in (row.get("measured") or {}):
+            return key, row["measured"][key]
     for pattern in patterns:
         for row in ordered:
             for key, value in (row.get("measured") or {}).items():
