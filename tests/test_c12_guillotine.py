@@ -8,14 +8,16 @@ import pytest
 from figure_checks import assert_legends_outside
 from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.c12_guillotine import (
-    PROBES, C12Config, cell_train_config, cells, run_cell, summarize, tie_band, train_config)
+    CONTEXT_PROBES, PROBES, C12Config, cell_train_config, cells, gap_statistics, run_cell, summarize, tie_band,
+    train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.report.style import CHANCE_GID
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
 TINY = C12Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
-                 eval_train=None, eval_test=None, rotation_train=None, rotation_test=None, seeds=1, probe_max_iter=30)
+                 eval_train=None, eval_test=None, rotation_train=None, rotation_test=None, seeds=1, probe_max_iter=30,
+                 mlp_hidden=16, mlp_epochs=3)
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,8 @@ def test_tiny_cell_keys_and_robust_facts(tiny):
     l2 = [p for p in tiny["points"] if p.startswith("l2z/")]
     assert raw == ["z"] + [f"head.{i}" for i in range(n_layers)] and len(l2) == n_layers
     assert tiny["head_output_point"] == f"head.{n_layers - 1}"
-    for probe in PROBES:
+    assert set(tiny["accuracy"]) == set(PROBES) | set(CONTEXT_PROBES) == {"knn", "linear", "rotation", "mlp"}
+    for probe in tiny["accuracy"]:
         acc = tiny["accuracy"][probe]
         assert set(acc) == set(tiny["points"]) and all(0.0 <= a <= 1.0 for a in acc.values())
         assert tiny[f"gap[{probe}]"] == pytest.approx(acc["z"] - acc[tiny["head_output_point"]])
@@ -92,6 +95,33 @@ def test_verdict_follows_the_stated_criterion():
 
 
 PAPER_RUNS = (("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18"))
+
+
+def test_mlp_probe_is_reported_beside_the_linear_probe_as_context_without_a_verdict():
+    cfg = dataclasses.replace(TINY, seeds=4)
+    per_seed = [{"knn": 0.05, "linear": 0.05, "rotation": 0.05, "mlp": g} for g in (-0.2, -0.1, 0.0, 0.02)]
+    results = [({"seed": s}, {**_fake(g), "num_classes": 10}) for s, g in enumerate(per_seed)]
+    summary = summarize(cfg, results)
+    # the verdicts are those of the judged probes alone
+    assert sorted(c["setting"]["probe"] for c in summary.claims) == sorted(PROBES)
+    table = summary.tables[0][1].splitlines()
+    assert table[0] == "| point | kNN | linear | MLP (context) | rotation |" and len(table) == 2 + 3
+    title, context = summary.tables[1]
+    assert "context, no verdict" in title
+    mlp_row = next(line for line in context.splitlines() if "| MLP (context) |" in line)
+    meas, above, below = gap_statistics(cfg, results, "mlp")
+    # the gaps -0.2, -0.1, 0, 0.02 against the 0.01 margin: 1 of 4 seeds above, 2 below
+    assert (above, below) == (0.25, 0.5)
+    assert meas["gap_z_minus_head_output"]["value"] == pytest.approx(-0.07)
+    assert f"{meas['gap_z_minus_head_output']['value']:.3f} ± {meas['gap_z_minus_head_output']['spread']:.3f}" in mlp_row
+    assert mlp_row.endswith("| 25% / 50% (n = 4) |")
+    fig = summary.figures[0][1]()
+    chance = {ax.get_title(): [float(ln.get_ydata()[0]) for ln in ax.get_lines() if ln.get_gid() == CHANCE_GID]
+              for ax in fig.axes}
+    assert chance == {"knn": [0.1], "linear": [0.1], "MLP (context)": [0.1], "rotation": [0.25]}
+    # cells measured without the MLP probe (older runs, or mlp=False): no MLP column, no context table
+    plain = summarize(cfg, [({"seed": 0}, _fake({p: 0.05 for p in PROBES}))])
+    assert "MLP" not in plain.tables[0][1] and len(plain.tables) == 1
 
 
 def test_settings_give_a_cell_per_dataset_backbone_and_seed():

@@ -19,6 +19,7 @@ from headgeom.eval.evaluate import EvalConfig, evaluate_model, subsample
 from headgeom.eval.features import extract_features
 from headgeom.eval.knn import knn_accuracy
 from headgeom.eval.linear_probe import LinearProbeConfig, linear_probe_accuracy
+from headgeom.eval.mlp_probe import MLPProbeConfig, mlp_probe_accuracy
 from headgeom.eval.rankme import representation_stats
 from headgeom.eval.rotation import rotation_probe
 from headgeom.heads import head_from
@@ -26,6 +27,7 @@ from headgeom.heads import head_from
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
 FAST_PROBE = LinearProbeConfig(max_iter=100)
+FAST_MLP = MLPProbeConfig(hidden=8, epochs=3, batch_size=16)
 
 
 def coloured(n: int, seed: int, split: str, size: int = 8) -> ImageDataset:
@@ -47,7 +49,7 @@ def test_sweep_equals_the_probes_on_each_point():
     backbone, head = model()
     train, test = coloured(60, 0, "train"), coloured(30, 1, "test")
     mean, std = (0.4, 0.4, 0.4), (0.2, 0.2, 0.2)
-    cfg = EvalConfig(k=(5, 20), probe=FAST_PROBE, rotation_train=40)
+    cfg = EvalConfig(k=(5, 20), probe=FAST_PROBE, rotation_train=40, mlp=True, mlp_probe=FAST_MLP)
     res = evaluate_model(backbone, {"head": head}, train, test, mean=mean, std=std, config=cfg)
     assert list(res["points"]) == ["z", "head.0", "head.1", "head.2", "head.3"]
     assert res["protocol"]["point_modules"]["head.1"] == "BatchNorm1d(16)"
@@ -62,10 +64,12 @@ def test_sweep_equals_the_probes_on_each_point():
         assert r["knn_top1"] == {"5": knn[5], "20": knn[20]}
         lin = linear_probe_accuracy(ftr[p], train.labels, fte[p], test.labels, 3, FAST_PROBE)
         assert r["linear"] == lin
+        assert r["mlp"] == mlp_probe_accuracy(ftr[p], train.labels, fte[p], test.labels, 3, FAST_MLP)
         assert r["rotation_linear"] == rot[p]
         assert r["stats"] == representation_stats(fte[p])
     # the colour offset is linearly visible in z; the bright top row gives the rotation away
     assert res["points"]["z"]["linear"]["test_top1"] == 1.0
+    assert res["protocol"]["mlp_probe"] == {**FAST_MLP.to_dict(), "dtype": "float32"}
     assert res["points"]["z"]["rotation_linear"]["test_top1"] == 1.0
     json.dumps(res)  # JSON-able as it stands
 
@@ -133,11 +137,15 @@ def test_evaluate_run_and_cli_write_results_in_the_run_dir(tiny_run, capsys):
     eval_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["eval", str(tiny_run), "--k", "5", "--predictor", "--device", "cpu",
                               "--random-baseline", "--rotation-train", "10", "--max-test", "12",
-                              "--probe-max-iter", "20", "--quiet"])
+                              "--probe-max-iter", "20", "--mlp", "--mlp-hidden", "8", "--mlp-epochs", "2",
+                              "--quiet"])
     assert args.func(args) == 0
     res = json.loads((tiny_run / "eval.json").read_text())
     printed = capsys.readouterr().out
-    assert "head.3" in printed and "random initialisation" in printed
+    assert "head.3" in printed and "random initialisation" in printed and " MLP " in printed
+    assert {"linear", "mlp"} <= set(res["trained"]["points"]["head.3"])
+    assert {k: res["trained"]["protocol"]["mlp_probe"][k] for k in ("hidden", "epochs", "seed")} == {
+        "hidden": 8, "epochs": 2, "seed": 0}
     assert res["step"] == 1 and res["method"] == "simsiam"
     pts = ["z", "head.0", "head.1", "head.2", "head.3", "pred.0", "pred.1", "pred.2"]
     assert list(res["trained"]["points"]) == pts and list(res["random_init"]["points"]) == pts

@@ -16,17 +16,21 @@ __all__ = ["add_parser", "format_table", "run"]
 
 
 def format_table(results: dict) -> str:
-    """One line per point: module, kNN, linear and rotation top-1 (%)."""
+    """One line per point: module, kNN, linear, MLP (when run) and rotation top-1 (%)."""
     from headgeom.eval.evaluate import summary_rows
 
     k0 = results["protocol"]["k"][0]
-    lines = [f"{'point':<14} {'module':<22} {'kNN@' + str(k0):>8} {'linear':>8} {'rotation':>9}"]
+    rows = summary_rows(results)
+    mlp = any(not math.isnan(row[4]) for row in rows)
+    lines = [f"{'point':<14} {'module':<22} {'kNN@' + str(k0):>8} {'linear':>8}"
+             + (f" {'MLP':>8}" if mlp else "") + f" {'rotation':>9}"]
 
     def cell(v: float, w: int) -> str:
         return f"{'-':>{w}}" if math.isnan(v) else f"{v:>{w}.2f}"
 
-    for point, module, knn, lin, rot in summary_rows(results):
-        lines.append(f"{point:<14} {module[:22]:<22} {cell(knn, 8)} {cell(lin, 8)} {cell(rot, 9)}")
+    for point, module, knn, lin, mlp_acc, rot in rows:
+        lines.append(f"{point:<14} {module[:22]:<22} {cell(knn, 8)} {cell(lin, 8)}"
+                     + (f" {cell(mlp_acc, 8)}" if mlp else "") + f" {cell(rot, 9)}")
     return "\n".join(lines)
 
 
@@ -34,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
     """Evaluate RUN and write the results atomically; returns the exit status."""
     from headgeom.eval.evaluate import EvalConfig, evaluate_run
     from headgeom.eval.linear_probe import LinearProbeConfig
+    from headgeom.eval.mlp_probe import MLPProbeConfig
     from headgeom.io import atomic_write_json
 
     run_dir = Path(args.run_dir)
@@ -42,8 +47,9 @@ def run(args: argparse.Namespace) -> int:
                                 f"of `headgeom train`")
     config = EvalConfig(
         k=tuple(args.k) if args.k else (200,), temperature=args.temperature,
-        knn=not args.no_knn, linear=not args.no_linear, rotation=not args.no_rotation,
+        knn=not args.no_knn, linear=not args.no_linear, rotation=not args.no_rotation, mlp=args.mlp,
         probe=LinearProbeConfig(weight_decay=args.probe_wd, max_iter=args.probe_max_iter),
+        mlp_probe=MLPProbeConfig(hidden=args.mlp_hidden, epochs=args.mlp_epochs, seed=args.seed),
         head_inputs={"raw": ("raw",), "l2": ("l2",), "both": ("raw", "l2")}[args.head_input],
         max_train=args.max_train, max_test=args.max_test, rotation_train=args.rotation_train,
         rotation_test=args.rotation_test, stats_max=args.stats_max,

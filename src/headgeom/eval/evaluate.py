@@ -4,8 +4,9 @@
 (points of :mod:`headgeom.eval.features`):
 
 - the class probes: weighted kNN (cosine, k = 200, T = 0.1; :mod:`.knn`) and the linear probe
-  (standardised features, float64 L-BFGS, weight decay 1e-4; :mod:`.linear_probe`), trained
-  on the train split and scored top-1 on the test split;
+  (standardised features, float64 L-BFGS, weight decay 1e-4; :mod:`.linear_probe`), and on
+  request (``mlp=True``) the MLP probe (one hidden ReLU layer of 512, AdamW, 50 epochs;
+  :mod:`.mlp_probe`), trained on the train split and scored top-1 on the test split;
 - the paper's 4-way rotation probe (:mod:`.rotation`), linear, on a seeded subset of the
   train split (default 10,000 images × 4 rotations) and the class probes' test images;
 - representation statistics of the test features (:mod:`.rankme`): RankMe, spread of the
@@ -40,6 +41,7 @@ from headgeom.eval.features import (Heads, extract_features, head_features, poin
                                     point_names)
 from headgeom.eval.knn import knn_accuracy
 from headgeom.eval.linear_probe import LinearProbeConfig, linear_probe_accuracy
+from headgeom.eval.mlp_probe import MLPProbeConfig, mlp_probe_accuracy
 from headgeom.eval.rankme import representation_stats
 from headgeom.eval.rotation import rotation_features
 
@@ -54,6 +56,8 @@ class EvalConfig:
     number of images used (a seeded uniform subset, ``seed``); None means all, except that
     ``rotation_test=None`` means the class probes' test images (all, or ``max_test``).
     ``head_inputs`` ("raw", "l2"): feed the heads z, and/or z/‖z‖ (docs/paper.md §4 pitfall 5).
+    ``mlp``: also fit the class MLP probe (``mlp_probe``), off by default: it costs about as much as
+    the linear probe and none of the paper's probes is nonlinear.
     """
 
     k: tuple[int, ...] = (200,)
@@ -62,7 +66,9 @@ class EvalConfig:
     linear: bool = True
     rotation: bool = True
     stats: bool = True
+    mlp: bool = False
     probe: LinearProbeConfig = field(default_factory=LinearProbeConfig)
+    mlp_probe: MLPProbeConfig = field(default_factory=MLPProbeConfig)
     head_inputs: tuple[str, ...] = ("raw",)
     points: tuple[str, ...] | None = None
     max_train: int | None = None
@@ -90,6 +96,7 @@ class EvalConfig:
     def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
         d["probe"] = self.probe.to_dict()
+        d["mlp_probe"] = self.mlp_probe.to_dict()
         return d
 
 
@@ -131,8 +138,8 @@ def evaluate_model(backbone: Callable[[Tensor], Tensor], heads: Heads | Callable
 
     Returns a JSON-able dict: ``protocol`` (settings, the module at each point, normalisation),
     ``n_train``, ``n_test``, ``num_classes``, ``seconds`` and ``points`` =
-    {point: {"dim", "knn_top1": {k: acc}, "linear": {...}, "rotation_linear": {...},
-    "stats": {...}}}; accuracies are fractions in [0, 1].
+    {point: {"dim", "knn_top1": {k: acc}, "linear": {...}, "mlp": {...} (with ``mlp``),
+    "rotation_linear": {...}, "stats": {...}}}; accuracies are fractions in [0, 1].
     """
     _check_datasets(train, test)
     say = log or (lambda msg: None)
@@ -195,6 +202,11 @@ def evaluate_model(backbone: Callable[[Tensor], Tensor], heads: Heads | Callable
                 num_classes, cfg.probe))
             say(f"  {p}: linear {100 * r['linear']['test_top1']:.2f}% "
                 f"({r['linear']['n_iter']} L-BFGS iterations, stopped: {r['linear']['stopped']})")
+        if cfg.mlp:
+            r["mlp"] = timed("mlp", lambda: mlp_probe_accuracy(
+                f_train.to(probe_dev), y_train.to(probe_dev), f_test.to(probe_dev), y_test,
+                num_classes, cfg.mlp_probe))
+            say(f"  {p}: MLP {100 * r['mlp']['test_top1']:.2f}% ({r['mlp']['steps']} AdamW steps)")
         if cfg.stats:
             sub = _first(cfg.stats_max, len(test_c))
             r["stats"] = timed("stats", lambda: representation_stats(f_test[:sub],
@@ -316,8 +328,8 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     return out
 
 
-def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, float, float, float]]:
-    """(point, module, kNN@first k, linear, rotation) percentages (NaN when not run)."""
+def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, float, float, float, float]]:
+    """(point, module, kNN@first k, linear, MLP, rotation) percentages (NaN when not run)."""
     rows = []
     proto = results["protocol"]
     k0 = str(proto["k"][0])
@@ -325,5 +337,6 @@ def summary_rows(results: dict[str, Any]) -> list[tuple[str, str, float, float, 
         rows.append((p, proto["point_modules"].get(p, ""),
                      100 * r["knn_top1"][k0] if "knn_top1" in r else math.nan,
                      100 * r["linear"]["test_top1"] if "linear" in r else math.nan,
+                     100 * r["mlp"]["test_top1"] if "mlp" in r else math.nan,
                      100 * r["rotation_linear"]["test_top1"] if "rotation_linear" in r else math.nan))
     return rows

@@ -28,8 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["LinearProbe", "LinearProbeConfig", "fit_linear_probe", "linear_probe_accuracy",
-           "standardize_stats"]
+__all__ = ["LinearProbe", "LinearProbeConfig", "check_features", "class_count", "fit_linear_probe",
+           "linear_probe_accuracy", "standardize_stats"]
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,8 @@ class LinearProbe:
         return float((self.predict(x).cpu() == y.long().cpu()).double().mean())
 
 
-def _check_xy(x: Tensor, y: Tensor, what: str) -> None:
+def check_features(x: Tensor, y: Tensor, what: str) -> None:
+    """Raise unless x is finite (N, D) with N >= 1 and y holds N integer class indices."""
     if x.ndim != 2:
         raise ValueError(f"{what} features must be 2-D (N, D), got shape {tuple(x.shape)}")
     if y.shape != (x.shape[0],):
@@ -116,16 +117,22 @@ def _check_xy(x: Tensor, y: Tensor, what: str) -> None:
                          f"non-finite features")
 
 
-def fit_linear_probe(x: Tensor, y: Tensor, num_classes: int | None = None,
-                     config: LinearProbeConfig = LinearProbeConfig()) -> LinearProbe:
-    """Fit the probe of the module recipe on features x (N, D) and labels y (N,)."""
-    _check_xy(x, y, "train")
+def class_count(y: Tensor, num_classes: int | None) -> int:
+    """``num_classes``, or max(y) + 1 when None; raises on negative labels or too few classes."""
     if int(y.min()) < 0:
         raise ValueError(f"labels must be >= 0, got min {int(y.min())}")
     needed = int(y.max()) + 1
     num_classes = needed if num_classes is None else num_classes
     if num_classes < needed:
         raise ValueError(f"num_classes = {num_classes} but the labels go up to {needed - 1}")
+    return num_classes
+
+
+def fit_linear_probe(x: Tensor, y: Tensor, num_classes: int | None = None,
+                     config: LinearProbeConfig = LinearProbeConfig()) -> LinearProbe:
+    """Fit the probe of the module recipe on features x (N, D) and labels y (N,)."""
+    check_features(x, y, "train")
+    num_classes = class_count(y, num_classes)
     x = x.to(config.dtype)
     mean, std = standardize_stats(x)
     xs = (x - mean) / std
@@ -169,7 +176,7 @@ def linear_probe_accuracy(train_x: Tensor, train_y: Tensor, test_x: Tensor, test
                           config: LinearProbeConfig = LinearProbeConfig()) -> dict:
     """Fit on train, report {"train_top1", "test_top1", "loss", "n_iter", "grad_max",
     "converged", "stopped"}."""
-    _check_xy(test_x, test_y, "test")
+    check_features(test_x, test_y, "test")
     if train_x.ndim == 2 and test_x.shape[1] != train_x.shape[1]:
         raise ValueError(f"train and test features have different widths: {train_x.shape[1]} "
                          f"vs {test_x.shape[1]}; extract both at the same feature point")

@@ -12,6 +12,15 @@ the paper's probes predicted rotations, class probes are reported too). With ``h
 containing "l2", the head points are also read with the paper's L2-normalised input (pitfall 5,
 points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the dataset's test split.
 
+MLP probe (``mlp``, on by default): the class MLP probe of headgeom.eval.mlp_probe (one hidden ReLU layer
+of ``mlp_hidden`` units, AdamW for ``mlp_epochs`` epochs, seeded) at every point beside the linear probe,
+with the statistics the judged probes get (per seed: accuracy per point, gap acc(z) − acc(h(z)), tie band,
+gap to the best head layer; over seeds: their mean ± std and the fractions of seeds above/below the band).
+It is context, not evidence: it gets no claim row and no verdict, because the claim is about the paper's
+probes (linear read-outs, docs/paper.md §3) and the MLP probe is here so the report stands beside the
+peers' figures, which put a nonlinear probe beside the linear one. What it adds: whether the information
+the head loses for a linear read-out is still there for a nonlinear one.
+
 Settings: one (dataset, backbone) by default (``data``, ResNet-18); ``settings`` lists several, e.g.
 the paper's three rotation-probe runs, CIFAR-10/ResNet-18, CIFAR-10/ViT-Tiny and CIFAR-100/ResNet-18
 (one cell per setting × seed; each setting judged on its own).
@@ -40,7 +49,8 @@ from headgeom.report.evidence import TEST
 from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
-PROBES = ("knn", "linear", "rotation")
+PROBES = ("knn", "linear", "rotation")  # judged: one claim row each
+CONTEXT_PROBES = ("mlp",)  # reported beside them with the same statistics, no verdict (module docstring)
 PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
 
@@ -70,6 +80,9 @@ class C12Config:
     rotation_train: int | None = 512
     rotation_test: int | None = 256
     probe_max_iter: int = 1000  # L-BFGS iterations of each linear probe (headgeom.eval default)
+    mlp: bool = True  # the class MLP probe beside the linear one (context, module docstring)
+    mlp_hidden: int = 128  # its hidden units (headgeom.eval default 512)
+    mlp_epochs: int = 20  # its AdamW epochs (headgeom.eval default 50)
     margin: float = 0.01  # accuracy difference (fraction) below which z and h(z) count as tied
     majority: float = 0.8
     device: str = "cpu"
@@ -81,33 +94,38 @@ class C12Config:
 
 def quick() -> C12Config:
     """shapes (2048 images, 32 px), ResNet-18 width 0.125, head 64-256-128 ReLU+BN, batch 64, 150 Adam
-    steps (about 5 epochs), probes on 2048/1024 images (rotation 512/256 × 4), 2 seeds.
+    steps (about 5 epochs), probes on 2048/1024 images (rotation 512/256 × 4), MLP probe 128 hidden units
+    × 20 epochs, 2 seeds.
 
-    Command: ``headgeom reproduce --only C12 --preset quick``. Runtime: 115 s measured (one torch thread,
-    2 CPU cores shared with other jobs, load 4-6). Measures kNN, linear and rotation probe accuracy at z and
-    every head layer (raw and L2-normalised head input).
+    Command: ``headgeom reproduce --only C12 --preset quick``. Runtime: 115 s measured without the MLP
+    probe (one torch thread, 2 CPU cores shared with other jobs, load 4-6); the MLP probe adds 22 fits of
+    2-3 s each at load 12 (measured on random features of the same shapes), so about 40-60 s more there.
+    Measures kNN, linear, MLP and rotation probe accuracy at z and every head layer (raw and L2-normalised
+    head input).
     """
     return C12Config()
 
 
 def small() -> C12Config:
     """CIFAR-10, ResNet-18 width 0.125, head 64-512-256 ReLU+BN, batch 256, 5 epochs (975 Adam steps),
-    probes on 10,000 / 2,000 images (rotation 2,000 / 1,000 × 4), 2 seeds.
+    probes on 10,000 / 2,000 images (rotation 2,000 / 1,000 × 4), MLP probe 256 hidden units × 30 epochs,
+    2 seeds.
 
     Command: ``HEADGEOM_DATA=/path/to/cifar headgeom reproduce --only C12 --preset small``. Runtime:
     about 40 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
-    to end).
+    to end; the MLP probe's 22 fits add a few minutes).
     """
     return C12Config(preset="small", data="cifar10", data_options=(), hidden=512, out_dim=256,
                      batch_size=256, epochs=5, max_steps=None, eval_train=10_000, eval_test=2_000,
-                     rotation_train=2_000, rotation_test=1_000)
+                     rotation_train=2_000, rotation_test=1_000, mlp_hidden=256, mlp_epochs=30)
 
 
 def paper() -> C12Config:
     """The paper's three SimCLR runs of the rotation probe: CIFAR-10/ResNet-18 (d = 512), CIFAR-10/ViT-Tiny
     (192 wide, 3 layers) and CIFAR-100/ResNet-18; head d-2048-2048 ReLU+BN, batch 256, Adam 1e-3, 50 epochs,
-    temperature 0.1; full kNN/linear probes (50,000 / 10,000), rotation probe on 10,000 train × 4 and
-    the full test split × 4; 3 seeds (9 cells), on the GPU.
+    temperature 0.1; full kNN/linear/MLP probes (50,000 / 10,000; MLP 512 hidden units × 50 epochs, the
+    headgeom.eval default), rotation probe on 10,000 train × 4 and the full test split × 4; 3 seeds
+    (9 cells), on the GPU.
 
     Command: ``headgeom reproduce --only C12 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
     H200 (9 runs of 50 epochs plus probes; a rough estimate from the training stack's 5 s/epoch goal, not
@@ -116,6 +134,7 @@ def paper() -> C12Config:
     return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
                      out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
                      rotation_train=10_000, rotation_test=None, device="auto", num_threads=None,
+                     mlp_hidden=512, mlp_epochs=50,
                      settings=(("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18")))
 
 
@@ -160,10 +179,11 @@ def cell_train_config(config: C12Config, cell: dict[str, Any]):
 
 
 def _probe(config: C12Config):
-    from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
+    from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 
     ecfg = EvalConfig(k=(config.knn_k,), head_inputs=config.head_inputs, max_train=config.eval_train,
-                      probe=LinearProbeConfig(max_iter=config.probe_max_iter),
+                      probe=LinearProbeConfig(max_iter=config.probe_max_iter), mlp=config.mlp,
+                      mlp_probe=MLPProbeConfig(hidden=config.mlp_hidden, epochs=config.mlp_epochs),
                       max_test=config.eval_test, rotation_train=config.rotation_train,
                       rotation_test=config.rotation_test, stats=False)
 
@@ -188,6 +208,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     acc = {"knn": {p: r["knn_top1"][k] for p, r in pts.items()},
            "linear": {p: r["linear"]["test_top1"] for p, r in pts.items()},
            "rotation": {p: r["rotation_linear"]["test_top1"] for p, r in pts.items()}}
+    if config.mlp:
+        acc["mlp"] = {p: r["mlp"]["test_top1"] for p, r in pts.items()}
     raw = [p for p in pts if not p.startswith("l2z/")]
     head_points = [p for p in raw if p != "z"]
     out: dict[str, Any] = {"final_loss": done.get("final_loss"), "train_budget": done["train_budget"],
@@ -197,8 +219,9 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
                            "n_train": res["n_train"], "n_test": res["n_test"], "num_classes": res["num_classes"],
                            "rotation_n_train": res["protocol"]["rotation_n_train"],
                            "rotation_n_test": res["protocol"]["rotation_n_test"]}
-    n_eval = {"knn": res["n_test"], "linear": res["n_test"], "rotation": 4 * res["protocol"]["rotation_n_test"]}
-    for probe in PROBES:
+    n_eval = {"knn": res["n_test"], "linear": res["n_test"], "mlp": res["n_test"],
+              "rotation": 4 * res["protocol"]["rotation_n_test"]}
+    for probe in acc:
         a = acc[probe]
         out[f"gap[{probe}]"] = a["z"] - a[head_points[-1]]  # z minus the head output
         out[f"tie_band[{probe}]"] = tie_band(a["z"], a[head_points[-1]], n_eval[probe], config.margin)
@@ -216,17 +239,15 @@ def tie_band(acc_a: float, acc_b: float, n: int, margin: float) -> float:
 
 
 # ---------------------------------------------------------------- summary
-def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
-           setting: tuple[str, str] | None = None) -> dict[str, Any]:
+def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> tuple[dict, float, float]:
+    """The statistics of one probe over the seeds (a claim's ``measured``), and the fractions of seeds
+    whose gap acc(z) − acc(h(z)) lies above the tie band and below minus it."""
     gaps = [m[f"gap[{probe}]"] for _, m in results]
     bands = [m.get(f"tie_band[{probe}]", config.margin) for _, m in results]
     best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
     n = len(gaps)
     above = sum(g > b for g, b in zip(gaps, bands)) / n
     below = sum(g < -b for g, b in zip(gaps, bands)) / n
-    verdict = ("supported" if above >= config.majority
-               else "not supported" if below >= config.majority else "inconclusive")
-    data, backbone = setting or (config.data, "resnet18")
     head_out = results[0][1]["head_output_point"]
     meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
             f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
@@ -234,6 +255,17 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
             "gap_z_minus_best_head_layer": measured(best),
             "tie_band": measured(bands),
             "frac_seeds_z_beats_every_head_layer": measured([float(b > t) for b, t in zip(best, bands)])}
+    return meas, above, below
+
+
+def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
+           setting: tuple[str, str] | None = None) -> dict[str, Any]:
+    meas, above, below = gap_statistics(config, results, probe)
+    n = len(results)
+    verdict = ("supported" if above >= config.majority
+               else "not supported" if below >= config.majority else "inconclusive")
+    data, backbone = setting or (config.data, "resnet18")
+    head_out = results[0][1]["head_output_point"]
     criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "
                  f"tie band t = max({config.margin:g}, 2 standard errors of a difference of two proportions on the "
                  f"probe's test examples); supported if gap > t in >= {config.majority:.0%} of the {n} seeds, not "
@@ -252,20 +284,48 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
             "evidence": TEST, "criterion": criterion}
 
 
+HEADERS = {"knn": "kNN", "linear": "linear", "mlp": "MLP (context)", "rotation": "rotation"}
+
+
+def probes_of(results: list[tuple[dict, dict]]) -> list[str]:
+    """The judged probes and the context probes every cell measured (cells run without the MLP probe
+    have no ``accuracy["mlp"]``), the MLP probe beside the linear one."""
+    ctx = [p for p in CONTEXT_PROBES if all(p in m["accuracy"] for _, m in results)]
+    return ["knn", "linear", *ctx, "rotation"]
+
+
 def _table(results: list[tuple[dict, dict]]) -> str:
     points = results[0][1]["points"]
-    lines = ["| point | kNN | linear | rotation |", "|---|---|---|---|"]
+    probes = probes_of(results)
+    lines = ["| point | " + " | ".join(HEADERS[p] for p in probes) + " |", "|---" * (len(probes) + 1) + "|"]
     for p in points:
         lines.append(f"| {p} | " + " | ".join(pm([m["accuracy"][probe].get(p) for _, m in results], ".3f")
-                                            for probe in PROBES) + " |")
+                                            for probe in probes) + " |")
+    return "\n".join(lines)
+
+
+def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[dict, dict]]]) -> str:
+    """Per setting, the MLP probe's statistics beside the linear probe's (those of a claim's ``measured``)."""
+    lines = ["| setting | probe | acc(z) | acc(h(z)) | gap z − h(z) | gap z − best head layer | tie band "
+             "| seeds above / below the band |", "|---" * 8 + "|"]
+    for (data, backbone), rs in groups.items():
+        for probe in ("linear", *CONTEXT_PROBES):
+            meas, above, below = gap_statistics(config, rs, probe)
+            head = next(v for k, v in meas.items() if k.startswith("acc_head_output"))
+            stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
+                     meas["tie_band"]]
+            lines.append(f"| {data}, {backbone} | {HEADERS[probe]} | "
+                         + " | ".join(f"{c['value']:.3f} ± {c['spread']:.3f}" for c in stats)
+                         + f" | {above:.0%} / {below:.0%} (n = {len(rs)}) |")
     return "\n".join(lines)
 
 
 def _figure(results: list[tuple[dict, dict]]):
     points = results[0][1]["points"]
+    probes = probes_of(results)
     classes = {m.get("num_classes") for _, m in results} - {None}  # absent in results of older runs
-    fig, axes = new_figure(1, len(PROBES), figsize=(4.4 * len(PROBES) + 1.8, 3.6), squeeze=False)
-    for ax, probe in zip(axes[0], PROBES):
+    fig, axes = new_figure(1, len(probes), figsize=(4.4 * len(probes) + 1.8, 3.6), squeeze=False)
+    for ax, probe in zip(axes[0], probes):
         for i, (variant, keep) in enumerate((("raw", lambda p: not p.startswith("l2z/")),
                                              ("l2 input", lambda p: p == "z" or p.startswith("l2z/")))):
             pts = [p for p in points if keep(p)]
@@ -280,7 +340,7 @@ def _figure(results: list[tuple[dict, dict]]):
         elif len(classes) == 1:
             c = int(next(iter(classes)))
             chance_line(ax, c, f"chance, class probes: 1/{c}")
-        ax.set_title(probe)
+        ax.set_title(HEADERS[probe] if probe in CONTEXT_PROBES else probe)
         ax.set_ylabel("test accuracy (mean ± std over seeds)")
     shared_legend(list(axes[0]))
     fig.suptitle("C12: probe accuracy along the head (z, then each head layer)")
@@ -309,6 +369,11 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
                      "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")
     tables = [(f"C12{label(st)}: test accuracy per feature point (mean ± std (n seeds))", _table(rs))
               for st, rs in groups.items()]
+    if all(set(CONTEXT_PROBES) <= set(probes_of(rs)) for rs in groups.values()):
+        notes.append("the MLP probe (one hidden ReLU layer, AdamW; headgeom.eval.mlp_probe) is context, not "
+                     "evidence: it has no claim row; its statistics are those of the judged probes.")
+        tables.append(("C12: MLP probe beside the linear probe (context, no verdict; mean ± std over seeds, "
+                       "accuracies as fractions)", _context_table(config, groups)))
     figures = [("probes" + (f"_{st[0]}_{st[1]}" if several else ""), lambda rs=rs: _figure(rs))
                for st, rs in groups.items()]
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
