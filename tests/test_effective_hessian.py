@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.objectives import barlow_twins, info_nce, mse_to_target, negative_cosine, nt_xent, vicreg
+from headgeom.objectives import AnalysisLoss, barlow_twins, info_nce, mse_to_target, negative_cosine, nt_xent, vicreg
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
 
@@ -335,7 +335,7 @@ def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, read
     z = torch.randn(N, d, dtype=DT, generator=torch.Generator().manual_seed(9))
     other = torch.randn(N, k, dtype=DT, generator=torch.Generator().manual_seed(10))
     loss = analysis_loss(name, other, **kwargs)
-    assert hasattr(loss, "diagonal_blocks")
+    assert loss.diagonal_blocks is not None
     eh, _, _ = check_against_reference(head, loss, z, reading)
     assert eh.last_block_path == "rows+declared-coupled-blocks"
 
@@ -351,10 +351,9 @@ def test_a_wrong_coupled_declaration_is_refused():
     from headgeom.objectives import nt_xent_diagonal_blocks
     other = torch.randn(N, K, dtype=DT, generator=torch.Generator().manual_seed(1))
     lambda_blocks = lambda u: nt_xent_diagonal_blocks(u, other)  # noqa: E731  (make_loss's target)
-    wrapped = lambda u: loss(u)  # noqa: E731
-    wrapped.diagonal_blocks = declared
+    wrapped = AnalysisLoss(lambda u: loss(u), diagonal_blocks=declared)
     with pytest.raises(ValueError, match="declared diagonal_blocks disagree"):
         effective_hessian(head, wrapped, z).gauss_newton_blocks()
-    wrapped.diagonal_blocks = lambda_blocks  # the right declaration passes the check
+    wrapped = AnalysisLoss(wrapped.fn, diagonal_blocks=lambda_blocks)  # the right declaration passes the check
     g = effective_hessian(head, wrapped, z).gauss_newton_blocks()
     assert_close(g, effective_hessian(head, loss, z).gauss_newton_blocks(), what="declared vs HVP blocks")

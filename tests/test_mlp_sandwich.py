@@ -14,7 +14,7 @@ from headgeom.geometry import effective_hessian
 from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
 from headgeom.geometry import mlp_sandwich
 from headgeom.geometry.mlp_sandwich import PACKED_MIN_SAMPLES, block_costs, packed_outer_sum, shared_outer_sum
-from headgeom.objectives import analysis_loss, negative_cosine
+from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
 
@@ -124,10 +124,8 @@ def test_tangential_structure_is_projected_hessian():
 def test_wrong_declaration_is_refused():
     c = torch.randn(N, 5, dtype=DT)
 
-    def loss(u):
-        return negative_cosine(u, c)
-
-    loss.hessian_structure = lambda u: (torch.ones(u.shape[0], dtype=DT), None, None)  # not its Hessian
+    loss = AnalysisLoss(lambda u: negative_cosine(u, c),
+                        hessian_structure=lambda u: (torch.ones(u.shape[0], dtype=DT), None, None))  # wrong
     with pytest.raises(ValueError, match="declared hessian_structure disagrees"):
         curvature_for(loss, torch.randn(N, 5, dtype=DT), "ambient")
     assert curvature_for(lambda u: negative_cosine(u, c), torch.randn(N, 5, dtype=DT), "ambient") is None

@@ -20,6 +20,8 @@ import torch
 from torch import Tensor, nn
 from torch.func import grad_and_value, hessian, jacfwd, jacrev, jvp, vjp, vmap
 
+from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
+
 from .block_strategies import BlockStrategies
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .mlp_sandwich import vector_pass
@@ -52,7 +54,7 @@ class EffectiveHessian(BlockStrategies):
     """Exact H_eff, G and M of ``loss ∘ head`` at ``z``; build it with :func:`effective_hessian`."""
 
     head: PreparedHead
-    loss: Loss
+    loss: AnalysisLoss  # a plain callable is wrapped by effective_hessian (nothing declared)
     z: Tensor  # (N, d) in the analysis dtype
     reading: str
     max_dense: int
@@ -167,7 +169,7 @@ class EffectiveHessian(BlockStrategies):
         """Whether ∇²_u L is block-diagonal over samples (each row's tangent stays on its row)."""
         if self.n < 2 or self.reading == "mse":  # the MSE premise is I / N by definition
             return True
-        if getattr(self.loss, "hessian_structure", None) is not None:
+        if self.loss.hessian_structure is not None:
             # a declared block-diagonal form is checked against the exact HVP of a random tangent
             # on every row (curvature_for raises on a mismatch): that check is the probe too
             self._declared_curvature()
@@ -280,7 +282,7 @@ class EffectiveHessian(BlockStrategies):
 
 def effective_hessian(
     head: nn.Module | HeadFn,
-    loss: Loss,
+    loss: AnalysisLoss | Loss,
     z: Tensor,
     *,
     reading: str = "ambient",
@@ -295,7 +297,8 @@ def effective_hessian(
         head: any nn.Module or callable mapping (N, d) to (N, k). Modules are analysed on a
             copy in ``dtype``; their train/eval mode is respected and never changed.
         loss: callable mapping the head output (N, k) to a scalar; what it closes over is a
-            constant.
+            constant. An :class:`headgeom.objectives.AnalysisLoss` may declare closed forms of
+            its Hessian (checked against exact HVPs before use); a plain callable declares none.
         z: (N, d) representation batch.
         reading: loss-Hessian reading for G: "ambient", "tangential" or "mse" (see
             :mod:`headgeom.geometry.readings`).
@@ -311,6 +314,7 @@ def effective_hessian(
             cheaper by a FLOP count). Every strategy is exact; the one used is in ``info()``.
     """
     check_reading(reading)
+    loss = as_analysis_loss(loss)  # a plain callable declares nothing
     if not isinstance(z, Tensor) or z.ndim != 2:
         raise ValueError(f"z must be a tensor of shape (N, d); got {getattr(z, 'shape', type(z))}")
     if z.shape[0] < 1 or z.shape[1] < 1:

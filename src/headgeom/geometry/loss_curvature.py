@@ -10,16 +10,18 @@ For the separable losses of the theory (docs/paper.md §1) each block of ∇²_u
   so α_i = s/(N n²), U_i = [û, ĉ], B_i = 1/(N n²) [[−3s, 1], [1, 0]].
 - tangential reading P A P with P = I − ûûᵀ:  α_i I − α_i ûûᵀ + (P U_i) B_i (P U_i)ᵀ.
 
-A loss callable declares its form by carrying ``hessian_structure(u) -> (alpha, U, B)``
-(``headgeom.objectives.analysis_loss`` attaches it to the MSE and cosine losses). The engine
+A loss declares its form as an :class:`headgeom.objectives.AnalysisLoss` whose
+``hessian_structure(u)`` returns (alpha, U, B) (``headgeom.objectives.analysis_loss`` gives it
+to the MSE and cosine losses). The engine
 then needs no loss-Hessian products at all: W_Lᵀ [∇²L]_ii W_L = α_i W_LᵀW_L + (W_LᵀU_i) B_i (…)ᵀ.
 A declaration is never trusted blindly: :func:`curvature_for` checks it against the exact
 forward-over-reverse HVP on a random probe and refuses a disagreement.
 
 A batch-coupled loss (NT-Xent: every row is a negative of every other) has no block-diagonal
 Hessian, but the pullback metric's per-sample blocks need only its diagonal blocks. Such a loss
-declares them as ``diagonal_blocks(u) -> (N, k, k)``; :func:`coupled_blocks_for` checks them
-against HVPs on tangents supported on single rows and applies the reading.
+declares them as the AnalysisLoss's ``diagonal_blocks(u) -> (N, k, k)``;
+:func:`coupled_blocks_for` checks them against HVPs on tangents supported on single rows and
+applies the reading.
 """
 from __future__ import annotations
 
@@ -27,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .readings import Loss, loss_hvp
 
@@ -93,18 +97,19 @@ def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:
     return LowRankCurvature(curv.alpha, torch.cat(cols, dim=-1), b)
 
 
-def curvature_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) -> LowRankCurvature | None:
+def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: bool = True) -> LowRankCurvature | None:
     """The loss-Hessian blocks at u under ``reading`` in low-rank form, or None if unknown.
 
     ``mse`` is I/N by definition; ``ambient``/``tangential`` use the loss's declared
-    ``hessian_structure``. With ``check`` the declared form is compared with the exact HVP of
-    the loss on a fixed random probe; a mismatch raises (a wrong declaration must never turn
-    into a wrong Hessian).
+    ``hessian_structure`` (a plain callable declares none). With ``check`` the declared form is
+    compared with the exact HVP of the loss on a fixed random probe; a mismatch raises (a wrong
+    declaration must never turn into a wrong Hessian).
     """
     n = u.shape[0]
     if reading == "mse":
         return LowRankCurvature(torch.full((n,), 1.0 / n, dtype=u.dtype, device=u.device))
-    declare = getattr(loss, "hessian_structure", None)
+    loss = as_analysis_loss(loss)
+    declare = loss.hessian_structure
     if declare is None:
         return None
     alpha, U, B = declare(u)
@@ -126,12 +131,13 @@ def curvature_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) ->
     return curv
 
 
-def coupled_blocks_for(loss: Loss, u: Tensor, reading: str, *, check: bool = True) -> Tensor | None:
+def coupled_blocks_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: bool = True) -> Tensor | None:
     """The diagonal blocks [∇²_u L]_ii (N, k, k) of a batch-coupled loss under ``reading``, from
     its declared ``diagonal_blocks(u)``, or None if it declares none (or for ``mse``, whose
     I/N needs no declaration). With ``check`` the blocks of three rows are compared with exact
     HVPs on a random tangent supported on that row alone; a mismatch raises."""
-    declare = getattr(loss, "diagonal_blocks", None)
+    loss = as_analysis_loss(loss)
+    declare = loss.diagonal_blocks
     if declare is None or reading == "mse":
         return None
     n, k = u.shape

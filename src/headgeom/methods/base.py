@@ -20,9 +20,7 @@ from torch import Tensor, nn
 from headgeom.augment.recipes import Recipe, get_recipe
 from headgeom.heads import HeadSpec
 from headgeom.methods.spec import MethodSpec
-
-Loss = Callable[[Tensor], Tensor]
-
+from headgeom.objectives.declared import AnalysisLoss
 
 @contextlib.contextmanager
 def preserve_buffers(*modules: nn.Module | None) -> Iterator[None]:
@@ -74,19 +72,18 @@ def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
 
 def against_other_view(objective: Callable[..., Tensor], other: Tensor,
                        diagonal_blocks: Callable[..., Tensor] | None = None,
-                       **options: Any) -> Callable[[Tensor], Tensor]:
+                       **options: Any) -> AnalysisLoss:
     """u ↦ objective(u, other, **options), the other view's head output frozen (:func:`frozen`).
     With ``diagonal_blocks`` (e.g. nt_xent_diagonal_blocks, same arguments) the loss declares
-    its closed-form ∂²L/∂u_i² as ``loss.diagonal_blocks``, which the engine checks and then
-    uses instead of loss HVPs (headgeom.geometry.loss_curvature.coupled_blocks_for)."""
+    its closed-form ∂²L/∂u_i², which the engine checks and then uses instead of loss HVPs
+    (headgeom.geometry.loss_curvature.coupled_blocks_for)."""
     c2 = frozen(other)
 
     def loss(u: Tensor) -> Tensor:
         return objective(u, c2(u), **options)
 
-    if diagonal_blocks is not None:
-        loss.diagonal_blocks = lambda u: diagonal_blocks(u, c2(u), **options)  # type: ignore[attr-defined]
-    return loss
+    declared = None if diagonal_blocks is None else (lambda u: diagonal_blocks(u, c2(u), **options))
+    return AnalysisLoss(loss, diagonal_blocks=declared)
 
 
 def cached_targets(method: "SSLMethod", cache: tuple | None, z1: Tensor) -> tuple:
@@ -190,7 +187,7 @@ class SSLMethod(nn.Module):
         return get_recipe(self.options.get("recipe") or self.RECIPE, size, **kwargs)
 
     # ---- geometry -------------------------------------------------------------------------
-    def geometry_problem(self, z_views: Sequence[Tensor]) -> tuple[nn.Module | Callable, Loss]:
+    def geometry_problem(self, z_views: Sequence[Tensor]) -> tuple[nn.Module | Callable, AnalysisLoss]:
         """(head, loss) such that loss(head(z_views[0])) is the training loss as a function of
         view 1's representation with everything else constant (docs/paper.md §3, Hessian tracking)."""
         raise NotImplementedError

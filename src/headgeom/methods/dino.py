@@ -29,7 +29,7 @@ from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
-from headgeom.objectives import dino, dino_pair, teacher_entropies
+from headgeom.objectives import AnalysisLoss, dino, dino_pair, teacher_entropies
 
 
 class DINO(SSLMethod):
@@ -179,4 +179,4 @@ class DINO(SSLMethod):
             terms = [dino_pair(u, t(u), center(u), st, tt) for t in others]
             return torch.stack(terms).sum() / n_terms
 
-        return self.projector, loss
+        return self.projector, AnalysisLoss(loss)  # separable over samples; nothing declared

@@ -12,22 +12,21 @@ from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precis
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.objectives import negative_cosine, simsiam_loss
 from headgeom.objectives.cosine import negative_cosine_hessian_structure
+from headgeom.objectives.declared import AnalysisLoss
 
 
-def scaled_cosine_loss(scale: float, shift: float, target: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+def scaled_cosine_loss(scale: float, shift: float, target: Callable[[Tensor], Tensor]) -> AnalysisLoss:
     """p ↦ shift + scale · negative_cosine(p, target(p)), declaring its loss-Hessian blocks
     (scale × those of the negative cosine) so the engine needs no loss HVPs; the engine checks
     the declaration against autograd (headgeom.geometry.loss_curvature)."""
 
     def loss(p: Tensor) -> Tensor:
-        return shift + scale * negative_cosine(p, target(p))
+        return negative_cosine(p, target(p))
 
     def structure(p: Tensor):
-        alpha, U, B = negative_cosine_hessian_structure(p, target(p))
-        return scale * alpha, U, scale * B
+        return negative_cosine_hessian_structure(p, target(p))
 
-    loss.hessian_structure = structure  # type: ignore[attr-defined]
-    return loss
+    return AnalysisLoss(loss, hessian_structure=structure).scaled(scale, shift)
 
 
 class SimSiam(SSLMethod):

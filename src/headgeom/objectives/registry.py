@@ -30,6 +30,7 @@ from torch import Tensor
 from headgeom.objectives.barlow_twins import barlow_twins, barlow_twins_diagonal_blocks
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
+from headgeom.objectives.declared import AnalysisLoss
 from headgeom.objectives.dino import dino, dino_pair
 from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
 from headgeom.objectives.vicreg import vicreg, vicreg_diagonal_blocks
@@ -109,8 +110,11 @@ def _keyword_parameters(fn: Callable[..., Tensor], n_positional: int) -> list[st
     return list(inspect.signature(fn).parameters)[n_positional:]
 
 
-def analysis_loss(name: str, other: Tensor, **kwargs: object) -> Callable[[Tensor], Tensor]:
+def analysis_loss(name: str, other: Tensor, **kwargs: object) -> AnalysisLoss:
     """The one-view loss u ↦ L(u) (N, K) -> scalar for Hessian analysis; see the module docstring.
+
+    Returns an :class:`AnalysisLoss` carrying the objective's closed-form loss-Hessian blocks
+    where it has them (``HESSIAN_STRUCTURES``, ``DIAGONAL_BLOCKS``); the engine checks them.
 
     ``kwargs`` are the objective's hyper-parameters (e.g. ``temperature=0.1``; for dino
     ``center``, ``student_temp``, ``teacher_temp``).
@@ -133,9 +137,9 @@ def analysis_loss(name: str, other: Tensor, **kwargs: object) -> Callable[[Tenso
 
     loss.__doc__ = f"{name} as a function of one view u (N, K), the other fixed: {spec.description}"
     structure = HESSIAN_STRUCTURES.get(name)
-    if structure is not None:  # lets the engine skip loss-Hessian products (checked there)
-        loss.hessian_structure = lambda u: structure(u, fixed)  # type: ignore[attr-defined]
     blocks = DIAGONAL_BLOCKS.get(name)
-    if blocks is not None:  # a coupled loss's diagonal blocks, checked by the engine too
-        loss.diagonal_blocks = lambda u: blocks(u, fixed.to(u.dtype), **kwargs)  # type: ignore[attr-defined]
-    return loss
+    return AnalysisLoss(
+        loss,
+        hessian_structure=None if structure is None else (lambda u: structure(u, fixed)),
+        diagonal_blocks=None if blocks is None else (lambda u: blocks(u, fixed.to(u.dtype), **kwargs)),
+    )

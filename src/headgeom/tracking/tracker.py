@@ -43,6 +43,7 @@ from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.io import atomic_write_json
+from headgeom.objectives.declared import as_analysis_loss
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
 REDUCTIONS = {
@@ -293,8 +294,7 @@ class GeometryTracker:
             # the other rows' head outputs held constant in the loss (exact for those b blocks).
             with torch.no_grad():
                 u = fn(z)
-            rest = u[b:]
-            sub = self._engine(fn, _first_rows_loss(loss, rest, b), z[:b])
+            sub = self._engine(fn, as_analysis_loss(loss).first_rows(b, u), z[:b])
             _, g, m = sub.decomposed_blocks()
             if self.reading == "mse":  # the MSE premise is I / (analysed batch size): make it I / n
                 g = g * (b / n)
@@ -421,28 +421,3 @@ class GeometryTracker:
     def write_metadata(self, path: str | os.PathLike) -> Path:
         """Write :meth:`metadata` as JSON atomically (e.g. RUN_DIR/tracking.json beside metrics.jsonl)."""
         return atomic_write_json(path, self.metadata())
-
-
-def _first_rows_loss(loss, rest: torch.Tensor, b: int):
-    """u_sub ↦ loss([u_sub; rest]): the loss as a function of its first b rows, the others held.
-
-    A declared ``hessian_structure`` or ``diagonal_blocks`` (headgeom.geometry.loss_curvature)
-    carries over to those rows, so the engine keeps its HVP-free path; it checks them against
-    autograd.
-    """
-
-    def sub_loss(u_sub: torch.Tensor) -> torch.Tensor:
-        return loss(torch.cat([u_sub, rest], dim=0))
-
-    declare = getattr(loss, "hessian_structure", None)
-    if declare is not None:
-        def structure(u_sub: torch.Tensor):
-            alpha, U, B = declare(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))
-            return alpha[:b], None if U is None else U[:b], None if B is None else B[:b]
-
-        sub_loss.hessian_structure = structure  # type: ignore[attr-defined]
-    blocks = getattr(loss, "diagonal_blocks", None)  # a coupled loss's ∂²L/∂u_i², likewise
-    if blocks is not None:
-        sub_loss.diagonal_blocks = (  # type: ignore[attr-defined]
-            lambda u_sub: blocks(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))[:b])
-    return sub_loss
