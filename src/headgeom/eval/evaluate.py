@@ -42,6 +42,7 @@ from headgeom.eval.knn import knn_accuracy
 from headgeom.eval.linear_probe import LinearProbeConfig, linear_probe_accuracy
 from headgeom.eval.rankme import representation_stats
 from headgeom.eval.rotation import rotation_features
+from headgeom.runs.provenance import environment
 
 __all__ = ["EvalConfig", "evaluate_model", "evaluate_run", "subsample"]
 
@@ -298,8 +299,6 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
 
     def backbone_of(m: nn.Module) -> Callable[[Tensor], Tensor]:
         return m.backbone if size == train.image_size[0] else _Resized(m.backbone, size)
-
-    from headgeom.experiments.runner import environment
 
     say(f"evaluating {run} ({tc.method}, {tc.backbone}, step {info['step']}) on {tc.data}")
     trained = evaluate_model(backbone_of(method), heads_of(method), train, test, mean=mean,
