@@ -42,6 +42,7 @@ class LoadedModel:
     backbone_kwargs: dict[str, Any] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)
     sha256_check: ShaCheck | None = None
+    trained: Any = None  # headgeom runs: the headgeom.runs.trained.TrainedRun (settings, normalisation)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description (no tensors): release, sha256 and its check, models, key reports, notes."""
@@ -148,7 +149,7 @@ def load_checkpoint(path: str | os.PathLike[str], which: str | None = None, num_
     path = resolve_checkpoint_path(path)
     loaded = safe_load(path)
     if is_headgeom_run(loaded.obj):
-        fields = load_headgeom_run(loaded.obj, which)
+        fields = load_headgeom_run(loaded.obj, which, path)
         check = check_sha256(path.name, loaded.sha256, fields["release"])
         model = LoadedModel(sha256=loaded.sha256, sha256_check=check, **fields)
         if strict and (model.missing or model.unexpected):

@@ -2,8 +2,8 @@
 
 A run directory holds ``checkpoints/last.pt`` written by ``headgeom.train.save_checkpoint``:
 ``{"format": "headgeom.train.checkpoint", "version": 1, "method": method.state_dict(),
-"config": TrainConfig.to_dict(), ...}``. The method is rebuilt from its own config with
-``headgeom.train.build_method_from_config`` and filled with ``method``; its ``backbone`` and
+"config": TrainConfig.to_dict(), ...}``. The method is rebuilt from its own config and filled by
+:func:`headgeom.runs.trained.build_trained` (the one loader of trained runs); its ``backbone`` and
 ``projector`` (and ``predictor``) are the loaded models. For DINO ``which="teacher"`` (the
 default, as for the official files) takes the EMA teacher's copies.
 """
@@ -19,7 +19,6 @@ from headgeom.checkpoints.safe_load import missing_checkpoint
 __all__ = ["HEADGEOM_FORMAT", "is_headgeom_run", "resolve_checkpoint_path", "load_headgeom_run"]
 
 HEADGEOM_FORMAT = "headgeom.train.checkpoint"
-_VERSIONS = (1,)
 
 
 def is_headgeom_run(obj: Any) -> bool:
@@ -38,36 +37,29 @@ def resolve_checkpoint_path(path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def load_headgeom_run(obj: Mapping[str, Any], which: str | None) -> dict[str, Any]:
-    """Rebuild the run's method from its config and fill it; returns the LoadedModel fields.
+def load_headgeom_run(obj: Mapping[str, Any], which: str | None, path: Path | None = None) -> dict[str, Any]:
+    """Rebuild the run's method from its config and fill it (headgeom.runs.trained.build_trained, not
+    strict: the key reports say what did not fit); returns the LoadedModel fields.
 
     Keys: backbone, head, predictor, head_spec, backbone_name, backbone_kwargs, missing,
-    unexpected, notes, release ("headgeom_<method>").
+    unexpected, notes, release ("headgeom_<method>"), trained (the TrainedRun).
     """
-    from headgeom.train import TrainConfig, build_method_from_config  # heavy: only for own runs
+    # runs.trained reads checkpoints through checkpoints.safe_load: imported here, a top-level
+    # import would be circular (checkpoints/__init__ -> loaders -> own_runs -> runs.trained)
+    from headgeom.runs.trained import TrainedRunError, build_trained
 
-    if obj.get("version") not in _VERSIONS:
-        raise CheckpointArchitectureError(
-            f"headgeom training checkpoint version {obj.get('version')!r}; this headgeom reads {list(_VERSIONS)}."
-        )
-    if not isinstance(obj.get("config"), Mapping) or not isinstance(obj.get("method"), Mapping):
-        raise CheckpointArchitectureError(
-            "headgeom training checkpoint without 'config' or 'method'; it is incomplete.")
-    config = TrainConfig.from_dict(dict(obj["config"]))
-    method = build_method_from_config(config)
-    try:
-        result = method.load_state_dict(obj["method"], strict=False)
-    except RuntimeError as err:
-        raise CheckpointArchitectureError(
-            f"the checkpoint's tensors do not fit the {config.method!r} model its own config builds: {err}"
-        ) from err
-    notes = [f"headgeom run: method {config.method!r}, backbone {config.backbone!r} {config.backbone_options}, "
-             f"step {obj.get('step')}, epoch {obj.get('epoch')}."]
-    teacher = getattr(method, "teacher", None)
     if which not in (None, "teacher", "student"):
         raise ValueError(f"which must be None, 'teacher' or 'student', got {which!r}.")
+    try:
+        run = build_trained(obj, path or Path("checkpoint"), strict=False)
+    except TrainedRunError as err:
+        raise CheckpointArchitectureError(str(err)) from err
+    s, method = run.settings, run.method
+    notes = [f"headgeom run: method {s.method!r}, backbone {s.backbone!r} {s.backbone_options}, "
+             f"step {obj.get('step')}, epoch {obj.get('epoch')}."]
+    teacher = getattr(method, "teacher", None)
     if which == "teacher" and teacher is None:
-        raise ValueError(f"which='teacher' applies to DINO runs; this run's method is {config.method!r}.")
+        raise ValueError(f"which='teacher' applies to DINO runs; this run's method is {s.method!r}.")
     if teacher is not None and which != "student":
         backbone, head = teacher.module[0], teacher.module[1]
         notes.append("loaded the EMA teacher (pass which='student' for the online network).")
@@ -79,9 +71,7 @@ def load_headgeom_run(obj: Mapping[str, Any], which: str | None) -> dict[str, An
             m.eval()
     return {
         "backbone": backbone, "head": head, "predictor": predictor,
-        "head_spec": getattr(head, "spec", None), "backbone_name": config.backbone,
-        "backbone_kwargs": dict(config.backbone_options),
-        "missing": [f"method.{k}" for k in result.missing_keys],
-        "unexpected": [f"method.{k}" for k in result.unexpected_keys],
-        "notes": notes, "release": f"headgeom_{config.method}",
+        "head_spec": getattr(head, "spec", None), "backbone_name": s.backbone,
+        "backbone_kwargs": dict(s.backbone_options), "missing": run.missing, "unexpected": run.unexpected,
+        "notes": notes, "release": f"headgeom_{s.method}", "trained": run,
     }

@@ -24,7 +24,6 @@ same architecture (the baseline that shows what training added).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +43,8 @@ from headgeom.eval.linear_probe import LinearProbeConfig, linear_probe_accuracy
 from headgeom.eval.mlp_probe import MLPProbeConfig, mlp_probe_accuracy
 from headgeom.eval.rankme import representation_stats
 from headgeom.eval.rotation import rotation_features
+from headgeom.runs.provenance import environment
+from headgeom.runs.trained import load_trained
 
 __all__ = ["EvalConfig", "evaluate_model", "evaluate_run", "subsample"]
 
@@ -258,49 +259,30 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
                  checkpoint: str | Path | None = None, predictor: bool = False,
                  random_baseline: bool = False,
                  log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Rebuild the run in ``run_dir`` from config.json and its checkpoint and evaluate it.
+    """Rebuild the run in ``run_dir`` from config.json and its checkpoint
+    (:func:`headgeom.runs.trained.load_trained`) and evaluate it.
 
     Points: z, every projector layer (``head.i``) and with ``predictor=True`` every predictor
-    layer (``pred.i``). Normalisation: the method recipe's mean/std, else the dataset's when
-    the run normalised (TrainConfig.normalize), as in training. With ``random_baseline`` the
+    layer (``pred.i``). Normalisation: the run's own (:meth:`headgeom.runs.trained.TrainedRun.normalisation`:
+    the dataset's mean/std when the run normalised), as in training. With ``random_baseline`` the
     same architecture at a fresh initialisation (seed + 10000; as training starts, so with
     the run's pseudo-collapse if any) is evaluated the same way, under ``"random_init"``.
     """
-    from headgeom.data import dataset_stats, load_dataset
-    from headgeom.train import TrainConfig, build_method_from_config, load_checkpoint, resolve_device
+    from headgeom.data import load_dataset
+    from headgeom.train import resolve_device
 
     run = Path(run_dir)
-    cfg_path = run / "config.json"
-    if not cfg_path.is_file():
-        raise FileNotFoundError(f"{cfg_path} not found: RUN must be a run directory written by "
-                                f"`headgeom train --out RUN`")
-    record = json.loads(cfg_path.read_text())
-    tc = TrainConfig.from_dict(record["config"] if "config" in record else record)
-    ckpt_path = Path(checkpoint) if checkpoint is not None else run / "checkpoints" / "last.pt"
     dev = resolve_device(device)
     say = log or (lambda msg: None)
-
-    def build(load: bool, seed: int) -> tuple[nn.Module, dict]:
-        torch.manual_seed(seed)
-        method = build_method_from_config(tc)
-        info: dict[str, Any] = {}
-        if load:
-            ck = load_checkpoint(ckpt_path, map_location="cpu")
-            method.load_state_dict(ck["method"])
-            info = {"checkpoint": str(ckpt_path), "step": int(ck["step"]),
-                    "epoch": int(ck["epoch"])}
-        return method.to(dev).eval(), info
-
-    method, info = build(True, tc.seed)  # checkpoint errors before the data are loaded
+    loaded = load_trained(run, checkpoint, reseed=True)  # checkpoint errors before the data are loaded
+    tc = loaded.settings
+    method = loaded.method.to(dev)
+    info: dict[str, Any] = {"checkpoint": str(loaded.checkpoint), "step": loaded.step, "epoch": int(loaded.epoch)}
     root = data_dir if data_dir is not None else tc.data_dir
     train = load_dataset(tc.data, "train", root, **tc.data_options)
     test = load_dataset(tc.data, "test", root, **tc.data_options)
     size = tc.image_size or train.image_size[0]
-    recipe = method.recipe(size)
-    mean, std = getattr(recipe, "mean", None), getattr(recipe, "std", None)
-    if mean is None and tc.normalize:
-        stats = dataset_stats(tc.data, train)
-        mean, std = tuple(stats.mean), tuple(stats.std)
+    mean, std = loaded.normalisation(data_dir)
 
     def heads_of(m: nn.Module) -> dict[str, nn.Module]:
         chain = {"head": m.projector}
@@ -311,8 +293,6 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     def backbone_of(m: nn.Module) -> Callable[[Tensor], Tensor]:
         return m.backbone if size == train.image_size[0] else _Resized(m.backbone, size)
 
-    from headgeom.experiments.runner import environment
-
     say(f"evaluating {run} ({tc.method}, {tc.backbone}, step {info['step']}) on {tc.data}")
     trained = evaluate_model(backbone_of(method), heads_of(method), train, test, mean=mean,
                              std=std, config=config, device=dev, log=log)
@@ -320,7 +300,7 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
            **info, "device": str(dev), "environment": environment(), "trained": trained}
     if random_baseline:
         del method
-        base, _ = build(False, tc.seed + 10_000)
+        base = loaded.fresh_method(tc.seed + 10_000).to(dev)
         say("random-init baseline (same architecture, seed + 10000)")
         out["random_init"] = evaluate_model(backbone_of(base), heads_of(base), train, test,
                                             mean=mean, std=std, config=config, device=dev, log=log)

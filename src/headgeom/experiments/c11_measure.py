@@ -20,6 +20,10 @@ from typing import Any, Sequence
 
 import torch
 
+from headgeom.data import load_dataset
+from headgeom.runs.trained import load_trained
+from headgeom.train import resolve_device
+
 # the ratios of headgeom.orbits read at h(z) (definitions in headgeom.orbits.DEFINITIONS)
 RATIOS = ("compression", "global_ratio", "selectivity", "compression_centred", "trace_ratio", "per_dim_ratio",
           "trace_ratio_raw", "d_intra_ratio", "class_orbit_change")
@@ -57,27 +61,16 @@ def orbit_images(data: Any, classes: int, per_class: int, seed: int) -> tuple[to
 
 def load_run(run_dir: Path, device: str = "cpu") -> dict[str, Any]:
     """The trained model of a ``headgeom train`` run and what orbits need: {"method" (eval mode, on
-    ``device``; "auto" = CUDA when available),
-    "config" (TrainConfig), "mean", "std" (the normalisation used in training, or None), "test"}."""
-    import json
-
-    from headgeom.data import dataset_stats, load_dataset
-    from headgeom.train import TrainConfig, build_method_from_config, load_checkpoint, resolve_device
-
-    record = json.loads((Path(run_dir) / "config.json").read_text(encoding="utf-8"))
-    tc = TrainConfig.from_dict(record["config"] if "config" in record else record)
-    method = build_method_from_config(tc)
-    method.load_state_dict(load_checkpoint(Path(run_dir) / "checkpoints" / "last.pt", map_location="cpu")["method"])
+    ``device``; "auto" = CUDA when available), "config" (the run's headgeom.runs.RunSettings),
+    "mean", "std" (the normalisation used in training, or None), "test"}."""
+    run = load_trained(run_dir)
+    tc = run.settings
     test = load_dataset(tc.data, "test", tc.data_dir, **tc.data_options)
     if tc.image_size not in (None, test.image_size[0]):
         raise ValueError(f"C11 orbits read images at their stored size {test.image_size}; this run trained at "
                          f"image_size={tc.image_size}. Leave image_size unset for C11.")
-    recipe = method.recipe(test.image_size[0])
-    mean, std = getattr(recipe, "mean", None), getattr(recipe, "std", None)
-    if mean is None and tc.normalize:
-        stats = dataset_stats(tc.data, load_dataset(tc.data, "train", tc.data_dir, **tc.data_options))
-        mean, std = tuple(stats.mean), tuple(stats.std)
-    return {"method": method.to(resolve_device(device)).eval(), "config": tc, "mean": mean, "std": std, "test": test}
+    mean, std = run.normalisation()
+    return {"method": run.method.to(resolve_device(device)), "config": tc, "mean": mean, "std": std, "test": test}
 
 
 def head_output_point(n_layers: int, variant: str) -> str:

@@ -206,23 +206,19 @@ def _analyze(config: C9Config, tc, seed: int):
     def after(run_dir) -> dict[str, Any]:
         import torch
 
-        from headgeom.data import dataset_stats, load_dataset
+        from headgeom.data import load_dataset
         from headgeom.io import atomic_write_json
         from headgeom.orbits import analyze_orbit_features, extract_orbits
         from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
         from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
-        from headgeom.train import build_method_from_config, load_checkpoint, resolve_device
+        from headgeom.runs.trained import load_trained
+        from headgeom.train import resolve_device
 
         dev = resolve_device(tc.device)
-        method = build_method_from_config(tc)
-        method.load_state_dict(load_checkpoint(run_dir / "checkpoints" / "last.pt", map_location="cpu")["method"])
-        method = method.to(dev).eval()
+        run = load_trained(run_dir)
+        method = run.method.to(dev)
         test = load_dataset(tc.data, "test", tc.data_dir, **tc.data_options)
-        recipe = method.recipe(test.image_size[0])
-        mean, std = getattr(recipe, "mean", None), getattr(recipe, "std", None)
-        if mean is None and tc.normalize:  # as headgeom.train normalised the views
-            stats = dataset_stats(tc.data, load_dataset(tc.data, "train", tc.data_dir, **tc.data_options))
-            mean, std = tuple(stats.mean), tuple(stats.std)
+        mean, std = run.normalisation()  # as headgeom.train normalised the views
         images, labels = orbit_images(test, config.orbit_classes, config.orbit_per_class)
         chain = [("head", method.projector)]
         counts = bootstrap_counts(bootstrap_indices(len(labels), config.n_boot, seed, strata=labels), len(labels))

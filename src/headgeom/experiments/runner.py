@@ -22,15 +22,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import datetime as _dt
 import hashlib
 import importlib
 import json
 import math
 import os
-import platform
 import re
-import subprocess
 import sys
 import time
 import traceback
@@ -45,6 +42,7 @@ from headgeom.launch.status import cell_states, format_status
 from headgeom.report.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
+from headgeom.runs.provenance import environment, utc_now
 from headgeom.train.ddp import job_layout
 
 _LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -132,42 +130,6 @@ def log_metrics(record: dict[str, Any]) -> bool:
 def _append_jsonl(path: Path, obj: Any) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(obj, allow_nan=False) + "\n")
-
-
-# ----------------------------------------------------------------------------- environment
-def _git(*args: str) -> str | None:
-    try:
-        out = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parent, capture_output=True,
-                             text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() if out.returncode == 0 else None
-
-
-def environment() -> dict[str, Any]:
-    """Git revision of the headgeom source ("unknown" outside a checkout), a dirty flag
-    (tracked files changed; None when unknown), and library versions."""
-    import numpy
-    import scipy
-    import torch
-
-    import headgeom
-
-    rev = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if rev else None
-    return {
-        "git_revision": rev or "unknown",
-        "git_dirty": (bool(status) if status is not None else None),
-        "versions": {"headgeom": headgeom.__version__, "torch": torch.__version__, "numpy": numpy.__version__,
-                     "scipy": scipy.__version__, "python": platform.python_version()},
-        "platform": platform.platform(),
-        "torch_threads": torch.get_num_threads(),
-        "cuda": torch.cuda.is_available(),
-    }
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # ----------------------------------------------------------------------------- selection
@@ -275,7 +237,7 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
     atomic_write_json(run_dir / "config.json", {
         "experiment": exp.id, "preset": preset, "cell": jsonable(cell), "config": config_dict(config),
         "git_revision": env["git_revision"], "git_dirty": env["git_dirty"], "versions": env["versions"],
-        "platform": env["platform"], "started": _now(),
+        "platform": env["platform"], "started": utc_now(),
     })
     metrics_path = run_dir / "metrics.jsonl"
     metrics_path.touch()
@@ -293,14 +255,14 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
         elapsed = time.perf_counter() - t0
         atomic_write_json(run_dir / "error.json", {
             "experiment": exp.id, "cell": jsonable(cell), "error": f"{type(err).__name__}: {err}",
-            "traceback": traceback.format_exc(), "elapsed_s": elapsed, "finished": _now(),
+            "traceback": traceback.format_exc(), "elapsed_s": elapsed, "finished": utc_now(),
         })
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": elapsed}
     finally:
         _LOG_FILE.reset(token)
         _TRAIN_LOGGER.reset(logger_token)
     atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
-                             "elapsed_s": elapsed, "finished": _now()})
+                             "elapsed_s": elapsed, "finished": utc_now()})
     return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
 
 
@@ -534,7 +496,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         "preset": preset, "seeds": seeds,
         "command": _command(ids, preset, out, seeds, theory_only, train_logger),
         "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
-        "load_errors": load_errors, "finished": _now(),
+        "load_errors": load_errors, "finished": utc_now(),
     }
     atomic_write_json(out / "results.json", results_json)
     write_report(out / "report.md", results_json)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from headgeom.commands.analyze import add_parser, default_out  # the parser lives with the torch-free parsers
+from headgeom.runs.provenance import environment
 
 __all__ = ["add_parser", "default_out", "run"]
 
@@ -51,7 +52,6 @@ def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[
 
 def run_npz(args: argparse.Namespace) -> int:
     """``headgeom analyze FILE.npz``: orbit embeddings computed elsewhere (headgeom.orbits.external)."""
-    from headgeom.experiments.runner import environment
     from headgeom.orbits.external import analyze_npz
     from headgeom.orbits.report import format_summary
 
@@ -89,7 +89,6 @@ def run(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
 
     from headgeom.data import load_dataset
-    from headgeom.experiments.runner import environment
     from headgeom.orbits.model_input import resolve_model
     from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
     from headgeom.orbits.report import format_summary

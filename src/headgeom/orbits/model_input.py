@@ -123,15 +123,6 @@ def _data_stats(name: str, options: dict[str, Any], data_dir: str | None) -> tup
     return tuple(float(v) for v in s.mean), tuple(float(v) for v in s.std)
 
 
-def _run_config(path: str | os.PathLike[str]) -> Any:
-    """The TrainConfig stored in a headgeom run's checkpoint (read without running pickled code)."""
-    from headgeom.checkpoints import safe_load
-    from headgeom.checkpoints.own_runs import resolve_checkpoint_path
-    from headgeom.train import TrainConfig
-
-    return TrainConfig.from_dict(dict(safe_load(resolve_checkpoint_path(path)).obj["config"]))
-
-
 def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
                   num_heads: int | None = None, predictor: bool = False,
                   normalization: str = "auto", input_size: int | None = None,
@@ -169,13 +160,13 @@ def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
     # where mean/std come from: ("imagenet",), (dataset, options, dir) or None; measured once below
     stats_from: tuple | None
     if is_run:
-        tc = _run_config(path)
+        tc = model.trained.settings
         kind, size, families = "run", tc.image_size, CIFAR_FAMILIES
         d_name = data or tc.data
         d_opts = dict(tc.data_options) if data is None else dict(data_options or {})
         d_dir = data_dir if data_dir is not None else (tc.data_dir if data is None else None)
-        stats_from = ((tc.data, dict(tc.data_options),
-                       data_dir if data_dir is not None else tc.data_dir) if tc.normalize else None)
+        # the run's own normalisation (headgeom.runs.trained), measured only if nothing overrides it
+        stats_from = ("run", {}, data_dir) if tc.normalize else None
         reason = (f"headgeom run ({tc.method}, {tc.backbone} {tc.backbone_options}) trained on "
                   f"{tc.data}: its own preprocessing, "
                   + (f"{tc.image_size}-px views" if tc.image_size else "native size")
@@ -202,7 +193,12 @@ def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
     elif normalization == "none":
         stats_from = None
         reason += "; normalisation overridden: none (--normalization none)"
-    mean, std = _data_stats(*stats_from) if stats_from is not None else (None, None)
+    if stats_from is None:
+        mean, std = None, None
+    elif stats_from[0] == "run":
+        mean, std = model.trained.normalisation(stats_from[2])
+    else:
+        mean, std = _data_stats(*stats_from)
     if input_size is not None:
         size = input_size or None
         reason += f"; input size overridden: {size or 'native'} (--input-size)"

@@ -36,6 +36,7 @@ import torch
 
 from headgeom.io import atomic_write_bytes, atomic_write_json
 from headgeom.runs.folder import claim_run_folder
+from headgeom.runs.provenance import environment
 
 from .checkpoint import CheckpointWriter, load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
@@ -71,11 +72,6 @@ def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
     return build_method(config.method, backbone=config.backbone, head=config.head,
                         predictor=config.predictor, pseudo_collapse=config.pseudo_collapse,
                         backbone_options=config.backbone_options, **config.method_options)
-
-
-def _environment() -> dict[str, Any]:
-    from headgeom.experiments.runner import environment
-    return environment()
 
 
 def _read_metrics(path: Path, upto_step: int) -> list[str]:
@@ -211,7 +207,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
         atomic_write_json(out / "config.json", {
             "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
             "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
-            "processes": ctx.world, "resumed_from_step": step if resume else None, **_environment()})
+            "processes": ctx.world, "resumed_from_step": step if resume else None, **environment()})
     model = ctx.wrap(method, device, sync_bn=config.sync_bn)
     writer = CheckpointWriter()
 

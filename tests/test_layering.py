@@ -1,0 +1,89 @@
+"""The packages' layering: data flows up from the model side through runs to the experiments,
+never back down (docs/design.md, "Packages and their import arrows").
+
+Every import statement is read with ast, at the top of a file and inside functions alike, and so
+are the module names given to importlib.import_module, so a late import cannot hide an arrow.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "headgeom"
+
+BELOW_EXPERIMENTS = ("train", "eval", "orbits", "checkpoints", "geometry", "methods", "data", "augment",
+                     "heads", "objectives", "backbones", "runs")
+"""Packages that experiments are built from: none of them may import headgeom.experiments."""
+
+BELOW_RUNS = ("train", "eval", "orbits", "experiments")
+"""What runs/ sits beneath: the run layer is read by these and imports none of them."""
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``path``: ``import a.b``, ``from a import b``
+    (as a.b too, since b may be a module), relative imports resolved, and string arguments of
+    ``importlib.import_module``/``import_module``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ["headgeom", *path.relative_to(SRC).parts[:-1]]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{a.name}") for a in node.names]
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def arrows_into(packages: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
+    """``file:line imports module`` for every import from a file under ``packages`` into one of ``targets``."""
+    bad = []
+    for name in packages:
+        for path in sorted((SRC / name).rglob("*.py")):
+            for line, module in imported_modules(path):
+                parts = module.split(".")
+                if parts[0] == "headgeom" and len(parts) > 1 and parts[1] in targets:
+                    bad.append(f"{path.relative_to(SRC.parent)}:{line} imports {module}")
+    return sorted(set(bad))
+
+
+@pytest.mark.parametrize("name", BELOW_EXPERIMENTS + BELOW_RUNS)
+def test_the_layered_packages_exist(name):
+    # a renamed package would otherwise make the checks below pass on nothing
+    assert (SRC / name / "__init__.py").is_file(), f"headgeom.{name} is gone: update BELOW_* in this test"
+
+
+def test_nothing_below_experiments_imports_them():
+    bad = arrows_into(BELOW_EXPERIMENTS, ("experiments",))
+    assert not bad, "imports running back up into headgeom.experiments:\n" + "\n".join(bad)
+
+
+def test_runs_imports_none_of_the_packages_above_it():
+    bad = arrows_into(("runs",), BELOW_RUNS)
+    assert not bad, "headgeom.runs imports a package built on it:\n" + "\n".join(bad)
+
+
+def test_the_import_reader_sees_late_relative_and_importlib_imports(tmp_path):
+    # the checks above can fail: each way of writing an import is found
+    pkg = tmp_path / "headgeom" / "train"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("import os\n"
+                              "def f():\n    from headgeom.experiments.runner import environment\n"
+                              "def g():\n    from ..experiments import runner\n"
+                              "def h():\n    import importlib\n    importlib.import_module('headgeom.experiments.c1')\n"
+                              "from headgeom import experiments\n")
+    globals()["SRC"], saved = tmp_path / "headgeom", SRC
+    try:
+        lines = {int(b.split(":")[1].split()[0]) for b in arrows_into(("train",), ("experiments",))}
+    finally:
+        globals()["SRC"] = saved
+    assert lines == {3, 5, 8, 9}
