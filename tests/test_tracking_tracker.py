@@ -140,6 +140,24 @@ def test_readings_and_block_subset_match_autograd(reading):
     _check(out, _expected(h[:3], m[:3]), f"heff_{reading}_mean_")
 
 
+def test_power_iteration_column_runs_on_the_exact_blocks():
+    """The paper's estimator on the tracked blocks: the same number as the estimator on the autograd
+    reference blocks (float32 round-off apart), and a Rayleigh quotient between λ_min and λ_max."""
+    from headgeom.geometry.shifted_power import shifted_power_lambda_min
+
+    method, views = FakeMethod(seed=3), _views(6, seed=4)
+    h, _, _, _ = _reference(method, views)
+    out = GeometryTracker(views, power_iterations=20)(0, method)
+    h32 = h.float()
+    ref = shifted_power_lambda_min(lambda v: torch.bmm(h32, v[..., None])[..., 0], tuple(h.shape[:2]))
+    scale = max(abs(out["heff_ambient_mean_lambda_min"]), abs(out["heff_ambient_mean_lambda_max"]))
+    assert out["heff_ambient_mean_power_lambda_min"] == pytest.approx(ref.lambda_min, abs=1e-4 * scale)
+    assert out["heff_ambient_mean_power_shift"] == pytest.approx(ref.shift, abs=1e-4 * scale)
+    assert (out["heff_ambient_mean_lambda_min"] - 1e-4 * scale <= out["heff_ambient_mean_power_lambda_min"]
+            <= out["heff_ambient_mean_lambda_max"] + 1e-4 * scale)
+    assert "heff_ambient_mean_power_lambda_min" not in GeometryTracker(views)(0, method)  # off by default
+
+
 def test_float32_analysis_is_close_to_float64():
     method, views = FakeMethod(seed=9), _views(6, seed=7)
     out64 = GeometryTracker(views)(0, method)
@@ -301,7 +319,8 @@ def test_errors_on_bad_input():
     for kwargs, match in [({"every": 0}, "every"), ({"reading": "exact"}, "reading"),
                           ({"reduction": "median"}, "reduction"), ({"block_samples": 0}, "block_samples"),
                           ({"head_mode": "frozen"}, "head_mode"), ({"dtype": torch.int64}, "dtype"),
-                          ({"rel_floor": 1.5}, "rel_floor")]:
+                          ({"rel_floor": 1.5}, "rel_floor"), ({"power_iterations": 0}, "power_iterations"),
+                          ({"reading": "mse"}, "reading")]:
         with pytest.raises(ValueError, match=match):
             GeometryTracker(views, **kwargs)
     with pytest.raises(ValueError, match="list of view"):
