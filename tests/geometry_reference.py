@@ -29,8 +29,6 @@ def reference_parts(head: nn.Module, loss, z: torch.Tensor, reading: str = "ambi
             ui = u[i * k:(i + 1) * k]
             p[i * k:(i + 1) * k, i * k:(i + 1) * k] = torch.eye(k, dtype=z.dtype) - torch.outer(ui, ui) / ui.dot(ui)
         hu = p @ hu @ p
-    elif reading == "mse":
-        hu = torch.eye(n * k, dtype=z.dtype) / n
     g = jac.T @ hu @ jac
     u_req = u.clone().requires_grad_(True)
     (rho,) = torch.autograd.grad(loss(u_req.reshape(n, k)), u_req)

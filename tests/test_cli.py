@@ -70,6 +70,8 @@ def test_hessian_errors_are_clear(capsys):
     assert main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--batch-size", "0"]) == 2
     with pytest.raises(SystemExit):
         main(["hessian", "--head", "4-8-3:silu", "--objective", "mse", "--reading", "bogus"])
+    with pytest.raises(SystemExit):  # the hybrid reading is gone: the MSE premise is --objective mse
+        main(["hessian", "--head", "4-8-3:silu", "--objective", "negative_cosine", "--reading", "mse"])
 
 
 def test_atomic_write_leaves_old_file_on_failure(tmp_path):

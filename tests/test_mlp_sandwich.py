@@ -61,8 +61,8 @@ def losses(k: int):
 
 
 # every head under every reading, the three losses taking turns (dense references are slow)
-CASES = [(h, r, ("cosine-declared", "cosine-plain", "mse-declared")[(i + j) % 3])
-         for i, h in enumerate(sorted(HEADS)) for j, r in enumerate(["ambient", "tangential", "mse"])]
+CASES = [(h, r, ("cosine-declared", "cosine-plain", "mse-declared")[(2 * i + j) % 3])
+         for i, h in enumerate(sorted(HEADS)) for j, r in enumerate(["ambient", "tangential"])]
 
 
 @pytest.mark.parametrize("head_name,reading,loss_name", CASES)

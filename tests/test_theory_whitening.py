@@ -164,7 +164,8 @@ def test_sample_loss_block_readings():
     tan = sample_loss_block(loss, u, 1, "tangential")
     torch.testing.assert_close(tan, p @ amb @ p, rtol=1e-10, atol=1e-12)
     assert split_eigen(tan).n_zero >= 1  # the radial direction
-    torch.testing.assert_close(sample_loss_block(loss, u, 1, "mse"), torch.eye(4, dtype=D64) / 3)
+    # the MSE premise is the MSE loss's own block, I / N
+    torch.testing.assert_close(sample_loss_block(analysis_loss("mse", c), u, 1), torch.eye(4, dtype=D64) / 3)
     # −cos is 0-homogeneous in u: uᵀAu = 0 with Au = −∇L ≠ 0, so the ambient block is indefinite
     s = split_eigen(amb)
     assert s.n_negative >= 1 and s.n_positive >= 1

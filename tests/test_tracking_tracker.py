@@ -79,15 +79,13 @@ def _reference(method: FakeMethod, views, head_mode="train", reduction="mean", r
     m_full = hessian(lambda zf: (rho * head(zf.reshape(n, D))).sum(), z.reshape(-1)).reshape(n, D, n, D)
     idx = torch.arange(n)
     h_blocks, m_blocks = full[idx, :, idx, :], m_full[idx, :, idx, :]
-    if reading != "ambient":  # G_i = J_i^T C_i J_i, J from autograd on the row-wise head
+    if reading == "tangential":  # G_i = J_i^T C_i J_i, J from autograd on the row-wise head
         jac = torch.stack([jacobian(lambda zi: head(zi[None])[0], z[i]) for i in range(n)])  # (n, k, d)
-        if reading == "mse":  # C_i = I / N
-            curv = torch.eye(K, dtype=z.dtype).expand(n, K, K) / n
-        else:  # tangential: C_i = P_i [d2L/du2]_ii P_i, P_i = I - u_i u_i^T / |u_i|^2
-            huu = hessian(loss, u.detach()).reshape(n, K, n, K)[idx, :, idx, :]
-            uh = u.detach() / u.detach().norm(dim=1, keepdim=True)
-            proj = torch.eye(K, dtype=z.dtype) - uh[:, :, None] * uh[:, None, :]
-            curv = proj @ huu @ proj
+        # C_i = P_i [d2L/du2]_ii P_i, P_i = I - u_i u_i^T / |u_i|^2
+        huu = hessian(loss, u.detach()).reshape(n, K, n, K)[idx, :, idx, :]
+        uh = u.detach() / u.detach().norm(dim=1, keepdim=True)
+        proj = torch.eye(K, dtype=z.dtype) - uh[:, :, None] * uh[:, None, :]
+        curv = proj @ huu @ proj
         h_blocks = jac.transpose(1, 2) @ curv @ jac + m_blocks
     scale = n if reduction == "sum" else 1.0
     return scale * h_blocks, scale * (h_blocks - m_blocks), scale * m_blocks, z1
@@ -134,12 +132,30 @@ def test_row_wise_head_matches_autograd(reduction, tmp_path):
         assert torch.allclose(per, h[0], rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("reading", ["mse", "tangential"])
-def test_other_readings_and_block_subset_match_autograd(reading):
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+def test_readings_and_block_subset_match_autograd(reading):
     method, views = FakeMethod(seed=3), _views(7, seed=5)
     h, _, m, _ = _reference(method, views, reading=reading)
     out = GeometryTracker(views, reading=reading, block_samples=3)(0, method)
     _check(out, _expected(h[:3], m[:3]), f"heff_{reading}_mean_")
+
+
+def test_power_iteration_column_runs_on_the_exact_blocks():
+    """The paper's estimator on the tracked blocks: the same number as the estimator on the autograd
+    reference blocks (float32 round-off apart), and a Rayleigh quotient between λ_min and λ_max."""
+    from headgeom.geometry.shifted_power import shifted_power_lambda_min
+
+    method, views = FakeMethod(seed=3), _views(6, seed=4)
+    h, _, _, _ = _reference(method, views)
+    out = GeometryTracker(views, power_iterations=20)(0, method)
+    h32 = h.float()
+    ref = shifted_power_lambda_min(lambda v: torch.bmm(h32, v[..., None])[..., 0], tuple(h.shape[:2]))
+    scale = max(abs(out["heff_ambient_mean_lambda_min"]), abs(out["heff_ambient_mean_lambda_max"]))
+    assert out["heff_ambient_mean_power_lambda_min"] == pytest.approx(ref.lambda_min, abs=1e-4 * scale)
+    assert out["heff_ambient_mean_power_shift"] == pytest.approx(ref.shift, abs=1e-4 * scale)
+    assert (out["heff_ambient_mean_lambda_min"] - 1e-4 * scale <= out["heff_ambient_mean_power_lambda_min"]
+            <= out["heff_ambient_mean_lambda_max"] + 1e-4 * scale)
+    assert "heff_ambient_mean_power_lambda_min" not in GeometryTracker(views)(0, method)  # off by default
 
 
 def test_float32_analysis_is_close_to_float64():
@@ -303,7 +319,8 @@ def test_errors_on_bad_input():
     for kwargs, match in [({"every": 0}, "every"), ({"reading": "exact"}, "reading"),
                           ({"reduction": "median"}, "reduction"), ({"block_samples": 0}, "block_samples"),
                           ({"head_mode": "frozen"}, "head_mode"), ({"dtype": torch.int64}, "dtype"),
-                          ({"rel_floor": 1.5}, "rel_floor")]:
+                          ({"rel_floor": 1.5}, "rel_floor"), ({"power_iterations": 0}, "power_iterations"),
+                          ({"reading": "mse"}, "reading")]:
         with pytest.raises(ValueError, match=match):
             GeometryTracker(views, **kwargs)
     with pytest.raises(ValueError, match="list of view"):

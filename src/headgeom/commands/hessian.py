@@ -28,8 +28,8 @@ def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
         "z ~ N(0, I) (N, d); a second view z + 0.1*eps, whose head output is held fixed, is the target.",
         examples=["headgeom hessian --head 512-2048-2048:silu --objective negative_cosine --batch-size 32 "
                   "--json h.json",
-                  "headgeom hessian --head paper_projector --objective vicreg --state pseudo-collapsed "
-                  "--reading mse",
+                  "headgeom hessian --head paper_projector --objective negative_cosine --state pseudo-collapsed "
+                  "--reading tangential",
                   "headgeom hessian --head 64-256-256:gelu:bn --objective nt_xent --mode train --scope dense"])
     a = p.add_argument
     a("--head", required=True, metavar="SPEC", help="preset name (paper_projector, simclr, ...) or head spec "
@@ -38,7 +38,9 @@ def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
     batch = a("--batch-size", type=int, default=32, metavar="N", help="samples N (default 32)")
     a("--state", choices=["random", "pseudo-collapsed"], default="random",
       help="head at initialisation, or its Linear weights x0.1 (paper's pseudo-collapse)")
-    a("--reading", choices=READINGS, default="ambient", help="loss-Hessian reading for G (default ambient)")
+    a("--reading", choices=READINGS, default="ambient", help="loss-Hessian reading for G (default ambient): ambient = the exact Hessian of the loss; "
+      "tangential = its Riemannian Hessian on the sphere (cosine losses; unchanged by the head output's scale). "
+      "The MSE premise is --objective mse read ambient")
     a("--scope", choices=["blocks", "dense", "operator"], default="blocks",
       help="per-sample blocks (default), the whole dense matrix (small N*d), or Lanczos on the operator")
     a("--mode", choices=["eval", "train"], default="eval", help="head mode (BatchNorm statistics)")

@@ -15,7 +15,7 @@ DATASETS = ("cifar10", "cifar100", "shapes", "imagefolder")
 # headgeom.objectives.registry.OBJECTIVES
 OBJECTIVES = ("mse", "negative_cosine", "nt_xent", "info_nce", "vicreg", "barlow_twins", "dino")
 # headgeom.geometry.readings.READINGS
-READINGS = ("ambient", "tangential", "mse")
+READINGS = ("ambient", "tangential")
 # headgeom.train.optim.OPTIMIZERS and headgeom.train.schedules.SCHEDULES
 OPTIMIZERS = ("sgd", "adam", "adamw", "lars")
 SCHEDULES = ("cosine", "constant")

@@ -10,9 +10,10 @@ States (docs/paper.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
   targets the head's outputs on a second view z + view_noise · ε. Not an equilibrium: its
   ‖∇_z L‖ is reported.
 
-Readings of ∇²_u L (``headgeom.geometry.readings``): ``ambient`` and ``tangential`` use the SimSiam
-negative cosine loss −mean_i cos(u_i, sg(c_i)); ``mse`` uses the MSE premise mean_i ½‖u_i − c_i‖²
-(whose exact Hessian is I/N). The loss is a batch mean, so blocks carry 1/N. Heads: Linear(d→hidden)
+Analyses (the ``reading`` axis), each a stated loss and a reading of its Hessian
+(``headgeom.geometry.readings``): ``ambient`` and ``tangential`` read the SimSiam negative cosine loss
+−mean_i cos(u_i, sg(c_i)); ``mse`` is the collapse theorem's premise as a loss, mean_i ½‖u_i − c_i‖²,
+read ambient (its exact Hessian is I/N, and ρ in M is its own, (u − c)/N). The loss is a batch mean, so blocks carry 1/N. Heads: Linear(d→hidden)
 → act → Linear(hidden→k), bias-free like the paper's projector; ``linear`` has nothing between.
 
 Each cell (activation × state × reading × seed) reports the exact per-sample block spectra
@@ -37,7 +38,7 @@ Evidence kinds of the rows (:mod:`headgeom.report.evidence`):
   directions outweigh G": ``test`` (on the sweep; on the design point alone for a state not swept).
   Whether, and where, that happens could come out either way. The row also reports whether the
   pseudo-collapsed init's residual/angle reaches the threshold (reported, not judged).
-- per equilibrium state under the MSE reading, "linear and ReLU heads give H_eff ⪰ 0": ``identity``.
+- per equilibrium state under the MSE loss, "linear and ReLU heads give H_eff ⪰ 0": ``identity``.
   Under the MSE premise ∇²_u L = I/N, so G = JᵀJ/N ⪰ 0, and M ≡ 0 for a linear head (and for a ReLU
   head away from its kinks): H_eff = G ⪰ 0 by construction, at every residual, so a negative
   eigenvalue beyond the floor, or a threshold on the sweep, would be a bug. Under the cosine readings the linear and ReLU heads are reported, not judged.
@@ -52,7 +53,8 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.c4_threshold import MAGNITUDE_OF_READING, NONE_IN_RANGE, log_grid, threshold_sweep
+from headgeom.experiments.c4_threshold import (
+    ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
@@ -65,7 +67,6 @@ STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
 EQUILIBRIUM_STATES = ("equilibrium", "scaled-equilibrium")
 READINGS = ("ambient", "tangential", "mse")
 NON_SMOOTH = ("linear", "relu")  # M = 0 (everywhere / away from kinks); all others are smooth
-OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
 
 STATEMENT = ("Thm 4.1: at collapsed equilibria, smooth heads inject negative eigenvalues through M "
              "(saddle, escapable) once the residual passes a finite threshold; linear heads give H_eff ⪰ 0 "
@@ -102,7 +103,7 @@ class C4Config:
     mse_residual: float = 1.0  # ‖u − c_i‖ at MSE equilibria
     cosine_angle: float = math.pi / 4  # ∠(u, c_i) at cosine equilibria, radians
     view_noise: float = 0.1  # second-view noise for the pseudo-collapsed targets
-    residual_range: tuple[float, float] = (1e-3, 10.0)  # threshold sweep of ‖u − c_i‖ (MSE reading), log grid
+    residual_range: tuple[float, float] = (1e-3, 10.0)  # threshold sweep of ‖u − c_i‖ (MSE loss), log grid
     # threshold sweep of ∠(u, c_i) (cosine readings). It stops short of π/2: there the target is ⟂ u, the
     # Gauss-Newton part G ∝ cos θ vanishes, and a linear or ReLU head's H_eff is 0 up to round-off
     angle_range: tuple[float, float] = (1e-3, 0.99 * math.pi / 2)
@@ -237,7 +238,8 @@ def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
         lo, hi = config.residual_range if magnitude == "residual" else config.angle_range
         sweep = threshold_sweep(head, z_bar, n, reading, log_grid(lo, hi, config.sweep_points), seed=20_000 + seed,
                                 rel_floor=config.rel_floor, rel_tol=config.threshold_rel_tol)
-    eh = effective_hessian(head, point.loss(), point.z, reading=reading, max_dense=max(config.dense_max, 1))
+    eh = effective_hessian(head, point.loss(), point.z, reading=ENGINE_READING[reading],
+                           max_dense=max(config.dense_max, 1))
     h, g, m = eh.decomposed_blocks()
     s_h, s_g, s_m = (spectrum(x, config.rel_floor) for x in (h, g, m))
     # ‖X‖_F² = Σλ² for symmetric X: the Frobenius ratios come from the eigenvalues, no extra SVDs
@@ -383,7 +385,7 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
         "setting": {
             "objective": OBJECTIVE_OF_READING[reading], "head": f"{config.d}-{config.hidden}-{config.k}"
             + ("" if config.bias else ":nobias") + f" x {{{', '.join(acts)}}}", "reading": reading,
-            "preset": config.preset, "state": state, "N": config.n_samples,
+            "engine_reading": ENGINE_READING[reading], "preset": config.preset, "state": state, "N": config.n_samples,
             "weight_scale": 1.0 if state == "equilibrium" else config.pseudo_scale,
             "reduction": "batch mean (per-sample blocks carry 1/N)",
         },
@@ -392,7 +394,7 @@ def _claim(config: C4Config, groups: dict, state: str, reading: str) -> dict[str
 
 
 def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, Any] | None:
-    """The MSE reading's linear/ReLU branch at ``state``: H_eff = G = JᵀJ/N ⪰ 0 since M ≡ 0 (an identity);
+    """The MSE loss's linear/ReLU branch at ``state``: H_eff = G = JᵀJ/N ⪰ 0 since M ≡ 0 (an identity);
     None when neither head ran under that reading."""
     acts = [a for a in NON_SMOOTH if (state, "mse", a) in groups]
     if not acts:
@@ -413,7 +415,7 @@ def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, A
                                   "and M ≡ 0 (linear; ReLU away from its kinks), so H_eff ⪰ 0"),
         "setting": {"objective": "mse", "head": f"{config.d}-{config.hidden}-{config.k}"
                     + ("" if config.bias else ":nobias") + f" x {{{', '.join(acts)}}}", "reading": "mse",
-                    "preset": config.preset, "state": state, "N": config.n_samples,
+                    "engine_reading": ENGINE_READING["mse"], "preset": config.preset, "state": state, "N": config.n_samples,
                     "weight_scale": 1.0 if state == "equilibrium" else config.pseudo_scale,
                     "reduction": "batch mean (per-sample blocks carry 1/N)"},
         "measured": meas, "verdict": verdict, "evidence": IDENTITY,
@@ -511,7 +513,8 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     tables = [(f"C4 {st}: spectra of H_eff = G + M (mean ± std over seeds; blocks carry 1/N)", _table(config, groups, st))
               for st in config.states if any(k[0] == st for k in groups)]
     notes = [f"floor = {config.rel_floor:g} * max|lambda| of the whole block-diagonal H_eff; λ < -floor counts as negative.",
-             "ambient/tangential readings use the SimSiam negative cosine loss; mse uses mean_i 1/2|u_i - c_i|^2."]
+             "ambient/tangential readings use the SimSiam negative cosine loss; mse is the MSE loss mean_i "
+             "1/2|u_i - c_i|^2 read ambient (its own Hessian I/N and its own rho = (u - c)/N)."]
     for st in config.states:
         for r in ("ambient", "tangential"):
             lin = groups.get((st, r, "linear"))

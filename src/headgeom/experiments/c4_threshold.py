@@ -4,7 +4,7 @@ At a collapsed equilibrium (:func:`headgeom.theory.collapse.collapsed_equilibriu
 block is H_eff = Jᵀ(∇²_u L)J + Σ_k ρ_k ∇²h_k = G + M. With full-rank J, G ≻ 0, and M is linear
 in ρ, so a smooth head turns H_eff indefinite only once ‖ρ‖ passes a threshold; a linear head
 (M ≡ 0) has none under the MSE premise. The sweep variable (the *magnitude*) is the design
-parameter of the equilibrium: ``residual`` = ‖u − c_i‖ under the MSE reading (ρ_i = (u − c_i)/N),
+parameter of the equilibrium: ``residual`` = ‖u − c_i‖ under the MSE loss (read ambient; ρ_i = (u − c_i)/N),
 ``angle`` = ∠(u, c_i) in radians under the cosine readings (‖ρ_i‖ = sin θ / (N‖u‖)).
 
 The null directions ρ_i/‖ρ_i‖ are drawn from one generator seed for every magnitude, so a sweep
@@ -37,13 +37,16 @@ from torch import Tensor, nn
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.theory.collapse import collapsed_equilibrium
 
+# C4's analyses, each a loss and a reading of its Hessian (headgeom.geometry.readings): "mse" is the
+# collapse theorem's premise as a loss, ½‖u − c‖² read ambient (its exact Hessian is I/N)
 OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
+ENGINE_READING = {"ambient": "ambient", "tangential": "tangential", "mse": "ambient"}
 MAGNITUDE_OF_READING = {"ambient": "angle", "tangential": "angle", "mse": "residual"}
 BRACKETED, BELOW_RANGE, NONE_IN_RANGE = "bracketed", "below range", "none in range"
 ANCHORS = {"residual": (1.0, 2.0), "angle": (math.pi / 6, math.pi / 3)}  # exact evaluations of a sweep
 
-__all__ = ["OBJECTIVE_OF_READING", "MAGNITUDE_OF_READING", "BRACKETED", "BELOW_RANGE", "NONE_IN_RANGE",
-           "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
+__all__ = ["OBJECTIVE_OF_READING", "ENGINE_READING", "MAGNITUDE_OF_READING", "BRACKETED", "BELOW_RANGE",
+           "NONE_IN_RANGE", "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
 
 
 def log_grid(lo: float, hi: float, n: int) -> list[float]:
@@ -62,7 +65,7 @@ def _blocks_at(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n:
     gen = torch.Generator().manual_seed(seed)
     design = {"residual": magnitude} if objective == "mse" else {"angle": magnitude}
     point = collapsed_equilibrium(head, z_point, n, objective, generator=gen, **design)
-    return effective_hessian(head, point.loss(), point.z, reading=reading, max_dense=1).blocks()
+    return effective_hessian(head, point.loss(), point.z, reading=ENGINE_READING[reading], max_dense=1).blocks()
 
 
 def _basis(magnitude: str, x: float) -> tuple[float, float]:

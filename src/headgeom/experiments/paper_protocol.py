@@ -74,7 +74,7 @@ PROTOCOL: dict[str, dict[str, Any]] = {
 # what our preset does where no config field says it (the paper's side is in PROTOCOL)
 DESCRIBED: dict[str, dict[str, str]] = {
     "C8": {"curvature": "exact eigenvalues (float64 eigh) of the per-sample H_eff blocks of 32 probe samples, "
-                        "once per epoch, ambient and MSE readings"},
+                        "once per epoch, ambient and tangential readings"},
 }
 
 DIFFERENCES: dict[str, dict[str, str]] = {

@@ -91,7 +91,8 @@ def read_records(run_dir: Path) -> list[dict[str, Any]]:
 
 
 def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,
-                 after: Callable[[Path], dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict], dict]:
+                 after: Callable[[Path], dict[str, Any]] | None = None,
+                 power_iterations: int | None = None) -> tuple[dict[str, Any], list[dict], dict]:
     """Train ``config`` (a headgeom.train.TrainConfig) with H_eff tracking under each reading (none:
     no tracker; ``config.track_every`` sets the period).
 
@@ -100,7 +101,9 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
     the stop, and {} (``after`` is not called). Either way done["train_budget"] = {"steps", "batch"}:
     the steps the run was given (its stop step) and the global batch, which the experiments put in
-    their cells' metrics for the verdict's budget (headgeom.report.budget).
+    their cells' metrics for the verdict's budget (headgeom.report.budget). ``power_iterations``
+    also tracks the paper's float32 shifted-power λ_min estimate beside the exact one
+    (GeometryTracker's option of that name).
     Each tracking record is also logged to the runner's metrics.jsonl of the cell. Under the runner
     the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it, as ``config``)."""
     from headgeom.experiments.runner import current_train_logger, log_metrics
@@ -110,8 +113,8 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     logger = current_train_logger()
     if logger is not None:
         config = dataclasses.replace(config, logger=logger)
-    trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples)
-                for r in readings]
+    trackers = [GeometryTracker(every=1, reading=r, rel_floor=rel_floor, block_samples=block_samples,
+                                power_iterations=power_iterations) for r in readings]
     with training_directory() as (run_dir, resume):
         try:  # an attempt killed before its first checkpoint starts again from step 0
             done = train(config, run_dir, resume_or_start=resume, tracker=Trackers(trackers) if trackers else None)

@@ -167,7 +167,7 @@ class EffectiveHessian(BlockStrategies):
 
     def _probe_separable(self) -> bool:
         """Whether ∇²_u L is block-diagonal over samples (each row's tangent stays on its row)."""
-        if self.n < 2 or self.reading == "mse":  # the MSE premise is I / N by definition
+        if self.n < 2:
             return True
         if self.loss.hessian_structure is not None:
             # a declared block-diagonal form is checked against the exact HVP of a random tangent
@@ -300,7 +300,7 @@ def effective_hessian(
             constant. An :class:`headgeom.objectives.AnalysisLoss` may declare closed forms of
             its Hessian (checked against exact HVPs before use); a plain callable declares none.
         z: (N, d) representation batch.
-        reading: loss-Hessian reading for G: "ambient", "tangential" or "mse" (see
+        reading: loss-Hessian reading for G: "ambient" or "tangential" (see
             :mod:`headgeom.geometry.readings`).
         dtype: analysis dtype: float64 by default (on every device); float32 is faster (on a GPU much
             faster), and its error against float64, measured on the same problem, is reported in

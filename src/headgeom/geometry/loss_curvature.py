@@ -4,7 +4,7 @@ For the separable losses of the theory (docs/paper.md §1) each block of ∇²_u
 
     [∇²_u L]_ii = α_i I_k + U_i B_i U_iᵀ,        α_i scalar, U_i (k, r), B_i (r, r), r ≪ k
 
-- MSE premise ½‖u − c‖², batch mean:  α_i = 1/N, no low-rank part.
+- MSE loss ½‖u − c‖², batch mean:  α_i = 1/N, no low-rank part.
 - negative cosine −mean_i cos(u_i, c_i), with n = ‖u_i‖, û = u_i/n, ĉ = c_i/‖c_i‖, s = ûᵀĉ:
       ∇²(−cos) = (1/n²) [ s I + ĉûᵀ + ûĉᵀ − 3 s ûûᵀ ]
   so α_i = s/(N n²), U_i = [û, ĉ], B_i = 1/(N n²) [[−3s, 1], [1, 0]].
@@ -100,14 +100,10 @@ def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:
 def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: bool = True) -> LowRankCurvature | None:
     """The loss-Hessian blocks at u under ``reading`` in low-rank form, or None if unknown.
 
-    ``mse`` is I/N by definition; ``ambient``/``tangential`` use the loss's declared
-    ``hessian_structure`` (a plain callable declares none). With ``check`` the declared form is
-    compared with the exact HVP of the loss on a fixed random probe; a mismatch raises (a wrong
-    declaration must never turn into a wrong Hessian).
+    ``ambient``/``tangential`` use the loss's declared ``hessian_structure`` (a plain callable
+    declares none). With ``check`` the declared form is compared with the exact HVP of the loss on
+    a fixed random probe; a mismatch raises (a wrong declaration must never turn into a wrong Hessian).
     """
-    n = u.shape[0]
-    if reading == "mse":
-        return LowRankCurvature(torch.full((n,), 1.0 / n, dtype=u.dtype, device=u.device))
     loss = as_analysis_loss(loss)
     declare = loss.hessian_structure
     if declare is None:
@@ -133,12 +129,12 @@ def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: 
 
 def coupled_blocks_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: bool = True) -> Tensor | None:
     """The diagonal blocks [∇²_u L]_ii (N, k, k) of a batch-coupled loss under ``reading``, from
-    its declared ``diagonal_blocks(u)``, or None if it declares none (or for ``mse``, whose
-    I/N needs no declaration). With ``check`` the blocks of three rows are compared with exact
-    HVPs on a random tangent supported on that row alone; a mismatch raises."""
+    its declared ``diagonal_blocks(u)``, or None if it declares none. With ``check`` the blocks
+    of three rows are compared with exact HVPs on a random tangent supported on that row alone;
+    a mismatch raises."""
     loss = as_analysis_loss(loss)
     declare = loss.diagonal_blocks
-    if declare is None or reading == "mse":
+    if declare is None:
         return None
     n, k = u.shape
     blocks = declare(u).to(u.dtype)

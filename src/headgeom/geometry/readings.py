@@ -1,14 +1,21 @@
 """Readings of the loss Hessian ∇²_u L used in the pullback metric G (docs/paper.md §1).
 
-For cosine losses the paper's collapse theorem assumes the MSE premise, while the exact
-("ambient") Hessian of −cos is strongly indefinite near small ‖u‖. Every output of headgeom
-states which reading it used:
+Each reading is the Hessian of a stated loss; every output of headgeom states which it used:
 
-- ``ambient``: the exact Hessian of the loss as given, ∇²_u L.
+- ``ambient``: the exact Hessian of the loss as given, ∇²_u L. G + M is then the exact
+  Hessian of z ↦ L(h(z)).
 - ``tangential``: P ∇²_u L P with P_i = I − û_i û_iᵀ per sample, the projection onto the
   tangent space of the sphere through u_i (the radial direction is removed on both sides).
-- ``mse``: the MSE premise ∇²_u L := I / N, the exact Hessian of ½‖u − c‖² averaged over the
-  N samples (the reduction of :func:`headgeom.objectives.mse_to_target`).
+  For a loss invariant to the scale of each row (negative cosine, NT-Xent, InfoNCE on
+  normalised rows) ρ_i ⟂ u_i (Euler's identity), so the Weingarten term −(û_iᵀρ_i/‖u_i‖) P_i
+  vanishes and P ∇²_u L P is the Riemannian Hessian of L on the sphere. G, M and H_eff are then
+  unchanged when the head output is scaled by any α > 0 (G: α² · α⁻²; M: α⁻¹ · α), which makes
+  this the reading for tracking cosine losses. It differs from the ambient H_eff by the radial
+  cross terms Σ_i J_iᵀ(û_i ρ_iᵀ + ρ_i û_iᵀ)J_i / ‖u_i‖.
+
+A premise such as the collapse theorem's ∇²_u L = I / N is analysed with the loss that has it
+(:func:`headgeom.objectives.mse_to_target`, read ``ambient``), never by pairing it with another
+loss's ρ: such a hybrid is the Hessian of no loss and its M/G ratio scales as 1/α².
 
 The residual gradient ρ = ∇_u L in the interaction term M is always the true gradient of the
 loss; only the curvature of the loss in G changes with the reading.
@@ -23,8 +30,8 @@ from torch.func import grad, jvp, vjp
 
 READINGS: dict[str, str] = {
     "ambient": "exact Hessian of the loss in u",
-    "tangential": "P H P with P_i = I - u_i u_i^T / |u_i|^2 (sphere tangent at each u_i)",
-    "mse": "MSE premise: Hessian of 1/2 |u - c|^2 averaged over the batch, i.e. I / N",
+    "tangential": "P H P with P_i = I - u_i u_i^T / |u_i|^2 (sphere tangent at each u_i): the Riemannian "
+                  "Hessian on the sphere for a loss invariant to each row's scale (cosine)",
 }
 
 Loss = Callable[[Tensor], Tensor]
@@ -32,8 +39,10 @@ Loss = Callable[[Tensor], Tensor]
 
 def check_reading(reading: str) -> str:
     if reading not in READINGS:
+        hint = (" (the MSE premise is the MSE loss itself: use objective 'mse' with reading 'ambient')"
+                if reading == "mse" else "")
         raise ValueError(
-            f"unknown loss-Hessian reading {reading!r}; choose one of {sorted(READINGS)}"
+            f"unknown loss-Hessian reading {reading!r}; choose one of {sorted(READINGS)}{hint}"
         )
     return reading
 
@@ -78,9 +87,6 @@ def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tenso
     is never formed.
     """
     check_reading(reading)
-    if reading == "mse":
-        n = u.shape[0]
-        return lambda w: w / n
     ambient = hvp_fn(loss, u)
     if reading == "ambient":
         return ambient

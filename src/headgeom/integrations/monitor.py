@@ -169,8 +169,8 @@ class GeometryMonitor:
             (N, k) and v the other view's head output, held fixed.
         probe: the fixed probe batch, two views (x1, x2) of the same N ≥ 2 samples.
         reading: loss-Hessian reading of G: "ambient" (the exact Hessian of the loss as given,
-            right for any loss), "tangential" (cosine losses: the sphere's tangent part) or
-            "mse" (docs/paper.md §1).
+            right for any loss) or "tangential" (cosine losses: the Riemannian Hessian on the
+            sphere, unchanged by the scale of the head output) (docs/paper.md §1).
         every: ``step`` measures at steps with ``step % every == 0``.
         **options: the other settings of :class:`headgeom.tracking.GeometryTracker`
             (reduction, rel_floor, dtype, head_mode, coupled, block_samples, lanczos_*,

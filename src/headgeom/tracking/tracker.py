@@ -42,6 +42,7 @@ from torch.func import vmap
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
+from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.io import atomic_write_json
 from headgeom.objectives.declared import as_analysis_loss
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
@@ -113,7 +114,9 @@ class GeometryTracker:
         probe_views: the fixed probe batch, a list of view tensors (N, C, H, W) (may instead be
             passed at call time, as the training loop does).
         every: track at steps with ``step % every == 0``; other calls return {} at no cost.
-        reading: loss-Hessian reading of G: "ambient", "tangential" or "mse" (docs/paper.md §1).
+        reading: loss-Hessian reading of G: "ambient" (the exact Hessian of the loss) or
+            "tangential" (the Riemannian Hessian on the sphere; scale-invariant, for cosine losses)
+            (:mod:`headgeom.geometry.readings`, docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
         rel_floor: an eigenvalue counts as negative below −rel_floor · max|λ| (pitfall 2).
         dtype: analysis dtype of the engine (float64 by default).
@@ -135,6 +138,10 @@ class GeometryTracker:
         chunk_size: samples per chunk in the engine (memory vs speed).
         updates: also report the head/backbone relative update size since the previous call
             (keeps a copy of the method's parameters between calls; False: no update keys).
+        power_iterations: also report the paper's λ_min estimate (float32 shifted power iteration
+            with this many steps per run, :mod:`headgeom.geometry.shifted_power`) of the same
+            block-diagonal H_eff whose exact λ_min is reported, keys ``<prefix>power_lambda_min``
+            and ``<prefix>power_shift``; None (default): not computed. Block path only.
     """
 
     def __init__(
@@ -154,6 +161,7 @@ class GeometryTracker:
         cov_rel_tol: float = DEFAULT_COV_REL_TOL,
         chunk_size: int = 32,
         updates: bool = True,
+        power_iterations: int | None = None,
     ) -> None:
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"every must be an integer >= 1 (track every K steps); got {every!r}")
@@ -181,6 +189,11 @@ class GeometryTracker:
             raise ValueError(f"cov_rel_tol must be in (0, 1) (default {DEFAULT_COV_REL_TOL}); got {cov_rel_tol!r}")
         if not isinstance(updates, bool):
             raise ValueError(f"updates must be True or False; got {updates!r}")
+        if power_iterations is not None and (isinstance(power_iterations, bool)
+                                             or not isinstance(power_iterations, int) or power_iterations < 1):
+            raise ValueError(f"power_iterations must be None or an integer >= 1 (the paper's: 20); "
+                             f"got {power_iterations!r}")
+        self.power_iterations = power_iterations
         self.probe_views = None if probe_views is None else _check_views(probe_views)
         self.every, self.reading, self.reduction = every, reading, reduction
         self.rel_floor, self.dtype, self.block_samples = float(rel_floor), dtype, block_samples
@@ -274,6 +287,11 @@ class GeometryTracker:
         for norm in ("fro", "spectral"):
             if ratios[norm] is not None:
                 out[p + f"M_ratio_{norm}"] = ratios[norm]
+        if self.power_iterations is not None:  # the same blocks, in float32, as the paper's estimator sees them
+            h32 = h.to(torch.float32)
+            est = shifted_power_lambda_min(lambda v: torch.bmm(h32, v[..., None])[..., 0], tuple(h.shape[:2]),
+                                           iterations=self.power_iterations, device=h.device)
+            out[p + "power_lambda_min"], out[p + "power_shift"] = est.lambda_min, est.shift
         return out
 
     def _engine(self, head: Any, loss: Any, z: Tensor):
@@ -296,8 +314,6 @@ class GeometryTracker:
                 u = fn(z)
             sub = self._engine(fn, as_analysis_loss(loss).first_rows(b, u), z[:b])
             _, g, m = sub.decomposed_blocks()
-            if self.reading == "mse":  # the MSE premise is I / (analysed batch size): make it I / n
-                g = g * (b / n)
             info = sub.info()
             info.update(N=n, block_path=f"{info['block_path']} (first {b} of {n} samples)")
             return g + m, m, u, info
@@ -385,6 +401,7 @@ class GeometryTracker:
             "block_samples": self.block_samples, "head_mode": self.head_mode,
             "coupled": self.coupled, "coupled_definition": COUPLED[self.coupled], "lanczos": self.lanczos,
             "cov_rel_tol": self.cov_rel_tol, "updates": self._updates is not None,
+            "power_iterations": self.power_iterations,
             "probe_batch": None if self.probe_views is None else int(self.probe_views[0].shape[0]),
             "keys": {
                 p + "lambda_min / lambda_max": "extreme eigenvalues over all analysed per-sample H_eff "
@@ -394,6 +411,9 @@ class GeometryTracker:
                 p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, docs/paper.md "
                 "§4 pitfall 8), which is not the same as 'no negative curvature'",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
+                p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
+                "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "
+                "lambda_min estimate and its shift (the dominant eigenvalue's estimate)",
                 p + "op_*": "coupled heads (train-mode BatchNorm) with coupled='lanczos': extreme eigenvalues "
                 "of the whole H_eff, |M|_2/|H_eff|_2 (the M end converged to lanczos tol), converged (1/0), "
                 "iterations; n_negative only when the Krylov space was exact",

@@ -48,7 +48,7 @@ class TrainConfig:
     every k steps; 0 = never), ``checkpoint_every`` (checkpoints/last.pt every k steps besides every
     epoch; 0 = epochs only), ``keep_every_epochs`` (also keep checkpoints/epoch_XXXX.pt every k
     epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker), and for
-    ``headgeom train --track-every`` the tracker's ``track_reading`` (ambient, tangential, mse) and
+    ``headgeom train --track-every`` the tracker's ``track_reading`` (ambient, tangential) and
     ``track_block_samples`` (H_eff blocks of that many probe samples; None = all), ``logger``
     (``jsonl``: metrics.jsonl only; ``tensorboard``: also TensorBoard scalars under
     ``RUN_DIR/tensorboard/``; headgeom.train.loggers).
