@@ -136,3 +136,19 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     assert [x["metrics"]["step"] for x in lines if x["kind"] == "log"] == [0, 1, 2]
     again = run_experiments(["C8"], "quick", tmp_path, progress=False)
     assert again["experiments"]["C8"]["n_reused"] == 1
+
+
+def test_gradient_norm_series_and_figure(tiny):
+    """The head's and backbone's parameter-gradient norms at each tracking point (none at step 0, before
+    any gradient), drawn head beside backbone on one log y range, one line per run."""
+    for m in tiny.values():
+        for key in ("grad_norm_head", "grad_norm_backbone"):
+            assert m[key][0] is None and all(v is not None and v > 0 for v in m[key][1:]), (key, m[key])
+    summary = summarize(TINY, [({"run": run, "seed": 0}, m) for run, m in tiny.items()])
+    fig = dict(summary.figures)["grad_norm"]()
+    head_ax, backbone_ax = fig.axes[:2]
+    assert head_ax.get_yscale() == backbone_ax.get_yscale() == "log"
+    assert head_ax.get_ylim() == backbone_ax.get_ylim()  # one range: head and backbone compare directly
+    for ax, key in ((head_ax, "grad_norm_head"), (backbone_ax, "grad_norm_backbone")):
+        drawn = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
+        assert drawn == {run: m[key][1:] for run, m in tiny.items()}

@@ -149,6 +149,15 @@ def test_trajectory_floor_prefers_the_recorded_floor():
     assert math.isclose(fig.axes[1].yaxis.get_transform().linthresh, 2e-10)
 
 
+def test_trajectory_log_y_is_log_for_positive_series_and_symlog_with_a_zero():
+    positive = {"a": [{"steps": [1, 2, 3], "g": [1e-4, 1e-2, 1.0]}]}
+    with_zero = {"a": [{"steps": [1, 2, 3], "g": [0.0, 1e-2, 1.0]}]}
+    assert trajectory_figure(positive, [("g", "g")], "t", log_y=True).axes[0].get_yscale() == "log"
+    ax = trajectory_figure(with_zero, [("g", "g")], "t", log_y=True).axes[0]
+    assert ax.get_yscale() == "symlog" and list(ax.get_lines()[0].get_ydata()) == [0.0, 1e-2, 1.0]
+    assert trajectory_figure(positive, [("g", "g")], "t").axes[0].get_yscale() == "linear"
+
+
 # ---------------------------------------------------------------- experiment figures whose series count is configured
 def test_c3_figure_with_sixteen_depths_is_distinct_and_legend_outside():
     from headgeom.experiments import c3_depth as c3

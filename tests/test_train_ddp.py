@@ -5,7 +5,8 @@ over samples and no BatchNorm/dropout, DDP's averaged gradient equals the single
 The batch-coupled methods (SimCLR, VICReg, Barlow Twins), DINO (centre all-reduced) and a
 BatchNorm backbone and head with ``sync_bn`` see the global batch, so they match too: the logged
 losses of every step and every parameter and buffer after two updates agree to float32
-round-off. Control: the BatchNorm case with ``sync_bn=False`` does not match.
+round-off, and so do the head/backbone gradient norms rank 0 logs (taken after the all-reduce: one
+process's local gradient would differ). Control: the BatchNorm case with ``sync_bn=False`` does not match.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from torch import nn
 
 from headgeom.methods import build_method, preserve_buffers
 from headgeom.train import load_checkpoint, train
+from headgeom.train.grad_norms import GRAD_NORM_KEYS
 from test_train_loop import cfg, tiny
 
 # name -> (method, head, backbone with BatchNorm, sync_bn, method options)
@@ -102,6 +104,8 @@ def test_two_process_gloo_matches_single_process(tmp_path):
     assert [r["step"] for r in la] == [r["step"] for r in lb]
     for ra, rb in zip(la, lb):
         assert abs(ra["loss"] - rb["loss"]) < 1e-5
+        for key in GRAD_NORM_KEYS:  # the global batch's gradient, logged once (rank 0)
+            assert rb[key] == pytest.approx(ra[key], rel=1e-4), (key, ra[key], rb[key])
     assert json.loads((multi / "config.json").read_text())["processes"] == 2
     # and the DDP run moved: it is not the initialisation
     torch.manual_seed(cfg().seed)  # train() seeds the initialisation the same way
@@ -151,6 +155,9 @@ def test_two_processes_match_one_on_the_global_batch(case_runs, name):
     assert len(la) == len(lb) == 2
     for a, b in zip(la, lb):
         assert abs(a - b) <= 1e-5 * max(1.0, abs(a)), (la, lb)
+    for key in GRAD_NORM_KEYS:
+        ga, gb = _losses(single, key), _losses(multi, key)
+        assert len(ga) == len(gb) == 2 and gb == pytest.approx(ga, rel=1e-4), (key, ga, gb)
     a, b = _state(single), _state(multi)
     assert set(a) == set(b)
     for k, v in a.items():

@@ -53,7 +53,8 @@ def test_tensorboard_scalars_are_the_metrics_and_a_resume_writes_each_step_once(
     assert json.loads((run_dir / "config.json").read_text())["config"]["logger"] == "tensorboard"
     got = tensorboard_scalars(run_dir / "tensorboard")
     want = expected_scalars(jsonl_records(run_dir))
-    assert {"loss", "lr", "epoch", "heff_ambient_mean_lambda_min", "heff_ambient_mean_lambda_max"} <= set(want)
+    assert {"loss", "lr", "epoch", "heff_ambient_mean_lambda_min", "heff_ambient_mean_lambda_max",
+            "grad_norm_head", "grad_norm_backbone"} <= set(want)
     assert got == want
     assert [s for s, _ in got["heff_ambient_mean_lambda_min"]] == [0, 2] and [s for s, _ in got["loss"]] == [1, 2]
 

@@ -1,4 +1,5 @@
-"""headgeom.train.loop: bit-identical resume, atomic checkpoints, non-finite stop, run records.
+"""headgeom.train.loop: bit-identical resume, atomic checkpoints, non-finite stop, run records
+(with the head/backbone gradient norms each record's step applied).
 
 A tiny protocol-following method (conv backbone with BatchNorm, MLP projector with dropout so the
 torch RNG matters, an EMA copy updated in on_step_end so buffers matter) trains on 64 ``shapes``
@@ -58,6 +59,13 @@ class TinyMethod(nn.Module):
         self.target.weight.mul_(m).add_(self.skip.weight, alpha=1 - m)
         self.updates += 1
 
+    def head_parameters(self):
+        """The projector and the skip map (``target`` is an EMA copy: no gradient, not trained)."""
+        yield from (*self.projector.parameters(), *self.skip.parameters())
+
+    def backbone_parameters(self):
+        yield from self.backbone.parameters()
+
     def recipe(self, size: int) -> Recipe:
         view = Compose((RandomResizedCrop(size, scale=(0.3, 1.0)), RandomHorizontalFlip(0.5)))
         return Recipe("tiny", (view, view))
@@ -106,6 +114,8 @@ def test_stopped_and_resumed_run_is_bit_identical(tmp_path, optimizer):
     assert torch.equal(a["aug_generator"], b["aug_generator"])
     assert torch.equal(a["data_generator"], b["data_generator"])
     assert metrics(full) == metrics(split)  # losses equal as floats, no duplicated lines
+    assert [r["step"] for r in metrics(split)] == list(range(1, 13))
+    assert all(r["grad_norm_head"] > 0 and r["grad_norm_backbone"] > 0 for r in metrics(split))
     again = train(cfg(optimizer=optimizer), split, resume=True, build_method=tiny)  # nothing left to do
     assert again["step"] == 12 and again["steps_this_session"] == 0
     assert again["final_loss"] == done["final_loss"] and metrics(full) == metrics(split)
@@ -148,6 +158,47 @@ def test_run_directory_records(tmp_path):
     assert done["complete"] and done["final_loss"] == lines[-1]["loss"]
     for e in (1, 2):
         assert load_checkpoint(tmp_path / "checkpoints" / f"epoch_{e:04d}.pt")["step"] == 4 * e
+
+
+def norm_of_grads(method: nn.Module, prefixes: tuple[str, ...]) -> float:
+    """sqrt of the sum of squared gradient entries of the parameters named with ``prefixes``, in float64,
+    written out here apart from headgeom.train.grad_norms."""
+    total = 0.0
+    for name, p in method.named_parameters():
+        if name.startswith(prefixes) and p.grad is not None:
+            total += float((p.grad.double() ** 2).sum())
+    return math.sqrt(total)
+
+
+def test_logged_gradient_norms_are_those_of_the_step_and_ride_on_every_record(tmp_path):
+    built = []
+
+    def build(config):
+        built.append(tiny(config))
+        return built[-1]
+
+    c = cfg(epochs=2, log_every=3, track_every=2, probe_size=4)
+    train(c, tmp_path, build_method=build, tracker=lambda step, method, probe: {"probe": 1.0})
+    lines = metrics(tmp_path)
+    # a line at every logging step (3, 6, the last 8) and tracking step (0, 2, 4, 6, 8); each line of a
+    # trained step carries the norms, the initialisation line (step 0: no gradient yet) does not
+    assert [r["step"] for r in lines] == [0, 2, 3, 4, 6, 8]
+    assert all(("grad_norm_head" in r) == (r["step"] > 0) == ("grad_norm_backbone" in r) for r in lines)
+    # after train returns, .grad holds the last step's gradient (zeroed only before each backward)
+    (method,) = built
+    assert method.target.weight.grad is None  # the EMA copy has no gradient and is in neither group
+    last = lines[-1]
+    assert last["grad_norm_head"] == pytest.approx(norm_of_grads(method, ("projector.", "skip.")), rel=1e-12)
+    assert last["grad_norm_backbone"] == pytest.approx(norm_of_grads(method, ("backbone.",)), rel=1e-12)
+    assert len({r["grad_norm_head"] for r in lines[1:]}) == 5  # each step's own gradient
+
+
+def test_a_method_without_head_and_backbone_parameters_records_no_gradient_norms(tmp_path):
+    class Bare(TinyMethod):
+        head_parameters = backbone_parameters = None
+
+    train(cfg(max_steps=2), tmp_path, build_method=lambda config: Bare())
+    assert all("grad_norm_head" not in r and "loss" in r for r in metrics(tmp_path))
 
 
 def test_schedule_reaches_the_optimizer(tmp_path):

@@ -14,7 +14,9 @@ per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for 
 where G ⪰ 0 and a negative eigenvalue needs M). λ < −floor counts as negative, floor =
 rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
 L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
-RankMe and the head/backbone update ratio. A ReLU head whose H_eff is exactly 0 with a frozen
+RankMe, the head/backbone update ratio and the head's and backbone's parameter-gradient norms
+(headgeom.train.grad_norms: the gradient applied at each tracking step, the paper's gradient-norm figure).
+A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".
 
 Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: smooth runs' negative
@@ -166,7 +168,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
                            "steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
                            "loss": series(records, "loss")}
-    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "update_ratio"):
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "update_ratio",
+                "grad_norm_head", "grad_norm_backbone"):
         out[key] = series(records, key)
     lmin0 = lmax0 = None
     for reading in config.readings:
@@ -280,7 +283,11 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                                                          rel_floor=config.rel_floor)),
                ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
                                                              ("spread_z", "spread of L2-normalised z")],
-                                                    "C8: representation spread during training"))]
+                                                    "C8: representation spread during training")),
+               ("grad_norm", lambda: trajectory_figure(
+                   groups, [("grad_norm_head", "‖∂L/∂θ_head‖ (projector + predictor)"),
+                            ("grad_norm_backbone", "‖∂L/∂θ_backbone‖")],
+                   "C8: parameter-gradient norms during training (step 0: no gradient yet)", log_y=True, share_y=True))]
     notes = [f"{DEAD_DEFINITION}.", f"{ESCAPE_DEFINITION}.",
              "ambient reading: the exact Hessian of the batch loss (the paper's HVP operator, here exact per-sample "
              "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "

@@ -5,6 +5,8 @@ Each run keeps one :func:`~headgeom.report.style.series_style` (its seeds share 
 carries the legend label) and the legend sits right of the panels. λ_min / λ_max panels use the
 engine's round-off floor: a value with |λ| ≤ floor is zero (``headgeom.geometry.spectrum``), so it
 is drawn at 0 inside the shaded floor band on a symlog axis whose linear band is that floor.
+With ``log_y`` the other panels (non-negative metrics spanning decades, e.g. gradient norms) get a
+log axis, or a symlog one when a value is 0 (a dead head's zero gradient stays visible at 0).
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ def floors_of(m: dict[str, Any], key: str, rel_floor: float | None) -> list[floa
     return roundoff_floor(lo, hi, rel_floor)
 
 
-def _panel(ax: Any, groups: dict[str, list[dict]], key: str, label: str, rel_floor: float | None) -> None:
+def _panel(ax: Any, groups: dict[str, list[dict]], key: str, label: str, rel_floor: float | None,
+           log_y: bool = False) -> None:
     values: list[float] = []
     band: dict[float, float] = {}  # step -> smallest floor among the series there
     for i, (run, ms) in enumerate(groups.items()):
@@ -63,21 +66,28 @@ def _panel(ax: Any, groups: dict[str, list[dict]], key: str, label: str, rel_flo
         if positive:
             floor_band(ax, [s for s, _ in positive], [f for _, f in positive])
         signed_log_axis(ax, values, floor=min((f for _, f in positive), default=0.0))
+    elif log_y and values:
+        if min(values) > 0:
+            ax.set_yscale("log")
+        else:
+            signed_log_axis(ax, values)
     ax.set_xlabel("step")
     ax.set_ylabel(label)
 
 
 def trajectory_figure(groups: dict[str, list[dict]], keys: Sequence[tuple[str, str]], title: str,
-                      rel_floor: float | None = None):
+                      rel_floor: float | None = None, *, log_y: bool = False, share_y: bool = False):
     """One panel per (metric key, label): every seed's trajectory against step, one style per run
     (``groups``: run name -> metrics of its seeds, each with "steps" and the keyed series).
 
     ``rel_floor``: the engine's relative floor of the run (its config's ``rel_floor``), used for
-    λ panels whose metrics recorded λ_min and λ_max but no ``floor`` series."""
-    fig, axes = new_figure(1, len(keys), figsize=(4.6 * len(keys) + 1.8, 3.6), squeeze=False)
+    λ panels whose metrics recorded λ_min and λ_max but no ``floor`` series. ``log_y``: log axes for
+    the non-λ panels (module docstring); ``share_y``: one y range for all panels (e.g. head beside
+    backbone)."""
+    fig, axes = new_figure(1, len(keys), figsize=(4.6 * len(keys) + 1.8, 3.6), squeeze=False, sharey=share_y)
     axes = axes[0]
     for ax, (key, label) in zip(axes, keys):
-        _panel(ax, groups, key, label, rel_floor)
+        _panel(ax, groups, key, label, rel_floor, log_y)
     shared_legend(axes)  # the runs and the floor band, once, right of the last panel
     fig.suptitle(title)
     fig.tight_layout()

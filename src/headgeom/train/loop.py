@@ -7,7 +7,9 @@ directory ``out_dir`` holds::
 
     config.json        resolved TrainConfig, git revision, library versions, steps per epoch
     metrics.jsonl      {"step", "epoch", "loss", "lr", <method logs>} every log_every steps, and
-                       the tracker's metrics every track_every steps (step 0 = initialisation)
+                       the tracker's metrics every track_every steps (step 0 = initialisation);
+                       every line of a step also carries grad_norm_head and grad_norm_backbone,
+                       the parameter-gradient norms that step applied (.grad_norms)
     tensorboard/       the same records as TensorBoard scalars, with logger="tensorboard" (.loggers)
     checkpoints/       last.pt (every epoch, every checkpoint_every steps, at the stop), epoch_XXXX.pt
     done.json          at the end: steps, epochs, final loss, seconds, images/s
@@ -41,6 +43,7 @@ from headgeom.runs.provenance import environment
 from .checkpoint import CheckpointWriter, load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
 from .ddp import init_distributed, job_layout
+from .grad_norms import gradient_groups, gradient_norms
 from .loggers import check_logger, open_loggers
 from .optim import build_optimizer
 from .progress import paused
@@ -209,6 +212,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
             "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
             "processes": ctx.world, "resumed_from_step": step if resume else None, **environment()})
     model = ctx.wrap(method, device, sync_bn=config.sync_bn)
+    grad_groups = gradient_groups(method) if ctx.main else None  # rank 0 records (.grad_norms)
     writer = CheckpointWriter()
 
     def checkpoint(epoch_start_state: torch.Tensor) -> None:
@@ -263,11 +267,14 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
             loss.backward()
             if hasattr(method, "before_optimizer_step"):  # e.g. DINO's freeze_last_layer
                 method.before_optimizer_step(step, step // steps_per_epoch)
+            log_now = (step + 1) % config.log_every == 0 or step + 1 == stop
+            track_now = tracking and (step + 1) % config.track_every == 0
+            # the gradient this step applies, on the steps that write a line; tensors until the
+            # record reads them (after the loss sync), so no extra host-device sync
+            grads = gradient_norms(grad_groups) if grad_groups is not None and (log_now or track_now) else {}
             optimizer.step()
             method.on_step_end(step, total)  # index of the update just taken, 0-based
             step += 1
-            log_now = step % config.log_every == 0 or step == stop
-            track_now = tracking and step % config.track_every == 0
             save_now = (step % steps_per_epoch == 0 or step == stop
                         or (config.checkpoint_every > 0 and step % config.checkpoint_every == 0))
             if log_now or track_now or save_now:
@@ -289,7 +296,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
                 with paused(bar, f"tracking geometry at step {step}"):
                     record = {**record, **_track(tracker, step, method, probe, device)}
             if record and log is not None:
-                log.log(step, record)
+                log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
             if save_now:
                 with paused(bar, f"saving checkpoint at step {step}"):
                     checkpoint(epoch_state)
