@@ -91,11 +91,14 @@ def test_declared_curvature_is_used_only_when_declared():
     declared.blocks()
     plain = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich")
     plain.blocks()
+    hvp = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich", discover_structure=False)
+    hvp.blocks()
     assert declared.last_block_path == "sandwich+declared-curvature"
-    assert plain.last_block_path == "sandwich+hvp"
+    assert plain.last_block_path == "sandwich+discovered-curvature"  # headgeom.geometry.loss_discovery
+    assert hvp.last_block_path == "sandwich+hvp"
     jac = effective_hessian(head, ls["cosine-plain"], z, block_strategy="jacobian")
     jac.blocks()
-    assert jac.last_block_path == "jacobian"
+    assert jac.last_block_path == "jacobian+discovered-curvature"
     assert jac.info()["block_strategy"] == "jacobian"
 
 
@@ -182,7 +185,8 @@ def test_auto_strategy_follows_the_flop_count():
     narrow = chain([D, 8, 2, 16], nn.SiLU)
     z = torch.randn(N, D, dtype=DT)
     c = torch.randn(N, 16, dtype=DT)
-    eh = effective_hessian(narrow, lambda u: negative_cosine(u, c), z)
+    # discovery off: an undeclared loss costs HVPs, as the FLOP count below assumes
+    eh = effective_hessian(narrow, lambda u: negative_cosine(u, c), z, discover_structure=False)
     eh.blocks()
     costs = block_costs(eh.structured_layers, D, 16, False)
     assert costs["sandwich"] < costs["jacobian"] and eh.last_block_path == "sandwich+hvp"
@@ -190,7 +194,7 @@ def test_auto_strategy_follows_the_flop_count():
     wide = chain([2, 64, 3], nn.SiLU)
     z2 = torch.randn(N, 2, dtype=DT)
     c2 = torch.randn(N, 3, dtype=DT)
-    eh2 = effective_hessian(wide, lambda u: negative_cosine(u, c2), z2)
+    eh2 = effective_hessian(wide, lambda u: negative_cosine(u, c2), z2, discover_structure=False)
     eh2.blocks()
     costs2 = block_costs(eh2.structured_layers, 2, 3, False)
     assert costs2["sandwich"] > costs2["jacobian"] and eh2.last_block_path == "jacobian"

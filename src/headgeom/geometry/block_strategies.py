@@ -1,8 +1,9 @@
 """Per-sample diagonal blocks of H_eff, G and M: the strategies, chosen by the head and the loss.
 
 - row-wise head, separable loss (block-diagonal ∇²_u L): the sandwich of
-  :mod:`headgeom.geometry.mlp_sandwich` for MLP chains, else J_iᵀ for every sample and one loss
-  HVP per column of J carrying every sample at once ("jacobian");
+  :mod:`headgeom.geometry.mlp_sandwich` for MLP chains, with the loss's blocks declared,
+  discovered (:mod:`headgeom.geometry.loss_discovery`) or from loss HVPs; else J_iᵀ for
+  every sample and one loss HVP per column of J carrying every sample at once ("jacobian");
 - row-wise head, coupled loss: per-sample Jacobians and the loss's diagonal blocks, declared
   (NT-Xent) or from k (or d) single-row HVPs per sample;
 - batch-coupled head (train-mode BatchNorm): one H_eff matvec per basis vector e_{i,c}.
@@ -19,6 +20,7 @@ from torch import Tensor
 from torch.func import hessian, jacfwd, jacrev, vmap
 
 from .loss_curvature import LowRankCurvature, coupled_blocks_for, curvature_for
+from .loss_discovery import discover_curvature
 from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass
 from .readings import loss_hvp
@@ -72,7 +74,7 @@ class BlockStrategies:
         """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
         if self._layers is None or not is_linear_chain(self._layers) or self.block_strategy == "jacobian":
             return False, None
-        curv = self._declared_curvature() if want_g else None
+        curv = self._loss_curvature()[0] if want_g else None
         if self.block_strategy == "sandwich" or not want_g:
             return True, curv
         costs = block_costs(self._layers, self.d, self.k, curv is not None)
@@ -87,7 +89,7 @@ class BlockStrategies:
         n, d, k = self.n, self.d, self.k
         sandwich, curv = self._use_sandwich(want_g)
         if sandwich:
-            self.last_block_path = "sandwich" + ("+declared-curvature" if curv is not None else "+hvp")
+            self.last_block_path = "sandwich+" + (self._loss_curvature()[1] if curv is not None else "hvp")
             hvp = loss_hvp(self.loss, self.u, self.reading)
             return sandwich_blocks(self._layers, self.z, self.rho, curv, hvp, want_g, want_m, self.chunk_size,
                                    merged=merged)
@@ -102,12 +104,22 @@ class BlockStrategies:
                 ms.append(m)
         g = None
         if want_g:
-            hvp = loss_hvp(self.loss, self.u, self.reading)
+            curv, how = self._loss_curvature()
             hjt = torch.empty_like(jt_all)  # [∇²L]_ii J_i, transposed like J
-            step = max(1, min(d, (1 << 21) // max(1, n * k)))  # ~16 MB of tangents: cache-sized chunks
-            for c0 in range(0, d, step):
-                cols = slice(c0, min(c0 + step, d))
-                hjt[:, cols, :] = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1)).transpose(0, 1)
+            if curv is not None:  # declared or discovered blocks: α_i J_iᵀ + J_iᵀ U_i B_i U_iᵀ, no HVPs
+                self.last_block_path = "jacobian+" + how
+                for start in range(0, n, self.chunk_size):
+                    rows = slice(start, min(start + self.chunk_size, n))
+                    c, jt = curv.rows(rows), jt_all[rows]
+                    hjt[rows] = c.alpha[:, None, None] * jt
+                    if c.U is not None:
+                        hjt[rows] += (jt @ c.U) @ c.B.transpose(1, 2) @ c.U.transpose(1, 2)
+            else:
+                hvp = loss_hvp(self.loss, self.u, self.reading)
+                step = max(1, min(d, (1 << 21) // max(1, n * k)))  # ~16 MB of tangents: cache-sized chunks
+                for c0 in range(0, d, step):
+                    cols = slice(c0, min(c0 + step, d))
+                    hjt[:, cols, :] = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1)).transpose(0, 1)
             g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
             for start in range(0, n, self.chunk_size):
                 rows = slice(start, min(start + self.chunk_size, n))
@@ -176,6 +188,18 @@ class BlockStrategies:
         if not hasattr(self, "_curvature_cache"):
             self._curvature_cache = curvature_for(self.loss, self.u, self.reading)
         return self._curvature_cache
+
+    def _loss_curvature(self) -> tuple[LowRankCurvature | None, str]:
+        """The separable loss's blocks in low-rank form and where they come from, once:
+        declared (checked), else discovered (verified, headgeom.geometry.loss_discovery) when
+        ``discover_structure``, else (None, "hvp")."""
+        if not hasattr(self, "_loss_curvature_cache"):
+            curv, how = self._declared_curvature(), "declared-curvature"
+            if curv is None and self.discover_structure and self.separable_loss:
+                hvp = loss_hvp(self.loss, self.u, self.reading)
+                curv, how = discover_curvature(hvp, self.u), "discovered-curvature"
+            self._loss_curvature_cache = (curv, how if curv is not None else "hvp")
+        return self._loss_curvature_cache
 
     def _declared_coupled_blocks(self) -> Tensor | None:
         """The loss's declared, checked diagonal blocks (N, k, k) under the reading, once."""

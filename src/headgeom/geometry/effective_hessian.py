@@ -24,6 +24,7 @@ from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .block_strategies import BlockStrategies
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
+from .loss_discovery import is_block_diagonal
 from .mlp_sandwich import vector_pass
 from .mlp_structure import flatten_layers, fuse_affine_runs
 from .precision import measured_error
@@ -64,6 +65,7 @@ class EffectiveHessian(BlockStrategies):
     separable_loss: bool = field(init=False)
     chunk_size: int = 32
     block_strategy: str = "auto"
+    discover_structure: bool = True
     last_block_path: str | None = field(init=False, default=None)
     source: tuple | None = None  # (head, z) as given: the float64 reference of a float32 analysis
 
@@ -162,11 +164,12 @@ class EffectiveHessian(BlockStrategies):
                 head, z = self.source
                 self._precision_cache = measured_error(self, lambda: effective_hessian(
                     head, self.loss, z, reading=self.reading, dtype=torch.float64, max_dense=self.max_dense,
-                    chunk_size=self.chunk_size, block_strategy=self.block_strategy))
+                    chunk_size=self.chunk_size, block_strategy=self.block_strategy,
+                    discover_structure=self.discover_structure))
         return self._precision_cache
 
     def _probe_separable(self) -> bool:
-        """Whether ∇²_u L is block-diagonal over samples (each row's tangent stays on its row)."""
+        """Whether ∇²_u L is block-diagonal over samples (no row's tangent leaks to another row)."""
         if self.n < 2:
             return True
         if self.loss.hessian_structure is not None:
@@ -174,10 +177,8 @@ class EffectiveHessian(BlockStrategies):
             # on every row (curvature_for raises on a mismatch): that check is the probe too
             self._declared_curvature()
             return True
-        w = torch.zeros_like(self.u)
-        w[0] = torch.linspace(1.0, 2.0, self.k, dtype=self.u.dtype, device=self.u.device)
-        hw = loss_hvp(self.loss, self.u, self.reading)(w)
-        return bool((hw[1:] == 0).all())
+        # ⌈log₂ N⌉ batched probes separate every pair of rows (headgeom.geometry.loss_discovery)
+        return is_block_diagonal(loss_hvp(self.loss, self.u, self.reading), self.u)
 
     # ------------------------------------------------------------------ operator path
     def _full(self, zf: Tensor) -> Tensor:
@@ -290,6 +291,7 @@ def effective_hessian(
     max_dense: int = DEFAULT_MAX_DENSE,
     chunk_size: int = 32,
     block_strategy: str = "auto",
+    discover_structure: bool = True,
 ) -> EffectiveHessian:
     """Exact effective Hessian of ``loss ∘ head`` with respect to the representation ``z``.
 
@@ -312,6 +314,11 @@ def effective_hessian(
             last activation's width, :mod:`headgeom.geometry.mlp_sandwich`), "jacobian" (J
             propagated to the output, :mod:`headgeom.geometry.mlp_structure`) or "auto" (the
             cheaper by a FLOP count). Every strategy is exact; the one used is in ``info()``.
+        discover_structure: for a separable loss that declares no Hessian form, find its
+            per-sample blocks as a scaled identity plus low rank from a few batched HVPs and
+            verify them exactly (:mod:`headgeom.geometry.loss_discovery`) so that the sandwich
+            needs no further loss HVPs; False keeps one loss HVP per sandwich column (the
+            result is the same to round-off either way).
     """
     check_reading(reading)
     loss = as_analysis_loss(loss)  # a plain callable declares nothing
@@ -331,4 +338,5 @@ def effective_hessian(
     if block_strategy not in BLOCK_STRATEGIES:
         raise ValueError(f"block_strategy must be one of {BLOCK_STRATEGIES}; got {block_strategy!r}")
     return EffectiveHessian(prepared, loss, z, reading, max_dense, chunk_size=chunk_size,
-                            block_strategy=block_strategy, source=(head, given))
+                            block_strategy=block_strategy, discover_structure=discover_structure,
+                            source=(head, given))
