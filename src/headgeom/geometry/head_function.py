@@ -15,6 +15,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor, nn
 from torch.func import vjp
+from torch.nn.utils.weight_norm import WeightNorm
 
 from .head_cache import cached_copy
 
@@ -47,7 +48,7 @@ def prepare_head(head: nn.Module | HeadFn, dtype: torch.dtype, device: torch.dev
 
 def copy_for_analysis(head: nn.Module, dtype: torch.dtype, device: torch.device) -> PreparedHead:
     """A fresh analysis copy of ``head``: cast, frozen, train-mode BatchNorm made pure, checked finite."""
-    work = copy.deepcopy(head).to(device=device, dtype=dtype)
+    work = copy.deepcopy(head, memo=_weight_norm_memo(head)).to(device=device, dtype=dtype)
     work.requires_grad_(False)
     train_bn = False
     for bn in _batchnorms(work):
@@ -66,6 +67,20 @@ def copy_for_analysis(head: nn.Module, dtype: torch.dtype, device: torch.device)
                 "the geometry of such a head is undefined: check the checkpoint or training run"
             )
     return PreparedHead(fn=work, module=work, train_mode_batchnorm=train_bn)
+
+
+def _weight_norm_memo(head: nn.Module) -> dict[int, Tensor]:
+    """deepcopy memo for torch.nn.utils.weight_norm layers: their ``weight`` is a non-leaf tensor
+    that deepcopy refuses; the copy gets a detached one, and its forward pre-hook recomputes
+    g·V/‖V‖ from the copied (and cast) weight_g, weight_v on every call."""
+    memo: dict[int, Tensor] = {}
+    for module in head.modules():
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm):
+                weight = getattr(module, hook.name, None)
+                if isinstance(weight, Tensor) and not weight.is_leaf:
+                    memo[id(weight)] = weight.detach().clone()
+    return memo
 
 
 def is_row_wise(fn: HeadFn, z: Tensor) -> bool:

@@ -26,27 +26,37 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from .loss_curvature import LowRankCurvature
-from .mlp_structure import _activation_derivatives
+from .mlp_structure import ELEMENTWISE, _activation_derivatives
+from .norm_structure import RowNorm, RowNormPass, row_norm_pass
 
 
 @dataclass
 class VectorPass:
-    """u and, per activation (in order), σ'(a), σ''(a) and c = σ''(a) ⊙ g for all samples."""
+    """u and, per nonlinearity (in order), σ'(a), σ''(a) and c = σ''(a) ⊙ g for all samples; a
+    RowNorm (LayerNorm, L2-normalisation) has its RowNormPass in ``norms`` and None in the lists."""
 
     u: Tensor  # (N, k)
-    act_index: list[int]  # position of each activation in the layer list
-    d1: list[Tensor]  # (N, w_l)
-    d2: list[Tensor]
-    c: list[Tensor] | None  # None when ρ was not given
+    act_index: list[int]  # position of each nonlinearity in the layer list
+    d1: list[Tensor | None]  # (N, w_l)
+    d2: list[Tensor | None]
+    c: list[Tensor | None] | None  # None when ρ was not given
+    norms: dict[int, RowNormPass]  # nonlinearity position j -> its state (second derivative set given ρ)
 
 
 def vector_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> VectorPass:
     """Forward values and backward residual gradients of a Linear/activation chain (vectors only)."""
     x = z
     act_index, d1s, d2s = [], [], []
+    norms: dict[int, RowNormPass] = {}
     for idx, layer in enumerate(layers):
         if isinstance(layer, nn.Linear):
             x = nn.functional.linear(x, layer.weight, layer.bias)
+        elif isinstance(layer, RowNorm):
+            norms[len(act_index)] = state = row_norm_pass(layer, x)
+            x = state.y
+            act_index.append(idx)
+            d1s.append(None)
+            d2s.append(None)
         else:
             x, d1, d2 = _activation_derivatives(layer, x)
             act_index.append(idx)
@@ -61,18 +71,18 @@ def vector_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> Vecto
             layer = layers[idx]
             if isinstance(layer, nn.Linear):
                 g = g @ layer.weight
+            elif pos[idx] in norms:
+                g = norms[pos[idx]].backward(g)
             else:
                 j = pos[idx]
                 cs[j] = d2s[j] * g
                 g = g * d1s[j]
-    return VectorPass(u=x, act_index=act_index, d1=d1s, d2=d2s, c=cs)
+    return VectorPass(u=x, act_index=act_index, d1=d1s, d2=d2s, c=cs, norms=norms)
 
 
 def is_linear_chain(layers: list[nn.Module]) -> bool:
-    """Only Linear layers and element-wise activations (what fuse_affine_runs leaves)."""
-    from .mlp_structure import ELEMENTWISE
-
-    return all(isinstance(layer, (nn.Linear,) + ELEMENTWISE) for layer in layers)
+    """Only Linear layers, element-wise activations and RowNorms (what fuse_affine_runs leaves)."""
+    return all(isinstance(layer, (nn.Linear, RowNorm) + ELEMENTWISE) for layer in layers)
 
 
 def packed_outer_sum(at: Tensor, c: Tensor, tile: int = 64) -> Tensor:
@@ -209,10 +219,15 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
 
     def k_rows(rows: slice) -> Tensor:
         return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k)
+    def first_term() -> Tensor:  # the first nonlinearity's M term, with its shared Jacobian
+        if 0 in vp.norms:
+            return vp.norms[0].interaction(shared, gram=shared @ shared.T)
+        return shared_outer_sum(shared, vp.c[0])
+
     g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
     m_out = None
     if want_m:
-        m_out = shared_outer_sum(shared, vp.c[0]) if p else torch.zeros(n, d, d, dtype=dtype, device=device)
+        m_out = first_term() if p else torch.zeros(n, d, d, dtype=dtype, device=device)
     if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
         if want_g:
             for start in range(0, n, chunk_size):
@@ -224,22 +239,35 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
         rows = slice(start, min(start + chunk_size, n))
         pre = shared  # P_j: (d, w) shared for j = 0, then (s, d, w) per sample
         for j in range(1, p):
-            d1 = vp.d1[j - 1][rows]
             lins = _linears_between(layers, acts[j - 1] + 1, acts[j])
-            if pre.ndim == 2 and len(lins) == 1:
+            if j - 1 in vp.norms:
+                pre = vp.norms[j - 1].rows(rows).pull_jt(pre)
+                for lin in lins:
+                    pre = pre @ lin.weight.T
+            elif pre.ndim == 2 and len(lins) == 1:
                 # (W diag σ') A with the shared A: scaling W's columns reads contiguous memory,
                 # scaling Aᵀ (strided) was ~1.5x slower; keep the transposed view for what follows
+                d1 = vp.d1[j - 1][rows]
                 pre = ((lins[0].weight * d1[:, None, :]) @ pre.T).transpose(1, 2)
             else:
-                pre = pre * d1[:, None, :]
+                pre = pre * vp.d1[j - 1][rows][:, None, :]
                 for lin in lins:
                     pre = pre @ lin.weight.T
             if want_m and not (merged and j == p - 1):
-                m_out[rows] += torch.bmm(pre * vp.c[j][rows][:, None, :], pre.transpose(1, 2))
+                if j in vp.norms:
+                    m_out[rows] += vp.norms[j].rows(rows).interaction(pre)
+                else:
+                    m_out[rows] += torch.bmm(pre * vp.c[j][rows][:, None, :], pre.transpose(1, 2))
         if want_g:
-            d1 = vp.d1[-1][rows]
-            mid = k_rows(rows) * d1[:, :, None] * d1[:, None, :]
-            if merged and p > 1:
-                mid.diagonal(dim1=1, dim2=2).add_(vp.c[-1][rows])
+            if p - 1 in vp.norms:  # Jᵀ K J (+ the norm's second derivative when merged)
+                state = vp.norms[p - 1].rows(rows)
+                mid = state.sandwich(k_rows(rows))
+                if merged and p > 1:
+                    mid = mid + state.dense_second()
+            else:
+                d1 = vp.d1[-1][rows]
+                mid = k_rows(rows) * d1[:, :, None] * d1[:, None, :]
+                if merged and p > 1:
+                    mid.diagonal(dim1=1, dim2=2).add_(vp.c[-1][rows])
             g_out[rows] = torch.matmul(torch.matmul(pre, mid), pre.transpose(-1, -2))
     return g_out, m_out

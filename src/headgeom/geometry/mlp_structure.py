@@ -23,6 +23,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 from torch.nn.utils import skip_init
+from torch.nn.utils.weight_norm import WeightNorm
+
+from headgeom.heads.build import L2Normalize
+
+from .norm_structure import ChannelAffine, RowNorm, row_norm_pass
 
 ELEMENTWISE: tuple[type[nn.Module], ...] = (
     nn.ReLU, nn.GELU, nn.SiLU, nn.Softplus, nn.Tanh, nn.ELU, nn.LeakyReLU, nn.Sigmoid,
@@ -34,8 +39,11 @@ def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
     """The leaf layers of a chain head in forward order, or None if it is not such a chain.
 
     Accepted: nn.Sequential (nested too), and a module whose only child is an
-    nn.Sequential (headgeom's ProjectionHead keeps its layers in ``head.layers``). The
-    caller checks numerically that the chain reproduces the head's output.
+    nn.Sequential (headgeom's ProjectionHead keeps its layers in ``head.layers``). A LayerNorm
+    over the last dim becomes RowNorm("ln") followed by its γ, β as a ChannelAffine; headgeom's
+    L2Normalize becomes RowNorm("l2"); a weight-normed Linear (either torch API) is a Linear
+    whose weight is read as g·V/‖V‖ (:func:`effective_weight`). The caller checks numerically
+    that the chain reproduces the head's output.
     """
     if isinstance(module, nn.Sequential):
         out: list[nn.Module] = []
@@ -47,6 +55,19 @@ def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
         return out
     if isinstance(module, nn.Linear) or isinstance(module, ELEMENTWISE) or isinstance(module, nn.Identity):
         return [module]
+    if isinstance(module, nn.LayerNorm):
+        if len(module.normalized_shape) != 1:
+            return None
+        out = [RowNorm("ln", module.eps)]
+        if module.weight is not None or module.bias is not None:
+            w = module.normalized_shape[0]
+            like = module.weight if module.weight is not None else module.bias
+            scale = module.weight if module.weight is not None else torch.ones(w, dtype=like.dtype, device=like.device)
+            shift = module.bias if module.bias is not None else torch.zeros(w, dtype=like.dtype, device=like.device)
+            out.append(ChannelAffine(scale.detach(), shift.detach()))
+        return out
+    if isinstance(module, L2Normalize):
+        return [RowNorm("l2", module.eps)]
     if isinstance(module, nn.Dropout):
         return [] if (not module.training or module.p == 0) else None
     if isinstance(module, nn.BatchNorm1d):
@@ -59,10 +80,25 @@ def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
     return None
 
 
+def effective_weight(linear: nn.Linear) -> Tensor:
+    """The weight a Linear multiplies by now: g·V/‖V‖ for a weight-normed one.
+
+    With torch.nn.utils.parametrizations.weight_norm ``linear.weight`` is computed on access;
+    the older torch.nn.utils.weight_norm stores a tensor refreshed only by a forward pre-hook
+    (stale after an update of weight_v or a cast of the module), so it is recomputed here.
+    """
+    for hook in linear._forward_pre_hooks.values():
+        if isinstance(hook, WeightNorm) and hook.name == "weight":
+            return hook.compute_weight(linear)
+    return linear.weight
+
+
 def _affine_of(layer: nn.Module) -> tuple[Tensor, Tensor] | None:
-    """(W, b) of an affine leaf layer (Linear or eval-mode BatchNorm), else None."""
+    """(W, b) of an affine leaf layer (Linear, eval-mode BatchNorm, ChannelAffine), else None."""
+    if isinstance(layer, ChannelAffine):
+        return torch.diag(layer.scale), layer.shift
     if isinstance(layer, nn.Linear):
-        w = layer.weight
+        w = effective_weight(layer)
         b = layer.bias if layer.bias is not None else torch.zeros(w.shape[0], dtype=w.dtype, device=w.device)
         return w, b
     if isinstance(layer, nn.BatchNorm1d):
@@ -74,6 +110,8 @@ def _affine_of(layer: nn.Module) -> tuple[Tensor, Tensor] | None:
 def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
     """Fold consecutive affine layers (Linear, eval BatchNorm, Identity) into one Linear.
 
+    Every affine layer comes out as a plain Linear holding its weight as it is now (a
+    weight-normed layer's g·V/‖V‖ fixed at analysis time).
     Between two activations the head is one affine map, so its Jacobian is a single product
     per sample. Two maps are folded when the folded width product w_in·w_out is no larger
     than the sum of the separate ones (a 2048→2048→512 pair becomes one 2048→512 map; a
@@ -153,7 +191,7 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
     s, d = z.shape
     x = z
     jt: Tensor | None = None  # None: the identity (no layer yet)
-    saved: list[tuple[int, Tensor, Tensor, Tensor]] = []  # (layer index, σ', σ'', A_lᵀ)
+    saved: list[tuple] = []  # (layer index, σ', σ'', A_lᵀ), or (index, RowNormPass, None, A_lᵀ)
     for idx, layer in enumerate(layers):
         if isinstance(layer, nn.Linear):
             w = layer.weight
@@ -165,6 +203,14 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
             jt = torch.diag(scale).expand(s, d, d) if jt is None else jt * scale
         elif isinstance(layer, nn.Identity):
             continue
+        elif isinstance(layer, RowNorm):
+            if jt is None:
+                jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
+            state = row_norm_pass(layer, x)
+            if rho is not None:
+                saved.append((idx, state, None, jt))
+            x = state.y
+            jt = state.pull_jt(jt)
         else:  # element-wise activation
             if jt is None:
                 jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
@@ -188,6 +234,10 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
             g = g @ layer.weight
         elif isinstance(layer, nn.BatchNorm1d):
             g = g * _bn_affine(layer)[0]
+        elif idx in pending and isinstance(layer, RowNorm):
+            state, _, at = pending.pop(idx)
+            g = state.backward(g)
+            interaction = interaction + state.interaction(at)
         elif idx in pending:
             d1, d2, at = pending.pop(idx)
             c = d2 * g  # (s, width)
