@@ -1,24 +1,57 @@
 """Atomic writes: a result file is either the old one or the complete new one, never half."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import tempfile
-from pathlib import Path
+from collections.abc import Mapping
+from pathlib import Path, PurePath
 from typing import Any
 
 
 def json_safe(x: Any) -> Any:
-    """``x`` with NaN as None and ±inf as "inf"/"-inf", recursively: headgeom's one convention for
-    non-finite numbers in JSON (every reader can parse it)."""
-    if isinstance(x, float) and not math.isfinite(x):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if isinstance(x, dict):
+    """``x`` as plain JSON types, headgeom's one convention for JSON files (every writer goes
+    through it, every reader parses it back with :func:`json_number`):
+
+    - NaN is written as null and ±inf as the strings "inf"/"-inf" (strict JSON, ``allow_nan=False``);
+    - numpy/torch scalars and arrays become numbers and lists, dataclasses dicts, tuples and sets
+      lists (sets sorted), paths strings, dict keys strings.
+
+    Raises TypeError for an object with no JSON form."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    if isinstance(x, Mapping):
         return {str(k): json_safe(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_safe(v) for v in x]
-    return x
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [json_safe(v) for v in (sorted(x, key=repr) if isinstance(x, (set, frozenset)) else x)]
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return json_safe(dataclasses.asdict(x))
+    if isinstance(x, PurePath):
+        return str(x)
+    if hasattr(x, "tolist") and callable(x.tolist):  # numpy arrays/scalars, torch tensors
+        return json_safe(x.tolist())
+    if hasattr(x, "item") and callable(x.item):
+        return json_safe(x.item())
+    raise TypeError(f"value {x!r} of type {type(x).__name__} cannot be written as JSON; "
+                    "give numbers, strings, lists, dicts, dataclasses or arrays")
+
+
+def json_number(x: Any) -> float:
+    """A number written by :func:`json_safe` back to float: null -> NaN, "inf"/"-inf" -> ±inf.
+    Raises ValueError for any other string."""
+    if x is None:
+        return math.nan
+    if isinstance(x, str):
+        if x not in ("inf", "-inf"):
+            raise ValueError(f"{x!r} is not a number headgeom writes (numbers, null for NaN, \"inf\"/\"-inf\")")
+        return float(x)
+    return float(x)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
@@ -45,5 +78,5 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
-    """JSON with NaN written as null and ±inf as strings (valid JSON for every reader)."""
+    """``obj`` through :func:`json_safe` (NaN as null, ±inf as "inf"/"-inf"), indented."""
     return atomic_write_text(path, json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n")

@@ -28,6 +28,7 @@ from typing import Any
 from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
                                              placement_table)
 from headgeom.experiments.registry import Summary
+from headgeom.io import json_number
 from headgeom.report.evidence import TEST
 from headgeom.report.style import new_figure, series_style, shared_legend
 
@@ -62,10 +63,8 @@ REPRO_TRACE = {"dino_vit": 7.7, "dino_resnet50": 3.8, "vicreg": 0.25, "barlow_tw
 
 
 def _f(x: Any) -> float:
-    """A JSON number back to float: None (NaN) -> nan, "inf"/"-inf" -> ±inf."""
-    if isinstance(x, str):
-        return float(x) if x in ("inf", "-inf") else math.nan
-    return math.nan if x is None else float(x)
+    """A JSON number back to float (headgeom.io.json_number: null -> nan, "inf"/"-inf" -> ±inf)."""
+    return json_number(x)
 
 
 def direction(est: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ and target for every head, so depths are compared on one problem (paired).
 
 Fit: minimise mean_j ‖H_j − I‖_F² / d (unit-scale isotropy; per-point blocks, the loss is summed over
 points, no 1/N) by Adam then L-BFGS, differentiating the closed-form H_eff of the MLP. Reported per cell
-(at the best parameters): ε = eps_kappa = max_j (κ(H_j) − 1) (None = ∞ when some H_j is not positive
+(at the best parameters): ε = eps_kappa = max_j (κ(H_j) − 1) ("inf" when some H_j is not positive
 definite; n_indefinite counts those points), eps_iso = max_j ‖H_j − I‖₂, rel_fro = max_j min_c ‖H_j − cI‖_F
 / ‖H_j‖_F, the same at init, the fit's convergence (objective initial/final, Adam steps, L-BFGS
 iterations, evaluations, gradient norm, stop reason), ‖M‖_F/‖H‖_F, and engine_gap: the largest
@@ -200,7 +200,8 @@ def _run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- summary (apart from computing)
 def eps_of(m: dict[str, Any]) -> float:
-    """ε = max_j κ − 1 of a cell; ∞ where some block was not positive definite (stored as None)."""
+    """ε = max_j κ − 1 of a cell; ∞ where some block was not positive definite (stored as "inf"; as
+    None by results written before headgeom.io.json_safe was the one convention)."""
     v = m.get("eps_kappa")
     return math.inf if v is None or v == "inf" else float(v)
 

@@ -25,7 +25,6 @@ import dataclasses
 import hashlib
 import importlib
 import json
-import math
 import os
 import re
 import sys
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
-from headgeom.io import atomic_write_json
+from headgeom.io import atomic_write_json, json_safe
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
@@ -53,30 +52,8 @@ _FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeo
 
 
 # ----------------------------------------------------------------------------- JSON and keys
-def jsonable(x: Any) -> Any:
-    """``x`` as plain JSON types: numpy/torch scalars and arrays become numbers and lists,
-    dataclasses dicts, tuples lists, paths strings; NaN -> null and ±inf -> "inf"/"-inf"
-    (the convention of :func:`headgeom.io.atomic_write_json`). Raises TypeError otherwise."""
-    if x is None or isinstance(x, (bool, str)):
-        return x
-    if isinstance(x, int):
-        return int(x)
-    if isinstance(x, float):
-        return x if math.isfinite(x) else (None if math.isnan(x) else ("inf" if x > 0 else "-inf"))
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, set, frozenset)):
-        return [jsonable(v) for v in (sorted(x, key=repr) if isinstance(x, (set, frozenset)) else x)]
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return jsonable(dataclasses.asdict(x))
-    if isinstance(x, Path):
-        return str(x)
-    if hasattr(x, "tolist") and callable(x.tolist):  # numpy arrays/scalars, torch tensors
-        return jsonable(x.tolist())
-    if hasattr(x, "item") and callable(x.item):
-        return jsonable(x.item())
-    raise TypeError(f"value {x!r} of type {type(x).__name__} cannot be written as JSON; "
-                    "return numbers, strings, lists or dicts from run_cell")
+jsonable = json_safe
+"""Results of ``run_cell`` as JSON: :func:`headgeom.io.json_safe` (the name experiments import)."""
 
 
 def config_dict(config: Any) -> Any:
@@ -92,7 +69,7 @@ def cell_key(cell: dict[str, Any], config: Any = None) -> str:
     cfg = config_dict(config) if config is not None else None
     if isinstance(cfg, dict):
         cfg = {k: v for k, v in cfg.items() if k != "seeds"}
-    blob = json.dumps({"cell": jsonable(cell), "config": cfg}, sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(jsonable({"cell": cell, "config": cfg}), sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha1(blob.encode("utf-8")).hexdigest()[:8]
     parts = []
     for k, v in cell.items():
@@ -129,7 +106,7 @@ def log_metrics(record: dict[str, Any]) -> bool:
 
 def _append_jsonl(path: Path, obj: Any) -> None:
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(obj, allow_nan=False) + "\n")
+        fh.write(json.dumps(json_safe(obj), allow_nan=False) + "\n")
 
 
 # ----------------------------------------------------------------------------- selection

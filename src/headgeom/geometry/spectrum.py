@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from headgeom.io import json_safe
 from headgeom.geometry.lanczos import LanczosResult, lanczos_extremes
 from headgeom.geometry.operators import as_operator, check_symmetric
 
@@ -96,12 +97,13 @@ class Spectrum:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """Every field as JSON-serialisable plain Python (NaN -> None, tensors -> lists)."""
+        """Every field as JSON-serialisable plain Python (tensors -> lists; NaN and ±inf as
+        :func:`headgeom.io.json_safe` writes them: null and "inf"/"-inf")."""
         out = {
             "kind": self.kind,
             "n": self.n,
             "n_blocks": self.n_blocks,
-            "eigenvalues": _plain(self.eigenvalues),
+            "eigenvalues": self.eigenvalues,
             "lambda_min": self.lambda_min,
             "lambda_max": self.lambda_max,
             "rel_floor": self.rel_floor,
@@ -111,31 +113,12 @@ class Spectrum:
             "n_positive": self.n_positive,
             "condition_number": self.condition_number,
             "condition_definition": self.condition_definition,
-            "method": _plain(self.method),
-            "per_block": _plain(self.per_block),
-            "per_sample": _plain(self.per_sample),
-            "norm_ratios": _plain(self.norm_ratios),
+            "method": self.method,
+            "per_block": self.per_block,
+            "per_sample": self.per_sample,
+            "norm_ratios": self.norm_ratios,
         }
-        return out
-
-
-def _plain(x: Any) -> Any:
-    """Tensors/numpy/dicts/lists -> plain Python; non-finite floats -> None."""
-    if isinstance(x, Tensor):
-        return _plain(x.detach().cpu().tolist())
-    if isinstance(x, np.ndarray):
-        return _plain(x.tolist())
-    if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    if isinstance(x, (int, np.integer)):
-        return int(x)
-    if isinstance(x, (float, np.floating)):
-        return float(x) if np.isfinite(x) else None
-    return x
+        return json_safe(out)
 
 
 def _counts(lam: Tensor, floor: float) -> tuple[Tensor, Tensor, Tensor]:

@@ -50,6 +50,7 @@ from torch import Tensor, nn
 from torch.func import hessian, vmap
 
 from headgeom.heads import HeadSpec, ProjectionHead
+from headgeom.io import json_safe
 
 LOSSES = ("cosine", "mse")
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -302,11 +303,9 @@ class Isotropy:
     scale_min: float  # min_j tr(H_j)/d (the best c)
     scale_max: float
 
-    def as_dict(self) -> dict[str, float | int | None]:
-        """JSON-able: eps_kappa = None when infinite (see n_indefinite)."""
-        out = dict(self.__dict__)
-        out["eps_kappa"] = None if math.isinf(self.eps_kappa) else self.eps_kappa
-        return out
+    def as_dict(self) -> dict[str, float | int | str | None]:
+        """JSON-able (headgeom.io.json_safe): an infinite eps_kappa (see n_indefinite) is "inf"."""
+        return json_safe(dict(self.__dict__))
 
 
 def isotropy(blocks: Tensor) -> Isotropy:
