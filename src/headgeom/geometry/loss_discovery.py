@@ -19,7 +19,7 @@ g_i ⊥ Q_i has H_i g_i = α_i g_i, and
 
     H_i = α_i I + Q_i (Q_iᵀ H_i Q_i − α_i I) Q_iᵀ
 
-exactly: 3p + 1 HVPs for all samples (:func:`discover_curvature`). When k ≤ 2p the blocks
+exactly: 3p + 1 HVPs for all samples, in two batched calls (:func:`discover_curvature`). When k ≤ 2p the blocks
 themselves come from k HVPs (Q_i = I, α_i = 0). The result is a
 :class:`headgeom.geometry.loss_curvature.LowRankCurvature`, the form a declaration takes, and
 like a declaration it is used only after it reproduces the exact HVP on fresh random tangents
@@ -67,14 +67,12 @@ def is_block_diagonal(hvp: Callable[[Tensor], Tensor], u: Tensor) -> bool:
     return bool((leaked == 0).all())
 
 
-def reproduces(curv: LowRankCurvature, hvp: Callable[[Tensor], Tensor], u: Tensor, seed: int) -> bool:
-    """Whether ``curv`` gives the exact block-diagonal HVP on two random tangents (a direction on
-    every row), row by row, to 1e-8 relative in float64 (1e-3 in lower precision), the rule
-    that declarations are checked by (:mod:`headgeom.geometry.loss_curvature`)."""
-    n, k = u.shape
-    tol = 1e-8 if u.dtype == torch.float64 else 1e-3
-    w = _randn((2, n, k), u, seed)
-    exact = _batched(hvp, w)
+def reproduces(curv: LowRankCurvature, w: Tensor, exact: Tensor) -> bool:
+    """Whether ``curv`` gives the exact block-diagonal HVPs ``exact`` (T, N, k) of random tangents
+    ``w`` (T, N, k) drawn independently of it, row by row, to 1e-8 relative in float64 (1e-3 in
+    lower precision), the rule that declarations are checked by
+    (:mod:`headgeom.geometry.loss_curvature`)."""
+    tol = 1e-8 if w.dtype == torch.float64 else 1e-3
     got = torch.stack([curv.apply(wj) for wj in w])
     if not (torch.isfinite(got).all() and torch.isfinite(exact).all()):
         return False
@@ -86,26 +84,34 @@ def reproduces(curv: LowRankCurvature, hvp: Callable[[Tensor], Tensor], u: Tenso
 
 def discover_curvature(hvp: Callable[[Tensor], Tensor], u: Tensor, probes: int = PROBES) -> LowRankCurvature | None:
     """The blocks of a block-diagonal w ↦ ``hvp(w)`` as α_i I + Q_i B_i Q_iᵀ (module docstring),
-    verified against fresh HVPs; None when they are not a scaled identity plus rank ≤ ``probes``.
+    verified against the HVPs of two independent random tangents; None when they are not a
+    scaled identity plus rank ≤ ``probes``.
 
     ``hvp`` must be block-diagonal over the rows of u (check with :func:`is_block_diagonal`);
-    the verification would refuse a coupled one too.
+    the verification would refuse a coupled one too. The HVPs go in two batched calls (each
+    call has a fixed cost well above its per-tangent cost): [Ω, verification tangents], then
+    [Q's columns, g].
     """
     n, k = u.shape
+    w = _randn((2, n, k), u, _SEED + 3)  # verification tangents, independent of everything below
     if k <= 2 * probes:  # the blocks themselves, one HVP per basis direction on every row
         q = torch.eye(k, dtype=u.dtype, device=u.device).expand(n, k, k)
         alpha = torch.zeros(n, dtype=u.dtype, device=u.device)
+        out = _batched(hvp, torch.cat([q.permute(2, 0, 1), w]))
+        hq, hw = out[:k], out[k:]
     else:
         omega = _randn((probes, n, k), u, _SEED + 1)
-        y = _batched(hvp, omega)
+        out = _batched(hvp, torch.cat([omega, w]))
+        y, hw = out[:probes], out[probes:]
         q, _ = torch.linalg.qr(torch.cat([omega, y]).permute(1, 2, 0))  # (N, k, 2p), spans Ω_i and Y_i
         g = _randn((n, k), u, _SEED + 2)
         for _ in range(2):  # twice: orthogonal to Q_i to round-off
             g = g - (q @ (q.transpose(1, 2) @ g[:, :, None]))[:, :, 0]
-        alpha = (g * hvp(g)).sum(1) / (g * g).sum(1)
-    hq = _batched(hvp, q.permute(2, 0, 1))  # (r, N, k): H_i applied to column s of Q_i
-    c = torch.einsum("nkr,snk->nrs", q, hq)  # Q_iᵀ H_i Q_i
+        out = _batched(hvp, torch.cat([q.permute(2, 0, 1), g[None]]))
+        hq, hg = out[:-1], out[-1]
+        alpha = (g * hg).sum(1) / (g * g).sum(1)
+    c = torch.einsum("nkr,snk->nrs", q, hq)  # Q_iᵀ H_i Q_i; hq[s] is H_i applied to column s of Q_i
     c = 0.5 * (c + c.transpose(1, 2))
     b = c - alpha[:, None, None] * torch.eye(c.shape[-1], dtype=u.dtype, device=u.device)
     curv = LowRankCurvature(alpha, q, b)
-    return curv if reproduces(curv, hvp, u, _SEED + 3) else None
+    return curv if reproduces(curv, w, hw) else None
