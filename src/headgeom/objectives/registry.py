@@ -30,7 +30,7 @@ from torch import Tensor
 from headgeom.objectives.barlow_twins import barlow_twins, barlow_twins_diagonal_blocks
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
-from headgeom.objectives.dino import dino, dino_pair
+from headgeom.objectives.dino import dino, dino_hessian_structure, dino_pair
 from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
 from headgeom.objectives.vicreg import vicreg, vicreg_diagonal_blocks
 
@@ -83,6 +83,7 @@ OBJECTIVES: dict[str, ObjectiveSpec] = {
 HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
     "mse": mse_hessian_structure,
     "negative_cosine": negative_cosine_hessian_structure,
+    "dino": dino_hessian_structure,  # diagonal + rank 1 (a fourth element, the diagonal)
 }
 
 
@@ -134,7 +135,8 @@ def analysis_loss(name: str, other: Tensor, **kwargs: object) -> Callable[[Tenso
     loss.__doc__ = f"{name} as a function of one view u (N, K), the other fixed: {spec.description}"
     structure = HESSIAN_STRUCTURES.get(name)
     if structure is not None:  # lets the engine skip loss-Hessian products (checked there)
-        loss.hessian_structure = lambda u: structure(u, fixed)  # type: ignore[attr-defined]
+        skw = {k: v for k, v in kwargs.items() if k in _keyword_parameters(structure, 2)}
+        loss.hessian_structure = lambda u: structure(u, fixed, **skw)  # type: ignore[attr-defined]
     blocks = DIAGONAL_BLOCKS.get(name)
     if blocks is not None:  # a coupled loss's diagonal blocks, checked by the engine too
         loss.diagonal_blocks = lambda u: blocks(u, fixed.to(u.dtype), **kwargs)  # type: ignore[attr-defined]
