@@ -15,9 +15,10 @@ from torch.nn.utils import weight_norm as legacy_weight_norm
 from torch.nn.utils.parametrizations import weight_norm
 
 from headgeom.geometry import effective_hessian, mlp_sandwich, mlp_structure
+from headgeom.geometry.loss_curvature import curvature_for
 from headgeom.geometry.norm_structure import RowNorm, row_norm_pass
 from headgeom.heads import L2Normalize, head_from
-from headgeom.objectives import analysis_loss
+from headgeom.objectives import analysis_loss, dino_pair
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
 
@@ -179,6 +180,7 @@ def test_dino_head_never_forms_output_width_jacobians(monkeypatch):
     with torch.no_grad():
         teacher = head(torch.randn(5, 6, dtype=DT))
     loss = analysis_loss("dino", teacher)
+    plain = lambda u: dino_pair(u, teacher)  # noqa: E731  (nothing declared: loss HVPs)
     reference = effective_hessian(head, loss, z, block_strategy="jacobian").decomposed_blocks()
 
     def refuse(*args, **kwargs):
@@ -190,6 +192,33 @@ def test_dino_head_never_forms_output_width_jacobians(monkeypatch):
     for name, got, want in zip("HGM", eh_amb.decomposed_blocks(), reference):
         assert_close(got, want, rtol=1e-9, atol=1e-12, what=f"dino sandwich vs jacobian {name}")
     eh.blocks()
-    assert eh_amb.last_block_path == eh.last_block_path == "sandwich+hvp"
+    assert eh_amb.last_block_path == eh.last_block_path == "sandwich+declared-curvature"
+    eh_plain = effective_hessian(head, plain, z)
+    assert_close(eh_plain.blocks(), reference[0], rtol=1e-9, atol=1e-12, what="dino plain lambda H")
+    assert eh_plain.last_block_path == "sandwich+hvp"
     assert mlp_sandwich.tail_width(eh.structured_layers, 512) == 4
+
+
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+def test_dino_declared_curvature_matches_autograd(reading):
+    """The DINO loss's declared blocks (diagonal + rank 1) and their W-sandwich against autograd."""
+    g = torch.Generator().manual_seed(9)
+    u = torch.randn(N, 7, generator=g, dtype=DT)
+    teacher = torch.randn(N, 7, generator=g, dtype=DT)
+    loss = analysis_loss("dino", teacher, student_temp=0.2)
+    curv = curvature_for(loss, u, reading)
+    w = torch.randn(7, 3, generator=g, dtype=DT)
+    sandwiched = curv.sandwich(w, w.T @ w, 7)
+    for i in range(N):
+        def row_loss(r, i=i):
+            rows = [u[j] if j != i else r for j in range(N)]
+            return dino_pair(torch.stack(rows), teacher, student_temp=0.2)
+        block = hessian(row_loss, u[i])
+        if reading == "tangential":
+            uh = u[i] / u[i].norm()
+            proj = torch.eye(7, dtype=DT) - torch.outer(uh, uh)
+            block = proj @ block @ proj
+        assert_close(curv.apply(torch.eye(7, dtype=DT)[None].expand(N, 7, 7)[:, :, 0].clone())[i],
+                     block[:, 0], rtol=1e-10, atol=1e-13, what=f"{reading} apply row {i}")
+        assert_close(sandwiched[i], w.T @ block @ w, rtol=1e-10, atol=1e-13, what=f"{reading} W^T H W row {i}")
 

@@ -4,6 +4,9 @@ For the separable losses of the theory (docs/paper.md §1) each block of ∇²_u
 
     [∇²_u L]_ii = α_i I_k + U_i B_i U_iᵀ,        α_i scalar, U_i (k, r), B_i (r, r), r ≪ k
 
+optionally plus a diagonal diag(δ_i) (the DINO loss: (diag p_i − p_i p_iᵀ)/(N T²), p_i the student
+softmax), declared as a fourth element of ``hessian_structure``.
+
 - MSE loss ½‖u − c‖², batch mean:  α_i = 1/N, no low-rank part.
 - negative cosine −mean_i cos(u_i, c_i), with n = ‖u_i‖, û = u_i/n, ĉ = c_i/‖c_i‖, s = ûᵀĉ:
       ∇²(−cos) = (1/n²) [ s I + ĉûᵀ + ûĉᵀ − 3 s ûûᵀ ]
@@ -45,6 +48,7 @@ class LowRankCurvature:
     alpha: Tensor
     U: Tensor | None = None
     B: Tensor | None = None
+    diag: Tensor | None = None  # (N, k): + diag(diag[i]) in block i
 
     @property
     def rank(self) -> int:
@@ -53,11 +57,14 @@ class LowRankCurvature:
     def rows(self, sel: slice) -> "LowRankCurvature":
         """The blocks of the samples ``sel``."""
         return LowRankCurvature(self.alpha[sel], None if self.U is None else self.U[sel],
-                                None if self.B is None else self.B[sel])
+                                None if self.B is None else self.B[sel],
+                                None if self.diag is None else self.diag[sel])
 
     def apply(self, w: Tensor) -> Tensor:
         """Block-diagonal product: row i of the result is [∇²L]_ii w_i, for w (N, k)."""
         out = self.alpha[:, None] * w
+        if self.diag is not None:
+            out = out + self.diag * w
         if self.U is not None:
             coef = torch.einsum("nkr,nk->nr", self.U, w)
             out = out + torch.einsum("nkr,nrs,ns->nk", self.U, self.B, coef)
@@ -74,15 +81,30 @@ class LowRankCurvature:
         if self.U is not None:
             v = self.U if w is None else torch.einsum("km,nkr->nmr", w, self.U)  # (N, m, r)
             out = out + v @ self.B @ v.transpose(1, 2)
+        if self.diag is not None:
+            if w is None:
+                out = out + torch.diag_embed(self.diag)
+            else:  # Wᵀ diag(δ_i) W one sample at a time: a (m, k) temporary, never (N, m, k)
+                for i in range(n):
+                    out[i] += (w.T * self.diag[i]) @ w
         return out
 
 
 def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:
-    """P A P per sample, P = I − ûûᵀ (the ``tangential`` reading), still identity + low rank."""
+    """P A P per sample, P = I − ûûᵀ (the ``tangential`` reading), still identity + low rank
+    (+ the same diagonal: P D P = D − û vᵀ − v ûᵀ + (ûᵀv) ûûᵀ with v = D û)."""
     u_hat = u / u.norm(dim=-1, keepdim=True)
     n = u.shape[0]
     cols = [u_hat[:, :, None]]
     blocks = [(-curv.alpha)[:, None, None]]
+    if curv.diag is not None:
+        v = curv.diag * u_hat
+        uv = (u_hat * v).sum(-1)
+        cols = [torch.stack([u_hat, v], dim=-1)]
+        two = torch.zeros(n, 2, 2, dtype=u.dtype, device=u.device)
+        two[:, 0, 0] = uv - curv.alpha
+        two[:, 0, 1] = two[:, 1, 0] = -1.0
+        blocks = [two]
     if curv.U is not None:
         pu = curv.U - u_hat[:, :, None] * torch.einsum("nk,nkr->nr", u_hat, curv.U)[:, None, :]
         cols.append(pu)
@@ -94,7 +116,7 @@ def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:
         q = blk.shape[-1]
         b[:, at:at + q, at:at + q] = blk
         at += q
-    return LowRankCurvature(curv.alpha, torch.cat(cols, dim=-1), b)
+    return LowRankCurvature(curv.alpha, torch.cat(cols, dim=-1), b, curv.diag)
 
 
 def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: bool = True) -> LowRankCurvature | None:
@@ -108,8 +130,10 @@ def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: 
     declare = loss.hessian_structure
     if declare is None:
         return None
-    alpha, U, B = declare(u)
-    curv = LowRankCurvature(alpha.to(u.dtype), None if U is None else U.to(u.dtype), None if B is None else B.to(u.dtype))
+    alpha, U, B, *diag = declare(u)  # an optional fourth element: the diagonal (N, k)
+    diag = diag[0] if diag else None
+    curv = LowRankCurvature(alpha.to(u.dtype), None if U is None else U.to(u.dtype), None if B is None else B.to(u.dtype),
+                            None if diag is None else diag.to(u.dtype))
     if reading == "tangential":
         curv = tangential(curv, u)
     if check:

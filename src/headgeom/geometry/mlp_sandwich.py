@@ -15,6 +15,12 @@ A term A_lᵀ diag(c_l) A_l whose Jacobian A_l is the same for every sample (the
 is formed for all samples at once as C (N × w) times packed outer products a_j a_jᵀ of the
 rows of A_l, tile by tile of the upper triangle: half the work of per-sample products, as
 large matrix products.
+
+A RowNorm (LayerNorm, L2-normalisation) takes the place of an activation with its own J_l and
+second derivative (:mod:`headgeom.geometry.norm_structure`): D_i K_i D_i becomes J_lᵀ K_i J_l and
+diag c_l becomes ∇²⟨g_l, y_l⟩. A DINO head (MLP → L2 → weight-normed b → 65,536 Linear) is
+sandwiched at the bottleneck width b: K_i = Wᵀ [∇²L]_ii W (b × b) and g = Wᵀρ, and nothing of
+width 65,536 is formed per sample beyond the loss HVPs' tangents.
 """
 from __future__ import annotations
 

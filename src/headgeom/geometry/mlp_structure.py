@@ -13,6 +13,10 @@ per layer and sample, instead of the d reverse passes of a generic Hessian. σ' 
 from autograd on the activation module itself, so every element-wise module is exact,
 including ReLU (σ'' = 0) and thresholded softplus.
 
+LayerNorm and L2-normalisation (DINO's bottleneck) are row-wise nonlinearities with dense but
+low-rank-structured J and ∇²: their term is A_lᵀ ∇²⟨g_l, y_l⟩ A_l, in closed form from
+:mod:`headgeom.geometry.norm_structure`. A weight-normed Linear is a Linear with W = g·V/‖V‖.
+
 Jacobians are kept transposed, Jt_i = J_iᵀ of shape (d, width), so that a Linear layer is one
 large matrix product (s·d, w_in) @ (w_in, w_out) for a chunk of s samples.
 """

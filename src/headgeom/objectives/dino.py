@@ -97,6 +97,27 @@ def dino_pair(
     return torch.sum(-q * F.log_softmax(s / st, dim=-1), dim=-1).mean()
 
 
+def dino_hessian_structure(
+    student: Tensor,
+    teacher: Tensor,
+    center: Tensor | None = None,
+    student_temp: float = 0.1,
+    teacher_temp: float = 0.04,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Per-sample blocks of ∇²_s dino_pair(s, t) as (α, U, B, δ): diag(δ_i) + α_i I + U_i B_i U_iᵀ.
+
+    With p_i = softmax(s_i / T_s) and Σ_k q_ik = 1, row i's term −Σ_k q_ik log p_ik has Hessian
+    (diag p_i − p_i p_iᵀ) / T_s², and the batch mean divides by N: α = 0, δ_i = p_i/(N T_s²),
+    U_i = p_i, B_i = −1/(N T_s²). The teacher, its centre and temperature do not enter.
+    """
+    s = check_2d("student", student)
+    n = s.shape[0]
+    st = check_positive("student_temp", student_temp)
+    p = F.softmax(s / st, dim=-1)
+    scale = 1.0 / (n * st * st)
+    return (s.new_zeros(n), p[:, :, None], s.new_full((n, 1, 1), -scale), p * scale)
+
+
 def dino(
     student: Views,
     teacher: Views,

@@ -31,7 +31,7 @@ from headgeom.objectives.barlow_twins import barlow_twins, barlow_twins_diagonal
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
 from headgeom.objectives.declared import AnalysisLoss
-from headgeom.objectives.dino import dino, dino_pair
+from headgeom.objectives.dino import dino, dino_hessian_structure, dino_pair
 from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
 from headgeom.objectives.vicreg import vicreg, vicreg_diagonal_blocks
 
@@ -84,6 +84,7 @@ OBJECTIVES: dict[str, ObjectiveSpec] = {
 HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
     "mse": mse_hessian_structure,
     "negative_cosine": negative_cosine_hessian_structure,
+    "dino": dino_hessian_structure,  # diagonal + rank 1 (a fourth element, the diagonal)
 }
 
 
@@ -137,9 +138,10 @@ def analysis_loss(name: str, other: Tensor, **kwargs: object) -> AnalysisLoss:
 
     loss.__doc__ = f"{name} as a function of one view u (N, K), the other fixed: {spec.description}"
     structure = HESSIAN_STRUCTURES.get(name)
+    skw = {} if structure is None else {k: v for k, v in kwargs.items() if k in _keyword_parameters(structure, 2)}
     blocks = DIAGONAL_BLOCKS.get(name)
     return AnalysisLoss(
         loss,
-        hessian_structure=None if structure is None else (lambda u: structure(u, fixed)),
+        hessian_structure=None if structure is None else (lambda u: structure(u, fixed, **skw)),
         diagonal_blocks=None if blocks is None else (lambda u: blocks(u, fixed.to(u.dtype), **kwargs)),
     )
