@@ -5,9 +5,9 @@
 u (N, k) -> scalar, everything else held constant, plus optional closed forms of its Hessian
 that let the engine skip loss-Hessian-vector products:
 
-- ``hessian_structure(u) -> (alpha (N,), U (N, k, r) | None, B (N, r, r) | None)``: ∇²_u L is
-  block-diagonal over samples with blocks alpha_i I + U_i B_i U_iᵀ (the separable objectives:
-  MSE premise, negative cosine);
+- ``hessian_structure(u) -> (alpha (N,), U (N, k, r) | None, B (N, r, r) | None[, diag (N, k)])``:
+  ∇²_u L is block-diagonal over samples with blocks alpha_i I + U_i B_i U_iᵀ (+ diag(diag_i) when
+  a fourth element is given) (the separable objectives: MSE, negative cosine, DINO);
 - ``diagonal_blocks(u) -> (N, k, k)``: the diagonal blocks [∇²_u L]_ii of a batch-coupled loss
   (NT-Xent, VICReg, Barlow Twins), all the per-sample pullback blocks need.
 
@@ -23,7 +23,7 @@ from typing import Callable, Optional, Tuple
 import torch
 from torch import Tensor
 
-Structure = Tuple[Tensor, Optional[Tensor], Optional[Tensor]]  # (alpha, U, B)
+Structure = Tuple[Optional[Tensor], ...]  # (alpha, U, B) or (alpha, U, B, diag)
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,9 @@ class AnalysisLoss:
             declare = self.hessian_structure
 
             def structure(u_sub: Tensor) -> Structure:
-                alpha, U, B = declare(whole(u_sub))
-                return alpha[:b], None if U is None else U[:b], None if B is None else B[:b]
+                alpha, U, B, *diag = declare(whole(u_sub))  # an optional diagonal (N, k) last
+                return (alpha[:b], None if U is None else U[:b], None if B is None else B[:b],
+                        *(d[:b] for d in diag))
 
         if self.diagonal_blocks is not None:
             coupled = self.diagonal_blocks
@@ -87,8 +88,8 @@ class AnalysisLoss:
             declare = self.hessian_structure
 
             def structure(u: Tensor) -> Structure:
-                alpha, U, B = declare(u)
-                return c * alpha, U, None if B is None else c * B
+                alpha, U, B, *diag = declare(u)  # an optional diagonal (N, k) last
+                return (c * alpha, U, None if B is None else c * B, *(c * d for d in diag))
 
         if self.diagonal_blocks is not None:
             coupled = self.diagonal_blocks
