@@ -71,6 +71,12 @@ def test_runs_imports_none_of_the_packages_above_it():
     assert not bad, "headgeom.runs imports a package built on it:\n" + "\n".join(bad)
 
 
+def test_heads_import_no_methods():
+    # a head is data the methods are built from (heads -> methods, never back)
+    bad = arrows_into(("heads",), ("methods",))
+    assert not bad, "headgeom.heads imports headgeom.methods:\n" + "\n".join(bad)
+
+
 def test_the_import_reader_sees_late_relative_and_importlib_imports(tmp_path):
     # the checks above can fail: each way of writing an import is found
     pkg = tmp_path / "headgeom" / "train"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
@@ -21,6 +21,9 @@ from headgeom.checkpoints.official import ShaCheck, check_sha256
 from headgeom.checkpoints.own_runs import is_headgeom_run, load_headgeom_run, resolve_checkpoint_path
 from headgeom.checkpoints.safe_load import safe_load
 from headgeom.heads import HeadSpec, ProjectionHead
+
+if TYPE_CHECKING:  # runs.trained imports checkpoints.safe_load: only the annotation, no import cycle
+    from headgeom.runs.trained import TrainedRun
 
 __all__ = ["LoadedModel", "build_backbone", "load_checkpoint", "load_layout"]
 
@@ -42,7 +45,7 @@ class LoadedModel:
     backbone_kwargs: dict[str, Any] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)
     sha256_check: ShaCheck | None = None
-    trained: Any = None  # headgeom runs: the headgeom.runs.trained.TrainedRun (settings, normalisation)
+    trained: TrainedRun | None = None  # a headgeom run's settings, method and normalisation
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready description (no tensors): release, sha256 and its check, models, key reports, notes."""

@@ -23,6 +23,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
+from headgeom.runs.metrics import read_metrics
+
 ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
                      "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "
                      "outputs (width k) on the fixed probe batch (docs/paper.md §3; isotropic outputs give about 1/sqrt(k), "
@@ -85,9 +87,9 @@ class Trackers:
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    """The JSON lines of ``run_dir/metrics.jsonl`` (headgeom.train's log), in order."""
-    path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The records of ``run_dir/metrics.jsonl`` (headgeom.train's log, read by
+    :func:`headgeom.runs.metrics.read_metrics`), in order, as the dicts the series below read."""
+    return [rec.as_dict() for rec in read_metrics(run_dir, strict=True)]
 
 
 def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,

@@ -9,8 +9,8 @@ import argparse
 from headgeom.commands.heads import grammar_text
 from headgeom.heads.build import head_from
 from headgeom.heads.presets import HEAD_PRESETS, get_head_spec
+from headgeom.heads.resolution import resolve_head
 from headgeom.heads.spec import HeadSpec, parse_head
-from headgeom.methods.head_resolution import resolve_head
 
 __all__ = ["resolve_spec", "run"]
 

@@ -11,12 +11,12 @@ temperature warm-up, multi-crop). The interface is docs/design.md#method-interfa
 >>> sorted(out), out["z"][0].shape
 (['logs', 'loss', 'z'], torch.Size([4, 64]))
 """
+from headgeom.heads.resolution import resolve_head
 from headgeom.methods.base import SSLMethod, no_decay, preserve_buffers
 from headgeom.methods.contrastive import SimCLR, SimCLROneWay
 from headgeom.methods.dino import DINO
 from headgeom.methods.dino_center import DINOCenter, center_update, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum, ema_update_
-from headgeom.methods.head_resolution import resolve_head
 from headgeom.methods.redundancy import BarlowTwins, VICReg
 from headgeom.methods.registry import METHODS, build_method, build_method_from_spec, get_method_class
 from headgeom.methods.siamese import BYOL, SimSiam, byol_regression

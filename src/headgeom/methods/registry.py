@@ -14,10 +14,10 @@ from torch import nn
 
 from headgeom.backbones import get_backbone
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
+from headgeom.heads.resolution import resolve_head
 from headgeom.methods.base import SSLMethod
 from headgeom.methods.contrastive import SimCLR, SimCLROneWay
 from headgeom.methods.dino import DINO
-from headgeom.methods.head_resolution import resolve_head
 from headgeom.methods.redundancy import BarlowTwins, VICReg
 from headgeom.methods.siamese import BYOL, SimSiam
 from headgeom.methods.spec import CUSTOM_BACKBONE, MethodSpec

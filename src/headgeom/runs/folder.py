@@ -22,7 +22,6 @@ lock.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Literal
 
 from .lock import RunLock
+from .metrics import read_metrics
 
 __all__ = ["CHECKPOINT_WRITTEN", "RunContents", "Start", "claim_run_folder", "inspect_run_folder",
            "missing_checkpoint_message", "plan_start"]
@@ -79,16 +79,7 @@ class Start:
 def inspect_run_folder(folder: str | os.PathLike[str]) -> RunContents:
     """Read what ``folder`` holds (a missing folder holds nothing)."""
     folder = Path(folder)
-    records = 0
-    metrics = folder / "metrics.jsonl"
-    if metrics.is_file():
-        for line in metrics.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line from a kill
-            if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] >= 1:
-                records += 1
+    records = sum(rec.step >= 1 for rec in read_metrics(folder))  # a torn last line is skipped
     return RunContents((folder / "config.json").is_file(), (folder / "checkpoints" / "last.pt").is_file(), records)
 
 

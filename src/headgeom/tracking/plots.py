@@ -11,7 +11,6 @@ written atomically by :func:`headgeom.report.figures.save_figure`.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -20,34 +19,22 @@ from typing import Iterable
 
 from headgeom.report.figures import save_figure
 from headgeom.report.style import floor_band, series_style, signed_log_axis, zero_within_floor
+from headgeom.runs.metrics import read_metrics as read_run_metrics
 
 
 def read_metrics(path: str | os.PathLike) -> dict[str, tuple[list[int], list[float]]]:
-    """{metric: (steps, values)} from a metrics.jsonl, in file order (finite numbers only)."""
+    """{metric: (steps, values)} from a metrics.jsonl, in file order (finite numbers only), read
+    strictly by :func:`headgeom.runs.metrics.read_metrics` (a bad line is an error naming it)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no metrics file at {path}; a training run writes RUN_DIR/metrics.jsonl")
     series: dict[str, tuple[list[int], list[float]]] = {}
-    with path.open("r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+    for rec in read_run_metrics(path, strict=True):
+        for key, value in rec.values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{lineno} is not valid JSON ({err.msg}); is the file truncated?") from None
-            if not isinstance(row, dict):
-                raise ValueError(f"{path}:{lineno} must be a JSON object with a 'step'; got {type(row).__name__}")
-            step = row.get("step")
-            if isinstance(step, bool) or not isinstance(step, (int, float)) or not math.isfinite(step) or step != int(step):
-                raise ValueError(f"{path}:{lineno} has no integer 'step' (got {step!r}); every line needs one")
-            for key, value in row.items():
-                if key == "step" or isinstance(value, bool) or not isinstance(value, (int, float)):
-                    continue
-                if math.isfinite(value):
-                    steps, values = series.setdefault(key, ([], []))
-                    steps.append(int(step))
-                    values.append(float(value))
+            if math.isfinite(value):
+                steps, values = series.setdefault(key, ([], []))
+                steps.append(rec.step)
+                values.append(float(value))
     if not series:
         raise ValueError(f"{path} holds no numeric metric besides 'step'; nothing to plot")
     return series

@@ -38,6 +38,7 @@ import torch
 
 from headgeom.io import atomic_write_bytes, atomic_write_json
 from headgeom.runs.folder import claim_run_folder
+from headgeom.runs.metrics import read_metrics
 from headgeom.runs.provenance import environment
 
 from .checkpoint import CheckpointWriter, load_checkpoint
@@ -79,17 +80,7 @@ def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
 
 def _read_metrics(path: Path, upto_step: int) -> list[str]:
     """Lines of ``path`` with ``step <= upto_step`` (a torn last line from a kill is dropped)."""
-    if not path.exists():
-        return []
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and isinstance(rec.get("step"), int) and rec["step"] <= upto_step:
-            kept.append(line)
-    return kept
+    return [rec.to_line() for rec in read_metrics(path) if rec.step <= upto_step]
 
 
 def _probe_views(config: TrainConfig, images: torch.Tensor, recipe: Any, device: torch.device
@@ -321,8 +312,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
 
 def _last_loss(path: Path) -> float:
     """The loss of the last metrics line that has one (NaN when none)."""
-    losses = [rec["loss"] for rec in map(json.loads, path.read_text(encoding="utf-8").splitlines())
-              if isinstance(rec.get("loss"), float)]
+    losses = [rec.values["loss"] for rec in read_metrics(path) if isinstance(rec.values.get("loss"), float)]
     return losses[-1] if losses else float("nan")
 
 

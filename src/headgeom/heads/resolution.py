@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from headgeom.heads import HEAD_PRESETS, HeadSpec, get_head_spec, parse_head
+from headgeom.heads.presets import HEAD_PRESETS, get_head_spec
+from headgeom.heads.spec import HeadSpec, parse_head
 
 
 def _fill_input_width(text: str, in_dim: int) -> str:
