@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from headgeom.experiments.c8_hessian_tracking import RUNS, C8Config, cells, run_cell, summarize, train_config
+from headgeom.experiments.c8_hessian_tracking import (
+    RUNS, C8Config, cells, estimator_disagreement, run_cell, summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.experiments.training_cells import dead_head, escape, negative_fraction
 
@@ -21,7 +22,7 @@ SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spr
 
 @pytest.fixture(scope="module")
 def tiny():
-    return {run: run_cell(TINY, {"run": run, "seed": 0}) for run in ("normal-silu", "collapsed-linear")}
+    return {run: run_cell(TINY, {"run": run, "seed": 0}) for run in ("normal-silu", "collapsed-silu", "collapsed-linear")}
 
 
 def test_registered_with_three_documented_presets():
@@ -63,21 +64,55 @@ def test_tiny_run_keys_and_robust_facts(tiny):
     for r in TINY.readings:
         assert all(v is not None and v <= 1e-12 for v in lin[f"M_ratio_fro[{r}]"])
         assert all(v is not None and v > 1e-6 for v in silu[f"M_ratio_fro[{r}]"])
-    # under the MSE premise G is PSD, so with M = 0 no eigenvalue falls below -floor
-    assert lin["frac_points_negative[mse]"] == 0.0
+    # the x0.1 pseudo-collapse of a bias-free linear head is invisible to the cosine loss; of a SiLU head it is not
+    assert lin["inert_pseudo_collapse"] and max(lin["pseudo_collapse_gap"].values()) <= 1e-9
+    assert set(lin["pseudo_collapse_gap"]) == set(TINY.readings)
+    assert not tiny["collapsed-silu"]["inert_pseudo_collapse"]
+    assert min(tiny["collapsed-silu"]["pseudo_collapse_gap"].values()) > 1e-3
+    assert "pseudo_collapse_gap" not in silu  # not pseudo-collapsed: nothing to compare
 
 
-def _fake(frac_neg, escaped=False, dead=False):
+def test_tiny_run_power_iteration_column(tiny):
+    """The paper's estimator is a Rayleigh quotient of the same blocks: never below the exact λ_min
+    (beyond float32 round-off) nor above λ_max; its disagreement count follows the stated rule."""
+    for m in tiny.values():
+        for r in TINY.readings:
+            est, lo, hi, floor = (m[f"{k}[{r}]"] for k in ("power_lambda_min", "lambda_min", "lambda_max", "floor"))
+            assert len(est) == len(lo) == 3
+            for e, a, b in zip(est, lo, hi):
+                scale = max(abs(a), abs(b))
+                assert a - 1e-4 * scale <= e <= b + 1e-4 * scale
+            sign = sum((a < -f) != (e < -f) for a, f, e in zip(lo, floor, est))
+            value = sum(abs(e - a) > TINY.power_rel_tol * max(abs(a), abs(b)) for e, a, b in zip(est, lo, hi))
+            got = m[f"power_disagreement[{r}]"]
+            assert got["points"] == 3 and got["sign"] == sign and got["value"] == value
+            assert max(sign, value) <= got["either"] <= sign + value
+
+
+def test_estimator_disagreement_rule():
+    lo, hi, floor = [-1.0, -1.0, 0.5, None], [10.0, 10.0, 10.0, 1.0], [1e-9, 1e-9, 1e-9, 1e-9]
+    got = estimator_disagreement(lo, hi, floor, [-0.995, 0.2, 0.5, 1.0], rel_tol=1e-3)
+    # point 0: |diff| 0.005 <= 0.01, same sign; point 1: sign and value; point 2: exact; point 3: undefined
+    assert got == {"sign": 1, "value": 1, "either": 1, "points": 3}
+    got = estimator_disagreement(lo[:1], hi[:1], floor[:1], [-0.5], rel_tol=1e-3)
+    assert got == {"sign": 0, "value": 1, "either": 1, "points": 1}
+
+
+def _fake(frac_neg, escaped=False, dead=False, ambient=None, inert=None):
+    """frac_neg under every reading (``ambient`` overrides the ambient one); inert: the pseudo-collapse flag."""
     m = {"steps": [0, 1], "spread_projector": [0.1, 0.1], "spread_z": [0.1, 0.1], "spread_initial": 0.1,
          "spread_final": 0.2 if escaped else 0.1, "spread_ratio": 2.0 if escaped else 1.0, "escaped": escaped,
          "dead_head": dead, "final_loss": -0.5}
     for r in READ:
-        m.update({f"frac_points_negative[{r}]": frac_neg, f"lambda_min_min[{r}]": -1.0 if frac_neg else 0.0,
+        f = ambient if (r == "ambient" and ambient is not None) else frac_neg
+        m.update({f"frac_points_negative[{r}]": f, f"lambda_min_min[{r}]": -1.0 if f else 0.0,
                   f"lambda_min[{r}]": [-1.0, 0.0], f"M_ratio_fro[{r}]": [0.1, 0.2]})
+    if inert is not None:
+        m.update(inert_pseudo_collapse=inert, pseudo_collapse_gap={r: 0.0 if inert else 0.5 for r in READ})
     return m
 
 
-READ = ("ambient",)
+READ = ("ambient", "tangential")
 
 
 def _claims(per_run):
@@ -88,6 +123,8 @@ def _claims(per_run):
         check_claim(c)
         assert c["verdict"] in VERDICTS and c["criterion"]
     json.dumps(s.claims)
+    assert len(s.claims) == 2 and s.claims[0]["setting"]["reading"] == "tangential"  # one curvature row decides
+    assert "tangential reading" in s.claims[0]["criterion"]
     return s.claims[0]["verdict"], s.claims[1]["verdict"]
 
 
@@ -104,6 +141,38 @@ def test_verdict_follows_the_stated_criterion():
     assert _claims({**good, "collapsed-silu": [_fake(0.0)] * 5}) == ("not supported", "not supported")
     # dead ReLU seeds are left out: all dead -> no usable seed -> inconclusive
     assert _claims({**good, "collapsed-relu": [_fake(0.0, dead=True)] * 5}) == ("inconclusive", "inconclusive")
+
+
+def test_tangential_reading_decides_and_ambient_is_reported_beside():
+    good = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
+            "collapsed-relu": [_fake(0.0)] * 5, "collapsed-linear": [_fake(0.1)] * 5}
+    # a linear head negative under the ambient reading only (through G, the cosine's own curvature)
+    linear_ambient = {**good, "collapsed-linear": [_fake(0.0, ambient=0.9)] * 5}
+    assert _claims(linear_ambient)[0] == "supported"
+    s = summarize(dataclasses.replace(TINY, readings=READ, seeds=5),
+                  [({"run": r, "seed": i}, m) for r, ms in linear_ambient.items() for i, m in enumerate(ms)])
+    meas = s.claims[0]["measured"]
+    assert meas["frac_points_negative[collapsed-linear, ambient]"]["value"] == pytest.approx(0.9)
+    assert meas["frac_points_negative[collapsed-linear]"]["value"] == 0.0
+    # and the other way round: the tangential reading negative for the linear head decides against
+    assert _claims({**good, "collapsed-linear": [_fake(0.9, ambient=0.0)] * 5})[0] == "not supported"
+
+
+def test_inert_pseudo_collapse_is_left_out_of_the_escape_row():
+    base = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True, inert=False)] * 5}
+    non_inert = {**base, "collapsed-relu": [_fake(0.0, inert=False)] * 5,
+                 "collapsed-linear": [_fake(0.1, inert=False)] * 5}
+    assert _claims(non_inert) == ("supported", "supported")
+    inert = {**base, "collapsed-relu": [_fake(0.0, inert=True)] * 5, "collapsed-linear": [_fake(0.1, inert=True)] * 5}
+    # no pseudo-collapsed ReLU/linear seed is collapsed in geometry: the escape contrast has no "not expected" side
+    assert _claims(inert) == ("supported", "inconclusive")
+    s = summarize(dataclasses.replace(TINY, readings=READ, seeds=5),
+                  [({"run": r, "seed": i}, m) for r, ms in inert.items() for i, m in enumerate(ms)])
+    escape_row = s.claims[1]
+    assert "geometrically inert (10 seeds)" in escape_row["criterion"]
+    assert escape_row["measured"]["inert_seeds[collapsed-relu]"]["value"] == 5
+    assert any("collapsed-relu" in n and "geometrically inert" in n for n in s.notes)
+    assert "inert pseudo-collapse" in s.tables[0][1]
 
 
 def test_rules_on_constructed_trajectories():
@@ -126,7 +195,7 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     from headgeom.experiments.runner import run_experiments
     import headgeom.experiments.c8_hessian_tracking as mod
 
-    cfg = dataclasses.replace(TINY, runs=("collapsed-linear",), readings=("mse",))
+    cfg = dataclasses.replace(TINY, runs=("collapsed-linear",), readings=("tangential",), power_iterations=None)
     monkeypatch.setitem(mod.EXPERIMENT.presets, "quick", lambda: cfg)
     out = run_experiments(["C8"], "quick", tmp_path, progress=False)
     assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8"}

@@ -6,8 +6,8 @@ out→pred_hidden→out with the run's activation, no BN, SGD momentum 0.9, no w
 (0.2, 1) + flip, no normalisation) from the default init (``pseudo_collapse`` None) or from the
 pseudo-collapsed init when the config sets it; only the head activation changes.
 
-Measured per run: the λ_min trajectory of the per-sample H_eff blocks (ambient and MSE readings,
-relative floor, as in C8) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
+Measured per run: the λ_min trajectory of the per-sample H_eff blocks (ambient and tangential
+readings, relative floor, as in C8; the tangential reading decides, for C8's reason) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
 final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone output z and of every
 head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
 
@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.c8_hessian_tracking import curvature_claim
+from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, paper_head, pm,
@@ -44,7 +44,7 @@ class AblationConfig:
 
     preset: str = "quick"
     activations: tuple[str, ...] = ACTIVATIONS
-    readings: tuple[str, ...] = ("ambient", "mse")
+    readings: tuple[str, ...] = ("ambient", "tangential")
     seeds: int = 1
     pseudo_collapse: float | None = None
     data: str = "shapes"
@@ -238,7 +238,8 @@ def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
 
 
 def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summary:
-    """C8's curvature claim per reading over the six activations, the table, λ_min / spread / kNN figures."""
+    """C8's curvature claim over the six activations (decided under C8's deciding reading, the others
+    reported beside it), the table, λ_min / spread / kNN figures."""
     groups: dict[str, list[dict]] = {}
     for cell, m in results:
         groups.setdefault(cell["activation"], []).append(m)
@@ -246,11 +247,11 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                "head": paper_head("{act}", config.hidden, config.out_dim), "data": config.data,
                "init": "default" if config.pseudo_collapse is None else f"pseudo-collapsed x{config.pseudo_collapse:g}",
                "steps": config.max_steps or f"{config.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
-    claims = []
-    for r in config.readings:
-        claim = curvature_claim(config, groups, r, setting, {a: a for a in groups}, paper=PAPER_BUDGET)
-        claim["statement"] = STATEMENT
-        claims.append(claim)
+    decide = deciding_reading(config.readings)
+    claim = curvature_claim(config, groups, decide, setting, {a: a for a in groups}, paper=PAPER_BUDGET,
+                            beside=tuple(r for r in config.readings if r != decide))
+    claim["statement"] = STATEMENT
+    claims = [claim]
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
     figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff",
                                                          rel_floor=config.rel_floor)),

@@ -10,19 +10,37 @@ normalisation).
 Measured every ``track_every`` steps on the run's fixed probe batch (headgeom.tracking): the exact
 per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for the first
 ``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
-("ambient": the paper's full Hessian of the batch loss; "mse": the collapse theorem's premise,
-where G ⪰ 0 and a negative eigenvalue needs M). λ < −floor counts as negative, floor =
-rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
+(headgeom.geometry.readings): "ambient", the paper's full Hessian of the batch loss, and
+"tangential", its Riemannian Hessian on the sphere. The tangential reading decides the curvature
+row: the loss is a cosine, which does not see ‖u‖, and the tangential H_eff is unchanged by the
+scale of the head output, whereas under the ambient reading the cosine's own curvature is
+indefinite (scale 1/‖u‖²), so a linear head can show negative eigenvalues through G alone, with no
+M, which is not the mechanism the claim is about. The ambient numbers are reported beside it.
+λ < −floor counts as negative, floor = rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
 L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
 RankMe, the head/backbone update ratio and the head's and backbone's parameter-gradient norms
 (headgeom.train.grad_norms: the gradient applied at each tracking step, the paper's gradient-norm figure).
 A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".
 
+Pseudo-collapse is measured, not assumed (:mod:`headgeom.experiments.scaling_inertness`): for each
+pseudo-collapsed run, the relative gap between the per-sample H_eff blocks at init with and without
+the ×α, on ``block_samples`` Gaussian z. For the bias-free ReLU and linear heads the cosine loss
+cannot see the scaling (positive homogeneity), so the gap is round-off: such a run is *geometrically
+inert*, a normal ReLU/linear head at init, and it is left out of the escape row (it was never
+collapsed in geometry) and flagged in the table; its curvature still counts as a ReLU/linear run.
+
+The paper's λ_min estimator beside the exact one (``power_iterations``, default 20): the authors'
+float32 shifted power iteration (:mod:`headgeom.geometry.shifted_power`) on the same block-diagonal
+H_eff at every tracking point. A point disagrees when the signs differ (one below −floor, the other
+not) or |estimate − exact| > power_rel_tol · max|λ|; the count of such points is reported per run and
+reading (not judged).
+
 Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: smooth runs' negative
-curvature and escape during training could come out either way. Under the mse reading the
-ReLU/linear half of the curvature contrast holds by construction (G ⪰ 0, M ≡ 0 off the kinks, no
-BN), but the smooth half decides the row, so it stays a test.
+curvature and escape during training could come out either way. Under the tangential reading a
+linear head's H_eff is PSD wherever cos(p1, u2) > 0 (G = Jᵀ(s/‖u‖²)PJ, M = 0), which holds only
+while the predictor's output points towards its target; the smooth half decides the row, so it stays
+a test.
 """
 from __future__ import annotations
 
@@ -30,7 +48,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import torch
+
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.scaling_inertness import INERT_REL_TOL, pseudo_collapse_gap
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
@@ -39,6 +60,7 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.train import build_method_from_config
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -48,7 +70,9 @@ RUNS: dict[str, tuple[str, float | None]] = {
     "collapsed-relu": ("relu", 0.1), "collapsed-linear": ("linear", 0.1),
 }
 NON_SMOOTH = ("relu", "linear")
-READINGS = ("ambient", "mse")
+READINGS = ("ambient", "tangential")
+# the reading that decides the curvature row (module docstring: scale-invariant, a cosine loss's own geometry)
+DECIDING_READING = "tangential"
 PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
 
 
@@ -80,6 +104,8 @@ class C8Config:
     negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
     escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
     majority: float = 0.8
+    power_iterations: int | None = 20  # the paper's λ_min estimator beside the exact one (None: not run)
+    power_rel_tol: float = 1e-3  # |estimate − exact| > this · max|λ| counts as a disagreement
     device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
@@ -90,7 +116,8 @@ def quick() -> C8Config:
 
     Command: ``headgeom reproduce --only C8 --preset quick``. Runtime: 86 s measured (one torch thread,
     2 CPU cores shared with other jobs, load 4-6). Measures λ_min/λ_max/n_negative of the
-    per-sample H_eff blocks (8 probe samples, ambient and MSE readings), ‖M‖/‖H‖, spread, escape.
+    per-sample H_eff blocks (8 probe samples, ambient and tangential readings), ‖M‖/‖H‖, spread, escape,
+    the paper's power-iteration λ_min beside the exact one, and whether each pseudo-collapse is inert.
     """
     return C8Config()
 
@@ -163,7 +190,8 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     if run not in RUNS:
         raise ValueError(f"C8 cell {cell}: run must be one of {tuple(RUNS)}")
     done, records, _ = run_training(train_config(config, run, seed), config.readings,
-                                    rel_floor=config.rel_floor, block_samples=config.block_samples)
+                                    rel_floor=config.rel_floor, block_samples=config.block_samples,
+                                    power_iterations=config.power_iterations)
     out: dict[str, Any] = {"activation": RUNS[run][0], "pseudo_collapse": RUNS[run][1],
                            "steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
@@ -185,9 +213,49 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
         lmin0, lmax0 = (lmin, lmax) if lmin0 is None else (lmin0, lmax0)
+        if config.power_iterations is not None:
+            est, _ = heff_series(records, reading, "power_lambda_min")
+            out[f"power_lambda_min[{reading}]"] = est
+            out[f"power_disagreement[{reading}]"] = estimator_disagreement(lmin, lmax, floor, est,
+                                                                          config.power_rel_tol)
     collapse_outcome(out, config, done, lmin0 or [], lmax0 or [])
+    alpha = RUNS[run][1]
+    if alpha is not None:
+        gaps = _pseudo_collapse_gap(config, run, seed)
+        out["pseudo_collapse_gap"] = gaps
+        out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _pseudo_collapse_gap(config: C8Config, run: str, seed: int) -> dict[str, float]:
+    """The run's method at init (its own builder and seed) against the same init without the ×α,
+    per reading, on ``block_samples`` Gaussian z1 and a second view z1 + 0.1·ε (scaling_inertness)."""
+    torch.manual_seed(seed)
+    method = build_method_from_config(train_config(config, run, seed))
+    gen = torch.Generator().manual_seed(seed)
+    n, d = config.block_samples or 8, method.spec.feature_dim
+    z1 = torch.randn(n, d, generator=gen, dtype=torch.float64)
+    z2 = z1 + 0.1 * torch.randn(n, d, generator=gen, dtype=torch.float64)
+    return pseudo_collapse_gap(method, RUNS[run][1], [z1, z2], config.readings)
+
+
+def estimator_disagreement(lambda_min: list[float | None], lambda_max: list[float | None],
+                           floor: list[float | None], estimate: list[float | None], rel_tol: float) -> dict[str, int]:
+    """Tracking points where the paper's estimate and the exact λ_min disagree: ``sign`` (one is below
+    −floor and the other not), ``value`` (|estimate − exact| > rel_tol · max(|λ_min|, |λ_max|)),
+    ``either``, out of ``points`` where all four are defined."""
+    counts = {"sign": 0, "value": 0, "either": 0, "points": 0}
+    for lo, hi, f, est in zip(lambda_min, lambda_max, floor, estimate):
+        if None in (lo, hi, f, est):
+            continue
+        sign = (lo < -f) != (est < -f)
+        value = abs(est - lo) > rel_tol * max(abs(lo), abs(hi))
+        counts["points"] += 1
+        counts["sign"] += sign
+        counts["value"] += value
+        counts["either"] += sign or value
+    return counts
 
 
 # ---------------------------------------------------------------- summary (apart from computing)
@@ -198,10 +266,27 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
+def deciding_reading(readings: tuple[str, ...]) -> str:
+    """The reading that decides the curvature row: tangential when tracked, else the first one."""
+    return DECIDING_READING if DECIDING_READING in readings else readings[0]
+
+
+def _why_reading(reading: str) -> str:
+    if reading == DECIDING_READING:
+        return ("decided under the tangential reading (the Riemannian Hessian of the cosine loss on the sphere: "
+                "unchanged by the scale of the head output, so it measures the head and not |u|; under the ambient "
+                "reading the cosine's own curvature is indefinite and a linear head shows negative eigenvalues "
+                "through G alone)")
+    return f"decided under the {reading} reading (the tangential reading was not tracked)"
+
+
 def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                    activation_of: dict[str, str], paper: PaperBudget | None = None) -> dict[str, Any]:
-    """C8's curvature half for one reading: smooth runs show λ_min < −floor at >= negative_points of
-    the tracking points, ReLU/linear runs do not; dead seeds are left out (and counted)."""
+                    activation_of: dict[str, str], paper: PaperBudget | None = None,
+                    beside: tuple[str, ...] = ()) -> dict[str, Any]:
+    """C8's curvature half, decided under ``reading``: smooth runs show λ_min < −floor at >=
+    negative_points of the tracking points, ReLU/linear runs do not; dead seeds are left out (and
+    counted). The readings in ``beside`` are reported in ``measured`` (keys ``...[run, reading]``),
+    not judged."""
     key = f"frac_points_negative[{reading}]"
     pos: dict[str, list[bool]] = {}
     neg: dict[str, list[bool]] = {}
@@ -214,11 +299,19 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
         meas[f"lambda_min_min[{run}]"] = measured([m[f"lambda_min_min[{reading}]"] for m in ms
                                                   if m.get(f"lambda_min_min[{reading}]") is not None])
         meas[f"dead_seeds[{run}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
+        for other in beside:
+            k = f"frac_points_negative[{other}]"
+            meas[f"frac_points_negative[{run}, {other}]"] = measured(
+                [m[k] for m in ms if m.get(k) is not None], what=f"{other} reading, reported beside, not judged")
+        if any("inert_pseudo_collapse" in m for m in ms):
+            meas[f"inert_pseudo_collapse[{run}]"] = measured(
+                [float(bool(m.get("inert_pseudo_collapse"))) for m in ms],
+                what=f"fraction of seeds whose pseudo-collapse leaves H_eff unchanged (relative gap <= {INERT_REL_TOL:g})")
     verdict, reason = contrast_verdict(pos, neg, config.majority)
     criterion = (f"a run shows negative curvature when lambda_min(H_eff) < -floor (floor = {config.rel_floor:g} * "
                  f"max|lambda|) at >= {config.negative_points:.0%} of its tracking points; expected: smooth runs; "
                  f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
-                 + f"; dead seeds are left out ({DEAD_DEFINITION}). Outcome: {reason}")
+                 + f"; dead seeds are left out ({DEAD_DEFINITION}); {_why_reading(reading)}. Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], paper or PAPER_BUDGET),
             "verdict": verdict, "evidence": TEST, "criterion": criterion}
@@ -226,30 +319,61 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
 
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
                  activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
-    """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not."""
+    """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not.
+    A seed whose pseudo-collapse is geometrically inert (``inert_pseudo_collapse``) is left out: its
+    head was never collapsed in geometry, so its escape or not is no evidence."""
     pos: dict[str, list[bool]] = {}
     neg: dict[str, list[bool]] = {}
     meas: dict[str, Any] = {}
+    inert_total = 0
     for run, ms in groups.items():
         meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
         if not collapsed[run]:
             continue
-        flags = [bool(m["escaped"]) for m in ms if m.get("escaped") is not None and not m.get("dead_head")]
-        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
+        inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
+        inert_total += inert
+        if any("inert_pseudo_collapse" in m for m in ms):
+            meas[f"inert_seeds[{run}]"] = measured(float(inert), n=len(ms),
+                                                   what="seeds left out: pseudo-collapse geometrically inert")
+        flags = [bool(m["escaped"]) for m in ms if m.get("escaped") is not None and not m.get("dead_head")
+                 and not m.get("inert_pseudo_collapse")]
+        if flags or not inert:
+            (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
     verdict, reason = contrast_verdict(pos, neg, config.majority)
     criterion = (f"{ESCAPE_DEFINITION}, escape_level = {config.escape_level:g} (k = {config.out_dim}); judged on "
                  f"the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
-                 + f"; dead seeds left out. Outcome: {reason}")
+                 + f"; dead seeds left out; seeds whose x{RUNS['collapsed-relu'][1]:g} pseudo-collapse leaves H_eff "
+                 f"unchanged (relative gap <= {INERT_REL_TOL:g}: a bias-free ReLU or linear head under a cosine loss) "
+                 f"are left out as geometrically inert ({inert_total} seeds). Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
             "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion}
 
 
+def _disagreements(ms: list[dict], reading: str) -> str:
+    """'either/points (sign s)' of the paper's estimator against the exact λ_min, summed over seeds."""
+    counts = [m.get(f"power_disagreement[{reading}]") for m in ms]
+    counts = [c for c in counts if c]
+    if not counts:
+        return "-"
+    tot = {k: sum(c[k] for c in counts) for k in ("either", "points", "sign")}
+    return f"{tot['either']}/{tot['points']} (sign {tot['sign']})"
+
+
+def _inert(ms: list[dict]) -> str:
+    if not any("inert_pseudo_collapse" in m for m in ms):
+        return "-"
+    gaps = [max(m["pseudo_collapse_gap"].values()) for m in ms if m.get("pseudo_collapse_gap")]
+    return f"{sum(bool(m.get('inert_pseudo_collapse')) for m in ms)}/{len(ms)} (gap ≤ {max(gaps):.1e})"
+
+
 def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
     cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
+    if config.power_iterations is not None:
+        cols += [f"power-iteration disagrees [{r}]" for r in config.readings]
     lines = ["| run | " + " | ".join(cols)
-             + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | loss |",
-             "|" + "---|" * (len(cols) + 7)]
+             + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | inert pseudo-collapse | loss |",
+             "|" + "---|" * (len(cols) + 8)]
     for run in config.runs:
         ms = groups.get(run)
         if not ms:
@@ -258,9 +382,10 @@ def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
         mr = [max((v for v in m[f"M_ratio_fro[{r0}]"] if v is not None), default=None) for m in ms]
         row = ([pm([m[f"frac_points_negative[{r}]"] for m in ms], ".2f") for r in config.readings]
                + [pm([m[f"lambda_min_min[{r}]"] for m in ms]) for r in config.readings]
+               + ([_disagreements(ms, r) for r in config.readings] if config.power_iterations is not None else [])
                + [pm(mr), pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
                   f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}",
-                  f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}",
+                  f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}", _inert(ms),
                   pm([m["final_loss"] for m in ms], ".4f")])
         lines.append(f"| {run} | " + " | ".join(row) + " |")
     return "\n".join(lines)
@@ -276,7 +401,9 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                "predictor": paper_predictor("{act}", config.pred_hidden, config.out_dim), "data": config.data,
                "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
                "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}
-    claims = [curvature_claim(config, groups, r, setting, activation_of) for r in config.readings]
+    decide = deciding_reading(config.readings)
+    claims = [curvature_claim(config, groups, decide, setting, activation_of,
+                              beside=tuple(r for r in config.readings if r != decide))]
     claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
     figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training",
@@ -291,9 +418,36 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
     notes = [f"{DEAD_DEFINITION}.", f"{ESCAPE_DEFINITION}.",
              "ambient reading: the exact Hessian of the batch loss (the paper's HVP operator, here exact per-sample "
              "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "
-             "negative eigenvalues through G alone (M = 0). mse reading: G is PSD and negatives need M."]
+             "negative eigenvalues through G alone (M = 0). tangential reading: the Riemannian Hessian of the cosine "
+             "loss on the sphere, unchanged by the head output's scale; a linear head's G is PSD where cos > 0. "
+             + _why_reading(decide).capitalize() + "."]
+    notes += _inert_notes(groups)
+    if config.power_iterations is not None:
+        notes.append(f"power-iteration disagrees: tracking points (summed over seeds) where the paper's estimator "
+                     f"(float32 shifted power iteration, {config.power_iterations} steps per run, on the same blocks) "
+                     f"and the exact lambda_min differ in sign (one below -floor, the other not) or by more than "
+                     f"{config.power_rel_tol:g} * max|lambda|; reported, not judged.")
     return Summary(claims=claims, tables=[("C8: tracked H_eff and spread per run (mean ± std (n seeds))",
                                           _table(config, groups))], figures=figures, notes=notes)
+
+
+def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
+    """One line per pseudo-collapsed run: the measured gap of H_eff at init with and without the ×α."""
+    notes = []
+    for run, ms in groups.items():
+        gaps = [m["pseudo_collapse_gap"] for m in ms if m.get("pseudo_collapse_gap")]
+        if not gaps:
+            continue
+        worst = {r: max(g[r] for g in gaps) for r in gaps[0]}
+        inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
+        text = ", ".join(f"{r} {v:.2e}" for r, v in worst.items())
+        verdict = ("geometrically inert: the cosine loss cannot see the scaling, so this run is a normal "
+                   f"{RUNS[run][0]} head at init and is left out of the escape row") if inert == len(ms) else (
+            "the scaling changes H_eff" if inert == 0 else "inert in some seeds only")
+        notes.append(f"pseudo-collapse of {run} (x{RUNS[run][1]:g} on the projector's Linear weights): max relative "
+                     f"change of the per-sample H_eff blocks at init over {len(gaps)} seeds: {text}; {inert}/{len(ms)} "
+                     f"seeds within {INERT_REL_TOL:g}: {verdict}.")
+    return notes
 
 
 EXPERIMENT = register(Experiment(

@@ -46,8 +46,9 @@ def _file_name(key: str) -> str:
 
 
 def floor_key(key: str) -> str | None:
-    """The tracker's round-off floor recorded beside an eigenvalue metric (``heff_mse_mean_lambda_min``
-    -> ``heff_mse_mean_floor``; the operator estimate's ``..._op_lambda_min`` -> ``..._op_floor``)."""
+    """The tracker's round-off floor recorded beside an eigenvalue metric
+    (``heff_tangential_mean_lambda_min`` -> ``heff_tangential_mean_floor``; the operator estimate's
+    ``..._op_lambda_min`` -> ``..._op_floor``)."""
     for name in ("lambda_min", "lambda_max"):
         if key.endswith(name):
             return key[: -len(name)] + "floor"
