@@ -291,6 +291,13 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
             k = f"frac_points_negative[{other}]"
             meas[f"frac_points_negative[{run}, {other}]"] = measured(
                 [m[k] for m in ms if m.get(k) is not None], what=f"{other} reading, reported beside, not judged")
+        counts = [m[f"power_disagreement[{reading}]"] for m in ms if m.get(f"power_disagreement[{reading}]")]
+        counts = [c for c in counts if c["points"]]
+        if counts:
+            meas[f"power_estimator_disagrees[{run}]"] = measured(
+                [c["either"] / c["points"] for c in counts],
+                what="fraction of tracking points where the paper's power-iteration lambda_min disagrees with the "
+                     "exact one (sign, or beyond power_rel_tol * max|lambda|); reported, not judged")
         if any("inert_pseudo_collapse" in m for m in ms):
             meas[f"inert_pseudo_collapse[{run}]"] = measured(
                 [float(bool(m.get("inert_pseudo_collapse"))) for m in ms],
