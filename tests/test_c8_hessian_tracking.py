@@ -98,6 +98,18 @@ def test_estimator_disagreement_rule():
     assert got == {"sign": 0, "value": 1, "either": 1, "points": 1}
 
 
+def test_disagreements_reach_the_claim_and_the_table():
+    runs = {"normal-silu": [_fake(0.8)] * 2, "collapsed-silu": [_fake(0.6, True)] * 2,
+            "collapsed-relu": [_fake(0.0)] * 2, "collapsed-linear": [_fake(0.1)] * 2}
+    for ms in runs.values():
+        for i, m in enumerate(ms):
+            ms[i] = {**m, **{f"power_disagreement[{r}]": {"sign": 1, "value": 2, "either": 2, "points": 4} for r in READ}}
+    s = summarize(dataclasses.replace(TINY, readings=READ, seeds=2),
+                  [({"run": r, "seed": i}, m) for r, ms in runs.items() for i, m in enumerate(ms)])
+    assert s.claims[0]["measured"]["power_estimator_disagrees[collapsed-relu]"]["value"] == pytest.approx(0.5)
+    assert "4/8 (sign 2)" in s.tables[0][1]
+
+
 def _fake(frac_neg, escaped=False, dead=False, ambient=None, inert=None):
     """frac_neg under every reading (``ambient`` overrides the ambient one); inert: the pseudo-collapse flag."""
     m = {"steps": [0, 1], "spread_projector": [0.1, 0.1], "spread_z": [0.1, 0.1], "spread_initial": 0.1,

@@ -38,9 +38,10 @@ def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
     batch = a("--batch-size", type=int, default=32, metavar="N", help="samples N (default 32)")
     a("--state", choices=["random", "pseudo-collapsed"], default="random",
       help="head at initialisation, or its Linear weights x0.1 (paper's pseudo-collapse)")
-    a("--reading", choices=READINGS, default="ambient", help="loss-Hessian reading for G (default ambient): ambient = the exact Hessian of the loss; "
-      "tangential = its Riemannian Hessian on the sphere (cosine losses; unchanged by the head output's scale). "
-      "The MSE premise is --objective mse read ambient")
+    a("--reading", choices=READINGS, default="ambient",
+      help="loss-Hessian reading for G (default ambient): ambient = the exact Hessian of the loss; tangential = "
+      "its Riemannian Hessian on the sphere (cosine losses; unchanged by the head output's scale). The MSE "
+      "premise is --objective mse read ambient")
     a("--scope", choices=["blocks", "dense", "operator"], default="blocks",
       help="per-sample blocks (default), the whole dense matrix (small N*d), or Lanczos on the operator")
     a("--mode", choices=["eval", "train"], default="eval", help="head mode (BatchNorm statistics)")

@@ -48,10 +48,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.scaling_inertness import INERT_REL_TOL, pseudo_collapse_gap
+from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
@@ -60,7 +58,6 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
-from headgeom.train import build_method_from_config
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -229,15 +226,9 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 def _pseudo_collapse_gap(config: C8Config, run: str, seed: int) -> dict[str, float]:
-    """The run's method at init (its own builder and seed) against the same init without the ×α,
-    per reading, on ``block_samples`` Gaussian z1 and a second view z1 + 0.1·ε (scaling_inertness)."""
-    torch.manual_seed(seed)
-    method = build_method_from_config(train_config(config, run, seed))
-    gen = torch.Generator().manual_seed(seed)
-    n, d = config.block_samples or 8, method.spec.feature_dim
-    z1 = torch.randn(n, d, generator=gen, dtype=torch.float64)
-    z2 = z1 + 0.1 * torch.randn(n, d, generator=gen, dtype=torch.float64)
-    return pseudo_collapse_gap(method, RUNS[run][1], [z1, z2], config.readings)
+    """The run's method at init against the same init without the ×α, per reading, on
+    ``block_samples`` Gaussian z (scaling_inertness.gap_at_init)."""
+    return gap_at_init(train_config(config, run, seed), config.block_samples or 8, seed, config.readings)
 
 
 def estimator_disagreement(lambda_min: list[float | None], lambda_max: list[float | None],
@@ -303,6 +294,13 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
             k = f"frac_points_negative[{other}]"
             meas[f"frac_points_negative[{run}, {other}]"] = measured(
                 [m[k] for m in ms if m.get(k) is not None], what=f"{other} reading, reported beside, not judged")
+        counts = [m[f"power_disagreement[{reading}]"] for m in ms if m.get(f"power_disagreement[{reading}]")]
+        counts = [c for c in counts if c["points"]]
+        if counts:
+            meas[f"power_estimator_disagrees[{run}]"] = measured(
+                [c["either"] / c["points"] for c in counts],
+                what="fraction of tracking points where the paper's power-iteration lambda_min disagrees with the "
+                     "exact one (sign, or beyond power_rel_tol * max|lambda|); reported, not judged")
         if any("inert_pseudo_collapse" in m for m in ms):
             meas[f"inert_pseudo_collapse[{run}]"] = measured(
                 [float(bool(m.get("inert_pseudo_collapse"))) for m in ms],

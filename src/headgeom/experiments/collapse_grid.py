@@ -15,6 +15,13 @@ in train mode couple samples, and the tracker then reports its estimate on the w
 final spread, their ratio and whether the run ends escaped (final ≥ escape_level/√k; BN heads
 start at about 1/√k since BN is scale-invariant: the ×0.1 init does not collapse them).
 
+Each run without BN also measures whether its pseudo-collapse is visible to the geometry
+(:mod:`headgeom.experiments.scaling_inertness`: the per-sample H_eff blocks at init with and without
+the ×α). For bias-free ReLU and linear heads the cosine loss cannot see the scaling: the gap is
+round-off, the run is geometrically a normal-init run, and its seeds are left out of the escape
+rows rather than counted as a collapsed head that stayed collapsed (BN heads are not measured: the
+note below says why they are not collapsed either).
+
 C5 (ReLU gap) predicts: without BN and at a small step size (the closest to gradient flow) a ReLU
 head (M = 0) stays collapsed while a smooth head escapes; ReLU escapes only through BN or a large
 step size. The claims below judge exactly these two statements from the escape flags.
@@ -29,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config)
@@ -168,6 +176,10 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     out["floor"], _ = heff_series(records, "ambient", "floor")  # the engine's zero band, drawn in the λ figure
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
+    if not bn and config.pseudo_collapse is not None:
+        gaps = gap_at_init(train_config(config, act, bn, lr, seed), config.block_samples or 8, seed, ("ambient",))
+        out["pseudo_collapse_gap"] = gaps
+        out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
     out["seconds"] = time.perf_counter() - t0
     return out
 
@@ -181,15 +193,23 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def _flags(groups: dict[str, list[dict]], name: str) -> list[bool]:
-    return [bool(m["escaped"]) for m in groups.get(name, []) if m.get("escaped") is not None and not m.get("dead_head")]
+    """Escape flags of the usable seeds: not dead, and not geometrically inert pseudo-collapses."""
+    return [bool(m["escaped"]) for m in groups.get(name, []) if m.get("escaped") is not None
+            and not m.get("dead_head") and not m.get("inert_pseudo_collapse")]
 
 
 def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> dict[str, Any]:
     verdict, reason = contrast_verdict({g: _flags(groups, g) for g in positive},
                                        {g: _flags(groups, g) for g in negative}, config.majority)
     meas = {}
+    inert_total = 0
     for g in positive + negative:
         ms = groups.get(g, [])
+        if any("inert_pseudo_collapse" in m for m in ms):
+            inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
+            inert_total += inert
+            meas[f"inert_seeds[{g}]"] = measured(float(inert), n=len(ms),
+                                                 what="seeds left out: pseudo-collapse geometrically inert")
         meas[f"escaped[{g}]"] = measured([float(bool(m["escaped"])) for m in ms if m.get("escaped") is not None])
         meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
         meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
@@ -197,7 +217,10 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                  f"collapsed (BN heads) counts as escaped: the question is whether it ends non-collapsed; "
                  f"escape expected in {positive}, not "
                  f"expected in {negative}; " + contrast_rule(config.majority) + f"; dead seeds left out "
-                 f"({DEAD_DEFINITION}). Outcome: {reason}")
+                 f"({DEAD_DEFINITION}); seeds whose x{config.pseudo_collapse:g} pseudo-collapse leaves H_eff unchanged "
+                 f"(relative gap <= {INERT_REL_TOL:g}, measured at init for heads without BN: a bias-free ReLU or linear "
+                 f"head under the cosine loss) are left out as geometrically inert ({inert_total} seeds). "
+                 f"Outcome: {reason}")
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
                "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
                "reading": "n/a (spread of normalised projector outputs)", "data": config.data,
@@ -253,10 +276,23 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "
              "(linear, ReLU, BN): for them pseudo-collapse is a small output norm, not a small spread.",
+             *_inert_notes(groups),
              "train-mode BatchNorm divides by batch statistics, a curved function of z: with BN, M != 0 even for "
              "ReLU heads (see the max |M|/|H| column), so the BN route of C5 is itself a curvature route."]
     return Summary(claims=claims, tables=[("Collapse grid per run (mean ± std (n seeds))", _table(config, groups))],
                    figures=figures, notes=notes)
+
+
+def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
+    notes = []
+    for name, ms in groups.items():
+        gaps = [m["pseudo_collapse_gap"]["ambient"] for m in ms if m.get("pseudo_collapse_gap")]
+        if gaps:
+            inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
+            notes.append(f"{name}: relative change of the per-sample H_eff blocks at init from the pseudo-collapse "
+                         f"<= {max(gaps):.2e} over {len(gaps)} seeds; {inert}/{len(ms)} seeds geometrically inert "
+                         f"(within {INERT_REL_TOL:g}): " + ("left out of the escape rows." if inert else "counted."))
+    return notes
 
 
 EXPERIMENT = register(Experiment(

@@ -20,10 +20,11 @@ from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian
 from headgeom.heads import scale_linear_weights_
+from headgeom.train import build_method_from_config
 
 INERT_REL_TOL = 1e-9  # float64 round-off: a larger relative gap means the scaling changed the geometry
 
-__all__ = ["INERT_REL_TOL", "pseudo_collapse_gap"]
+__all__ = ["INERT_REL_TOL", "pseudo_collapse_gap", "gap_at_init"]
 
 
 def _blocks(method: nn.Module, z_views: Sequence[Tensor], reading: str) -> Tensor:
@@ -52,3 +53,16 @@ def pseudo_collapse_gap(method: nn.Module, alpha: float, z_views: Sequence[Tenso
         top = float(h_unscaled.abs().max())
         out[reading] = float((h_scaled - h_unscaled).abs().max()) / top if top > 0 else float("inf")
     return out
+
+
+def gap_at_init(train_config, n: int, seed: int, readings: Sequence[str]) -> dict[str, float]:
+    """:func:`pseudo_collapse_gap` of a training run's method at init (built from its
+    headgeom.train.TrainConfig, whose ``pseudo_collapse`` is α, after torch.manual_seed(seed)) on n
+    Gaussian z1 of the backbone's width and a second view z1 + 0.1·ε. Eval mode: for heads without
+    BatchNorm the mode changes nothing."""
+    torch.manual_seed(seed)
+    method = build_method_from_config(train_config)
+    gen = torch.Generator().manual_seed(seed)
+    z1 = torch.randn(n, method.spec.feature_dim, generator=gen, dtype=torch.float64)
+    z2 = z1 + 0.1 * torch.randn(z1.shape, generator=gen, dtype=torch.float64)
+    return pseudo_collapse_gap(method, train_config.pseudo_collapse, [z1, z2], readings)
