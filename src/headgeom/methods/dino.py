@@ -29,7 +29,7 @@ from headgeom.heads import HeadSpec, get_head_spec
 from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
-from headgeom.objectives import AnalysisLoss, dino, dino_pair, teacher_entropies
+from headgeom.objectives import AnalysisLoss, dino, dino_hessian_structure, dino_pair, teacher_entropies
 
 
 class DINO(SSLMethod):
@@ -179,4 +179,11 @@ class DINO(SSLMethod):
             terms = [dino_pair(u, t(u), center(u), st, tt) for t in others]
             return torch.stack(terms).sum() / n_terms
 
-        return self.projector, AnalysisLoss(loss)  # separable over samples; nothing declared
+        def hessian_structure(u: Tensor):
+            # each term's Hessian is the teacher-free (diag p − ppᵀ)/(N T²): the sum scales it by
+            # len(others)/n_terms; the engine checks this against exact HVPs before use
+            alpha, U, B, diag = dino_hessian_structure(u, u, student_temp=st)
+            f = len(others) / n_terms
+            return alpha * f, U, B * f, diag * f
+
+        return self.projector, AnalysisLoss(loss, hessian_structure=hessian_structure)

@@ -17,7 +17,7 @@ from headgeom.objectives.barlow_twins import (
 from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
 from headgeom.objectives.cosine import negative_cosine, simsiam_loss
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
-from headgeom.objectives.dino import dino, dino_pair, teacher_entropies, teacher_probs
+from headgeom.objectives.dino import dino, dino_hessian_structure, dino_pair, teacher_entropies, teacher_probs
 from headgeom.objectives.mse import mse_to_target
 from headgeom.objectives.registry import OBJECTIVES, ObjectiveSpec, analysis_loss, get_objective
 from headgeom.objectives.vicreg import (
@@ -26,7 +26,8 @@ from headgeom.objectives.vicreg import (
 
 __all__ = [
     "barlow_twins", "barlow_twins_diagonal_blocks", "batch_standardize", "cross_correlation", "info_nce", "nt_xent", "nt_xent_diagonal_blocks",
-    "negative_cosine", "simsiam_loss", "dino", "dino_pair", "teacher_probs", "teacher_entropies", "mse_to_target",
-    "AnalysisLoss", "as_analysis_loss", "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective", "covariance_loss",
+    "negative_cosine", "simsiam_loss", "dino", "dino_pair", "dino_hessian_structure", "teacher_probs", "teacher_entropies",
+    "mse_to_target", "AnalysisLoss", "as_analysis_loss", "OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective",
+    "covariance_loss",
     "off_diagonal_sq_sum", "variance_loss", "vicreg", "vicreg_diagonal_blocks",
 ]
