@@ -106,12 +106,14 @@ class BlockStrategies:
         if want_g:
             curv, how = self._loss_curvature()
             hjt = torch.empty_like(jt_all)  # [∇²L]_ii J_i, transposed like J
-            if curv is not None:  # declared or discovered blocks: α_i J_iᵀ + J_iᵀ U_i B_i U_iᵀ, no HVPs
+            if curv is not None:  # declared or discovered blocks: α_i J_iᵀ (+ J_iᵀ diag δ_i) + J_iᵀ U_i B_i U_iᵀ, no HVPs
                 self.last_block_path = "jacobian+" + how
                 for start in range(0, n, self.chunk_size):
                     rows = slice(start, min(start + self.chunk_size, n))
                     c, jt = curv.rows(rows), jt_all[rows]
                     hjt[rows] = c.alpha[:, None, None] * jt
+                    if c.diag is not None:  # a declared diagonal (DINO): J_iᵀ diag(δ_i)
+                        hjt[rows] += jt * c.diag[:, None, :]
                     if c.U is not None:
                         hjt[rows] += (jt @ c.U) @ c.B.transpose(1, 2) @ c.U.transpose(1, 2)
             else:
