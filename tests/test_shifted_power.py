@@ -70,6 +70,19 @@ def test_dominant_negative_eigenvalue_makes_the_estimate_lambda_max():
     assert est.lambda_min > 0 > float(exact[0])  # the sign is wrong
 
 
+def test_a_hessian_below_the_normalisation_eps_reads_as_zero():
+    # the authors normalise by ‖Hv‖ + 1e-8: when ‖H‖ ≪ 1e-8 every step shrinks v by ‖H‖/1e-8, and the
+    # estimate underflows to 0 whatever the spectrum: an indefinite matrix at 1e-11 reads "λ_min = 0"
+    a = 1e-11 * matrix([-8.0] + torch.linspace(0.0, 2.0, 30).tolist() + [10.0], seed=4)
+    exact = torch.linalg.eigvalsh(a)
+    assert float(exact[0]) < 0
+    est = estimate(a)
+    assert abs(est.lambda_min) < 1e-6 * abs(float(exact[0]))  # zero up to underflow, not λ_min
+    # the same matrix scaled up to where eps is negligible is estimated well (so eps is the cause)
+    up = estimate(a * 1e11)
+    assert up.lambda_min == pytest.approx(float(exact[0]) * 1e11, abs=1e-4 * float(exact.abs().max()) * 1e11)
+
+
 def test_bad_arguments_are_refused():
     a = matrix([1.0, 2.0])
     with pytest.raises(ValueError, match="iterations"):

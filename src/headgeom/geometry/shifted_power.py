@@ -14,7 +14,9 @@ No convergence test. Step 2 converges to the eigenvector of λ_min only when μ 
 max_{λ ≠ λ_min} |λ − μ| / |λ_min − μ| allows: a close gap at the bottom of the spectrum leaves
 a mixture of the lowest eigenvectors after a fixed number of steps, whose Rayleigh quotient lies
 above λ_min. When the most negative eigenvalue dominates (|λ_min| > λ_max), μ ≈ λ_min and step 2
-converges to λ_max instead: the sign of the estimate can be wrong.
+converges to λ_max instead: the sign of the estimate can be wrong. And the normalisation by
+‖·‖ + ε (ε = 1e-8) shrinks v by ‖H‖/ε per step when ‖H‖ ≪ ε, so a Hessian at that scale (a
+collapsed head's, ~1e-11) reads λ_min = 0 whatever its spectrum.
 
 headgeom computes λ_min exactly (per-sample blocks, float64 eigh); this estimator exists to put the
 paper's number beside the exact one (C8) and count where they disagree. Written from the
