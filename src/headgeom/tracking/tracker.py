@@ -437,8 +437,9 @@ def _first_rows_loss(loss, rest: torch.Tensor, b: int):
     declare = getattr(loss, "hessian_structure", None)
     if declare is not None:
         def structure(u_sub: torch.Tensor):
-            alpha, U, B = declare(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))
-            return alpha[:b], None if U is None else U[:b], None if B is None else B[:b]
+            # (alpha, U, B) or (alpha, U, B, diagonal): every part is per row
+            parts = declare(torch.cat([u_sub, rest.to(u_sub.dtype)], dim=0))
+            return tuple(None if t is None else t[:b] for t in parts)
 
         sub_loss.hessian_structure = structure  # type: ignore[attr-defined]
     blocks = getattr(loss, "diagonal_blocks", None)  # a coupled loss's ∂²L/∂u_i², likewise
