@@ -222,29 +222,3 @@ def test_dino_declared_curvature_matches_autograd(reading):
                      block[:, 0], rtol=1e-10, atol=1e-13, what=f"{reading} apply row {i}")
         assert_close(sandwiched[i], w.T @ block @ w, rtol=1e-10, atol=1e-13, what=f"{reading} W^T H W row {i}")
 
-
-
-def test_packed_outer_sum_at_dino_width():
-    """At w = 65,536 the pack's tile shrinks (16); the blocks still equal Σ_j c_ij a_j a_jᵀ."""
-    g = torch.Generator().manual_seed(10)
-    at = torch.randn(20, 1 << 16, generator=g, dtype=DT)
-    c = torch.rand(3, 1 << 16, generator=g, dtype=DT)
-    want = torch.stack([(at * c[i]) @ at.T for i in range(3)])
-    assert_close(mlp_sandwich.packed_outer_sum(at, c), want, rtol=1e-12, atol=1e-10, what="packed at w = 65536")
-
-
-def test_dino_declared_sandwich_packs_many_samples():
-    """From PACKED_MIN_SAMPLES samples on, Wᵀ diag(δ_i) W is packed; blocks equal the HVP sandwich."""
-    torch.manual_seed(11)
-    head = head_from("6-12-12-300:gelu:dino=5", dtype=DT)
-    n = mlp_sandwich.PACKED_MIN_SAMPLES + 1
-    z = torch.randn(n, 6, dtype=DT)
-    with torch.no_grad():
-        teacher = head(torch.randn(n, 6, dtype=DT))
-    loss = analysis_loss("dino", teacher)
-    for reading in ("ambient", "tangential"):
-        declared = effective_hessian(head, loss, z, reading=reading, block_strategy="sandwich")
-        plain = effective_hessian(head, lambda u: loss(u), z, reading=reading, block_strategy="sandwich")
-        for name, a, b in zip("HGM", declared.decomposed_blocks(), plain.decomposed_blocks()):
-            assert_close(a, b, rtol=1e-10, atol=1e-13, what=f"{reading} {name} packed declared vs HVP")
-        assert declared.last_block_path == "sandwich+declared-curvature"

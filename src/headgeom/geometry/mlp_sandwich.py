@@ -91,16 +91,12 @@ def is_linear_chain(layers: list[nn.Module]) -> bool:
     return all(isinstance(layer, (nn.Linear, RowNorm) + ELEMENTWISE) for layer in layers)
 
 
-def packed_outer_sum(at: Tensor, c: Tensor, tile: int | None = None) -> Tensor:
+def packed_outer_sum(at: Tensor, c: Tensor, tile: int = 64) -> Tensor:
     """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
 
     Upper-triangle tiles (I ≤ J) as one GEMM each: C (N, w) @ [a_j[I] ⊗ a_j[J]]_j (w, |I||J|).
-    The tile side is 64, smaller when w is so large that a (w, tile²) pack would pass 2²⁴ entries
-    (a DINO last layer, w = 65,536: 16).
     """
     d, w = at.shape
-    if tile is None:
-        tile = max(1, min(64, int(((1 << 24) // max(1, w)) ** 0.5)))
     n = c.shape[0]
     out = torch.empty(n, d, d, dtype=at.dtype, device=at.device)
     a = at.T  # (w, d)
@@ -221,23 +217,14 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     for lin in _linears_between(layers, 0, acts[0] if acts else 0):
         shared = shared @ lin.weight.T
 
-    kmat = gram = diag_part = None
+    kmat = gram = None
     if want_g and curvature is None:
         kmat = tail_curvature(w_tail, k, hvp, n, z)
     elif want_g and w_tail is not None:
         gram = w_tail.T @ w_tail
-        m = w_tail.shape[1]
-        if curvature.diag is not None and n >= PACKED_MIN_SAMPLES and n * m * m * z.element_size() <= 1 << 30:
-            # W_Lᵀ diag(δ_i) W_L (the DINO loss) for all samples at once: symmetric packed GEMMs,
-            # half the FLOPs of one (m, k) @ (k, m) product per sample
-            diag_part = packed_outer_sum(w_tail.T, curvature.diag)
-            curvature = LowRankCurvature(curvature.alpha, curvature.U, curvature.B)
 
     def k_rows(rows: slice) -> Tensor:
-        if kmat is not None:
-            return kmat[rows]
-        out = curvature.rows(rows).sandwich(w_tail, gram, k)
-        return out if diag_part is None else out + diag_part[rows]
+        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k)
     def first_term() -> Tensor:  # the first nonlinearity's M term, with its shared Jacobian
         if 0 in vp.norms:
             return vp.norms[0].interaction(shared, gram=shared @ shared.T)

@@ -66,7 +66,7 @@ class AnalysisLoss:
             def structure(u_sub: Tensor) -> Structure:
                 alpha, U, B, *diag = declare(whole(u_sub))  # an optional diagonal (N, k) last
                 return (alpha[:b], None if U is None else U[:b], None if B is None else B[:b],
-                        *(d[:b] for d in diag))
+                        *(None if d is None else d[:b] for d in diag))
 
         if self.diagonal_blocks is not None:
             coupled = self.diagonal_blocks
@@ -89,7 +89,7 @@ class AnalysisLoss:
 
             def structure(u: Tensor) -> Structure:
                 alpha, U, B, *diag = declare(u)  # an optional diagonal (N, k) last
-                return (c * alpha, U, None if B is None else c * B, *(c * d for d in diag))
+                return (c * alpha, U, None if B is None else c * B, *(None if d is None else c * d for d in diag))
 
         if self.diagonal_blocks is not None:
             coupled = self.diagonal_blocks
