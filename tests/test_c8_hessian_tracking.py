@@ -233,3 +233,23 @@ def test_gradient_norm_series_and_figure(tiny):
     for ax, key in ((head_ax, "grad_norm_head"), (backbone_ax, "grad_norm_backbone")):
         drawn = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
         assert drawn == {run: m[key][1:] for run, m in tiny.items()}
+
+
+def test_negatives_tiny_against_lambda_max_are_named_as_a_floor_question():
+    good = {"normal-silu": [_fake(0.8)] * 2, "collapsed-silu": [_fake(0.6, True)] * 2,
+            "collapsed-linear": [_fake(0.1)] * 2}
+    tiny = {**_fake(0.9), "lambda_min[tangential]": [-1e-19, 1e-20], "lambda_max[tangential]": [2e-11, 2e-11],
+            "floor[tangential]": [2e-21, 2e-21]}
+    real = {**_fake(0.9), "lambda_min[tangential]": [-1e-3, -1e-19], "lambda_max[tangential]": [1.0, 2e-11],
+            "floor[tangential]": [1e-10, 2e-21]}
+    cfg = dataclasses.replace(TINY, readings=READ, seeds=2)
+
+    def notes(relu):
+        s = summarize(cfg, [({"run": r, "seed": i}, m) for r, ms in {**good, "collapsed-relu": relu}.items()
+                            for i, m in enumerate(ms)])
+        return [n for n in s.notes if "floor question" in n]
+
+    flagged = notes([tiny, tiny])
+    assert len(flagged) == 1 and flagged[0].startswith("collapsed-relu under the tangential reading")
+    assert "5.0e-09 * lambda_max (2 points over 2 seeds)" in flagged[0]
+    assert notes([tiny, real]) == []  # one clearly negative point (1e-3 of λ_max) is curvature, not round-off

@@ -420,6 +420,7 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
              "loss on the sphere, unchanged by the head output's scale; a linear head's G is PSD where cos > 0. "
              + _why_reading(decide).capitalize() + "."]
     notes += _inert_notes(groups)
+    notes += _tiny_negative_notes(groups, decide)
     if config.power_iterations is not None:
         notes.append(f"power-iteration disagrees: tracking points (summed over seeds) where the paper's estimator "
                      f"(float32 shifted power iteration, {config.power_iterations} steps per run, on the same blocks) "
@@ -427,6 +428,34 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                      f"{config.power_rel_tol:g} * max|lambda|; reported, not judged.")
     return Summary(claims=claims, tables=[("C8: tracked H_eff and spread per run (mean ± std (n seeds))",
                                           _table(config, groups))], figures=figures, notes=notes)
+
+
+TINY_NEGATIVE = 1e-6  # |λ_min| / λ_max below which a negative eigenvalue is flagged as possible round-off
+
+
+def _tiny_negative_notes(groups: dict[str, list[dict]], reading: str) -> list[str]:
+    """One line per run whose negative points under ``reading`` are all tiny against λ_max.
+
+    The floor is relative to the result (rel_floor · max|λ|), not to the operands summed into a
+    block. Under the tangential reading a collapsed head's Jacobian is almost radial, so the
+    projection cancels terms far larger than the result and leaves round-off that the floor does
+    not cover (for a ReLU or linear head M ≡ 0 and the tangential G is PSD wherever cos(u, c) > 0).
+    Such runs are named, with the largest |λ_min| / λ_max among their negative points, so that a
+    verdict resting on them is read as a floor question, not evidence."""
+    notes = []
+    for run, ms in groups.items():
+        ratios = []
+        for m in ms:
+            lo, hi, fl = (m.get(f"{k}[{reading}]") or [] for k in ("lambda_min", "lambda_max", "floor"))
+            ratios += [abs(a) / b for a, b, f in zip(lo, hi, fl)
+                       if None not in (a, b, f) and a < -f and b > 0]
+        if ratios and max(ratios) <= TINY_NEGATIVE:
+            notes.append(f"{run} under the {reading} reading: every negative point has |lambda_min| <= "
+                         f"{max(ratios):.1e} * lambda_max ({len(ratios)} points over {len(ms)} seeds): below "
+                         f"{TINY_NEGATIVE:g} of the block's own scale, the size of round-off left by projecting out "
+                         "an almost radial head Jacobian; the floor (relative to the result) does not cover it, so "
+                         "a verdict resting on these points is a floor question, not evidence.")
+    return notes
 
 
 def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
