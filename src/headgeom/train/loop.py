@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from headgeom.device import resolve_device
 from headgeom.io import atomic_write_bytes, atomic_write_json
 from headgeom.runs.folder import claim_run_folder
 from headgeom.runs.metrics import read_metrics
@@ -57,16 +58,6 @@ Tracker = Callable[[int, torch.nn.Module, list[torch.Tensor]], dict[str, float]]
 
 class NonFiniteLossError(RuntimeError):
     """The loss became NaN or ±inf; the last good checkpoint was kept."""
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda when available, else cpu; otherwise ``torch.device(name)``."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} requested but CUDA is not available; use --device cpu")
-    return dev
 
 
 def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
