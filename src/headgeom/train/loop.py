@@ -61,12 +61,9 @@ class NonFiniteLossError(RuntimeError):
 
 
 def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
-    """``headgeom.methods.build_method`` for the config's method, backbone (+ options) and heads."""
-    from headgeom.methods import build_method
-
-    return build_method(config.method, backbone=config.backbone, head=config.head,
-                        predictor=config.predictor, pseudo_collapse=config.pseudo_collapse,
-                        backbone_options=config.backbone_options, **config.method_options)
+    """The config's method, backbone (+ options) and heads at a fresh initialisation, built as a
+    reader of the run rebuilds it (:meth:`headgeom.runs.trained.RunSettings.build_method`)."""
+    return config.run_settings().build_method()
 
 
 def _read_metrics(path: Path, upto_step: int) -> list[str]:
@@ -125,7 +122,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
 def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
            build_method: Callable[[TrainConfig], torch.nn.Module] | None) -> dict[str, Any]:
     """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
-    from headgeom.data import dataset_stats, load_dataset
+    from headgeom.data import load_dataset
 
     ckpt_dir, last = out / "checkpoints", out / "checkpoints" / "last.pt"
     metrics_path = out / "metrics.jsonl"
@@ -154,9 +151,10 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     memory_format = torch.channels_last if (on_cuda and config.channels_last) else torch.contiguous_format
     method = method.to(memory_format=memory_format)
     recipe = method.recipe(size)
-    if config.normalize and getattr(recipe, "mean", None) is None:
-        stats = dataset_stats(config.data, data)
-        recipe = dataclasses.replace(recipe, mean=tuple(stats.mean), std=tuple(stats.std))
+    if getattr(recipe, "mean", None) is None:  # the run's normalisation, as its readers derive it
+        mean, std = config.run_settings().normalisation(dataset=data)
+        if mean is not None:
+            recipe = dataclasses.replace(recipe, mean=mean, std=std)
     optimizer = build_optimizer(config.optimizer, method.param_groups(config.weight_decay), config.lr,
                                 config.momentum, config.weight_decay, config.betas, config.lars_eta)
     data_gen = torch.Generator().manual_seed(config.seed)
