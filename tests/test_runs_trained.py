@@ -61,6 +61,19 @@ def test_normalisation_is_the_training_sets_statistics(one_step_run):
     assert cifar.normalisation() == (tuple(DATASET_STATS["cifar10"].mean), tuple(DATASET_STATS["cifar10"].std))
 
 
+def test_normalisation_measures_the_training_set_it_is_given(one_step_run):
+    # training hands over the images it loaded (another set here, so a reload would be seen)
+    s = load_trained(one_step_run).settings
+    data = load_dataset("shapes", "train", None, **{**s.data_options, "n": 8})
+    x = data.images.double().div(255)  # (8, 3, H, W)
+    mean, std = s.normalisation(dataset=data)
+    torch.testing.assert_close(torch.tensor(mean, dtype=torch.float64), x.mean(dim=(0, 2, 3)), atol=1e-9, rtol=0)
+    torch.testing.assert_close(torch.tensor(std, dtype=torch.float64), x.std(dim=(0, 2, 3), unbiased=False),
+                               atol=1e-9, rtol=0)
+    assert mean != s.normalisation()[0]
+    assert dataclasses.replace(s, normalize=False).normalisation(dataset=data) == (None, None)
+
+
 def test_fresh_method_is_the_architecture_at_a_seeded_start(one_step_run):
     run = load_trained(one_step_run)
     a, b = run.fresh_method(7).state_dict(), run.fresh_method(7).state_dict()

@@ -39,7 +39,7 @@ def test_the_bar_names_tracking_while_it_runs_and_its_clock_leaves_it_out(tmp_pa
 
     monkeypatch.setattr(tqdm.std, "time", clock)  # tqdm's clock (tqdm.std does `from time import time`)
     monkeypatch.setattr("headgeom.train.progress.time", types.SimpleNamespace(time=clock))
-    monkeypatch.setattr(tqdm, "tqdm", RecordingBar)  # the loop imports tqdm.tqdm when it starts
+    monkeypatch.setattr(tqdm, "tqdm", RecordingBar)  # the loop calls tqdm.tqdm when it starts
     RecordingBar.closed = []
     frames: dict[int, str] = {}
 

@@ -35,7 +35,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from headgeom.data import ImageDataset
+from headgeom.data import ImageDataset, load_dataset
+from headgeom.device import resolve_device
 from headgeom.eval.features import (Heads, extract_features, head_features, point_modules,
                                     point_names)
 from headgeom.eval.knn import knn_accuracy
@@ -268,9 +269,6 @@ def evaluate_run(run_dir: str | Path, *, data_dir: str | None = None,
     same architecture at a fresh initialisation (seed + 10000; as training starts, so with
     the run's pseudo-collapse if any) is evaluated the same way, under ``"random_init"``.
     """
-    from headgeom.data import load_dataset
-    from headgeom.train import resolve_device
-
     run = Path(run_dir)
     dev = resolve_device(device)
     say = log or (lambda msg: None)

@@ -21,8 +21,8 @@ from typing import Any, Sequence
 import torch
 
 from headgeom.data import load_dataset
+from headgeom.device import resolve_device
 from headgeom.runs.trained import load_trained
-from headgeom.train import resolve_device
 
 # the ratios of headgeom.orbits read at h(z) (definitions in headgeom.orbits.DEFINITIONS)
 RATIOS = ("compression", "global_ratio", "selectivity", "compression_centred", "trace_ratio", "per_dim_ratio",

@@ -207,12 +207,12 @@ def _analyze(config: C9Config, tc, seed: int):
         import torch
 
         from headgeom.data import load_dataset
+        from headgeom.device import resolve_device
         from headgeom.io import atomic_write_json
         from headgeom.orbits import analyze_orbit_features, extract_orbits
         from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
         from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
         from headgeom.runs.trained import load_trained
-        from headgeom.train import resolve_device
 
         dev = resolve_device(tc.device)
         run = load_trained(run_dir)

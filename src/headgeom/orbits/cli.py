@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from headgeom.commands.analyze import add_parser, default_out  # the parser lives with the torch-free parsers
+from headgeom.device import resolve_device
 from headgeom.runs.provenance import environment
 
 __all__ = ["add_parser", "default_out", "run"]
@@ -92,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
     from headgeom.orbits.model_input import resolve_model
     from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
     from headgeom.orbits.report import format_summary
-    from headgeom.train import resolve_device
 
     t_start = time.perf_counter()
     _check_args(args)

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from headgeom.checkpoints.safe_load import safe_load
-from headgeom.data import DATASET_STATS, dataset_stats, load_dataset
+from headgeom.data import DATASET_STATS, ImageDataset, dataset_stats, load_dataset
 from headgeom.methods import build_method
 
 from .folder import missing_checkpoint_message
@@ -79,18 +79,19 @@ class RunSettings:
                             pseudo_collapse=self.pseudo_collapse, backbone_options=self.backbone_options,
                             **self.method_options)
 
-    def normalisation(self, data_dir: str | None = None) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
+    def normalisation(self, data_dir: str | None = None, *, dataset: ImageDataset | None = None
+                      ) -> tuple[tuple[float, ...] | None, tuple[float, ...] | None]:
         """(mean, std) the run normalised its views with, or (None, None): the training set's channel
-        statistics (published ones, else measured on the train split under ``data_dir``, default the
-        run's) when ``normalize`` was on. A method's recipe carries no mean/std of its own
-        (headgeom.augment.get_recipe normalises only when given them), so this is the whole rule."""
+        statistics (published ones, else measured on ``dataset``, the train split, loaded from
+        ``data_dir``, default the run's, when not given) when ``normalize`` was on. A method's recipe
+        carries no mean/std of its own (headgeom.augment.get_recipe normalises only when given them),
+        so this is the whole rule; training applies it through this method too."""
         if not self.normalize:
             return None, None
-        if self.data in DATASET_STATS:
-            stats = DATASET_STATS[self.data]
-        else:
+        if self.data not in DATASET_STATS and dataset is None:
             root = data_dir if data_dir is not None else self.data_dir
-            stats = dataset_stats(self.data, load_dataset(self.data, "train", root, **self.data_options))
+            dataset = load_dataset(self.data, "train", root, **self.data_options)
+        stats = dataset_stats(self.data, dataset)
         return tuple(float(v) for v in stats.mean), tuple(float(v) for v in stats.std)
 
     def describe(self) -> str:

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from headgeom.runs.trained import RunSettings
+
 from .loggers import LOGGERS
 from .optim import OPTIMIZERS
 from .schedules import SCHEDULES
@@ -150,6 +152,12 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown TrainConfig field(s) {unknown}; known: {sorted(names)}")
         return cls(**d)
+
+    def run_settings(self) -> RunSettings:
+        """What this run trains on what, as the run layer reads it back from config.json: the one
+        place its method is built (:meth:`RunSettings.build_method`) and its normalisation derived
+        (:meth:`RunSettings.normalisation`), for training and for every reader of the run alike."""
+        return RunSettings.from_config(self.to_dict())
 
     def differences(self, other: TrainConfig) -> dict[str, tuple[Any, Any]]:
         """``{field: (self value, other value)}`` for every field that differs."""

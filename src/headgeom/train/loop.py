@@ -19,78 +19,46 @@ The loss is read back from the device only at steps that log, track or checkpoin
 ahead in between); a non-finite loss is caught there, before anything is saved.
 
 On CPU a run stopped (``max_steps``) and resumed ends bit-identical to an uninterrupted one.
+
+The loop only steps: what it steps is built by :mod:`.setup`, a resumed run's state is restored by
+:mod:`.resume`, and config.json, checkpoints, done.json and stopped.json are written by :mod:`.save`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import math
 import os
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
+import tqdm
 
-from headgeom.io import atomic_write_bytes, atomic_write_json
+from headgeom.device import resolve_device  # noqa: F401  (headgeom.train.loop.resolve_device, as before)
 from headgeom.runs.folder import claim_run_folder
-from headgeom.runs.metrics import read_metrics
-from headgeom.runs.provenance import environment
 
-from .checkpoint import CheckpointWriter, load_checkpoint
-from .config import RESUMABLE_CHANGES, TrainConfig
-from .ddp import init_distributed, job_layout
+from .checkpoint import CheckpointWriter
+from .config import TrainConfig
+from .ddp import job_layout
 from .grad_norms import gradient_groups, gradient_norms
 from .loggers import check_logger, open_loggers
-from .optim import build_optimizer
 from .progress import paused
+from .resume import check_resumable, keep_metrics, last_loss, restore
+from .save import NonFiniteLossError, begin_records, last_checkpoint, save, stop, write_done
 from .schedules import lr_at
+from .setup import Setup, set_up
 
 __all__ = ["NonFiniteLossError", "Tracker", "build_method_from_config", "resolve_device", "train"]
 
 Tracker = Callable[[int, torch.nn.Module, list[torch.Tensor]], dict[str, float]]
 
 
-class NonFiniteLossError(RuntimeError):
-    """The loss became NaN or ±inf; the last good checkpoint was kept."""
-
-
-def resolve_device(name: str) -> torch.device:
-    """``auto`` -> cuda when available, else cpu; otherwise ``torch.device(name)``."""
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {name!r} requested but CUDA is not available; use --device cpu")
-    return dev
-
-
 def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
-    """``headgeom.methods.build_method`` for the config's method, backbone (+ options) and heads."""
-    from headgeom.methods import build_method
-
-    return build_method(config.method, backbone=config.backbone, head=config.head,
-                        predictor=config.predictor, pseudo_collapse=config.pseudo_collapse,
-                        backbone_options=config.backbone_options, **config.method_options)
-
-
-def _read_metrics(path: Path, upto_step: int) -> list[str]:
-    """Lines of ``path`` with ``step <= upto_step`` (a torn last line from a kill is dropped)."""
-    return [rec.to_line() for rec in read_metrics(path) if rec.step <= upto_step]
-
-
-def _probe_views(config: TrainConfig, images: torch.Tensor, recipe: Any, device: torch.device
-                 ) -> list[torch.Tensor]:
-    """A fixed probe batch for the tracker: ``probe_size`` images chosen and augmented once
-    from generators seeded apart from the training ones (so tracking never moves the run)."""
-    pick = torch.Generator().manual_seed(config.seed + 7919)
-    idx = torch.randperm(images.shape[0], generator=pick)[: config.probe_size]
-    gen = torch.Generator(device=device).manual_seed(config.seed + 104729)
-    return list(recipe(images[idx.to(device)].float().div_(255), gen))
+    """The config's method, backbone (+ options) and heads at a fresh initialisation, built as a
+    reader of the run rebuilds it (:meth:`headgeom.runs.trained.RunSettings.build_method`)."""
+    return config.run_settings().build_method()
 
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
@@ -127,146 +95,64 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     with claim_run_folder(out, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite,
                           writer=layout is None or int(layout["rank"]) == 0) as start:
         if start.from_checkpoint:
-            _check_resumable(out, config)
-        return _train(config, out, start.from_checkpoint, tracker, build_method)
+            check_resumable(out, config)
+        # the builder is looked up when train runs, so a script may wrap build_method_from_config
+        return _train(config, out, start.from_checkpoint, tracker, build_method or build_method_from_config)
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
-           build_method: Callable[[TrainConfig], torch.nn.Module] | None) -> dict[str, Any]:
+           build_method: Callable[[TrainConfig], torch.nn.Module]) -> dict[str, Any]:
     """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
-    from headgeom.data import dataset_stats, load_dataset
-
-    ckpt_dir, last = out / "checkpoints", out / "checkpoints" / "last.pt"
-    metrics_path = out / "metrics.jsonl"
-    device = resolve_device(config.device)
-    ctx = init_distributed(device)
-    device = ctx.device(device)
-    on_cuda = device.type == "cuda"
-    ctx.barrier()  # every process has checked before rank 0 writes
-
-    data = load_dataset(config.data, "train", config.data_dir, **config.data_options)
-    n, B = len(data), config.batch_size
-    steps_per_epoch = n // B
-    if steps_per_epoch == 0:
-        raise ValueError(f"batch_size={B} exceeds the {n} training images of {config.data!r}; "
-                         f"use --batch-size <= {n}")
-    if B % ctx.world:
-        raise ValueError(f"batch_size={B} (global) must be divisible by the {ctx.world} processes")
-    total = config.epochs * steps_per_epoch  # the schedule's length
-    stop = min(total, config.max_steps or total)
-    warmup = round(config.warmup_epochs * steps_per_epoch)
-    images = data.images.to(device)
-    size = config.image_size or data.image_size[0]
-
-    torch.manual_seed(config.seed)  # parameter initialisation
-    method = (build_method or build_method_from_config)(config).to(device)
-    memory_format = torch.channels_last if (on_cuda and config.channels_last) else torch.contiguous_format
-    method = method.to(memory_format=memory_format)
-    recipe = method.recipe(size)
-    if config.normalize and getattr(recipe, "mean", None) is None:
-        stats = dataset_stats(config.data, data)
-        recipe = dataclasses.replace(recipe, mean=tuple(stats.mean), std=tuple(stats.std))
-    optimizer = build_optimizer(config.optimizer, method.param_groups(config.weight_decay), config.lr,
-                                config.momentum, config.weight_decay, config.betas, config.lars_eta)
-    data_gen = torch.Generator().manual_seed(config.seed)
-    aug_gen = torch.Generator(device=device).manual_seed(config.seed + 1)
-    probe = _probe_views(config, images, recipe, device) if tracker is not None else []
-    autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if (on_cuda and config.bf16)
-                else contextlib.nullcontext())
-
-    step, resumed = 0, resume and last.exists()
-    if resumed:
-        ck = load_checkpoint(last, map_location=device)
-        method.load_state_dict(ck["method"])
-        optimizer.load_state_dict(ck["optimizer"])
-        step = int(ck["step"])
-        data_gen.set_state(ck["data_generator"].cpu())
-        if ck.get("aug_device", device.type) == device.type:
-            aug_gen.set_state(ck["aug_generator"].cpu())
-        else:  # a CUDA generator state does not fit a CPU generator (and vice versa)
-            aug_gen.manual_seed(config.seed + 1 + step)
-            warnings.warn(f"resuming a {ck['aug_device']} run on {device.type}: the augmentation "
-                          f"generator is reseeded (seed {config.seed + 1 + step}), so the run continues "
-                          f"correctly but not bit-identically to an uninterrupted one", stacklevel=2)
-        torch.set_rng_state(ck["torch_rng"].cpu())
-        if on_cuda and ck.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(ck["cuda_rng"].cpu(), device)
-        if ck.get("tracker") is not None and hasattr(tracker, "load_state_dict"):
-            tracker.load_state_dict(ck["tracker"])  # e.g. the update-size series continues
+    last, metrics_path = last_checkpoint(out), out / "metrics.jsonl"
+    s = set_up(config, build_method, with_probe=tracker is not None)
+    ctx, method, optimizer, B = s.ctx, s.method, s.optimizer, s.batch
+    resumed = resume and last.exists()
+    step = restore(last, s, config, tracker) if resumed else 0
     if ctx.main:
-        kept = _read_metrics(metrics_path, step if resumed else -1)  # drop lines after the checkpoint
-        atomic_write_bytes(metrics_path, "".join(line + "\n" for line in kept).encode())
-        (out / "done.json").unlink(missing_ok=True)
-        (out / "stopped.json").unlink(missing_ok=True)
-        atomic_write_json(out / "config.json", {
-            "config": config.to_dict(), "steps_per_epoch": steps_per_epoch, "total_steps": total,
-            "stop_step": stop, "warmup_steps": warmup, "n_train": n, "device": str(device),
-            "processes": ctx.world, "resumed_from_step": step if resume else None, **environment()})
-    model = ctx.wrap(method, device, sync_bn=config.sync_bn)
+        keep_metrics(metrics_path, step if resumed else -1)  # drop lines after the checkpoint
+        begin_records(out, config, s, step, resume)
+    model = ctx.wrap(method, s.device, sync_bn=config.sync_bn)
     grad_groups = gradient_groups(method) if ctx.main else None  # rank 0 records (.grad_norms)
     writer = CheckpointWriter()
-
-    def checkpoint(epoch_start_state: torch.Tensor) -> None:
-        bad = [name for name, p in method.named_parameters() if not torch.isfinite(p).all()]
-        if bad:
-            writer.wait()
-            _stop(out, step, float("nan"), f"non-finite parameters {bad[:3]} after step {step}", last)
-        state = {"step": step, "epoch": step // steps_per_epoch, "method": method.state_dict(),
-                 "optimizer": optimizer.state_dict(),
-                 # at an epoch boundary the next epoch starts from the current state
-                 "data_generator": data_gen.get_state() if step % steps_per_epoch == 0 else epoch_start_state,
-                 "aug_generator": aug_gen.get_state(), "aug_device": device.type,
-                 "torch_rng": torch.get_rng_state(),
-                 "cuda_rng": torch.cuda.get_rng_state(device) if on_cuda else None,
-                 "config": config.to_dict(),
-                 "tracker": tracker.state_dict() if hasattr(tracker, "state_dict") else None}
-        e = step // steps_per_epoch
-        keep = step % steps_per_epoch == 0 and config.keep_every_epochs and e % config.keep_every_epochs == 0
-        if ctx.main:
-            writer.save(last, state, (ckpt_dir / f"epoch_{e:04d}.pt",) if keep else ())
-
-    from tqdm import tqdm
-    bar = tqdm(total=stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
-               dynamic_ncols=True)
+    bar = tqdm.tqdm(total=s.stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
+                    dynamic_ncols=True)
     log = open_loggers(config.logger, out, first_step=step + 1 if resumed else 0) if ctx.main else None
     tracking = tracker is not None and config.track_every > 0  # same on every process
     tracker = tracker if ctx.main else None
     method.train()
     if tracker is not None and config.track_every and step == 0:
         with paused(bar, "tracking geometry at step 0"):
-            log.log(0, _track(tracker, step, method, probe, device))
+            log.log(0, _track(tracker, step, method, s.probe, s.device))
     t0, start_step, perm, epoch_state = time.perf_counter(), step, None, None
-    loss_value = _last_loss(metrics_path) if resumed and ctx.main else float("nan")
+    loss_value = last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
     warm_step = step
     try:
-        while step < stop:
-            pos = step % steps_per_epoch
+        while step < s.stop:
+            pos = step % s.steps_per_epoch
             if pos == 0 or perm is None:  # new epoch, or resumed mid-epoch from its start state
-                epoch_state = data_gen.get_state()
-                perm = torch.randperm(n, generator=data_gen)
-            idx = perm[pos * B:(pos + 1) * B].to(device)
-            views = recipe(images[idx].float().div_(255), aug_gen)
-            views = [v.contiguous(memory_format=memory_format) for v in ctx.shard(list(views))]
-            lr = lr_at(config.schedule, step, total, config.lr, warmup, config.final_lr)
+                epoch_state = s.data_gen.get_state()
+                perm = torch.randperm(s.n, generator=s.data_gen)
+            views = _views(s, perm[pos * B:(pos + 1) * B])
+            lr = lr_at(config.schedule, step, s.total, config.lr, s.warmup, config.final_lr)
             for group in optimizer.param_groups:
                 group["lr"] = config.lr if group.get("fixed_lr") else lr
-            with autocast:
+            with s.autocast:
                 result = model(views)
             loss = result["loss"]
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if hasattr(method, "before_optimizer_step"):  # e.g. DINO's freeze_last_layer
-                method.before_optimizer_step(step, step // steps_per_epoch)
-            log_now = (step + 1) % config.log_every == 0 or step + 1 == stop
+                method.before_optimizer_step(step, step // s.steps_per_epoch)
+            log_now = (step + 1) % config.log_every == 0 or step + 1 == s.stop
             track_now = tracking and (step + 1) % config.track_every == 0
             # the gradient this step applies, on the steps that write a line; tensors until the
             # record reads them (after the loss sync), so no extra host-device sync
             grads = gradient_norms(grad_groups) if grad_groups is not None and (log_now or track_now) else {}
             optimizer.step()
-            method.on_step_end(step, total)  # index of the update just taken, 0-based
+            method.on_step_end(step, s.total)  # index of the update just taken, 0-based
             step += 1
-            save_now = (step % steps_per_epoch == 0 or step == stop
+            save_now = (step % s.steps_per_epoch == 0 or step == s.stop
                         or (config.checkpoint_every > 0 and step % config.checkpoint_every == 0))
             if log_now or track_now or save_now:
                 # The only host-device sync of a step, so a GPU runs ahead between records; the
@@ -275,22 +161,22 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
                 loss_value = ctx.mean(loss.detach())
                 if not math.isfinite(loss_value):
                     writer.wait()  # the kept checkpoint is complete before it is reported
-                    _stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
-                          f"(epoch {(step - 1) // steps_per_epoch}, lr {lr:.4g})", last)
+                    stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
+                         f"(epoch {(step - 1) // s.steps_per_epoch}, lr {lr:.4g})", last)
             record: dict[str, Any] = {}
             if log_now:
-                record = {"epoch": step / steps_per_epoch, "loss": loss_value, "lr": lr,
+                record = {"epoch": step / s.steps_per_epoch, "loss": loss_value, "lr": lr,
                           **{k: float(v) for k, v in result.get("logs", {}).items()}}
                 bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
             bar.update(1)  # before the step's tracking and checkpoint, which the bar names while they run
             if track_now and tracker is not None:
                 with paused(bar, f"tracking geometry at step {step}"):
-                    record = {**record, **_track(tracker, step, method, probe, device)}
+                    record = {**record, **_track(tracker, step, method, s.probe, s.device)}
             if record and log is not None:
                 log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
             if save_now:
                 with paused(bar, f"saving checkpoint at step {step}"):
-                    checkpoint(epoch_state)
+                    save(out, step, s, config, tracker, writer, epoch_state)
             if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
                 t_warm, warm_step = time.perf_counter(), step
     finally:
@@ -299,35 +185,17 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
             log.close()
         writer.wait()  # the last checkpoint is on disk before train returns or raises
     t_end = time.perf_counter()
-    done = {"step": step, "epoch": step / steps_per_epoch, "complete": step >= total,
-            "final_loss": loss_value, "steps_this_session": step - start_step, "seconds": t_end - t0,
-            "images_per_s": ((step - warm_step) * B / (t_end - t_warm)
-                             if t_warm is not None and step > warm_step else None),
-            "checkpoint": str(last), "processes": ctx.world}
-    if ctx.main:
-        atomic_write_json(out / "done.json", done)
+    done = write_done(out, s, step, start_step, loss_value, t_end - t0,
+                      (step - warm_step) * B / (t_end - t_warm) if t_warm is not None and step > warm_step else None)
     ctx.barrier()
     return done
 
 
-def _last_loss(path: Path) -> float:
-    """The loss of the last metrics line that has one (NaN when none)."""
-    losses = [rec.values["loss"] for rec in read_metrics(path) if isinstance(rec.values.get("loss"), float)]
-    return losses[-1] if losses else float("nan")
-
-
-def _check_resumable(out: Path, config: TrainConfig) -> None:
-    """Raise when ``config`` may not continue the run stored in ``out``."""
-    cfg_path = out / "config.json"
-    if not cfg_path.exists():
-        raise FileNotFoundError(f"--resume: {cfg_path} not found; {out} is not a run directory "
-                                f"written by `headgeom train`")
-    stored = TrainConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8"))["config"])
-    diff = {k: v for k, v in stored.differences(config).items() if k not in RESUMABLE_CHANGES}
-    if diff:
-        raise ValueError(f"--resume: the settings differ from the stored run in {out}: "
-                         + ", ".join(f"{k}: stored {a!r}, given {b!r}" for k, (a, b) in diff.items())
-                         + f"; only {sorted(RESUMABLE_CHANGES)} may change when resuming")
+def _views(s: Setup, idx: torch.Tensor) -> list[torch.Tensor]:
+    """The augmented views of training images ``idx`` (CPU indices), this process's shard of the
+    global batch, in the run's memory format."""
+    views = s.recipe(s.images[idx.to(s.device)].float().div_(255), s.aug_gen)
+    return [v.contiguous(memory_format=s.memory_format) for v in s.ctx.shard(list(views))]
 
 
 def _track(tracker: Tracker, step: int, method: torch.nn.Module, probe: list[torch.Tensor],
@@ -337,16 +205,3 @@ def _track(tracker: Tracker, step: int, method: torch.nn.Module, probe: list[tor
         metrics = tracker(step, method, probe)
     method.train()
     return {k: float(v) for k, v in (metrics or {}).items()}
-
-
-def _stop(out: Path, step: int, loss_value: float, what: str, last: Path) -> None:
-    """Record why the run stopped (stopped.json) and raise :class:`NonFiniteLossError`."""
-    kept_step = int(load_checkpoint(last)["step"]) if last.exists() else None
-    kept = (f"the last good checkpoint {last} (step {kept_step}) is kept" if kept_step is not None
-            else "no checkpoint had been written yet")
-    if int(os.environ.get("RANK", "0")) == 0:
-        atomic_write_json(out / "stopped.json", {"reason": what, "step": step, "loss": loss_value,
-                                                 "checkpoint": str(last) if last.exists() else None,
-                                                 "checkpoint_step": kept_step})
-    raise NonFiniteLossError(f"{what}; the run stopped and {kept}. Lower --lr, add --warmup-epochs, "
-                             f"or check the method's options, then start a new run")

@@ -1,0 +1,43 @@
+"""headgeom.train.setup: what a run steps is built as its readers rebuild it (method, normalisation),
+with the schedule's lengths from the data, and a batch that cannot be split fails before training."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from headgeom.data import load_dataset
+from headgeom.train import TrainConfig, build_method_from_config
+from headgeom.train.setup import set_up
+
+CONFIG = TrainConfig(method="simsiam", backbone="resnet18", backbone_options={"width": 0.0625}, head="d-16-8",
+                     predictor="8-4-8", data="shapes", data_options={"n": 16, "size": 16}, batch_size=8,
+                     epochs=3, max_steps=5, warmup_epochs=0.5, seed=3, device="cpu", progress=False)
+
+
+def test_the_views_are_normalised_as_the_run_is_read_back():
+    s = set_up(CONFIG, build_method_from_config, with_probe=False)
+    mean, std = CONFIG.run_settings().normalisation()
+    x = load_dataset("shapes", "train", None, **CONFIG.data_options).images.double().div(255)
+    torch.testing.assert_close(torch.tensor(s.recipe.mean, dtype=torch.float64), x.mean(dim=(0, 2, 3)),
+                               atol=1e-9, rtol=0)
+    assert (s.recipe.mean, s.recipe.std) == (mean, std)
+    off = set_up(dataclasses.replace(CONFIG, normalize=False), build_method_from_config, with_probe=False)
+    assert off.recipe.mean is None and off.recipe.std is None
+
+
+def test_parameters_are_drawn_from_the_runs_seed_and_the_lengths_from_the_data():
+    s = set_up(CONFIG, build_method_from_config, with_probe=True)
+    torch.manual_seed(CONFIG.seed)
+    ref = CONFIG.run_settings().build_method().state_dict()
+    got = s.method.state_dict()
+    assert set(got) == set(ref) and all(torch.equal(got[k], ref[k]) for k in ref)
+    # 16 images in batches of 8: 2 steps an epoch, 3 epochs, capped at 5, half an epoch (1 step) of warm-up
+    assert (s.n, s.steps_per_epoch, s.total, s.stop, s.warmup) == (16, 2, 6, 5, 1)
+    assert len(s.probe) == 2 and s.probe[0].shape[0] == 16  # probe_size 256 capped by the 16 images
+
+
+def test_a_batch_larger_than_the_data_says_what_to_use():
+    with pytest.raises(ValueError, match=r"batch_size=32 exceeds the 16 training images of 'shapes'; use --batch-size <= 16"):
+        set_up(dataclasses.replace(CONFIG, batch_size=32), build_method_from_config, with_probe=False)
