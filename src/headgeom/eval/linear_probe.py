@@ -66,8 +66,26 @@ def standardize_stats(x: Tensor, rel_tol: float = 1e-6) -> tuple[Tensor, Tensor]
     return mean, std
 
 
+class ProbeClassifier:
+    """What every fitted probe answers from its ``logits(x)``: predicted classes and accuracy."""
+
+    def logits(self, x: Tensor) -> Tensor:  # (N, D) -> (N, C), defined by each probe
+        raise NotImplementedError
+
+    def predict(self, x: Tensor) -> Tensor:
+        """(N, D) -> (N,) class indices (ties to the lowest index)."""
+        return self.logits(x).argmax(dim=1)
+
+    def accuracy(self, x: Tensor, y: Tensor) -> float:
+        if y.shape != (x.shape[0],):
+            raise ValueError(f"labels must have shape ({x.shape[0]},), got {tuple(y.shape)}")
+        if x.shape[0] == 0:
+            raise ValueError("no samples: accuracy is undefined")
+        return float((self.predict(x).cpu() == y.long().cpu()).double().mean())
+
+
 @dataclass
-class LinearProbe:
+class LinearProbe(ProbeClassifier):
     """A fitted probe: logits = ((x - mean) / std) @ weight.T + bias."""
 
     weight: Tensor  # (C, D)
@@ -87,17 +105,6 @@ class LinearProbe:
                              f"{tuple(x.shape)}")
         x = x.to(self.weight.device, self.weight.dtype)
         return ((x - self.mean) / self.std) @ self.weight.T + self.bias
-
-    def predict(self, x: Tensor) -> Tensor:
-        """(N, D) -> (N,) class indices (ties to the lowest index)."""
-        return self.logits(x).argmax(dim=1)
-
-    def accuracy(self, x: Tensor, y: Tensor) -> float:
-        if y.shape != (x.shape[0],):
-            raise ValueError(f"labels must have shape ({x.shape[0]},), got {tuple(y.shape)}")
-        if x.shape[0] == 0:
-            raise ValueError("no samples: accuracy is undefined")
-        return float((self.predict(x).cpu() == y.long().cpu()).double().mean())
 
 
 def check_features(x: Tensor, y: Tensor, what: str) -> None:

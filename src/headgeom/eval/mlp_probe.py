@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from headgeom.eval.linear_probe import check_features, class_count, standardize_stats
+from headgeom.eval.linear_probe import ProbeClassifier, check_features, class_count, standardize_stats
 
 __all__ = ["MLPProbe", "MLPProbeConfig", "fit_mlp_probe", "mlp_probe_accuracy"]
 
@@ -69,7 +69,7 @@ class MLPProbeConfig:
 
 
 @dataclass
-class MLPProbe:
+class MLPProbe(ProbeClassifier):
     """A fitted probe: logits = relu(x̂ @ w1.T + b1) @ w2.T + b2 with x̂ = (x − mean) / std."""
 
     w1: Tensor  # (H, D)
@@ -87,17 +87,6 @@ class MLPProbe:
             raise ValueError(f"features must have shape (N, {self.w1.shape[1]}), got {tuple(x.shape)}")
         x = x.to(self.w1.device, self.w1.dtype)
         return _forward((x - self.mean) / self.std, self.w1, self.b1, self.w2, self.b2)
-
-    def predict(self, x: Tensor) -> Tensor:
-        """(N, D) -> (N,) class indices (ties to the lowest index)."""
-        return self.logits(x).argmax(dim=1)
-
-    def accuracy(self, x: Tensor, y: Tensor) -> float:
-        if y.shape != (x.shape[0],):
-            raise ValueError(f"labels must have shape ({x.shape[0]},), got {tuple(y.shape)}")
-        if x.shape[0] == 0:
-            raise ValueError("no samples: accuracy is undefined")
-        return float((self.predict(x).cpu() == y.long().cpu()).double().mean())
 
 
 def _forward(xs: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
