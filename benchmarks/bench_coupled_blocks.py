@@ -30,7 +30,6 @@ from headgeom.geometry import effective_hessian
 from headgeom.io import atomic_write_json
 from headgeom.objectives import analysis_loss
 from headgeom.objectives.registry import DIAGONAL_BLOCKS
-from headgeom.tracking.tracker import _first_rows_loss
 
 LOSSES = sorted(DIAGONAL_BLOCKS)  # the batch-coupled objectives with declared diagonal blocks
 
@@ -50,7 +49,7 @@ def problem(d: int, k: int, n: int, b: int, seed: int = 0, loss_name: str = "nt_
     with torch.no_grad():
         u = head(z)
         other = head(z + 0.3 * torch.randn(n, d, generator=g, dtype=torch.float64).relu())
-    return head, _first_rows_loss(analysis_loss(loss_name, other), u[b:], b), z[:b]
+    return head, analysis_loss(loss_name, other).first_rows(b, u), z[:b]
 
 
 def baseline_blocks(head: nn.Module, loss, z: Tensor) -> Tensor:
