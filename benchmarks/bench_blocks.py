@@ -122,7 +122,7 @@ def main() -> None:
         blocks = eh.blocks()
         seconds = time.perf_counter() - t
         assert eh.structured
-        rows[label] = {"seconds": seconds, "path": eh.last_block_path, "blocks": blocks,
+        rows[label] = {"seconds": seconds, "path": eh.block_path(), "blocks": blocks,
                        "peak_rss_gib": round(max(rss0, peak_rss_gib()), 2)}
 
     t_second, ref_second = baseline(range(len(first), n_base))

@@ -85,7 +85,7 @@ def main() -> None:
             blocks = eh.blocks()
             seconds = time.perf_counter() - t
             rows[f"{head_name} head, {loss_name} loss"] = {
-                "seconds": seconds, "per_sample_s": seconds / n, "path": eh.last_block_path,
+                "seconds": seconds, "per_sample_s": seconds / n, "path": eh.block_path(),
                 "structured": eh.structured, "blocks": blocks if (head_name, loss_name) == ("dino", "dino") else None}
     t_second, ref_second = baseline(range(len(first), n_base))
     loads.append(load())

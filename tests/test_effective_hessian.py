@@ -338,7 +338,7 @@ def test_declared_coupled_blocks_give_the_reference_without_loss_hvps(d, k, read
     loss = analysis_loss(name, other, **kwargs)
     assert loss.diagonal_blocks is not None
     eh, _, _ = check_against_reference(head, loss, z, reading)
-    assert eh.last_block_path == "rows+declared-coupled-blocks"
+    assert eh.block_path() == "rows+declared-coupled-blocks"
 
 
 def test_a_wrong_coupled_declaration_is_refused():

@@ -66,7 +66,7 @@ def test_blocks_of_undeclared_losses_match_dense_reference(name, reading, k):
         expected = "sandwich+discovered-curvature"
     else:  # full rank at k > 2p: discovery refuses and the HVP path runs
         expected = "sandwich+hvp"
-    assert eh.last_block_path == expected, what
+    assert eh.block_path() == expected, what
 
 
 @pytest.mark.parametrize("reading", ["ambient", "tangential"])
@@ -82,8 +82,8 @@ def test_plain_lambda_negative_cosine_equals_the_declared_loss(reading):
         scale = float(want.abs().max())
         assert_close(got, want, rtol=1e-10, atol=1e-12 * scale, what=f"{part} plain vs declared")
     assert_close(plain.blocks(), declared.blocks(), rtol=1e-10, atol=1e-12, what="blocks()")
-    assert declared.last_block_path == "sandwich+declared-curvature"
-    assert plain.last_block_path == "sandwich+discovered-curvature"
+    assert declared.block_path() == "sandwich+declared-curvature"
+    assert plain.block_path() == "sandwich+discovered-curvature"
 
 
 def per_sample_hessians(loss, u: torch.Tensor) -> torch.Tensor:
@@ -158,7 +158,7 @@ def test_discovery_off_gives_the_same_blocks_through_hvps():
     on = effective_hessian(head, loss, z, block_strategy="sandwich")
     off = effective_hessian(head, loss, z, block_strategy="sandwich", discover_structure=False)
     assert_close(on.blocks(), off.blocks(), rtol=1e-10, atol=1e-14, what="discovered vs HVP")
-    assert (on.last_block_path, off.last_block_path) == ("sandwich+discovered-curvature", "sandwich+hvp")
+    assert (on.block_path(), off.block_path()) == ("sandwich+discovered-curvature", "sandwich+hvp")
 
 
 class Normed(nn.Module):
@@ -182,7 +182,7 @@ def test_jacobian_path_uses_declared_or_discovered_blocks_exactly(which):
     loss = analysis_loss("negative_cosine", c) if which == "declared" else (lambda u: -F.cosine_similarity(u, c).mean())
     eh = effective_hessian(head, loss, z, reading="tangential", block_strategy="jacobian")
     h, g, m = eh.decomposed_blocks()
-    assert eh.last_block_path == f"jacobian+{which if which == 'declared' else 'discovered'}-curvature"
+    assert eh.block_path() == f"jacobian+{which if which == 'declared' else 'discovered'}-curvature"
     ref_h, ref_g, _ = reference_parts(head, loss, z, "tangential")
     assert_close(g, diagonal_blocks(ref_g, N, D), what="G")
     assert_close(h, diagonal_blocks(ref_h, N, D), what="H")

@@ -180,7 +180,7 @@ def test_coupled_losses_declare_diagonal_blocks_and_they_match_hvps(name):
     z1 = out["z"][0].detach().double()
     declared = effective_hessian(head, loss, z1)
     g_declared = declared.gauss_newton_blocks()
-    assert declared.last_block_path == "rows+declared-coupled-blocks"
+    assert declared.block_path() == "rows+declared-coupled-blocks"
     plain = effective_hessian(head, lambda u: loss(u), z1)  # same loss, nothing declared
     torch.testing.assert_close(g_declared, plain.gauss_newton_blocks(), rtol=1e-9, atol=1e-12)
     assert build_method("simclr_oneway", "resnet18", backbone_options={"width": 1 / 32}).geometry_problem(
@@ -198,5 +198,5 @@ def test_dino_geometry_problem_declares_its_hessian():
     plain = effective_hessian(head, lambda u: loss(u), zs[0], block_strategy="sandwich", reading="tangential",
                               discover_structure=False)
     torch.testing.assert_close(declared.blocks(), plain.blocks(), rtol=1e-9, atol=1e-12)
-    assert declared.last_block_path == "sandwich+declared-curvature"
-    assert plain.last_block_path == "sandwich+hvp"
+    assert declared.block_path() == "sandwich+declared-curvature"
+    assert plain.block_path() == "sandwich+hvp"

@@ -74,7 +74,7 @@ def test_sandwich_blocks_match_dense_reference(head_name, reading, loss_name):
     if True:
         eh = effective_hessian(head, loss, z, reading=reading, block_strategy="sandwich", chunk_size=2)
         h, g, m = eh.decomposed_blocks()
-        assert eh.last_block_path.startswith("sandwich")
+        assert eh.block_path().startswith("sandwich")
         ref_h, ref_g, ref_m = reference_parts(head, loss, z, reading)
         what = f"{head_name}/{loss_name}/{reading}"
         assert_close(g, diagonal_blocks(ref_g, N, D), what=what + " G")
@@ -93,12 +93,12 @@ def test_declared_curvature_is_used_only_when_declared():
     plain.blocks()
     hvp = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich", discover_structure=False)
     hvp.blocks()
-    assert declared.last_block_path == "sandwich+declared-curvature"
-    assert plain.last_block_path == "sandwich+discovered-curvature"  # headgeom.geometry.loss_discovery
-    assert hvp.last_block_path == "sandwich+hvp"
+    assert declared.block_path() == "sandwich+declared-curvature"
+    assert plain.block_path() == "sandwich+discovered-curvature"  # headgeom.geometry.loss_discovery
+    assert hvp.block_path() == "sandwich+hvp"
     jac = effective_hessian(head, ls["cosine-plain"], z, block_strategy="jacobian")
     jac.blocks()
-    assert jac.last_block_path == "jacobian+discovered-curvature"
+    assert jac.block_path() == "jacobian+discovered-curvature"
     assert jac.info()["block_strategy"] == "jacobian"
 
 
@@ -189,7 +189,7 @@ def test_auto_strategy_follows_the_flop_count():
     eh = effective_hessian(narrow, lambda u: negative_cosine(u, c), z, discover_structure=False)
     eh.blocks()
     costs = block_costs(eh.structured_layers, D, 16, False)
-    assert costs["sandwich"] < costs["jacobian"] and eh.last_block_path == "sandwich+hvp"
+    assert costs["sandwich"] < costs["jacobian"] and eh.block_path() == "sandwich+hvp"
     # last hidden layer much wider than z and the output, no declared curvature: J is cheaper
     wide = chain([2, 64, 3], nn.SiLU)
     z2 = torch.randn(N, 2, dtype=DT)
@@ -197,7 +197,7 @@ def test_auto_strategy_follows_the_flop_count():
     eh2 = effective_hessian(wide, lambda u: negative_cosine(u, c2), z2, discover_structure=False)
     eh2.blocks()
     costs2 = block_costs(eh2.structured_layers, 2, 3, False)
-    assert costs2["sandwich"] > costs2["jacobian"] and eh2.last_block_path == "jacobian"
+    assert costs2["sandwich"] > costs2["jacobian"] and eh2.block_path() == "jacobian"
 
 
 def test_unknown_strategy_is_refused():
@@ -215,7 +215,7 @@ def test_simsiam_and_byol_geometry_losses_declare_their_curvature():
         loss = scaled_cosine_loss(scale, shift, lambda p: target.to(p.dtype))
         eh = effective_hessian(head, loss, z)
         h = eh.blocks()
-        assert eh.last_block_path == "sandwich+declared-curvature"
+        assert eh.block_path() == "sandwich+declared-curvature"
         ref_h, _, _ = reference_parts(head, loss, z, "ambient")
         assert_close(h, diagonal_blocks(ref_h, N, D), what=f"scale {scale}")
 

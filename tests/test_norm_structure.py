@@ -129,7 +129,7 @@ def test_norm_heads_match_dense_reference(head_name, reading, loss_name):
             assert_close(got, ref[name], what=f"{what} {name}")
         assert_close(eh.blocks(), ref["H"], what=f"{what} blocks()")
         assert eh.structured and eh.info()["block_path"] == "structured-mlp"
-        assert eh.last_block_path.startswith(strategy)
+        assert eh.block_path().startswith(strategy)
 
 
 def test_norm_layers_are_recognised():
@@ -192,10 +192,10 @@ def test_dino_head_never_forms_output_width_jacobians(monkeypatch):
     for name, got, want in zip("HGM", eh_amb.decomposed_blocks(), reference):
         assert_close(got, want, rtol=1e-9, atol=1e-12, what=f"dino sandwich vs jacobian {name}")
     eh.blocks()
-    assert eh_amb.last_block_path == eh.last_block_path == "sandwich+declared-curvature"
+    assert eh_amb.block_path() == eh.block_path() == "sandwich+declared-curvature"
     eh_plain = effective_hessian(head, plain, z)
     assert_close(eh_plain.blocks(), reference[0], rtol=1e-9, atol=1e-12, what="dino plain lambda H")
-    assert eh_plain.last_block_path == "sandwich+hvp"
+    assert eh_plain.block_path() == "sandwich+hvp"
     assert mlp_sandwich.tail_width(eh.structured_layers, 512) == 4
 
 

@@ -5,15 +5,20 @@
   discovered (:mod:`headgeom.geometry.loss_discovery`) or from loss HVPs; else J_iᵀ for
   every sample and one loss HVP per column of J carrying every sample at once ("jacobian");
 - row-wise head, coupled loss: per-sample Jacobians and the loss's diagonal blocks, declared
-  (NT-Xent) or from k (or d) single-row HVPs per sample;
-- batch-coupled head (train-mode BatchNorm): one H_eff matvec per basis vector e_{i,c}.
+  (NT-Xent) or from k (or d) single-row HVPs per sample ("rows");
+- batch-coupled head (train-mode BatchNorm): one H_eff matvec per basis vector e_{i,c} of the
+  requested samples ("coupled-matvecs").
 
 A mixin of :class:`headgeom.geometry.effective_hessian.EffectiveHessian` (it reads the
-analysis's z, u, rho, head, loss, reading and chunk_size); every strategy is exact.
+analysis's z, u, rho, head, loss, reading and chunk_size); every strategy is exact. Each
+strategy returns ``(G blocks, M blocks, path)``; which path a query takes is the pure dispatch
+decision :meth:`BlockStrategies.block_path`. A query assigns nothing to the object except the
+caches of pure results named in ``QUERY_CACHES`` (the loss's checked or discovered curvature,
+HVP closures, the measured precision).
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from torch import Tensor
@@ -26,49 +31,123 @@ from .mlp_structure import chain_pass
 from .readings import loss_hvp
 
 SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
+QUERY_CACHES = ("_curvature_cache", "_loss_curvature_cache", "_coupled_cache", "_hvp_closures", "_precision_cache")
+PARTS = {"H": (True, True), "G": (True, False), "M": (False, True)}
+Rows = int | slice | Tensor | list | tuple | range | None
+
+
+def _restricted_hvp(hvp: Callable[[Tensor], Tensor], like: Tensor, idx: Tensor) -> Callable[[Tensor], Tensor]:
+    """w (b, k) ↦ rows idx of ∇²_u L [w on rows idx, 0 elsewhere]: for a block-diagonal ∇²_u L,
+    the blocks [∇²L]_ii w_i of the samples idx alone."""
+    def sub(w: Tensor) -> Tensor:
+        return hvp(torch.zeros_like(like).index_copy(0, idx, w))[idx]
+    return sub
 
 
 class BlockStrategies:
-    """blocks(), gauss_newton_blocks(), interaction_blocks(), decomposed_blocks()."""
+    """blocks(), gauss_newton_blocks(), interaction_blocks(), decomposed_blocks(), block_path()."""
 
-    def blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of H_eff, batched over samples."""
-        g, m = self._blocks(True, True, merged=True)
+    def blocks(self, rows: Rows = None) -> Tensor:
+        """(b, d, d) diagonal blocks of H_eff of the samples ``rows`` (None: all N, b = N; an int b:
+        the first b; a slice or index tensor), batched over samples."""
+        g, m, _ = self._blocks(True, True, merged=True, idx=self._rows_index(rows))
         return (g + m).detach()
 
-    def gauss_newton_blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of G."""
-        return self._blocks(True, False)[0].detach()
+    def gauss_newton_blocks(self, rows: Rows = None) -> Tensor:
+        """(b, d, d) diagonal blocks of G of the samples ``rows`` (as in :meth:`blocks`)."""
+        return self._blocks(True, False, idx=self._rows_index(rows))[0].detach()
 
-    def interaction_blocks(self) -> Tensor:
-        """(N, d, d) diagonal blocks of M."""
-        return self._blocks(False, True)[1].detach()
+    def interaction_blocks(self, rows: Rows = None) -> Tensor:
+        """(b, d, d) diagonal blocks of M of the samples ``rows`` (as in :meth:`blocks`)."""
+        return self._blocks(False, True, idx=self._rows_index(rows))[1].detach()
 
-    def decomposed_blocks(self) -> tuple[Tensor, Tensor, Tensor]:
-        """(H_eff, G, M) diagonal blocks from one pass, each (N, d, d)."""
-        g, m = self._blocks(True, True)
+    def decomposed_blocks(self, rows: Rows = None) -> tuple[Tensor, Tensor, Tensor]:
+        """(H_eff, G, M) diagonal blocks from one pass, each (b, d, d), of the samples ``rows``."""
+        g, m, _ = self._blocks(True, True, idx=self._rows_index(rows))
         g, m = g.detach(), m.detach()
         return g + m, g, m
 
-    def _blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
-        """G and M blocks; with ``merged`` only their sum is meaningful (blocks())."""
-        if not self.row_wise_head:
-            return self._coupled_blocks(want_g, want_m)
-        if self.separable_loss:
-            return self._separable_blocks(want_g, want_m, merged)
-        gs, ms = [], []
-        for idx in self._row_chunks():
-            jt, m = self._row_jacobian(idx, want_m)
-            if want_g:
-                gs.append(self._gauss_newton_rows(idx, jt))
-            if want_m:
-                ms.append(m)
-        return (torch.cat(gs) if want_g else None), (torch.cat(ms) if want_m else None)
+    def block_path(self, part: str = "H") -> str:
+        """The path a block query of ``part`` takes: "H" (blocks, decomposed_blocks), "G"
+        (gauss_newton_blocks) or "M" (interaction_blocks); the same for every ``rows``.
 
-    def _row_chunks(self):
-        """Index tensors of consecutive chunks of at most ``chunk_size`` samples."""
-        for start in range(0, self.n, self.chunk_size):
-            yield torch.arange(start, min(start + self.chunk_size, self.n), device=self.z.device)
+        "sandwich+<how>" / "jacobian[+<how>]" (row-wise head, separable loss; <how> is where the
+        loss's blocks come from: declared-curvature, discovered-curvature or hvp), "rows[+...]"
+        (row-wise head, coupled loss), "coupled-matvecs" (a head that couples samples).
+        The dispatch decision only: it may compute the cached loss curvature, nothing else."""
+        if part not in PARTS:
+            raise ValueError(f"part must be one of {sorted(PARTS)}; got {part!r}")
+        return self._plan(*PARTS[part])[0]
+
+    # ------------------------------------------------------------------ dispatch
+    def _plan(self, want_g: bool, want_m: bool) -> tuple[str, bool, LowRankCurvature | None]:
+        """(path, sandwich?, the loss's low-rank blocks or None) of a query."""
+        if not self.row_wise_head:
+            return "coupled-matvecs", False, None
+        if self.separable_loss:
+            sandwich, curv = self._use_sandwich(want_g)
+            if sandwich:
+                return "sandwich+" + (self._loss_curvature()[1] if curv is not None else "hvp"), True, curv
+            if want_g:
+                curv, how = self._loss_curvature()
+                return ("jacobian+" + how if curv is not None else "jacobian"), False, curv
+            return "jacobian", False, None
+        if want_g and self._declared_coupled_blocks() is not None:
+            return "rows+declared-coupled-blocks", False, None
+        return ("rows+hvp" if want_g else "rows"), False, None
+
+    def _rows_index(self, rows: Rows) -> Tensor | None:
+        """rows as distinct sample indices (None: all samples)."""
+        if rows is None:
+            return None
+        n = self.n
+        if isinstance(rows, bool):
+            raise ValueError(f"rows must be None, an int b (the first b samples), a slice or indices; got {rows!r}")
+        if isinstance(rows, int):
+            if not 1 <= rows <= n:
+                raise ValueError(f"rows = b must satisfy 1 <= b <= N = {n} (the first b samples); got {rows}")
+            return torch.arange(rows, device=self.z.device)
+        if isinstance(rows, slice):
+            idx = torch.arange(n, device=self.z.device)[rows]
+        else:
+            idx = torch.as_tensor(rows, device=self.z.device)
+            if idx.dtype == torch.bool or idx.is_floating_point() or idx.ndim != 1:
+                raise ValueError(f"rows must be a 1-D tensor or list of integer sample indices; got {rows!r}")
+            idx = idx.long()
+        if idx.numel() == 0:
+            raise ValueError(f"rows selects no sample (N = {n}); give at least one index")
+        if bool(((idx < -n) | (idx >= n)).any()):
+            raise ValueError(f"rows has indices outside [-{n}, {n}) (N = {n} samples): {idx.tolist()}")
+        idx = idx % n
+        if idx.unique().numel() != idx.numel():
+            raise ValueError(f"rows has repeated samples: {idx.tolist()}; give each sample once")
+        return idx
+
+    def _blocks(self, want_g: bool, want_m: bool, merged: bool = False,
+                idx: Tensor | None = None) -> tuple[Tensor | None, Tensor | None, str]:
+        """(G, M, path) of the samples idx (None: all); with ``merged`` only G + M is meaningful."""
+        path, sandwich, curv = self._plan(want_g, want_m)
+        if not self.row_wise_head:
+            g, m = self._coupled_blocks(want_g, want_m, idx)
+        elif self.separable_loss:
+            g, m = self._separable_blocks(want_g, want_m, merged, sandwich, curv, idx)
+        else:
+            gs, ms = [], []
+            for chunk in self._row_chunks(idx):
+                jt, m = self._row_jacobian(chunk, want_m)
+                if want_g:
+                    gs.append(self._gauss_newton_rows(chunk, jt))
+                if want_m:
+                    ms.append(m)
+            g, m = (torch.cat(gs) if want_g else None), (torch.cat(ms) if want_m else None)
+        return g, m, path
+
+    def _row_chunks(self, idx: Tensor | None = None) -> Iterator[Tensor]:
+        """Index tensors of consecutive chunks of at most ``chunk_size`` of the samples idx (None: all)."""
+        if idx is None:
+            idx = torch.arange(self.n, device=self.z.device)
+        for start in range(0, idx.numel(), self.chunk_size):
+            yield idx[start:start + self.chunk_size]
 
     def _use_sandwich(self, want_g: bool):
         """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
@@ -83,31 +162,32 @@ class BlockStrategies:
         fits = curv is not None or self.n * m * m * self.z.element_size() <= SANDWICH_MEMORY
         return ours <= theirs and fits, curv
 
-    def _separable_blocks(self, want_g: bool, want_m: bool, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
-        """Row-wise head and block-diagonal loss Hessian: J_iᵀ for all samples, then one loss
+    # ------------------------------------------------------------------ strategies
+    def _separable_blocks(self, want_g: bool, want_m: bool, merged: bool, sandwich: bool,
+                          curv: LowRankCurvature | None, idx: Tensor | None) -> tuple[Tensor | None, Tensor | None]:
+        """Row-wise head and block-diagonal loss Hessian: J_iᵀ for the samples, then one loss
         HVP per column of J carries every sample at once: G_i = J_iᵀ [∇²_u L]_ii J_i."""
-        n, d, k = self.n, self.d, self.k
-        sandwich, curv = self._use_sandwich(want_g)
+        d, k = self.d, self.k
+        hvp = loss_hvp(self.loss, self.u, self.reading)
+        if idx is not None:  # the requested samples' loss blocks alone (∇²_u L is block-diagonal)
+            hvp = _restricted_hvp(hvp, self.u, idx)
+            curv = None if curv is None else curv.rows(idx)
         if sandwich:
-            self.last_block_path = "sandwich+" + (self._loss_curvature()[1] if curv is not None else "hvp")
-            hvp = loss_hvp(self.loss, self.u, self.reading)
-            return sandwich_blocks(self._layers, self.z, self.rho, curv, hvp, want_g, want_m, self.chunk_size,
-                                   merged=merged)
-        self.last_block_path = "jacobian"
+            z, rho = (self.z, self.rho) if idx is None else (self.z[idx], self.rho[idx])
+            return sandwich_blocks(self._layers, z, rho, curv, hvp, want_g, want_m, self.chunk_size, merged=merged)
+        n = self.n if idx is None else idx.numel()
         jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
         ms = []
-        for idx in self._row_chunks():
-            jt, m = self._row_jacobian(idx, want_m)
+        for start, chunk in zip(range(0, n, self.chunk_size), self._row_chunks(idx)):
+            jt, m = self._row_jacobian(chunk, want_m)
             if want_g:
-                jt_all[idx] = jt
+                jt_all[start:start + chunk.numel()] = jt
             if want_m:
                 ms.append(m)
         g = None
         if want_g:
-            curv, how = self._loss_curvature()
             hjt = torch.empty_like(jt_all)  # [∇²L]_ii J_i, transposed like J
             if curv is not None:  # declared or discovered blocks: α_i J_iᵀ (+ J_iᵀ diag δ_i) + J_iᵀ U_i B_i U_iᵀ, no HVPs
-                self.last_block_path = "jacobian+" + how
                 for start in range(0, n, self.chunk_size):
                     rows = slice(start, min(start + self.chunk_size, n))
                     c, jt = curv.rows(rows), jt_all[rows]
@@ -117,8 +197,7 @@ class BlockStrategies:
                     if c.U is not None:
                         hjt[rows] += (jt @ c.U) @ c.B.transpose(1, 2) @ c.U.transpose(1, 2)
             else:
-                hvp = loss_hvp(self.loss, self.u, self.reading)
-                step = max(1, min(d, (1 << 21) // max(1, n * k)))  # ~16 MB of tangents: cache-sized chunks
+                step = max(1, min(d, (1 << 21) // max(1, self.n * k)))  # ~16 MB of tangents: cache-sized chunks
                 for c0 in range(0, d, step):
                     cols = slice(c0, min(c0 + step, d))
                     hjt[:, cols, :] = vmap(hvp)(jt_all[:, cols, :].transpose(0, 1)).transpose(0, 1)
@@ -151,20 +230,12 @@ class BlockStrategies:
         return jac.transpose(1, 2), m
 
     def _gauss_newton_rows(self, idx: Tensor, jt: Tensor) -> Tensor:
-        """G_i = J_iᵀ [∇²_u L]_ii J_i for the samples idx, from HVPs of the loss only."""
+        """G_i = J_iᵀ [∇²_u L]_ii J_i for the samples idx of a coupled loss, from its declared
+        diagonal blocks or single-row HVPs."""
         hvp = loss_hvp(self.loss, self.u, self.reading)
         s = idx.numel()
-        if self.separable_loss:
-            # one tangent per column c carries J_i[:, c] on every row i of the chunk at once
-            def column(jcol: Tensor) -> Tensor:  # jcol (s, k)
-                w = torch.zeros_like(self.u).index_copy(0, idx, jcol)
-                return hvp(w)[idx]
-
-            hj = vmap(column, chunk_size=64)(jt.transpose(0, 1))  # (d, s, k)
-            hjt = hj.transpose(0, 1)  # (s, d, k)
-        elif (declared := self._declared_coupled_blocks()) is not None:
+        if (declared := self._declared_coupled_blocks()) is not None:
             # a coupled loss that declares its diagonal blocks (NT-Xent): no loss HVPs at all
-            self.last_block_path = "rows+declared-coupled-blocks"
             hjt = jt @ declared[idx].transpose(1, 2)
         else:
             # coupled loss: [∇²L]_ii w needs a tangent w on row i alone, one loss HVP each
@@ -209,17 +280,25 @@ class BlockStrategies:
             self._coupled_cache = coupled_blocks_for(self.loss, self.u, self.reading)
         return self._coupled_cache
 
-    def _coupled_blocks(self, want_g: bool, want_m: bool) -> tuple[Tensor | None, Tensor | None]:
-        """Diagonal blocks when the head couples samples (train-mode BatchNorm): one matvec
-        per basis vector e_{i,c}, keeping block i of the result."""
-        n, d = self.n, self.d
+    def _coupled_blocks(self, want_g: bool, want_m: bool,
+                        idx: Tensor | None = None) -> tuple[Tensor | None, Tensor | None]:
+        """Diagonal blocks of the samples idx (None: all) when the head couples samples
+        (train-mode BatchNorm): one matvec of the whole batch per basis vector e_{i,c}, i in idx,
+        keeping block i of the result (column c of A_ii = (A e_{i,c})_i)."""
+        idx = torch.arange(self.n, device=self.z.device) if idx is None else idx
+        b, d = idx.numel(), self.d
+        kw = dict(dtype=self.z.dtype, device=self.z.device)
+        step = max(1, 4 * self.chunk_size)
 
         def block_of(matvec: Callable[[Tensor], Tensor]) -> Tensor:
-            eye = torch.eye(self.dim, dtype=self.z.dtype, device=self.z.device)
-            cols = vmap(matvec, chunk_size=max(1, 4 * self.chunk_size))(eye)  # (N·d, N·d): row j = A e_j
-            cols = cols.reshape(n, d, n, d)
-            ar = torch.arange(n, device=self.z.device)
-            return cols[ar, :, ar, :].transpose(1, 2).contiguous()  # (N, d, d)
+            flat = torch.empty(b * d, d, **kw)
+            for j0 in range(0, b * d, step):
+                j = torch.arange(j0, min(j0 + step, b * d), device=self.z.device)
+                rows, cols = idx[torch.div(j, d, rounding_mode="floor")], j % d
+                basis = torch.zeros(j.numel(), self.n, d, **kw)
+                basis[torch.arange(j.numel()), rows, cols] = 1.0
+                flat[j] = vmap(matvec)(basis)[torch.arange(j.numel()), rows].detach()
+            return flat.reshape(b, d, d).transpose(1, 2).contiguous()  # (b, d, d)
 
         g = block_of(self.gauss_newton_matvec) if want_g else None
         m = block_of(self.interaction_matvec) if want_m else None

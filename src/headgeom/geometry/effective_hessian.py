@@ -66,7 +66,6 @@ class EffectiveHessian(BlockStrategies):
     chunk_size: int = 32
     block_strategy: str = "auto"
     discover_structure: bool = True
-    last_block_path: str | None = field(init=False, default=None)
     source: tuple | None = None  # (head, z) as given: the float64 reference of a float32 analysis
 
     def __post_init__(self) -> None:
@@ -150,7 +149,7 @@ class EffectiveHessian(BlockStrategies):
             "reduction": "as the loss defines it (headgeom objectives: mean over the batch, so blocks carry 1/N)",
             "row_wise_head": self.row_wise_head, "separable_loss": self.separable_loss,
             "block_path": "structured-mlp" if self.structured else "generic-torch.func",
-            "block_strategy": self.block_strategy, "last_block_path": self.last_block_path,
+            "block_strategy": self.block_strategy, "blocks_path": self.block_path("H"),
             "train_mode_batchnorm": self.head.train_mode_batchnorm,
             **({"precision": self._precision()} if self.z.dtype != torch.float64 else {}),
         }

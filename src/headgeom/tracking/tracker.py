@@ -37,7 +37,6 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 from torch import Tensor, nn
-from torch.func import vmap
 
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
@@ -333,9 +332,7 @@ class GeometryTracker:
                 "block_samples (e.g. 8) to analyse the first samples' blocks, or head_mode='eval'"
             )
         else:
-            g = self._coupled_subset(eh.gauss_newton_matvec, eh, b)
-            m = self._coupled_subset(eh.interaction_matvec, eh, b)
-            h = g + m
+            h, _, m = eh.decomposed_blocks(rows=b)
             info["block_path"] = f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
         return h, m, eh.u, info
 
@@ -361,21 +358,6 @@ class GeometryTracker:
         if ratio is not None:
             out[p + "M_ratio_spectral"] = ratio
         return out
-
-    def _coupled_subset(self, matvec, eh, b: int) -> Tensor:
-        """Diagonal blocks A_ii (b, d, d) of a coupled operator from the matvecs A e_{i,c}, i < b,
-        in vmapped chunks of 4·chunk_size basis vectors (row c of A_ii = (A e_{i,c})_i, A symmetric)."""
-        n, d = eh.n, eh.d
-        kw = dict(dtype=eh.z.dtype, device=eh.z.device)
-        flat = torch.empty(b * d, d, **kw)
-        step = max(1, 4 * self.chunk_size)
-        for j0 in range(0, b * d, step):
-            j = torch.arange(j0, min(j0 + step, b * d), device=eh.z.device)
-            rows, cols = torch.div(j, d, rounding_mode="floor"), j % d
-            basis = torch.zeros(j.numel(), n, d, **kw)
-            basis[torch.arange(j.numel()), rows, cols] = 1.0
-            flat[j] = vmap(matvec)(basis)[torch.arange(j.numel()), rows].detach()
-        return flat.reshape(b, d, d)
 
     # ------------------------------------------------------------------ statistics
     def _statistics(self, z1: Tensor, proj: Tensor) -> dict[str, float]:
