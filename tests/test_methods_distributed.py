@@ -29,25 +29,13 @@ from torch import nn
 from headgeom.methods import build_method
 from headgeom.methods.distributed import (GlobalBatchNorm, all_reduce_sum, convert_sync_batchnorm,
                                           gather_rows, global_batch, global_moments, shard_rows)
+from tiny_models import TinyBackbone
 
 WORLD = 2
 HEADS = {"simclr": "d-16-8", "simclr_oneway": "d-16-8:bn", "vicreg": "d-16-8:bn",
          "barlow_twins": "d-16-8", "dino": "d-16-16:gelu:dino=8"}
 COUPLED = ("simclr", "simclr_oneway", "vicreg", "barlow_twins")
 
-
-class TinyBackbone(nn.Module):
-    """(N, 3, H, W) -> (N, 8): conv, BatchNorm, ReLU, global average pool."""
-
-    feature_dim = 8
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.BatchNorm2d(8), nn.ReLU(),
-                                 nn.AdaptiveAvgPool2d(1), nn.Flatten())
-
-    def forward(self, x):
-        return self.net(x)
 
 
 def gather_loss(y):

@@ -18,6 +18,7 @@ from headgeom.methods import METHODS, build_method
 from headgeom.train import train
 from headgeom.train.grad_norms import GRAD_NORM_KEYS, grad_norm, gradient_groups, gradient_norms
 from test_train_loop import cfg, norm_of_grads
+from tiny_models import TinyBackbone
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -39,17 +40,6 @@ def test_grad_norm_is_the_global_l2_norm_over_the_parameters_with_a_gradient():
     assert float(norms["x"]) == pytest.approx(float(a.grad.double().norm()), rel=1e-14)
     assert gradient_groups(nn.Linear(2, 2)) is None  # no head_parameters / backbone_parameters
 
-
-class TinyBackbone(nn.Module):
-    feature_dim = 8
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2), nn.BatchNorm2d(8), nn.ReLU(),
-                                 nn.AdaptiveAvgPool2d(1), nn.Flatten())
-
-    def forward(self, x):
-        return self.net(x)
 
 
 HEADS = {"dino": ("d-16-16:gelu:dino=8", None), "simsiam": ("d-16-16:bn:last=bn", "d-8-16:bn"),

@@ -15,10 +15,11 @@ from typing import Any, Mapping
 
 from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError
 from headgeom.checkpoints.safe_load import missing_checkpoint
+from headgeom.runs.checkpoint_format import CHECKPOINT_FORMAT
 
 __all__ = ["HEADGEOM_FORMAT", "is_headgeom_run", "resolve_checkpoint_path", "load_headgeom_run"]
 
-HEADGEOM_FORMAT = "headgeom.train.checkpoint"
+HEADGEOM_FORMAT = CHECKPOINT_FORMAT
 
 
 def is_headgeom_run(obj: Any) -> bool:

@@ -52,9 +52,14 @@ class LinearProbeConfig:
             raise ValueError(f"dtype must be torch.float32 or torch.float64, got {self.dtype}")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["dtype"] = str(self.dtype).replace("torch.", "")
-        return d
+        return config_dict(self)
+
+
+def config_dict(config: object) -> dict:
+    """A probe config as JSON-ready fields (its torch dtype by name)."""
+    d = asdict(config)
+    d["dtype"] = str(d["dtype"]).replace("torch.", "")
+    return d
 
 
 def standardize_stats(x: Tensor, rel_tol: float = 1e-6) -> tuple[Tensor, Tensor]:

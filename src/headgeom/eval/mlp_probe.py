@@ -27,13 +27,14 @@ optimum depends on the seed: the seed is part of the recipe.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from headgeom.eval.linear_probe import ProbeClassifier, check_features, class_count, standardize_stats
+from headgeom.eval.linear_probe import (ProbeClassifier, check_features, class_count, config_dict,
+                                       standardize_stats)
 
 __all__ = ["MLPProbe", "MLPProbeConfig", "fit_mlp_probe", "mlp_probe_accuracy"]
 
@@ -63,9 +64,7 @@ class MLPProbeConfig:
             raise ValueError(f"MLPProbeConfig.dtype must be torch.float32 or torch.float64, got {self.dtype}")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["dtype"] = str(self.dtype).replace("torch.", "")
-        return d
+        return config_dict(self)
 
 
 @dataclass

@@ -27,13 +27,12 @@ from headgeom.checkpoints.safe_load import safe_load
 from headgeom.data import DATASET_STATS, ImageDataset, dataset_stats, load_dataset
 from headgeom.methods import build_method
 
+from .checkpoint_format import CHECKPOINT_FORMAT, CHECKPOINT_VERSIONS
 from .folder import missing_checkpoint_message
 
 __all__ = ["CHECKPOINT_FORMAT", "CHECKPOINT_VERSIONS", "RunSettings", "TrainedRun", "TrainedRunError",
            "build_trained", "load_trained", "read_run_config"]
 
-CHECKPOINT_FORMAT = "headgeom.train.checkpoint"
-CHECKPOINT_VERSIONS = (1,)
 
 
 class TrainedRunError(ValueError):

@@ -28,12 +28,12 @@ import torch
 
 from headgeom.checkpoints.safe_load import CheckpointFormatError, UnsafeCheckpointError, safe_load
 from headgeom.io import atomic_write_bytes
+from headgeom.runs.checkpoint_format import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 
 __all__ = ["FORMAT", "VERSION", "CheckpointError", "CheckpointWriter", "load_checkpoint", "save_checkpoint",
            "snapshot"]
 
-FORMAT = "headgeom.train.checkpoint"
-VERSION = 1
+FORMAT, VERSION = CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 _REQUIRED = ("step", "epoch", "method", "optimizer", "data_generator", "aug_generator", "torch_rng",
              "config")
 
