@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
+from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.heads import head_from
 from headgeom.objectives import negative_cosine
 from headgeom.tracking import GeometryTracker
@@ -143,8 +144,6 @@ def test_readings_and_block_subset_match_autograd(reading):
 def test_power_iteration_column_runs_on_the_exact_blocks():
     """The paper's estimator on the tracked blocks: the same number as the estimator on the autograd
     reference blocks (float32 round-off apart), and a Rayleigh quotient between λ_min and λ_max."""
-    from headgeom.geometry.shifted_power import shifted_power_lambda_min
-
     method, views = FakeMethod(seed=3), _views(6, seed=4)
     h, _, _, _ = _reference(method, views)
     out = GeometryTracker(views, power_iterations=20)(0, method)
