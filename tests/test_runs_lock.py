@@ -112,6 +112,24 @@ def test_train_into_a_folder_another_process_writes_is_refused_in_one_line(tmp_p
     assert holder.returncode == 0
 
 
+def test_a_refusal_between_the_holders_lock_and_its_name_waits_for_the_name(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    # a holder that has locked the file but not yet written its name (the window two writers started
+    # together can land in); it writes its name 0.3 s later, within the refused writer's wait
+    holder = _python("import fcntl, json, os, sys, time\n"
+                     "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644); fcntl.flock(fd, fcntl.LOCK_EX)\n"
+                     "print('locked', flush=True); time.sleep(0.3)\n"
+                     "os.pwrite(fd, json.dumps({'pid': os.getpid(), 'host': 'h', 'started': 's', 'command': 'c'}).encode(), 0)\n"
+                     "sys.stdin.read()", str(folder / LOCK_NAME), stdin=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(RunLockedError, match=f"pid {holder.pid} on host h"):
+            RunLock(folder).acquire()
+    finally:
+        holder.communicate("")
+
+
 def test_two_train_processes_started_together_leave_one_consistent_run(tmp_path):
     out, gate = tmp_path / "run", tmp_path / "go"
     # both import everything first, then start at the same instant

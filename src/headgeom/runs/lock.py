@@ -20,6 +20,7 @@ import os
 import shutil
 import socket
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
@@ -95,9 +96,10 @@ class RunLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
-                previous = _read(fd)
+                busy = err.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+                previous = _holder_name(fd) if busy else None
                 os.close(fd)
-                if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                if busy:
                     who = previous.describe() if previous else "a process that has not written its name yet"
                     raise RunLockedError(
                         f"{self.folder} is being written by another process ({who}); wait for it to "
@@ -160,6 +162,18 @@ class RunLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+NAME_WAIT_S = 2.0  # how long a refused writer waits for a holder that has locked but not yet written its name
+
+
+def _holder_name(fd: int) -> Holder | None:
+    """The holder of a busy lock. A holder writes its name just after locking, so a refusal that lands
+    in between (two writers started together) reads an empty file: wait briefly for the name."""
+    deadline = time.monotonic() + NAME_WAIT_S
+    while (holder := _read(fd)) is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return holder
 
 
 def _read(fd: int) -> Holder | None:
