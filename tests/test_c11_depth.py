@@ -152,7 +152,7 @@ def test_increase_rule_matches_an_independent_t_interval():
 def _fake(depth, seed, compression, knn, linear, selectivity=None):
     """A cell's metrics: every ratio = ``compression`` except selectivity (= ``selectivity`` when given)."""
     est = lambda v: {"value": v, "ci": [0.9 * v, 1.1 * v]}  # noqa: E731
-    m = {"depth": depth, "seed": seed, "final_loss": 1.0, "seconds": 1.0, "num_classes": 10, "knn[z]": knn,
+    m = {"depth": depth, "seed": seed, "final_loss": 1.0, "num_classes": 10, "knn[z]": knn,
          "linear[z]": linear,
          "knn[h]": knn - 0.1, "linear[h]": linear - 0.1, "class_orbit_ratio[z]": est(2.0)}
     for v in ("raw", "l2"):

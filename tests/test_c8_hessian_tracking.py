@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand
 TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
                 epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
 SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
-           "escaped", "dead_head", "seconds")
+           "escaped", "dead_head")
 
 
 @pytest.fixture(scope="module")

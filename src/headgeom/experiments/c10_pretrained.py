@@ -44,7 +44,7 @@ import torch
 
 from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message
 from headgeom.experiments.c10_summary import STATEMENT, summarize
-from headgeom.experiments.registry import Experiment, register, torch_threads
+from headgeom.experiments.registry import Experiment, register
 from headgeom.launch.resources import Resources
 from headgeom.orbits.model_input import prepare_images
 
@@ -189,8 +189,7 @@ def run_cell(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
     if not cell.get("present"):
         return {"status": "absent", "release": cell["release"], "file": cell["file"], "dir": cell.get("dir"),
                 "message": placement_message([cell["release"]], cell.get("dir"))}
-    with torch_threads(config.num_threads):
-        return _analyse(config, cell)
+    return _analyse(config, cell)
 
 
 def _last_points(names: list[str], head_inputs: tuple[str, ...]) -> dict[str, str]:

@@ -39,12 +39,11 @@ probe accuracy grow with head depth could come out either way.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.c11_measure import depth_head, measure_run
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
@@ -171,16 +170,13 @@ def cell_train_config(config: C11Config, cell: dict[str, Any]):
 
 def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one depth × seed, then probe the backbone and measure orbits through the head."""
-    with torch_threads(config.num_threads):
-        t0 = time.perf_counter()
-        depth, seed = int(cell["depth"]), int(cell["seed"])
-        done, _, res = run_training(train_config(config, depth, seed), (), after=lambda d: measure_run(d, config))
-        if done.get("diverged"):
-            raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
-                               f"{done['diverged']}")
-        return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
-                "train_budget": done["train_budget"],
-                "seconds": time.perf_counter() - t0}
+    depth, seed = int(cell["depth"]), int(cell["seed"])
+    done, _, res = run_training(train_config(config, depth, seed), (), after=lambda d: measure_run(d, config))
+    if done.get("diverged"):
+        raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
+                           f"{done['diverged']}")
+    return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
+            "train_budget": done["train_budget"]}
 
 
 # ---------------------------------------------------------------- the rule
@@ -383,14 +379,13 @@ def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
 def _cell_table(results: list[tuple[dict, dict]]) -> str:
     head = ["depth", "seed", "selectivity [CI]", "global ratio [CI]", "trace ratio [CI]", "spread compression",
             "centred compression [CI]", "per-dim ratio", "raw-feature trace ratio", "class/orbit change [CI]",
-            "fresh head trace ratio [CI]", "final loss", "seconds"]
+            "fresh head trace ratio [CI]", "final loss"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c, m in sorted(results, key=lambda r: (int(r[0]["depth"]), int(r[0]["seed"]))):
         row = [str(c["depth"]), str(c["seed"])] + [_ci(m.get(k)) for k in (
             "selectivity[raw]", "global_ratio[raw]", "trace_ratio[raw]", "compression[raw]", "compression_centred[raw]",
             "per_dim_ratio[raw]", "trace_ratio_raw[raw]", "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
-        row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-",
-                f"{m['seconds']:.0f}" if isinstance(m.get("seconds"), (int, float)) else "-"]
+        row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

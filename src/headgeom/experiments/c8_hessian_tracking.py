@@ -44,11 +44,10 @@ a test.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
@@ -177,12 +176,6 @@ def cell_train_config(config: C8Config, cell: dict[str, Any]):
 
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one run and return its trajectories and per-run summaries (keys below)."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     run, seed = cell["run"], int(cell["seed"])
     if run not in RUNS:
         raise ValueError(f"C8 cell {cell}: run must be one of {tuple(RUNS)}")
@@ -221,7 +214,6 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         gaps = _pseudo_collapse_gap(config, run, seed)
         out["pseudo_collapse_gap"] = gaps
         out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

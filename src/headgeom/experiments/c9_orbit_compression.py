@@ -41,12 +41,11 @@ separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
@@ -249,17 +248,14 @@ def _analyze(config: C9Config, tc, seed: int):
 
 def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one backbone × seed, then measure its orbits; C9 measures per family and head input."""
-    with torch_threads(config.num_threads):
-        t0 = time.perf_counter()
-        seed = int(cell["seed"])
-        tc = train_config(config, cell["backbone"], seed)
-        done, _, res = run_training(tc, (), after=_analyze(config, tc, seed))
-        if done.get("diverged"):
-            raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
-                               f"{done['diverged']}")
-        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
-                "train_budget": done["train_budget"], **res,
-                "seconds": time.perf_counter() - t0}
+    seed = int(cell["seed"])
+    tc = train_config(config, cell["backbone"], seed)
+    done, _, res = run_training(tc, (), after=_analyze(config, tc, seed))
+    if done.get("diverged"):
+        raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
+                           f"{done['diverged']}")
+    return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
+            "train_budget": done["train_budget"], **res}
 
 
 # ---------------------------------------------------------------- verdicts

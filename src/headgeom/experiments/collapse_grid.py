@@ -31,11 +31,10 @@ of trained runs, which could come out either way.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
@@ -156,12 +155,6 @@ def cell_train_config(config: GridConfig, cell: dict[str, Any]):
 
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one grid run; trajectories, escape and dead-head flags."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     act, bn, lr, seed = cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"])
     done, records, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
                                     rel_floor=config.rel_floor, block_samples=config.block_samples)
@@ -180,7 +173,6 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         gaps = gap_at_init(train_config(config, act, bn, lr, seed), config.block_samples or 8, seed, ("ambient",))
         out["pseudo_collapse_gap"] = gaps
         out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -35,7 +35,6 @@ from headgeom.report.budget import check_budget
 from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
-from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 PRESETS = ("quick", "small", "paper")
