@@ -1,5 +1,6 @@
 """The command line: version, hessian (table and JSON), clear errors."""
 import json
+import os
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from headgeom.cli import main
+from headgeom.experiments import cli as experiments_cli
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.report import hessian_report
 from headgeom.heads import head_from
@@ -85,17 +87,13 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
 
 
 def test_reproduce_checkpoints_option_sets_the_folder_for_c10(tmp_path, monkeypatch, capsys):
-    import os
-
-    from headgeom.experiments import runner
-
     seen = {}
 
     def fake_run(ids, **kwargs):
         seen["dir"] = os.environ.get("HEADGEOM_CHECKPOINTS")
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(runner, "run_experiments", fake_run)
+    monkeypatch.setattr(experiments_cli, "run_experiments", fake_run)
     monkeypatch.delenv("HEADGEOM_CHECKPOINTS", raising=False)
     missing = tmp_path / "nope"
     assert main(["reproduce", "--only", "C10", "--checkpoints", str(missing)]) == 2

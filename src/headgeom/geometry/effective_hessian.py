@@ -29,6 +29,7 @@ from .loss_discovery import is_block_diagonal
 from .mlp_sandwich import vector_pass
 from .mlp_structure import flatten_layers, fuse_affine_runs
 from .operand_scale import OperandScale, low_rank_norms, operand_scale, power_norms
+from .operators import SymmetricOperator
 from .precision import measured_error
 from .readings import READINGS, Loss, check_reading, hvp_fn, loss_hvp
 
@@ -256,8 +257,6 @@ class EffectiveHessian(BlockStrategies):
 
     def operator(self, part: str = "H"):
         """H_eff ("H"), G ("G") or M ("M") as a SymmetricOperator (see ``.to_scipy()``)."""
-        from .operators import SymmetricOperator
-
         mv = {"H": self.matvec, "G": self.gauss_newton_matvec, "M": self.interaction_matvec}
         if part not in mv:
             raise ValueError(f"part must be one of 'H', 'G', 'M'; got {part!r}")
