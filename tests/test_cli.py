@@ -40,6 +40,14 @@ def test_hessian_prints_table_and_writes_json(tmp_path, capsys):
     lam = torch.tensor(data["spectra"]["H_eff"]["eigenvalues"])
     assert lam.shape == (4, 6)
     assert data["summary"]["H_eff"]["lambda_min"] == pytest.approx(float(lam.min()))
+    # H_eff and G: floor relative to the result or to G's operands, whichever is larger; M: the result
+    s = data["operand_scale"]["value"]
+    assert s > 0 and "max(max|lambda|, S)" in text
+    for part in ("H_eff", "G"):
+        sp = data["spectra"][part]
+        big = max(float(torch.tensor(sp["eigenvalues"]).abs().max()), s)
+        assert sp["floor"] == pytest.approx(1e-10 * big) and sp["operand_scale"] == s
+    assert data["spectra"]["M"]["operand_scale"] is None
 
 
 def test_hessian_report_matches_engine_blocks():
