@@ -7,7 +7,7 @@ recipe; the head is the paper's ReLU+BN projector with ``depth`` hidden layers,
 paper's projector (depth counts hidden layers, as in C3; the paper does not say how it counted).
 One cell per depth × seed; a seed fixes the initialisation and the data order, so depths are paired by seed.
 
-Measured per cell (:mod:`headgeom.experiments.c11_measure`): rotation orbits (0-330°, the paper's
+Measured per cell (:mod:`headgeom.orbits.run_measures`): rotation orbits (0-330°, the paper's
 protocol) of a fixed set of test images through the backbone and the head; the trace ratio
 trace(z)/trace(h(z)) of the within-orbit covariance of L2-normalised features with a bootstrap CI
 (dimension-fair; it equals the paper's spread compression, shown beside it), the per-dimension ratio
@@ -42,13 +42,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.c11_measure import depth_head, measure_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
+from headgeom.orbits.run_measures import measure_run
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
@@ -156,6 +156,16 @@ def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
     if not config.head_inputs or config.head_inputs[0] != "raw":
         raise ValueError(f"C11 head_inputs must start with 'raw' (the judged reading); got {config.head_inputs}")
     return [{"depth": d, "seed": s} for s in range(n) for d in sorted(config.depths)]
+
+
+def depth_head(depth: int, hidden: int, out: int) -> str:
+    """The paper's ReLU+BN projector with ``depth`` hidden layers as a head string (input width
+    filled in by the backbone): [Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out,
+    no bias) → BN. Depth 1 is the paper's projector (docs/paper.md §3, SimCLR for guillotine/orbits);
+    depth counts hidden layers, as in C3."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"head depth must be an int >= 1 (hidden layers before the last Linear), got {depth!r}")
+    return "d-" + "-".join([str(hidden)] * depth + [str(out)]) + ":relu:nobias:bn:last=bn"
 
 
 def train_config(config: C11Config, depth: int, seed: int):

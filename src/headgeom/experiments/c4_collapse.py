@@ -20,7 +20,7 @@ Each cell (activation × state × reading × seed) reports the exact per-sample 
 (float64 eigh) of H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to
 ‖J‖₂‖ρ‖), and, when N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check.
 
-Thresholds, not design points (:mod:`headgeom.experiments.c4_threshold`). One equilibrium is one
+Thresholds, not design points (:mod:`headgeom.theory.collapse_threshold`). One equilibrium is one
 design point (residual ``mse_residual`` under MSE, angle ``cosine_angle`` under the cosine readings),
 and the answer depends on it: with full-rank J, G ≻ 0 and M is linear in ρ, so H_eff turns
 indefinite only past a threshold in ‖ρ‖. So each equilibrium cell of a state in ``sweep_states``
@@ -52,8 +52,6 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.c4_threshold import (
-    ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
@@ -61,6 +59,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
+from headgeom.theory.collapse_threshold import (
+    ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
 EQUILIBRIUM_STATES = ("equilibrium", "scaled-equilibrium")

@@ -23,7 +23,7 @@ RankMe, the head/backbone update ratio and the head's and backbone's parameter-g
 A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".
 
-Pseudo-collapse is measured, not assumed (:mod:`headgeom.experiments.scaling_inertness`): for each
+Pseudo-collapse is measured, not assumed (:mod:`headgeom.theory.pseudo_collapse`): for each
 pseudo-collapsed run, the relative gap between the per-sample H_eff blocks at init with and without
 the ×α, on ``block_samples`` Gaussian z. For the bias-free ReLU and linear heads the cosine loss
 cannot see the scaling (positive homogeneity), so the gap is round-off: such a run is *geometrically
@@ -48,7 +48,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, negative_fraction, paper_head, paper_predictor, pm, run_training, series,
@@ -57,6 +56,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.train import build_method_from_config
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -219,8 +220,10 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 def _pseudo_collapse_gap(config: C8Config, run: str, seed: int) -> dict[str, float]:
     """The run's method at init against the same init without the ×α, per reading, on
-    ``block_samples`` Gaussian z (scaling_inertness.gap_at_init)."""
-    return gap_at_init(train_config(config, run, seed), config.block_samples or 8, seed, config.readings)
+    ``block_samples`` Gaussian z (headgeom.theory.pseudo_collapse.gap_at_init)."""
+    tc = train_config(config, run, seed)
+    return gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
+                       config.readings)
 
 
 def estimator_disagreement(lambda_min: list[float | None], lambda_max: list[float | None],

@@ -16,7 +16,7 @@ final spread, their ratio and whether the run ends escaped (final ≥ escape_lev
 start at about 1/√k since BN is scale-invariant: the ×0.1 init does not collapse them).
 
 Each run without BN also measures whether its pseudo-collapse is visible to the geometry
-(:mod:`headgeom.experiments.scaling_inertness`: the per-sample H_eff blocks at init with and without
+(:mod:`headgeom.theory.pseudo_collapse`: the per-sample H_eff blocks at init with and without
 the ×α). For bias-free ReLU and linear heads the cosine loss cannot see the scaling: the gap is
 round-off, the run is geometrically a normal-init run, and its seeds are left out of the escape
 rows rather than counted as a collapsed head that stayed collapsed (BN heads are not measured: the
@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     heff_series, m_ratio_series, paper_head, pm, run_training, series, simsiam_train_config)
@@ -43,6 +42,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.train import build_method_from_config
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -170,7 +171,9 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     if not bn and config.pseudo_collapse is not None:
-        gaps = gap_at_init(train_config(config, act, bn, lr, seed), config.block_samples or 8, seed, ("ambient",))
+        tc = train_config(config, act, bn, lr, seed)
+        gaps = gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
+                           ("ambient",))
         out["pseudo_collapse_gap"] = gaps
         out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
     return out
