@@ -17,10 +17,16 @@ import torch
 from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
+from headgeom.geometry import effective_hessian
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.heads import head_from
 from headgeom.objectives import negative_cosine
-from headgeom.tracking import GeometryTracker
+from headgeom.objectives.declared import as_analysis_loss
+from headgeom.runs.metrics import MetricsRecord
+from headgeom.tracking import GeometryTracker, TrackingRecord
+
+from geometry_reference import assert_close, diagonal_blocks, reference_parts
+from test_effective_hessian import D as D_EH, N as N_EH, make_head, make_loss
 
 D, K, IMG = 4, 3, (2, 2, 2)  # representation dim, head output dim, tiny "images"
 
@@ -139,6 +145,39 @@ def test_readings_and_block_subset_match_autograd(reading):
     h, _, m, _ = _reference(method, views, reading=reading)
     out = GeometryTracker(views, reading=reading, block_samples=3)(0, method)
     _check(out, _expected(h[:3], m[:3]), f"heff_{reading}_mean_")
+
+
+def test_the_record_is_what_the_call_logs():
+    """measure() gives the typed record; the loop's call gives its flat keys, and those keys parse
+    back (as read_tracking reads a run) into the same record."""
+    method, views = FakeMethod(seed=2), _views(5, seed=3)
+    record = GeometryTracker(views, reading="tangential", updates=False).measure(4, method)
+    logged = GeometryTracker(views, reading="tangential", updates=False)(4, method)
+    assert record.step == 4 and record.metrics() == logged and record.updates is None
+    h = record.reading("tangential")
+    assert h.source == "blocks" and logged["heff_tangential_mean_lambda_min"] == h.lambda_min
+    assert logged["spread_projector"] == record.statistics.spread_projector
+    line = json.loads(MetricsRecord(4, logged).to_line())
+    assert TrackingRecord.from_metrics(MetricsRecord(line.pop("step"), line)) == record
+    assert GeometryTracker(views, every=3)(4, method) == {}  # not due: nothing measured
+
+
+@pytest.mark.parametrize("loss_name,reading", [("negative_cosine", "tangential"), ("vicreg", "ambient"),
+                                               ("nt_xent", "ambient")])
+def test_the_subset_blocks_are_those_of_the_first_rows_problem(loss_name, reading):
+    """block_samples = b < N on a row-wise head: the tracker asks its one engine for rows=b; the
+    blocks equal those of the sub-problem u_sub ↦ L([u_sub; u[b:]]) (the second engine it built
+    before, objectives.declared.first_rows) and the dense float64 reference, batch-coupled losses too."""
+    head, loss = make_head("silu", 2, "none"), make_loss(loss_name)
+    z = torch.randn(N_EH, D_EH, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    b = 2
+    eh = effective_hessian(head, loss, z, reading=reading)
+    got = eh.decomposed_blocks(rows=b)
+    sub = effective_hessian(head, as_analysis_loss(loss).first_rows(b, eh.u), z[:b], reading=reading)
+    ref = [diagonal_blocks(x, N_EH, D_EH)[:b] for x in reference_parts(head, loss, z, reading)]
+    for part, g, s, r in zip("HGM", got, sub.decomposed_blocks(), ref):
+        assert_close(g, s, rtol=1e-12, atol=1e-14, what=f"{loss_name} {part} vs first_rows")
+        assert_close(g, r, what=f"{loss_name} {part} vs reference")
 
 
 def test_power_iteration_column_runs_on_the_exact_blocks():

@@ -39,6 +39,7 @@ from torch import Tensor, nn
 
 from headgeom.geometry.head_function import prepare_head
 from headgeom.methods.base import against_other_view
+from headgeom.tracking.record import TrackingRecord
 from headgeom.tracking.tracker import GeometryTracker
 
 ModuleSpec = Union[nn.Module, str, Callable[[nn.Module], nn.Module]]
@@ -62,16 +63,31 @@ KEYS = {
     "eigenvalues > cov_rel_tol * lambda_max (its covariance, not H_eff's); cov_rank(_head): their count",
 }
 
-# GeometryTracker's key (its heff_<reading>_<reduction>_ and op_ prefixes removed) -> ours;
-# None: left out (the tracker's spread of the engine's float64 head output repeats spread_head)
-_RENAMED = {
-    "M_ratio_spectral": "m_ratio", "M_ratio_fro": "m_ratio_fro",
+# GeometryTracker's record fields (headgeom.tracking.record) -> our keys; the engine's float64 head
+# output's spread (Statistics.spread_head) repeats our spread_head (projector's), so it is left out
+_HEFF_NAMES = {
+    "lambda_min": "lambda_min", "lambda_max": "lambda_max", "n_negative": "n_negative",
+    "frac_samples_negative": "frac_samples_negative", "floor": "floor", "M_ratio_fro": "m_ratio_fro",
+    "M_ratio_spectral": "m_ratio", "power_lambda_min": "power_lambda_min", "power_shift": "power_shift",
     "converged": "lanczos_converged", "iterations": "lanczos_iterations",
-    "rankme_z": "rankme", "spread_z": "spread", "cov_condition_z": "cov_condition", "cov_rank_z": "cov_rank",
-    "rankme_projector": "rankme_head", "spread_projector": "spread_head",
-    "cov_condition_projector": "cov_condition_head", "cov_rank_projector": "cov_rank_head",
-    "spread_head": None,
 }
+_STATISTICS_NAMES = {
+    "spread_z": "spread", "spread_projector": "spread_head", "cov_condition_z": "cov_condition",
+    "cov_rank_z": "cov_rank", "rankme_z": "rankme", "cov_condition_projector": "cov_condition_head",
+    "cov_rank_projector": "cov_rank_head", "rankme_projector": "rankme_head",
+}
+
+
+def _named(record: TrackingRecord) -> dict[str, float]:
+    """Our keys (``KEYS``) of the tracker's record; undefined values left out."""
+    (heff,) = record.heff
+    out: dict[str, float] = {}
+    for group, names in ((heff, _HEFF_NAMES), (record.statistics, _STATISTICS_NAMES)):
+        for field, name in names.items():
+            value = getattr(group, field)
+            if value is not None:
+                out[name] = value
+    return out
 
 
 class _LocalBatchNorm(nn.BatchNorm1d):
@@ -215,15 +231,7 @@ class GeometryMonitor:
         first = next(problem.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
         with torch.autocast(device.type, enabled=False):  # measured in full precision under AMP too
-            tracked = self.tracker(0, problem, force=True)
-        prefix = self.tracker.prefix
-        out: dict[str, float] = {}
-        for key, value in tracked.items():
-            key = key.removeprefix(prefix).removeprefix("op_")
-            key = _RENAMED.get(key, key)
-            if key is not None:
-                out[key] = value
-        return out
+            return _named(self.tracker.measure(0, problem))
 
     @property
     def last_info(self) -> dict[str, Any]:

@@ -1,8 +1,11 @@
 """GeometryTracker: H_eff spectra and representation statistics on a fixed probe batch during training.
 
 docs/paper.md §3 ("Hessian tracking", the collapse grid's tracked quantities) and §4.
-Called by the training loop as ``tracker(step, method, probe_views) -> dict[str, float]``
-(the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem(z_views) ->
+``tracker.measure(step, method, probe_views)`` returns a
+:class:`~headgeom.tracking.record.TrackingRecord`; the training loop calls
+``tracker(step, method, probe_views)``, which gives that record's flat metrics.jsonl keys
+(:meth:`TrackingRecord.metrics`) at the steps it is due, and logs them once (the method follows
+the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem(z_views) ->
 (head, loss)``, ``head_parameters()`` / ``backbone_parameters()``). One call:
 
 1. out = method(views) under no_grad with the backbone in eval mode and everything else in
@@ -12,10 +15,11 @@ Called by the training loop as ``tracker(step, method, probe_views) -> dict[str,
 3. per-sample H_eff = G + M blocks of loss ∘ head w.r.t. z_1 from
    :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
    spectrum with the floor rel_floor · max(max|λ|, S), S the operand scale of G
-   (:mod:`headgeom.geometry.operand_scale`, :func:`headgeom.geometry.spectrum`), keys prefixed
-   ``heff_<reading>_<reduction>_`` so every number says what it is; for a head that couples the
-   samples (train-mode BatchNorm) H_eff is not block-diagonal, and by default its whole-operator
-   extremes come from Lanczos instead (keys ``..._op_*``, see ``coupled``);
+   (:mod:`headgeom.geometry.operand_scale`, :func:`headgeom.geometry.spectrum`), a
+   :class:`~headgeom.tracking.record.HeffReading` (keys ``heff_<reading>_<reduction>_*``, so every
+   number says what it is); for a head that couples the samples (train-mode BatchNorm) H_eff is
+   not block-diagonal, and by default its whole-operator extremes come from Lanczos instead
+   (``source="operator"``, keys ``..._op_*``, see ``coupled``);
 4. spread, covariance condition number and RankMe of z_1 and of the head outputs (the
    functions of :mod:`headgeom.eval.rankme`); the head/backbone relative update size since the
    previous call (:mod:`headgeom.tracking.updates`).
@@ -23,11 +27,10 @@ Called by the training loop as ``tracker(step, method, probe_views) -> dict[str,
 Nothing of the method changes: modes are restored, buffers (BatchNorm running statistics, EMA
 and centre buffers) are copied back after the forward passes, the RNG is forked, and the engine
 analyses copies of the head. Non-finite values (e.g. a condition number of a fully collapsed
-batch, the update ratio of a frozen backbone) are left out of the returned dict.
+batch, the update ratio of a frozen backbone) are undefined: None in the record, left out of the keys.
 """
 from __future__ import annotations
 
-import math
 import os
 import random
 import time
@@ -45,15 +48,9 @@ from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.io import atomic_write_json
-from headgeom.objectives.declared import as_analysis_loss
+from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
-REDUCTIONS = {
-    "mean": "blocks of the loss as the method defines it (headgeom losses average over the N probe "
-            "samples, so each block carries a factor 1/N)",
-    "sum": "N x the blocks of the loss as given: for a loss averaged over the batch, the blocks of "
-           "its per-sample sum (independent of the probe batch size N)",
-}
 HEAD_MODES = ("train", "eval")
 COUPLED = {
     "lanczos": "extreme eigenvalues of the whole (N*d, N*d) H_eff (and |M|_2 / |H_eff|_2) by Lanczos at both "
@@ -203,7 +200,7 @@ class GeometryTracker:
         self.head_mode, self.cov_rel_tol, self.chunk_size = head_mode, float(cov_rel_tol), chunk_size
         self.coupled = coupled
         self.lanczos = {"k": lanczos_k, "max_iter": lanczos_max_iter, "tol": float(lanczos_tol)}
-        self.prefix = f"heff_{reading}_{reduction}_"
+        self.prefix = HeffReading.prefix(reading, reduction)  # of the block path's keys
         self._updates = UpdateRatio() if updates else None
         self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
 
@@ -213,9 +210,14 @@ class GeometryTracker:
 
     def __call__(self, step: int, method: nn.Module, probe_views: Sequence[Tensor] | None = None,
                  force: bool = False) -> dict[str, float]:
-        """Metrics at ``step`` ({} unless ``step % every == 0`` or ``force``); see the module docstring."""
+        """The training loop's tracker protocol: :meth:`measure`'s record as the flat metrics.jsonl
+        keys (:meth:`TrackingRecord.metrics`), {} unless ``step % every == 0`` or ``force``."""
         if not force and not self.due(step):
             return {}
+        return self.measure(step, method, probe_views).metrics()
+
+    def measure(self, step: int, method: nn.Module, probe_views: Sequence[Tensor] | None = None) -> TrackingRecord:
+        """The record of ``method`` at ``step`` (see the module docstring); undefined values are None."""
         if torch.is_inference_mode_enabled():
             raise RuntimeError(
                 "GeometryTracker was called under torch.inference_mode(); the H_eff engine differentiates "
@@ -231,16 +233,17 @@ class GeometryTracker:
                 raise TypeError(f"method {type(method).__name__} lacks {attr!r}; it must follow the SSLMethod protocol")
         t0 = time.perf_counter()
         device = next(method.parameters()).device
-        out: dict[str, float] = {}
         with _untouched(method, device):
             z_views, head, loss, proj = self._forward(method, [v.to(device) for v in views])
-            out.update(self._geometry(head, loss, z_views[0]))
-            out.update(self._statistics(z_views[0], proj))
+            heff = self._geometry(head, loss, z_views[0])
+            statistics = self._statistics(z_views[0], proj)
+        updates = None
         if self._updates is not None:
-            out.update(self._updates.update(step, method.head_parameters(), method.backbone_parameters()))
+            changes = self._updates.update(step, method.head_parameters(), method.backbone_parameters())
+            updates = Updates(**{k: finite_or_none(v) for k, v in changes.items()}) if changes else None
         self.last_info["seconds"] = time.perf_counter() - t0
         self.last_info["step"] = step
-        return {k: float(v) for k, v in out.items() if math.isfinite(float(v))}
+        return TrackingRecord(step, (heff,), statistics, updates)
 
     def _forward(self, method: nn.Module, views: list[Tensor]):
         """z_views from ``method(views)`` (backbone in eval mode, the rest in ``head_mode``, no_grad):
@@ -263,7 +266,7 @@ class GeometryTracker:
         return z_views, head, loss, proj
 
     # ------------------------------------------------------------------ H_eff
-    def _geometry(self, head: Any, loss: Any, z1: Tensor) -> dict[str, float]:
+    def _geometry(self, head: Any, loss: Any, z1: Tensor) -> HeffReading:
         t0 = time.perf_counter()
         got = self._blocks(head, loss, z1)
         if got[0] is None:
@@ -279,25 +282,21 @@ class GeometryTracker:
                     reduction_definition=REDUCTIONS[self.reduction], head_mode=self.head_mode)
         self.last_info["engine"] = info
         self._u = u
-        p = self.prefix
         ratios = spec.norm_ratios["M"]
-        out = {
-            p + "lambda_min": spec.lambda_min,
-            p + "lambda_max": spec.lambda_max,
-            p + "n_negative": float(spec.n_negative),
-            p + "frac_samples_negative": float((spec.per_block["n_negative"] > 0).double().mean()),
-            p + "floor": spec.floor,
-            p + "operand_scale": scale * operands.value,
-        }
-        for norm in ("fro", "spectral"):
-            if ratios[norm] is not None:
-                out[p + f"M_ratio_{norm}"] = ratios[norm]
+        power: dict[str, float | None] = {}
         if self.power_iterations is not None:  # the same blocks, in float32, as the paper's estimator sees them
             h32 = h.to(torch.float32)
             est = shifted_power_lambda_min(lambda v: torch.bmm(h32, v[..., None])[..., 0], tuple(h.shape[:2]),
                                            iterations=self.power_iterations, device=h.device)
-            out[p + "power_lambda_min"], out[p + "power_shift"] = est.lambda_min, est.shift
-        return out
+            power = {"power_lambda_min": finite_or_none(est.lambda_min), "power_shift": finite_or_none(est.shift)}
+        return HeffReading(
+            self.reading, self.reduction, "blocks",
+            lambda_min=finite_or_none(spec.lambda_min), lambda_max=finite_or_none(spec.lambda_max),
+            n_negative=finite_or_none(spec.n_negative),
+            frac_samples_negative=finite_or_none((spec.per_block["n_negative"] > 0).double().mean()),
+            floor=finite_or_none(spec.floor), operand_scale=finite_or_none(scale * operands.value),
+            M_ratio_fro=finite_or_none(ratios["fro"]),
+            M_ratio_spectral=finite_or_none(ratios["spectral"]), **power)
 
     def _engine(self, head: Any, loss: Any, z: Tensor):
         return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
@@ -305,32 +304,25 @@ class GeometryTracker:
     def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple:
         """H and M blocks (b, d, d) of the first b probe samples, the head output u (N, k) in the
         analysis dtype, the engine's record with the path taken ("block_path") and the operand
-        scale of those blocks (the engine's ``operand_scale()``); or (None, engine, record) for a
-        coupled head under coupled="lanczos"."""
+        scale over all N probe samples (the engine's ``operand_scale()``, at least that of the b
+        blocks); or (None, engine, record) for a coupled head under coupled="lanczos"."""
         z = z1.detach().to(self.dtype)
         n = z.shape[0]
         b = n if self.block_samples is None else min(self.block_samples, n)
         prepared = prepare_head(head, self.dtype, z.device)  # the analysis copy; head itself untouched
         fn = prepared.fn
         row_wise = not prepared.train_mode_batchnorm and is_row_wise(fn, z)
-        if row_wise and b < n:
-            # Row-wise head: block i depends on z_i alone, so the first b samples are analysed with
-            # the other rows' head outputs held constant in the loss (exact for those b blocks).
-            with torch.no_grad():
-                u = fn(z)
-            sub = self._engine(fn, as_analysis_loss(loss).first_rows(b, u), z[:b])
-            _, g, m = sub.decomposed_blocks()
-            info = sub.info()
-            info.update(N=n, block_path=f"{info['block_path']} (first {b} of {n} samples)",
-                        operand_scale=sub.operand_scale().record())
-            return g + m, m, u, info, sub.operand_scale()
         eh = self._engine(fn, loss, z)
         info = eh.info()
         info["operand_scale"] = eh.operand_scale().record()
         if not row_wise and self.coupled == "lanczos":
             return None, eh, info
         if row_wise:
-            h, _, m = eh.decomposed_blocks()
+            # block i of a row-wise head depends on z_i alone: the engine's rows= query computes the
+            # first b samples' blocks only (the loss still sees the whole batch, so they are exact)
+            h, _, m = eh.decomposed_blocks(rows=None if b == n else b)
+            if b < n:
+                info["block_path"] = f"{info['block_path']} (first {b} of {n} samples)"
         elif b == n and eh.dim <= eh.max_dense:
             h, _, m = eh.decomposed_blocks()
             info["block_path"] = "engine coupled path (one matvec per coordinate)"
@@ -345,7 +337,7 @@ class GeometryTracker:
             info["block_path"] = f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
         return h, m, eh.u, info, eh.operand_scale()
 
-    def _operator_spectrum(self, eh, info: dict[str, Any]) -> dict[str, float]:
+    def _operator_spectrum(self, eh, info: dict[str, Any]) -> HeffReading:
         """λ_min, λ_max of the whole H_eff and ‖M‖₂/‖H_eff‖₂ by Lanczos (coupled heads)."""
         t0 = time.perf_counter()
         kw = dict(k=self.lanczos["k"], tol=self.lanczos["tol"], max_iter=min(self.lanczos["max_iter"], eh.dim))
@@ -358,30 +350,27 @@ class GeometryTracker:
                     lanczos={k: spec.method[k] for k in ("iterations", "converged", "exact", "k", "tol")})
         self.last_info["engine"] = info
         self._u = eh.u
-        p = self.prefix + "op_"
-        out = {p + "lambda_min": scale * spec.lambda_min, p + "lambda_max": scale * spec.lambda_max,
-               p + "floor": scale * spec.floor, p + "operand_scale": scale * eh.operand_scale().value,
-               p + "converged": float(spec.method["converged"]),
-               p + "iterations": float(spec.method["iterations"])}
-        if spec.n_negative is not None:  # only when the Krylov space spanned everything
-            out[p + "n_negative"] = float(spec.n_negative)
-        ratio = spec.norm_ratios["M"]["spectral"]
-        if ratio is not None:
-            out[p + "M_ratio_spectral"] = ratio
-        return out
+        return HeffReading(
+            self.reading, self.reduction, "operator",
+            lambda_min=finite_or_none(scale * spec.lambda_min), lambda_max=finite_or_none(scale * spec.lambda_max),
+            floor=finite_or_none(scale * spec.floor),
+            operand_scale=finite_or_none(scale * eh.operand_scale().value),
+            converged=float(spec.method["converged"]), iterations=float(spec.method["iterations"]),
+            n_negative=finite_or_none(spec.n_negative),  # only when the Krylov space spanned everything
+            M_ratio_spectral=finite_or_none(spec.norm_ratios["M"]["spectral"]))
 
     # ------------------------------------------------------------------ statistics
-    def _statistics(self, z1: Tensor, proj: Tensor) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def _statistics(self, z1: Tensor, proj: Tensor) -> Statistics:
+        out: dict[str, float | None] = {}
         outputs = {"z": z1, "projector": proj, "head": self._u}
         for name, x in outputs.items():
-            out[f"spread_{name}"] = spread_l2(x)
+            out[f"spread_{name}"] = finite_or_none(spread_l2(x))
         for name in ("z", "projector"):
             cc = covariance_condition(outputs[name], self.cov_rel_tol)
-            out[f"cov_condition_{name}"] = cc["cond"]
-            out[f"cov_rank_{name}"] = float(cc["n_kept"])
-            out[f"rankme_{name}"] = rankme(outputs[name])
-        return out
+            out[f"cov_condition_{name}"] = finite_or_none(cc["cond"])
+            out[f"cov_rank_{name}"] = finite_or_none(cc["n_kept"])
+            out[f"rankme_{name}"] = finite_or_none(rankme(outputs[name]))
+        return Statistics(**out)
 
     # ------------------------------------------------------------------ what the numbers are
     def metadata(self) -> dict[str, Any]:
@@ -406,7 +395,7 @@ class GeometryTracker:
                 "result or to the operands of G, whichever is larger (docs/paper.md §4 pitfall 2); 0 means "
                 "H_eff vanished on the probe (a dead head, docs/paper.md §4 pitfall 8), which is not the same "
                 "as 'no negative curvature'",
-                p + "operand_scale": "S of the analysed blocks in their reduction: " + OPERAND_DEFINITION
+                p + "operand_scale": "S over the probe samples (max over i), in the blocks' reduction: " + OPERAND_DEFINITION
                 + "; under the tangential reading a head whose Jacobian is almost radial makes G tiny by "
                 "cancellation, leaving round-off of order eps * S that a floor relative to the result would "
                 "count as curvature",
