@@ -17,12 +17,12 @@ import torch.nn.functional as F
 from figure_checks import assert_legends_outside
 from headgeom.augment.families import orbit
 from headgeom.backbones import VisionTransformer, resnet50
+from headgeom.checkpoints.pretrained_files import CHECKPOINTS_ENV, EXPECTED_FILES
 from headgeom.data import DATASET_STATS, load_dataset
-from headgeom.experiments.c10_files import CHECKPOINTS_ENV, EXPECTED_FILES
 from headgeom.experiments.c10_pretrained import FAMILIES, C10Config, cells, run_cell, summarize
-from headgeom.experiments.c10_summary import PAPER_METRIC, PRIMARY, direction
+from headgeom.experiments.c10_pretrained.summary import PAPER_METRIC, PRIMARY, direction
 from headgeom.experiments.registry import VERDICTS, check_claim, load_all
-from headgeom.experiments.runner import cell_key, jsonable
+from headgeom.experiments.runner import cell_key, jsonable, run_experiments
 from test_checkpoints_loaders import DDP, BarlowTwins, DINOHead, MultiCropWrapper, VICReg, randomise_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -254,8 +254,6 @@ def test_verdicts_follow_the_stated_rule():
 
 
 def test_the_claims_follow_selectivity_where_the_trace_ratios_disagree():
-    from headgeom.experiments.registry import check_claim
-
     # every trace ratio as the paper reads it (DINO compresses, VICReg and Barlow Twins expand), but
     # relative to the cloud DINO's orbits grow and VICReg's shrink: the method claims follow selectivity
     sel = {"dino_vit": {"rotation_45": (0.5, 0.4, 0.6), "hue": (0.6, 0.5, 0.7)},
@@ -300,8 +298,6 @@ def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
 
 
 def test_reproduce_reports_placement_and_reruns_a_cell_once_its_file_appears(tmp_path, monkeypatch):
-    from headgeom.experiments.runner import run_experiments
-
     folder = tmp_path / "ckpts"
     folder.mkdir()
     monkeypatch.setenv(CHECKPOINTS_ENV, str(folder))

@@ -1,5 +1,5 @@
 """C11 experiment: presets and cells, the depth heads, a tiny training + measurement cell (finite metrics,
-documented keys), the orbit-image choice, and the increase rule against an independent t-interval on
+documented keys), and the increase rule against an independent t-interval on
 hand-made metrics (supported, not supported, inconclusive)."""
 import dataclasses
 import json
@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c11_depth import C11Config, cells, increase_test, paper, run_cell, summarize, train_config
-from headgeom.experiments.c11_measure import RATIOS, depth_head, orbit_images
+from headgeom.experiments.c11_depth import (C11Config, cells, depth_head, increase_test, paper, run_cell, summarize,
+                                            train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.experiments.training_cells import paper_head
+from headgeom.orbits.run_measures import RATIOS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -67,22 +68,6 @@ def test_depth_heads_have_depth_hidden_layers():
         kinds = [type(layer).__name__ for layer in m.projector.layers]
         assert kinds == ["Linear", "BatchNorm1d", "ReLU"] * depth + ["Linear", "BatchNorm1d"]
         assert all(layer.bias is None for layer in m.projector.layers if isinstance(layer, torch.nn.Linear))
-
-
-def test_orbit_images_pick_per_class_and_fail_clearly():
-    from headgeom.data import ImageDataset
-
-    labels = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1, 0])
-    data = ImageDataset(torch.arange(9, dtype=torch.uint8).view(9, 1, 1, 1).expand(9, 3, 2, 2).contiguous(), labels,
-                        ["a", "b", "c"], "toy", "test")
-    images, y = orbit_images(data, 2, 3, seed=0)
-    assert y.tolist() == [0, 0, 0, 1, 1, 1]
-    assert set(images[:3, 0, 0, 0].tolist()) <= {0, 3, 6, 8} and set(images[3:, 0, 0, 0].tolist()) == {1, 4, 7}
-    assert torch.equal(images, orbit_images(data, 2, 3, seed=0)[0])  # seeded
-    with pytest.raises(ValueError, match="fewer than orbit_per_class"):
-        orbit_images(data, 3, 3, seed=0)
-    with pytest.raises(ValueError, match="has 3 classes"):
-        orbit_images(data, 4, 2, seed=0)
 
 
 def test_tiny_cell_gives_finite_documented_metrics(tiny):
@@ -152,7 +137,7 @@ def test_increase_rule_matches_an_independent_t_interval():
 def _fake(depth, seed, compression, knn, linear, selectivity=None):
     """A cell's metrics: every ratio = ``compression`` except selectivity (= ``selectivity`` when given)."""
     est = lambda v: {"value": v, "ci": [0.9 * v, 1.1 * v]}  # noqa: E731
-    m = {"depth": depth, "seed": seed, "final_loss": 1.0, "seconds": 1.0, "num_classes": 10, "knn[z]": knn,
+    m = {"depth": depth, "seed": seed, "final_loss": 1.0, "num_classes": 10, "knn[z]": knn,
          "linear[z]": linear,
          "knn[h]": knn - 0.1, "linear[h]": linear - 0.1, "class_orbit_ratio[z]": est(2.0)}
     for v in ("raw", "l2"):

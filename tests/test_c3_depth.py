@@ -8,7 +8,6 @@ import json
 import math
 
 import pytest
-import torch
 
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c3_depth import METRIC_KEYS, C3Config, cells, depth_pairs, eps_of, run_cell, summarize
@@ -75,11 +74,6 @@ def test_flat_control_linear_baseline_reaches_zero():
     m = run_cell(cfg, {"depth": 0, "width": 0, "seed": 0})
     assert m["eps_kappa"] <= 1e-6 and m["converged"]
 
-
-def test_run_cell_leaves_torch_threads_as_they_were():
-    before = torch.get_num_threads()
-    run_cell(dataclasses.replace(TINY, adam_steps=1, lbfgs_iters=1), {"depth": 1, "width": 3, "seed": 0})
-    assert torch.get_num_threads() == before
 
 
 def test_summarize_claim_table_and_figure(tiny_results):

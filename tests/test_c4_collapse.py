@@ -7,7 +7,6 @@ import dataclasses
 import json
 
 import pytest
-import torch
 
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c4_collapse import (
@@ -96,11 +95,6 @@ def test_tiny_run_robust_facts(tiny_results):
         assert m["dense"] and m["dense_offblock_max"] <= 1e-13 * abs(m["lambda_max_H"]) + 1e-300
         assert m["dense_block_gap"] <= 1e-10
 
-
-def test_run_cell_leaves_torch_threads_as_they_were():
-    before = torch.get_num_threads()
-    run_cell(TINY, {"activation": "silu", "state": "equilibrium", "reading": "mse", "seed": 0})
-    assert torch.get_num_threads() == before
 
 
 def test_summarize_claims_tables_and_figure(tiny_results):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand
 TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
                 epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
 SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
-           "escaped", "dead_head", "seconds")
+           "escaped", "dead_head")
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,11 @@ def test_tiny_run_keys_and_robust_facts(tiny):
         for r in TINY.readings:
             assert len(m[f"lambda_min[{r}]"]) == 3 and 0 <= m[f"frac_points_negative[{r}]"] <= 1
             assert all(lo <= hi for lo, hi in zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"]))
-            assert m[f"floor[{r}]"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi)) for lo, hi in
-                                                     zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"])])
+            # the floor is relative to the result or to G's operands, whichever is larger
+            assert all(s > 0 for s in m[f"operand_scale[{r}]"])
+            assert m[f"floor[{r}]"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi), s) for lo, hi, s in
+                                                     zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"],
+                                                         m[f"operand_scale[{r}]"])])
         assert all(s > 0 for s in m["spread_projector"]) and not m["dead_head"]
     lin, silu = tiny["collapsed-linear"], tiny["normal-silu"]
     # a linear head has no interaction term: M = 0 to round-off in every tracked block
@@ -242,7 +245,7 @@ def test_gradient_norm_series_and_figure(tiny):
         assert drawn == {run: m[key][1:] for run, m in tiny.items()}
 
 
-def test_negatives_tiny_against_lambda_max_are_named_as_a_floor_question():
+def test_negatives_tiny_against_lambda_max_are_named():
     good = {"normal-silu": [_fake(0.8)] * 2, "collapsed-silu": [_fake(0.6, True)] * 2,
             "collapsed-linear": [_fake(0.1)] * 2}
     tiny = {**_fake(0.9), "lambda_min[tangential]": [-1e-19, 1e-20], "lambda_max[tangential]": [2e-11, 2e-11],
@@ -254,9 +257,16 @@ def test_negatives_tiny_against_lambda_max_are_named_as_a_floor_question():
     def notes(relu):
         s = summarize(cfg, [({"run": r, "seed": i}, m) for r, ms in {**good, "collapsed-relu": relu}.items()
                             for i, m in enumerate(ms)])
-        return [n for n in s.notes if "floor question" in n]
+        return [n for n in s.notes if "every negative point" in n]
 
+    # recorded before the operand floor (no operand_scale series): their floor was the result's alone
     flagged = notes([tiny, tiny])
     assert len(flagged) == 1 and flagged[0].startswith("collapsed-relu under the tangential reading")
     assert "5.0e-09 * lambda_max (2 points over 2 seeds)" in flagged[0]
-    assert notes([tiny, real]) == []  # one clearly negative point (1e-3 of λ_max) is curvature, not round-off
+    assert "2 of the seeds were recorded before the operand-relative floor" in flagged[0]
+    assert notes([tiny, real]) == []  # one clearly negative point (1e-3 of λ_max) is named nowhere
+    # with the operand floor recorded, a tiny point that still passes it is counted and named as small
+    passed = {**tiny, "operand_scale[tangential]": [1e-11, 1e-11]}
+    flagged = notes([passed, passed])
+    assert len(flagged) == 1 and "counted as negative, but it is small" in flagged[0]
+    assert "recorded before" not in flagged[0]

@@ -1,6 +1,5 @@
-"""C9 experiment: presets and cells, the joint-bootstrap measures against direct recomputation on
-resampled images, a tiny training + orbit cell (finite, consistent with analyze_orbit_features),
-and the verdict rule on hand-made metrics (supported, not supported, inconclusive)."""
+"""C9 experiment: presets and cells, a tiny training + orbit cell (finite, consistent with
+analyze_orbit_features), and the verdict rule on hand-made metrics (supported, not supported, inconclusive)."""
 import dataclasses
 import json
 
@@ -8,12 +7,11 @@ import pytest
 import torch
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c9_measures import c9_measures, interval_side
 from headgeom.experiments.c9_orbit_compression import (C9Config, cells, orbit_images, run_cell, seed_outcome,
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
 from headgeom.experiments.registry import VERDICTS, check_claim
-from headgeom.orbits import metrics as M
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
+from headgeom.orbits.compression import compression_measures, interval_side
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -67,72 +65,7 @@ def test_a_cell_without_cifar_fails_with_the_loaders_message(tmp_path):
         run_cell(cfg, {"backbone": "resnet18", "seed": 0})
 
 
-# ---------------------------------------------------------------- measures against direct recomputation
-def _synthetic(n=8, k=5, d=6, dh=10, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    labels = torch.arange(n) % 2
-    centres = torch.randn(2, d, generator=g, dtype=torch.float64) * 3
-    z = centres[labels][:, None] + torch.randn(n, k, d, generator=g, dtype=torch.float64)
-    w = torch.randn(d, dh, generator=g, dtype=torch.float64)
-    h = torch.tanh(z @ w * 0.3)  # some nonlinear map, orbits and cloud shrink differently
-    return {"z": z, "head.1": h}, labels
-
-
-def _global_direct(f):
-    u = M.l2_normalise(f).reshape(-1, f.shape[-1])
-    return float((u - u.mean(dim=0)).pow(2).sum(dim=1).mean())
-
-
-def _centred_direct(f):
-    """The paper's spread after subtracting the mean of every orbit point."""
-    return float(M.orbit_spread(f - f.reshape(-1, f.shape[-1]).mean(dim=0)).mean())
-
-
-def _direct(feats, labels, p):
-    z, h = feats["z"], feats[p]
-    comp = float(M.orbit_spread(z).mean() / M.orbit_spread(h).mean())
-    cor = [float(M.class_centroid_distance(f, labels) / M.d_intra(f).mean()) for f in (z, h)]
-    return {"compression": comp, "class_orbit_change": cor[1] / cor[0],
-            "d_inter_ratio": float(M.class_centroid_distance(z, labels) / M.class_centroid_distance(h, labels)),
-            "selectivity": comp / (_global_direct(z) / _global_direct(h)),
-            "compression_centred": _centred_direct(z) / _centred_direct(h)}
-
-
-def test_c9_measures_values_replicates_and_intervals_match_direct_computation():
-    feats, labels = _synthetic()
-    ctrl_feats, _ = _synthetic(seed=1)
-    idx = bootstrap_indices(8, 200, 0, strata=labels)
-    out = c9_measures(feats, labels, bootstrap_counts(idx, 8), "head.1", {"fresh_head": ctrl_feats}, 0.9)
-    ref = _direct(feats, labels, "head.1")
-    for k, v in ref.items():
-        assert out[k]["value"] == pytest.approx(v, rel=1e-10), k
-    assert out["per_dim_ratio"]["value"] == pytest.approx(ref["compression"] * 10 / 6, rel=1e-12)
-    ctrl = _direct(ctrl_feats, labels, "head.1")["compression"]
-    assert out["fresh_head_compression"]["value"] == pytest.approx(ctrl, rel=1e-10)
-    assert out["vs_fresh_head"]["value"] == pytest.approx(ref["compression"] / ctrl, rel=1e-10)
-    ctrl_sel = _direct(ctrl_feats, labels, "head.1")["selectivity"]
-    assert out["fresh_head_selectivity"]["value"] == pytest.approx(ctrl_sel, rel=1e-10)
-    assert out["vs_fresh_head_selectivity"]["value"] == pytest.approx(ref["selectivity"] / ctrl_sel, rel=1e-10)
-    # percentile intervals of replicates recomputed image set by image set (numerator and denominator jointly)
-    reps = {k: [] for k in ("compression", "selectivity", "compression_centred", "class_orbit_change",
-                            "vs_fresh_head_selectivity")}
-    for b in range(200):
-        sub = {p: f[idx[b]] for p, f in feats.items()}
-        r = _direct(sub, labels[idx[b]], "head.1")
-        r["vs_fresh_head_selectivity"] = r["selectivity"] / _direct(
-            {p: f[idx[b]] for p, f in ctrl_feats.items()}, labels[idx[b]], "head.1")["selectivity"]
-        for k in reps:
-            reps[k].append(r[k])
-    for k, values in reps.items():
-        q = torch.quantile(torch.tensor(values, dtype=torch.float64), torch.tensor([0.05, 0.95], dtype=torch.float64))
-        assert out[k]["ci"] == pytest.approx(q.tolist(), rel=1e-9), k
-    with pytest.raises(KeyError, match="head.9"):
-        c9_measures(feats, labels, bootstrap_counts(idx, 8), "head.9")
-
-
-def test_interval_side_and_seed_outcome():
-    assert [interval_side({"ci": ci}) for ci in ([1.1, 2], [0.2, 0.9], [0.9, 1.2], [None, 2], ["inf", "inf"])] == [
-        "above", "below", "straddles", "undefined", "above"]
+def test_seed_outcome():
     e = lambda lo, hi: {"value": (lo + hi) / 2, "ci": [lo, hi]}  # noqa: E731
     good = {"selectivity": e(3, 5), "class_orbit_change": e(0.9, 1.3), "vs_fresh_head_selectivity": e(1.5, 2)}
     assert seed_outcome(good, MAIN_RULE)[0] == "supports"  # class/orbit straddling 1 does not fall
@@ -267,7 +200,7 @@ def test_the_verdict_follows_selectivity_where_the_papers_compression_disagrees(
         controls = {"fresh_head": {"z": z, "head.1": z},  # an identity head: selectivity exactly 1
                     "random_directions": {"z": z, "head.1": z}}
         counts = bootstrap_counts(bootstrap_indices(len(labels), 200, seed, strata=labels), len(labels))
-        ms = c9_measures(feats, labels, counts, "head.1", controls)
+        ms = compression_measures(feats, labels, counts, "head.1", controls)
         comp, sel = interval_side(ms["compression"]), interval_side(ms["selectivity"])
         assert (comp, sel) == (("above", "below") if kind == "global" else ("below", "above")), (kind, seed)
         results.append(({"backbone": "resnet18", "seed": seed},

@@ -1,4 +1,4 @@
-"""headgeom.checkpoints.safe_load: allow-listed loading that never runs pickled code.
+"""headgeom.runs.safe_load: allow-listed loading that never runs pickled code.
 
 Hostile files reach for os.system / builtins.eval / exec to create a marker file; every test
 checks the refusal message names the global and that the marker was never written.

@@ -1,5 +1,6 @@
 """The command line: version, hessian (table and JSON), clear errors."""
 import json
+import os
 import subprocess
 import sys
 
@@ -7,6 +8,7 @@ import pytest
 import torch
 
 from headgeom.cli import main
+from headgeom.experiments import cli as experiments_cli
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.report import hessian_report
 from headgeom.heads import head_from
@@ -38,6 +40,14 @@ def test_hessian_prints_table_and_writes_json(tmp_path, capsys):
     lam = torch.tensor(data["spectra"]["H_eff"]["eigenvalues"])
     assert lam.shape == (4, 6)
     assert data["summary"]["H_eff"]["lambda_min"] == pytest.approx(float(lam.min()))
+    # H_eff and G: floor relative to the result or to G's operands, whichever is larger; M: the result
+    s = data["operand_scale"]["value"]
+    assert s > 0 and "max(max|lambda|, S)" in text
+    for part in ("H_eff", "G"):
+        sp = data["spectra"][part]
+        big = max(float(torch.tensor(sp["eigenvalues"]).abs().max()), s)
+        assert sp["floor"] == pytest.approx(1e-10 * big) and sp["operand_scale"] == s
+    assert data["spectra"]["M"]["operand_scale"] is None
 
 
 def test_hessian_report_matches_engine_blocks():
@@ -85,17 +95,13 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path):
 
 
 def test_reproduce_checkpoints_option_sets_the_folder_for_c10(tmp_path, monkeypatch, capsys):
-    import os
-
-    from headgeom.experiments import runner
-
     seen = {}
 
     def fake_run(ids, **kwargs):
         seen["dir"] = os.environ.get("HEADGEOM_CHECKPOINTS")
         raise RuntimeError("stop here")
 
-    monkeypatch.setattr(runner, "run_experiments", fake_run)
+    monkeypatch.setattr(experiments_cli, "run_experiments", fake_run)
     monkeypatch.delenv("HEADGEOM_CHECKPOINTS", raising=False)
     missing = tmp_path / "nope"
     assert main(["reproduce", "--only", "C10", "--checkpoints", str(missing)]) == 2

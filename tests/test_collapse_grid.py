@@ -15,7 +15,7 @@ TINY = GridConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16,
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
         "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
-        "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged", "seconds",
+        "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged",
         "train_budget"}
 
 

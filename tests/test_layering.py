@@ -17,8 +17,9 @@ BELOW_EXPERIMENTS = ("train", "eval", "orbits", "checkpoints", "geometry", "meth
                      "heads", "objectives", "backbones", "runs")
 """Packages that experiments are built from: none of them may import headgeom.experiments."""
 
-BELOW_RUNS = ("train", "eval", "orbits", "experiments")
-"""What runs/ sits beneath: the run layer is read by these and imports none of them."""
+BELOW_RUNS = ("train", "eval", "orbits", "checkpoints", "experiments")
+"""What runs/ sits beneath: the run layer is read by these and imports none of them (checkpoints
+reads runs through checkpoints/own_runs.py; the safe unpickler both use is runs/safe_load.py)."""
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

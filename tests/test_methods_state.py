@@ -224,7 +224,7 @@ def test_custom_backbone_spec_needs_the_module_again():
     assert m.spec.backbone == "custom" and m.spec.feature_dim == 12
     with pytest.raises(ValueError, match="custom backbone"):
         build_method_from_spec(m.spec)
-    r = m.spec.build(backbone=Tiny())
+    r = build_method_from_spec(m.spec, backbone=Tiny())
     r.load_state_dict(m.state_dict())
     v = views_for(m)
     assert torch.equal(m(v)["loss"], r(v)["loss"])

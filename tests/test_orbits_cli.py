@@ -1,10 +1,9 @@
 """``headgeom analyze`` (headgeom.orbits.cli): outputs for a run directory and checkpoint files, the
 report's numbers against analysis.json, the ImageNet input path (224 px, normalisation after the
-colour operation), the tangent-metric import path, and argument errors (exit status 2)."""
+colour operation), the tangent-metric tables, and argument errors (exit status 2)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import re
@@ -193,7 +192,7 @@ def test_imagenet_model_resizes_to_224_and_normalises_after_colour_ops(tmp_path,
         got.backbone = seen["backbone"] = Recorder(got.backbone)
         return got
 
-    monkeypatch.setattr(model_input, "resolve_model", recording)
+    monkeypatch.setattr(cli, "resolve_model", recording)  # the name the command calls
     out = tmp_path / "out"
     code, _ = _analyze([path, "--data", "shapes", "--images", 3, "--families", "hue", "--out", out,
                         *FAST])
@@ -257,21 +256,7 @@ def test_checkpoint_file_of_a_run_with_both_head_inputs_and_predictor(run_dir, t
     assert "out of distribution" in cap.out
 
 
-def test_tangent_metric_missing_is_reported_not_fatal(run_dir, tmp_path, monkeypatch, capsys):
-    import sys
-    monkeypatch.setitem(sys.modules, "headgeom.orbits.tangent_metric", None)  # import fails
-    out = tmp_path / "out"
-    code, cap = _analyze([run_dir, "--images", 4, "--families", "hue", "--no-controls", "--out", out,
-                          *FAST], capsys)
-    assert code == 0
-    tm = json.loads((out / "analysis.json").read_text())["tangent_metric"]
-    assert "tangent_metric_analysis is not available" in tm["skipped"] and "--no-tangents" in tm["skipped"]
-    assert "Not computed: headgeom.orbits.tangent_metric" in (out / "report.md").read_text()
-    assert "tangent metric: not computed" in cap.out
-
-
 def test_tangent_metric_tables_match_json(run_dir, tmp_path):
-    pytest.importorskip("headgeom.orbits.tangent_metric")
     out = tmp_path / "out"
     code, _ = _analyze([run_dir, "--images", 4, "--families", "hue", "--no-controls", "--out", out,
                         "--tangent-images", 2, "--tangent-random", 2, *FAST])
@@ -283,9 +268,8 @@ def test_tangent_metric_tables_match_json(run_dir, tmp_path):
     assert proto["normalisation"]["mean"] == pytest.approx(res["preprocessing"]["mean"])
     assert proto["head"] == ["head"] and proto["families"] == ["hue"]
     md = (out / "report.md").read_text()
-    if importlib.util.find_spec("headgeom.orbits.tangent_figures") is not None:
-        png = out / "figures" / "tangent_spectra.png"
-        assert png.read_bytes()[:4] == b"\x89PNG" and "figures/tangent_spectra.png" in md
+    png = out / "figures" / "tangent_spectra.png"
+    assert png.read_bytes()[:4] == b"\x89PNG" and "figures/tangent_spectra.png" in md
     rows = _table_after(md[md.index("## Tangent metric"):], "### hue")
     assert rows[0][0].startswith("G = J_h")
     q = tm["head_G"]

@@ -380,3 +380,34 @@ def test_a_rank_other_than_0_runs_the_cell_and_writes_nothing(fake, tmp_path, mo
     monkeypatch.setenv("SLURM_PROCID", "1")  # a finished cell: the follower has nothing to join
     assert runner.run_one_cell(fake, config, cell, run_dir, "quick", env) == {"status": "follower"}
     assert len(CALLS) == 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ThreadedConfig:
+    num_threads: int | None = 1
+    seeds: int = 1
+
+
+def test_the_runner_runs_a_cell_with_its_configs_thread_count_and_restores_it(tmp_path):
+    """The runner alone applies a cell's ``num_threads`` (experiment modules do not): inside the cell
+    torch has that many threads, afterwards as many as before; None or no field leaves torch's setting."""
+    seen: list[int] = []
+
+    def run_cell(config, cell):
+        seen.append(torch.get_num_threads())
+        return {"threads": seen[-1]}
+
+    exp = Experiment(id="THREADS", title="t", statement="s", presets={"quick": ThreadedConfig},
+                     cells=lambda config, seeds: [{"seed": 0}], run_cell=run_cell,
+                     summarize=lambda config, results: Summary())
+    before = torch.get_num_threads()
+    want = 2 if before == 1 else 1
+    env = runner.environment()
+    res = runner.run_one_cell(exp, ThreadedConfig(num_threads=want), {"seed": 0}, tmp_path / "a", "quick", env)
+    assert res["status"] == "done" and res["metrics"] == {"threads": want} and res["elapsed_s"] >= 0
+    assert torch.get_num_threads() == before
+    runner.run_one_cell(exp, ThreadedConfig(num_threads=None), {"seed": 0}, tmp_path / "b", "quick", env)
+    runner.run_one_cell(exp, FakeConfig(), {"seed": 0}, tmp_path / "c", "quick", env)
+    assert seen[1:] == [before, before] and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="thread counts must be a positive int"):
+        runner.call_cell(exp, ThreadedConfig(num_threads=0), {"seed": 0})

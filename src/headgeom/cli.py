@@ -8,6 +8,7 @@ one line on stderr with exit status 2.
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 
 from headgeom import __version__
@@ -33,82 +34,10 @@ EXAMPLES = [
 
 
 def run_version(args: argparse.Namespace) -> int:
-    import platform
-
-    import torch
+    import torch  # here, not at the top: `headgeom --help` builds every parser without importing torch
 
     print(f"headgeom {__version__} (torch {torch.__version__}, python {platform.python_version()})")
     return 0
-
-
-def run_hessian(args: argparse.Namespace) -> int:
-    import torch
-
-    from headgeom.geometry.report import format_report, hessian_report
-    from headgeom.io import atomic_write_json
-
-    dtype = {"float64": torch.float64, "float32": torch.float32}[args.dtype]
-    report = hessian_report(
-        args.head, args.objective, batch=args.batch_size, state=args.state, reading=args.reading,
-        seed=args.seed, scope=args.scope, mode=args.mode, dtype=dtype,
-    )
-    print(format_report(report))
-    if args.json:
-        atomic_write_json(args.json, report)
-        print(f"\nwrote {args.json}")
-    return 0
-
-
-def _run(args: argparse.Namespace, theory_only: bool) -> int:
-    import os
-    from pathlib import Path
-
-    from headgeom.experiments.dry_run import dry_run
-    from headgeom.experiments.runner import cell_status, run_experiments
-    from headgeom.launch.cli import launcher_from_args, print_submission
-    from headgeom.report.markdown import count_noun, format_claims_short
-    from headgeom.train.loggers import check_logger
-
-    check_logger(args.logger)  # a missing optional writer fails now, before any cell runs
-    ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
-    if args.checkpoints is not None:
-        if not Path(args.checkpoints).is_dir():
-            raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
-                                    f"the official checkpoint files there (see the C10 section of the report)")
-        os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
-    if args.dry_run:
-        print(dry_run(ids, preset=args.preset, seeds=args.seeds, theory_only=theory_only, launcher=args.launcher,
-                      partition=args.partition, account=args.account, gpus=args.gpus_per_cell, time=args.time,
-                      options=args.slurm_option))
-        return 0
-    if args.status:
-        print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
-        return 0
-    res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
-                          progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args),
-                          train_logger=args.logger)
-    if "waiting" in res:
-        print_submission(res)
-        return 0
-    print("\n" + format_claims_short(res["claims"]))
-    paths = res["paths"]
-    print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")
-    if paths["figures"]:
-        print(f"figures: {count_noun(len(paths['figures']), 'PNG file')} under {Path(paths['figures'][0]).parent}")
-    if res["n_failed"]:
-        failed = count_noun(res["n_failed"], "cell or summary step", "cells or summary steps")
-        print(f"headgeom {args.command}: {failed} failed; "
-              f"see {paths['report']}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def run_reproduce(args: argparse.Namespace) -> int:
-    return _run(args, theory_only=False)
-
-
-def run_theory(args: argparse.Namespace) -> int:
-    return _run(args, theory_only=True)
 
 
 def build_parser() -> argparse.ArgumentParser:

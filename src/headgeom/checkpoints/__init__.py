@@ -10,7 +10,7 @@ from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError
 from headgeom.checkpoints.infer_backbone import infer_backbone
 from headgeom.checkpoints.loaders import LoadedModel, build_backbone, load_checkpoint, load_layout
 from headgeom.checkpoints.official import OFFICIAL_FILES, OfficialFile, ShaCheck, check_sha256
-from headgeom.checkpoints.safe_load import (
+from headgeom.runs.safe_load import (
     CheckpointFormatError,
     InertFunction,
     InertNamespace,

@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from headgeom.commands.checkpoint import add_parser  # the parser lives with the torch-free parsers
+from headgeom.checkpoints.loaders import load_checkpoint
 from headgeom.io import atomic_write_json
 
 __all__ = ["add_parser", "run"]
@@ -15,8 +16,6 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> int:
     """Load ``args.path`` and print its report; errors propagate as ValueError / FileNotFoundError."""
-    from headgeom.checkpoints.loaders import load_checkpoint
-
     model = load_checkpoint(args.path, which=args.which, num_heads=args.num_heads, strict=args.strict)
     print(model.report())
     if args.json:

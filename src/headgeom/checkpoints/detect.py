@@ -254,7 +254,7 @@ def detect(obj: Any, which: str | None = None, num_heads: int | None = None) -> 
     """Tell the release of an unpickled checkpoint and split it into backbone / head tensors.
 
     Args:
-        obj: what :func:`headgeom.checkpoints.safe_load` returned as ``.obj``.
+        obj: what :func:`headgeom.runs.safe_load.safe_load` returned as ``.obj``.
         which: ``"teacher"`` (default) or ``"student"`` for DINO full checkpoints; must be None otherwise.
         num_heads: ViT attention heads (not visible in the tensors; default embed_dim // 64, DINO's rule).
 

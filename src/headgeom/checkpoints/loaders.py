@@ -1,6 +1,6 @@
 """``load_checkpoint``: an official SSL checkpoint file -> headgeom backbone + head (docs/paper.md §4.10).
 
-The file is read by :func:`~headgeom.checkpoints.safe_load.safe_load` (no pickled code runs),
+The file is read by :func:`~headgeom.runs.safe_load.safe_load` (no pickled code runs),
 its release told by :func:`~headgeom.checkpoints.detect.detect`, and the weights copied into
 ``headgeom.backbones`` / ``headgeom.heads`` modules. Shape disagreements raise; keys the
 models expect but the file lacks (``missing``) and file tensors no model takes
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torch import Tensor, nn
 
@@ -19,11 +19,9 @@ from headgeom.checkpoints.detect import HeadPart, Layout, detect
 from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError, head_state
 from headgeom.checkpoints.official import ShaCheck, check_sha256
 from headgeom.checkpoints.own_runs import is_headgeom_run, load_headgeom_run, resolve_checkpoint_path
-from headgeom.checkpoints.safe_load import safe_load
 from headgeom.heads import HeadSpec, ProjectionHead
-
-if TYPE_CHECKING:  # runs.trained imports checkpoints.safe_load: only the annotation, no import cycle
-    from headgeom.runs.trained import TrainedRun
+from headgeom.runs.safe_load import safe_load
+from headgeom.runs.trained import TrainedRun
 
 __all__ = ["LoadedModel", "build_backbone", "load_checkpoint", "load_layout"]
 

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from headgeom.checkpoints.heads_from_state import CheckpointArchitectureError
-from headgeom.checkpoints.safe_load import missing_checkpoint
 from headgeom.runs.checkpoint_format import CHECKPOINT_FORMAT
+from headgeom.runs.safe_load import missing_checkpoint
+from headgeom.runs.trained import TrainedRunError, build_trained
 
 __all__ = ["HEADGEOM_FORMAT", "is_headgeom_run", "resolve_checkpoint_path", "load_headgeom_run"]
 
@@ -45,10 +46,6 @@ def load_headgeom_run(obj: Mapping[str, Any], which: str | None, path: Path | No
     Keys: backbone, head, predictor, head_spec, backbone_name, backbone_kwargs, missing,
     unexpected, notes, release ("headgeom_<method>"), trained (the TrainedRun).
     """
-    # runs.trained reads checkpoints through checkpoints.safe_load: imported here, a top-level
-    # import would be circular (checkpoints/__init__ -> loaders -> own_runs -> runs.trained)
-    from headgeom.runs.trained import TrainedRunError, build_trained
-
     if which not in (None, "teacher", "student"):
         raise ValueError(f"which must be None, 'teacher' or 'student', got {which!r}.")
     try:

@@ -49,5 +49,5 @@ def add_hessian(subparsers: Any) -> argparse.ArgumentParser:
     a("--seed", type=int, default=0)
     a("--json", default=None, metavar="FILE", help="also write the full result (all eigenvalues) as JSON")
     deprecated_alias(p, "--batch", batch)
-    p.set_defaults(func=Command("headgeom.cli:run_hessian", outputs=json_output))
+    p.set_defaults(func=Command("headgeom.geometry.cli:run", outputs=json_output))
     return p

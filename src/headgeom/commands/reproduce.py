@@ -49,7 +49,7 @@ def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
                   "headgeom reproduce --preset paper --launcher slurm --partition gpu --time 12:00:00",
                   "headgeom reproduce --preset paper --launcher slurm --status"])
     _add_run_options(p, EXPERIMENT_IDS)
-    p.set_defaults(func=Command("headgeom.cli:run_reproduce", outputs=_outputs))
+    p.set_defaults(func=Command("headgeom.experiments.cli:run_reproduce", outputs=_outputs))
     return p
 
 
@@ -60,5 +60,5 @@ def add_theory(subparsers: Any) -> argparse.ArgumentParser:
         f"({', '.join(THEORY_IDS)}).",
         examples=["headgeom theory", "headgeom theory --only C2 --out theory-out"])
     _add_run_options(p, THEORY_IDS)
-    p.set_defaults(func=Command("headgeom.cli:run_theory", outputs=_outputs))
+    p.set_defaults(func=Command("headgeom.experiments.cli:run_theory", outputs=_outputs))
     return p

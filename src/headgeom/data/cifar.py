@@ -17,6 +17,7 @@ never arbitrary globals, so a hostile file cannot run code.
 
 from __future__ import annotations
 
+import _codecs
 import importlib
 import io
 import os
@@ -65,8 +66,6 @@ def _numpy_attr(name: str, *modules: str) -> Any:
 
 
 def _allowed_globals() -> dict[tuple[str, str], Any]:
-    import _codecs
-
     reconstruct = _numpy_attr("_reconstruct", "numpy._core.multiarray", "numpy.core.multiarray")
     scalar = _numpy_attr("scalar", "numpy._core.multiarray", "numpy.core.multiarray")
     frombuffer = _numpy_attr("_frombuffer", "numpy._core.numeric", "numpy.core.numeric")

@@ -11,14 +11,16 @@ import sys
 from pathlib import Path
 
 from headgeom.commands.eval import add_parser  # the parser lives with the torch-free parsers
+from headgeom.eval.evaluate import EvalConfig, evaluate_run, summary_rows
+from headgeom.eval.linear_probe import LinearProbeConfig
+from headgeom.eval.mlp_probe import MLPProbeConfig
+from headgeom.io import atomic_write_json
 
 __all__ = ["add_parser", "format_table", "run"]
 
 
 def format_table(results: dict) -> str:
     """One line per point: module, kNN, linear, MLP (when run) and rotation top-1 (%)."""
-    from headgeom.eval.evaluate import summary_rows
-
     k0 = results["protocol"]["k"][0]
     rows = summary_rows(results)
     mlp = any(not math.isnan(row[4]) for row in rows)
@@ -36,11 +38,6 @@ def format_table(results: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate RUN and write the results atomically; returns the exit status."""
-    from headgeom.eval.evaluate import EvalConfig, evaluate_run
-    from headgeom.eval.linear_probe import LinearProbeConfig
-    from headgeom.eval.mlp_probe import MLPProbeConfig
-    from headgeom.io import atomic_write_json
-
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise FileNotFoundError(f"run directory {run_dir} does not exist; pass the --out folder "

@@ -17,12 +17,11 @@ are ``test`` evidence (:mod:`headgeom.report.evidence`; the reason is in C8's do
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, collapse_outcome, negative_fraction, paper_head, pm, run_training, simsiam_train_config)
 from headgeom.launch.resources import Resources
@@ -155,12 +154,6 @@ def knn_of_run(config: AblationConfig):
 
 def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one activation; λ_min trajectories, spread, kNN per feature point."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     act, seed = cell["activation"], int(cell["seed"])
     if act not in ACTIVATIONS:
         raise ValueError(f"ablation cell {cell}: activation must be one of {ACTIVATIONS}")
@@ -189,7 +182,6 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
                head_output_point=points[-1] if points else None,
                eval_n_train=ev.get("eval_n_train"), eval_n_test=ev.get("eval_n_test"),
                num_classes=ev.get("num_classes"))
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

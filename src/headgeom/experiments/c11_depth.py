@@ -7,7 +7,7 @@ recipe; the head is the paper's ReLU+BN projector with ``depth`` hidden layers,
 paper's projector (depth counts hidden layers, as in C3; the paper does not say how it counted).
 One cell per depth × seed; a seed fixes the initialisation and the data order, so depths are paired by seed.
 
-Measured per cell (:mod:`headgeom.experiments.c11_measure`): rotation orbits (0-330°, the paper's
+Measured per cell (:mod:`headgeom.orbits.run_measures`): rotation orbits (0-330°, the paper's
 protocol) of a fixed set of test images through the backbone and the head; the trace ratio
 trace(z)/trace(h(z)) of the within-orbit covariance of L2-normalised features with a bootstrap CI
 (dimension-fair; it equals the paper's spread compression, shown beside it), the per-dimension ratio
@@ -39,17 +39,16 @@ probe accuracy grow with head depth could come out either way.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.c11_measure import depth_head, measure_run
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
+from headgeom.orbits.run_measures import measure_run
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
@@ -159,6 +158,16 @@ def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
     return [{"depth": d, "seed": s} for s in range(n) for d in sorted(config.depths)]
 
 
+def depth_head(depth: int, hidden: int, out: int) -> str:
+    """The paper's ReLU+BN projector with ``depth`` hidden layers as a head string (input width
+    filled in by the backbone): [Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out,
+    no bias) → BN. Depth 1 is the paper's projector (docs/paper.md §3, SimCLR for guillotine/orbits);
+    depth counts hidden layers, as in C3."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"head depth must be an int >= 1 (hidden layers before the last Linear), got {depth!r}")
+    return "d-" + "-".join([str(hidden)] * depth + [str(out)]) + ":relu:nobias:bn:last=bn"
+
+
 def train_config(config: C11Config, depth: int, seed: int):
     """The headgeom.train.TrainConfig of one cell (the paper's SimCLR, module docstring)."""
     return simclr_train_config(config, depth_head(depth, config.hidden, config.out_dim), seed)
@@ -171,16 +180,13 @@ def cell_train_config(config: C11Config, cell: dict[str, Any]):
 
 def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one depth × seed, then probe the backbone and measure orbits through the head."""
-    with torch_threads(config.num_threads):
-        t0 = time.perf_counter()
-        depth, seed = int(cell["depth"]), int(cell["seed"])
-        done, _, res = run_training(train_config(config, depth, seed), (), after=lambda d: measure_run(d, config))
-        if done.get("diverged"):
-            raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
-                               f"{done['diverged']}")
-        return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
-                "train_budget": done["train_budget"],
-                "seconds": time.perf_counter() - t0}
+    depth, seed = int(cell["depth"]), int(cell["seed"])
+    done, _, res = run_training(train_config(config, depth, seed), (), after=lambda d: measure_run(d, config))
+    if done.get("diverged"):
+        raise RuntimeError(f"C11 depth {depth} seed {seed}: training diverged, nothing to measure: "
+                           f"{done['diverged']}")
+    return {**res, "depth": depth, "seed": seed, "final_loss": done.get("final_loss"),
+            "train_budget": done["train_budget"]}
 
 
 # ---------------------------------------------------------------- the rule
@@ -383,14 +389,13 @@ def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
 def _cell_table(results: list[tuple[dict, dict]]) -> str:
     head = ["depth", "seed", "selectivity [CI]", "global ratio [CI]", "trace ratio [CI]", "spread compression",
             "centred compression [CI]", "per-dim ratio", "raw-feature trace ratio", "class/orbit change [CI]",
-            "fresh head trace ratio [CI]", "final loss", "seconds"]
+            "fresh head trace ratio [CI]", "final loss"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c, m in sorted(results, key=lambda r: (int(r[0]["depth"]), int(r[0]["seed"]))):
         row = [str(c["depth"]), str(c["seed"])] + [_ci(m.get(k)) for k in (
             "selectivity[raw]", "global_ratio[raw]", "trace_ratio[raw]", "compression[raw]", "compression_centred[raw]",
             "per_dim_ratio[raw]", "trace_ratio_raw[raw]", "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
-        row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-",
-                f"{m['seconds']:.0f}" if isinstance(m.get("seconds"), (int, float)) else "-"]
+        row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
@@ -194,12 +193,6 @@ def _probe(config: C12Config):
 
 def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one seed and probe every feature point; accuracies per probe and point."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     done, _, res = run_training(cell_train_config(config, cell), (), after=_probe(config))
     if done.get("diverged"):
         raise RuntimeError(f"C12 {cell}: training diverged, nothing to probe: {done['diverged']}")
@@ -226,7 +219,6 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         out[f"gap[{probe}]"] = a["z"] - a[head_points[-1]]  # z minus the head output
         out[f"tie_band[{probe}]"] = tie_band(a["z"], a[head_points[-1]], n_eval[probe], config.margin)
         out[f"gap_best_layer[{probe}]"] = a["z"] - max(a[p] for p in head_points)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -28,13 +28,12 @@ and the curve: it could come out either way.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine
@@ -51,7 +50,7 @@ METRIC_KEYS = (
     "eps_kappa", "eps_iso", "rel_fro", "n_indefinite", "lambda_min", "lambda_max", "scale_min", "scale_max",
     "init_eps_kappa", "init_eps_iso", "init_rel_fro",
     "objective_initial", "objective_final", "adam_steps", "lbfgs_iterations", "func_evals", "grad_norm",
-    "converged", "stop_reason", "M_ratio_fro", "engine_gap", "seconds",
+    "converged", "stop_reason", "M_ratio_fro", "engine_gap",
 )
 
 
@@ -157,14 +156,8 @@ def _engine_loss(name: str, c: torch.Tensor):
 
 def run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fit one head; the keys of ``METRIC_KEYS``."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
     from headgeom.experiments.runner import log_metrics
 
-    t0 = time.perf_counter()
     depth, width, seed = int(cell["depth"]), int(cell["width"]), int(cell["seed"])
     z, c = problem(config, seed)
     spec = head_spec(config.d, config.k, depth, width, config.activation, config.bias)
@@ -194,7 +187,6 @@ def _run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
         "grad_norm": fit.grad_norm, "converged": fit.converged, "stop_reason": fit.stop_reason,
         "M_ratio_fro": m_ratio, "engine_gap": float((geo.h - h_eng).abs().max()) / max(scale, 1e-300),
     }
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -20,7 +20,7 @@ Each cell (activation × state × reading × seed) reports the exact per-sample 
 (float64 eigh) of H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to
 ‖J‖₂‖ρ‖), and, when N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check.
 
-Thresholds, not design points (:mod:`headgeom.experiments.c4_threshold`). One equilibrium is one
+Thresholds, not design points (:mod:`headgeom.theory.collapse_threshold`). One equilibrium is one
 design point (residual ``mse_residual`` under MSE, angle ``cosine_angle`` under the cosine readings),
 and the answer depends on it: with full-rank J, G ≻ 0 and M is linear in ρ, so H_eff turns
 indefinite only past a threshold in ‖ρ‖. So each equilibrium cell of a state in ``sweep_states``
@@ -47,21 +47,20 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from headgeom.experiments.c4_threshold import (
-    ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
+from headgeom.theory.collapse_threshold import (
+    ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
 
 STATES = ("equilibrium", "scaled-equilibrium", "pseudo-collapsed")
 EQUILIBRIUM_STATES = ("equilibrium", "scaled-equilibrium")
@@ -80,7 +79,7 @@ METRIC_KEYS = (
     "M_fro", "M_ratio_fro", "G_ratio_fro", "lambda_min_rel_H",
     "dense", "dense_lambda_min_H", "dense_n_negative_H", "dense_block_gap", "dense_offblock_max",
     "magnitude", "point_magnitude", "sweep_grid", "sweep_lambda_min", "sweep_floor", "threshold", "threshold_status",
-    "threshold_rel_tol", "seconds",
+    "threshold_rel_tol",
 )
 
 
@@ -210,12 +209,6 @@ def _point_magnitude(point, magnitude: str) -> float:
 
 def run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Spectra of H_eff, G and M for one cell; the keys of ``METRIC_KEYS``."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     act, state, reading, seed = cell["activation"], cell["state"], cell["reading"], int(cell["seed"])
     if state not in STATES or reading not in READINGS:
         raise ValueError(f"C4 cell {cell}: state must be one of {STATES} and reading one of {READINGS}")
@@ -279,7 +272,6 @@ def _run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:
             "dense_block_gap": float((s_full.eigenvalues - lam_blocks).abs().max()) / max(scale_h, 1e-300),
             "dense_offblock_max": float(off.abs().max()),
         })
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 from torch.func import jvp
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.tangents import (
     JacobianMetric,
@@ -176,12 +175,6 @@ def measure(backbone, head, manifold: PatternManifold, theta: torch.Tensor, xi_o
 
 def run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Contrasts, gaps and the quotient distributions of one regime × seed, before and after."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     regime, seed = cell["regime"], int(cell["seed"])
     spec = regime_spec(config, regime)
     system = trained_system(spec, seed)
@@ -205,7 +198,6 @@ def _run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
             out[f"{stage}.{name}.median_tangent"] = float(q[name]["tangent"].abs().median())
             out["quotients"][f"{stage}.{name}"] = {k: [float(f"{v:.4g}") for v in q[name][k].flatten().tolist()]
                                                    for k in ("tangent", "random", "content")}
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

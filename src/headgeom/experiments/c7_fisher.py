@@ -29,7 +29,6 @@ inconclusive.
 from __future__ import annotations
 
 import copy
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from headgeom.experiments import c6_invariance as c6
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
 from headgeom.report.evidence import TEST
@@ -184,12 +183,6 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
 
 def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fisher ranks of one regime × seed, before and after training."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     regime, seed = cell["regime"], int(cell["seed"])
     spec = c6.regime_spec(c6.C6Config(system=config.system), regime)
     system = trained_system(spec, seed)
@@ -206,7 +199,6 @@ def _run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
             out[f"{stage}.{k}"] = v
         out[f"{stage}.gap_end_to_end"] = invariance_gap(backbone, head, manifold, theta, g)
         out[f"{stage}.gap_backbone"] = invariance_gap(backbone, None, manifold, theta, g)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -16,14 +16,18 @@ row: the loss is a cosine, which does not see ‖u‖, and the tangential H_eff 
 scale of the head output, whereas under the ambient reading the cosine's own curvature is
 indefinite (scale 1/‖u‖²), so a linear head can show negative eigenvalues through G alone, with no
 M, which is not the mechanism the claim is about. The ambient numbers are reported beside it.
-λ < −floor counts as negative, floor = rel_floor · max|λ| at that point (docs/paper.md §4 pitfall 2). Also ‖M‖_F/‖H_eff‖_F, the spread of the
+λ < −floor counts as negative, floor = rel_floor · max(max|λ|, S) at that point, S the scale of the terms
+G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.operand_scale`; docs/paper.md §4 pitfall
+2): a collapsed head's Jacobian is almost radial, so the tangential projection cancels terms far
+larger than the blocks it leaves, and the round-off of that cancellation (order eps · S) would pass a
+floor relative to the blocks alone; with S it counts as zero. Also ‖M‖_F/‖H_eff‖_F, the spread of the
 L2-normalised projector outputs, covariance condition number (of the representation, pitfall 7),
 RankMe, the head/backbone update ratio and the head's and backbone's parameter-gradient norms
 (headgeom.train.grad_norms: the gradient applied at each tracking step, the paper's gradient-norm figure).
 A ReLU head whose H_eff is exactly 0 with a frozen
 spread is reported as dead (pitfall 8), not as "no negative curvature".
 
-Pseudo-collapse is measured, not assumed (:mod:`headgeom.experiments.scaling_inertness`): for each
+Pseudo-collapse is measured, not assumed (:mod:`headgeom.theory.pseudo_collapse`): for each
 pseudo-collapsed run, the relative gap between the per-sample H_eff blocks at init with and without
 the ×α, on ``block_samples`` Gaussian z. For the bias-free ReLU and linear heads the cosine loss
 cannot see the scaling (positive homogeneity), so the gap is round-off: such a run is *geometrically
@@ -44,12 +48,10 @@ a test.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     negative_fraction, paper_head, paper_predictor, pm, run_training, simsiam_train_config)
@@ -57,6 +59,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.train import build_method_from_config
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -176,12 +180,6 @@ def cell_train_config(config: C8Config, cell: dict[str, Any]):
 
 def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one run and return its trajectories and per-run summaries (keys below)."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     run, seed = cell["run"], int(cell["seed"])
     if run not in RUNS:
         raise ValueError(f"C8 cell {cell}: run must be one of {tuple(RUNS)}")
@@ -204,6 +202,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         floor, _ = traj.heff(reading, "floor")
         out[f"lambda_min[{reading}]"], out[f"lambda_max[{reading}]"] = lmin, lmax
         out[f"floor[{reading}]"] = floor  # the engine's zero band, drawn in the λ figure
+        out[f"operand_scale[{reading}]"], _ = heff_series(records, reading, "operand_scale")
         out[f"heff_source[{reading}]"] = source
         out[f"n_negative[{reading}]"], _ = traj.heff(reading, "n_negative")
         out[f"M_ratio_fro[{reading}]"], _ = traj.heff(reading, "M_ratio_fro")
@@ -222,14 +221,15 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
         gaps = _pseudo_collapse_gap(config, run, seed)
         out["pseudo_collapse_gap"] = gaps
         out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 
 def _pseudo_collapse_gap(config: C8Config, run: str, seed: int) -> dict[str, float]:
     """The run's method at init against the same init without the ×α, per reading, on
-    ``block_samples`` Gaussian z (scaling_inertness.gap_at_init)."""
-    return gap_at_init(train_config(config, run, seed), config.block_samples or 8, seed, config.readings)
+    ``block_samples`` Gaussian z (headgeom.theory.pseudo_collapse.gap_at_init)."""
+    tc = train_config(config, run, seed)
+    return gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
+                       config.readings)
 
 
 def estimator_disagreement(lambda_min: list[float | None], lambda_max: list[float | None],
@@ -308,7 +308,9 @@ def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, se
                 what=f"fraction of seeds whose pseudo-collapse leaves H_eff unchanged (relative gap <= {INERT_REL_TOL:g})")
     verdict, reason = contrast_verdict(pos, neg, config.majority)
     criterion = (f"a run shows negative curvature when lambda_min(H_eff) < -floor (floor = {config.rel_floor:g} * "
-                 f"max|lambda|) at >= {config.negative_points:.0%} of its tracking points; expected: smooth runs; "
+                 f"max(max|lambda|, S), S = 1.1 * max_i |A_i|_2 |J_i|_2^2 the scale of the terms G is summed from, so "
+                 f"that round-off left by their cancellation is zero) at >= {config.negative_points:.0%} of its "
+                 f"tracking points; expected: smooth runs; "
                  f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
                  + f"; dead seeds are left out ({DEAD_DEFINITION}); {_why_reading(reading)}. Outcome: {reason}")
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
@@ -431,31 +433,38 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                                           _table(config, groups))], figures=figures, notes=notes)
 
 
-TINY_NEGATIVE = 1e-6  # |λ_min| / λ_max below which a negative eigenvalue is flagged as possible round-off
+TINY_NEGATIVE = 1e-6  # |λ_min| / λ_max below which a run's negative points are named in a note
 
 
 def _tiny_negative_notes(groups: dict[str, list[dict]], reading: str) -> list[str]:
     """One line per run whose negative points under ``reading`` are all tiny against λ_max.
 
-    The floor is relative to the result (rel_floor · max|λ|), not to the operands summed into a
-    block. Under the tangential reading a collapsed head's Jacobian is almost radial, so the
-    projection cancels terms far larger than the result and leaves round-off that the floor does
-    not cover (for a ReLU or linear head M ≡ 0 and the tangential G is PSD wherever cos(u, c) > 0).
-    Such runs are named, with the largest |λ_min| / λ_max among their negative points, so that a
-    verdict resting on them is read as a floor question, not evidence."""
+    The floor is relative to the operands of G as well as to the result (rel_floor · max(max|λ|, S),
+    :mod:`headgeom.geometry.operand_scale`), so the round-off a collapsed head leaves when the
+    tangential projection cancels its almost radial Jacobian counts as zero. A negative point that
+    still passes is below −rel_floor · S, far above that round-off, and is counted; when all of a
+    run's negative points are below TINY_NEGATIVE · λ_max the run is named, so that a verdict resting
+    on them is read with their size in view. Results recorded before the operand floor (no
+    ``operand_scale`` series) are named as such: their floor was relative to the result alone."""
     notes = []
     for run, ms in groups.items():
-        ratios = []
+        ratios, old = [], 0
         for m in ms:
             lo, hi, fl = (m.get(f"{k}[{reading}]") or [] for k in ("lambda_min", "lambda_max", "floor"))
             ratios += [abs(a) / b for a, b, f in zip(lo, hi, fl)
                        if None not in (a, b, f) and a < -f and b > 0]
-        if ratios and max(ratios) <= TINY_NEGATIVE:
-            notes.append(f"{run} under the {reading} reading: every negative point has |lambda_min| <= "
-                         f"{max(ratios):.1e} * lambda_max ({len(ratios)} points over {len(ms)} seeds): below "
-                         f"{TINY_NEGATIVE:g} of the block's own scale, the size of round-off left by projecting out "
-                         "an almost radial head Jacobian; the floor (relative to the result) does not cover it, so "
-                         "a verdict resting on these points is a floor question, not evidence.")
+            old += not any(v is not None for v in (m.get(f"operand_scale[{reading}]") or []))
+        if not ratios or max(ratios) > TINY_NEGATIVE:
+            continue
+        head = (f"{run} under the {reading} reading: every negative point has |lambda_min| <= {max(ratios):.1e} * "
+                f"lambda_max ({len(ratios)} points over {len(ms)} seeds)")
+        if old:
+            notes.append(head + f"; {old} of the seeds were recorded before the operand-relative floor (their floor "
+                         "is relative to the result alone, which counts the round-off of cancelled radial terms): "
+                         "recompute them (a fresh --out) before reading the verdict.")
+        else:
+            notes.append(head + "; each is below -rel_floor * S, the floor relative to G's operands, so it is counted "
+                         "as negative, but it is small against the block's own scale.")
     return notes
 
 

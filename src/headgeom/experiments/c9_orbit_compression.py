@@ -8,7 +8,7 @@ CIFAR ResNet-18 and the paper's 3-layer ViT-Tiny (one cell per backbone × seed)
 Orbits (headgeom.orbits, docs/paper.md §3 "Orbits"): ``orbit_classes`` classes × ``orbit_per_class``
 held-out test images (the same images for every cell; the paper: 5 × 3), 12 steps per family,
 rotation 0-330° (the paper's C9 family, the one judged) and hue, saturation, blur (the pretrained
-protocol's, reported). Read side by side at the head output h (headgeom.experiments.c9_measures):
+protocol's, reported). Read side by side at the head output h (headgeom.orbits.compression):
 the paper's protocol, h(z/‖z‖) (pitfall 5) with spread on L2-normalised features, and the corrected
 reading, h(raw z); for each the compression (= trace ratio), the per-dimension ratio (pitfall 4),
 D_intra/D_inter ratios, the class/orbit ratio before and after the head, the global spread ratio
@@ -41,24 +41,28 @@ separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from headgeom.experiments.c9_measures import DEFINITIONS, c9_measures, interval_side
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
+import torch
+from torch import Tensor
+
+from headgeom.data import ImageDataset, load_dataset
+from headgeom.device import resolve_device
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
+from headgeom.orbits import analyze_orbit_features, extract_orbits
+from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
+from headgeom.orbits.compression import DEFINITIONS, compression_measures, interval_side
+from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
 from headgeom.report.ood import ood_flag
 from headgeom.report.style import new_figure, series_style, shared_legend
-
-if TYPE_CHECKING:
-    from torch import Tensor
-
-    from headgeom.data import ImageDataset
+from headgeom.runs.trained import load_trained
 
 STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "
              "(ViT-Tiny) while keeping classes apart")
@@ -185,8 +189,6 @@ def cell_train_config(config: C9Config, cell: dict[str, Any]):
 def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int = 0) -> tuple[Tensor, Tensor]:
     """(uint8 images (N, 3, H, W), labels (N,)): ``per_class`` test images of each of the first
     ``n_classes`` classes, drawn by a seeded permutation (the same for every cell)."""
-    import torch
-
     if n_classes < 2 or n_classes > test.num_classes:
         raise ValueError(f"orbit_classes must be in [2, {test.num_classes}] (D_inter needs two classes); "
                          f"got {n_classes}")
@@ -204,16 +206,6 @@ def orbit_images(test: ImageDataset, n_classes: int, per_class: int, seed: int =
 
 def _analyze(config: C9Config, tc, seed: int):
     def after(run_dir) -> dict[str, Any]:
-        import torch
-
-        from headgeom.data import load_dataset
-        from headgeom.device import resolve_device
-        from headgeom.io import atomic_write_json
-        from headgeom.orbits import analyze_orbit_features, extract_orbits
-        from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
-        from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
-        from headgeom.runs.trained import load_trained
-
         dev = resolve_device(tc.device)
         run = load_trained(run_dir)
         method = run.method.to(dev)
@@ -234,7 +226,7 @@ def _analyze(config: C9Config, tc, seed: int):
                     "random_directions": head_points_on(random_direction_orbits(z, seed), chain, ("raw", "l2"),
                                                         device=dev)}
             families[fam] = {
-                v: c9_measures(of.features, labels, counts, prefix + head_out, ctrl, config.level)
+                v: compression_measures(of.features, labels, counts, prefix + head_out, ctrl, config.level)
                 for v, prefix in (("raw", ""), ("l2", "l2z/"))}
             families[fam]["layers"] = {p: r["compression"] for p, r in full[fam]["ratios"].items()}
         cell = cell_directory()
@@ -249,17 +241,14 @@ def _analyze(config: C9Config, tc, seed: int):
 
 def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one backbone × seed, then measure its orbits; C9 measures per family and head input."""
-    with torch_threads(config.num_threads):
-        t0 = time.perf_counter()
-        seed = int(cell["seed"])
-        tc = train_config(config, cell["backbone"], seed)
-        done, _, res = run_training(tc, (), after=_analyze(config, tc, seed))
-        if done.get("diverged"):
-            raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
-                               f"{done['diverged']}")
-        return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
-                "train_budget": done["train_budget"], **res,
-                "seconds": time.perf_counter() - t0}
+    seed = int(cell["seed"])
+    tc = train_config(config, cell["backbone"], seed)
+    done, _, res = run_training(tc, (), after=_analyze(config, tc, seed))
+    if done.get("diverged"):
+        raise RuntimeError(f"C9 {cell['backbone']} seed {seed}: training diverged, no orbits to measure: "
+                           f"{done['diverged']}")
+    return {"backbone": cell["backbone"], "seed": seed, "final_loss": done.get("final_loss"),
+            "train_budget": done["train_budget"], **res}
 
 
 # ---------------------------------------------------------------- verdicts
@@ -426,7 +415,7 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
     present = [b for b in config.backbones if any(c["backbone"] == b for c, _ in results)]
     claims = [_claim(config, results, b, v, kind)  # raw first: the in-distribution reading leads the summary
               for b in present for v in ("raw", "l2") for kind in ("main", "selective")]
-    notes = ["measures (c9_measures): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
+    notes = ["measures (headgeom.orbits.compression): " + "; ".join(f"{k}: {t}" for k, t in DEFINITIONS.items()),
              "compression equals the trace ratio of the within-orbit covariances (dimension-fair); the per-dimension "
              "ratio multiplies it by D_h/D_z (docs/paper.md §4 pitfall 4). Every cell's full analysis (every metric at "
              "every head layer) is in its run directory's orbits.json.",

@@ -16,7 +16,7 @@ final spread, their ratio and whether the run ends escaped (final ≥ escape_lev
 start at about 1/√k since BN is scale-invariant: the ×0.1 init does not collapse them).
 
 Each run without BN also measures whether its pseudo-collapse is visible to the geometry
-(:mod:`headgeom.experiments.scaling_inertness`: the per-sample H_eff blocks at init with and without
+(:mod:`headgeom.theory.pseudo_collapse`: the per-sample H_eff blocks at init with and without
 the ×α). For bias-free ReLU and linear heads the cosine loss cannot see the scaling: the gap is
 round-off, the run is geometrically a normal-init run, and its seeds are left out of the escape
 rows rather than counted as a collapsed head that stayed collapsed (BN heads are not measured: the
@@ -31,12 +31,10 @@ of trained runs, which could come out either way.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
-from headgeom.experiments.scaling_inertness import INERT_REL_TOL, gap_at_init
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
     paper_head, pm, run_training, simsiam_train_config)
@@ -44,6 +42,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.train import build_method_from_config
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -156,12 +156,6 @@ def cell_train_config(config: GridConfig, cell: dict[str, Any]):
 
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one grid run; trajectories, escape and dead-head flags."""
-    with torch_threads(config.num_threads):
-        return _run_cell(config, cell)
-
-
-def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
-    t0 = time.perf_counter()
     act, bn, lr, seed = cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"])
     done, traj, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
                                  rel_floor=config.rel_floor, block_samples=config.block_samples)
@@ -177,10 +171,11 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     out["M_ratio"], out["M_ratio_norm"] = traj.m_ratio("ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     if not bn and config.pseudo_collapse is not None:
-        gaps = gap_at_init(train_config(config, act, bn, lr, seed), config.block_samples or 8, seed, ("ambient",))
+        tc = train_config(config, act, bn, lr, seed)
+        gaps = gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
+                           ("ambient",))
         out["pseudo_collapse_gap"] = gaps
         out["inert_pseudo_collapse"] = bool(max(gaps.values()) <= INERT_REL_TOL)
-    out["seconds"] = time.perf_counter() - t0
     return out
 
 

@@ -35,7 +35,6 @@ from headgeom.report.budget import check_budget
 from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
-from headgeom.threads import torch_threads  # noqa: F401  (re-exported for experiment modules)
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 PRESETS = ("quick", "small", "paper")
@@ -144,9 +143,7 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
 
 
 # machinery and the helper modules of experiments (they register nothing)
-NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "c9_measures", "c10_files", "c10_summary",
-                             "c11_measure", "paper_protocol", "dry_run", "c4_threshold",
-                             "scaling_inertness"})
+NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "paper_protocol", "dry_run"})
 
 
 def experiment_modules() -> list[str]:

@@ -43,6 +43,7 @@ from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
 from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
 from headgeom.runs.provenance import environment, utc_now
+from headgeom.threads import torch_threads
 from headgeom.train.ddp import job_layout
 
 # the metrics.jsonl of the cell being run (log_metrics appends to it)
@@ -175,6 +176,19 @@ def resolve_config(exp: Experiment, preset: str, seeds: int | None) -> tuple[Any
 
 
 # ----------------------------------------------------------------------------- one cell
+def cell_threads(config: Any) -> int | None:
+    """The torch intra-op thread count a cell runs with: the config's ``num_threads`` field (None, or
+    a config without the field: torch's setting as it is, e.g. the local launcher's share of the cores)."""
+    return getattr(config, "num_threads", None)
+
+
+def call_cell(exp: Experiment, config: Any, cell: dict[str, Any]) -> Any:
+    """``exp.run_cell(config, cell)`` with :func:`cell_threads` torch threads, restored afterwards: the
+    one place a cell's thread count is applied (the runner also times the cell, as ``elapsed_s``)."""
+    with torch_threads(cell_threads(config)):
+        return exp.run_cell(config, cell)
+
+
 def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
                  env: dict[str, Any], train_logger: str = "jsonl") -> dict[str, Any]:
     """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}.
@@ -221,7 +235,7 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
     token = _LOG_FILE.set(run_dir / METRICS_NAME)
     logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
-        metrics = exp.run_cell(config, cell)
+        metrics = call_cell(exp, config, cell)
         if not isinstance(metrics, dict):
             raise TypeError(f"run_cell of {exp.id} returned {type(metrics).__name__}; it must return a dict of metrics")
         metrics = jsonable(metrics)
@@ -252,7 +266,7 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
     token = _FOLLOWED.set(run_dir)
     logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
-        exp.run_cell(config, cell)
+        call_cell(exp, config, cell)
     except Exception as err:  # noqa: BLE001 - rank 0 reports the cell
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": None}
     finally:

@@ -14,7 +14,7 @@ analysis's z, u, rho, head, loss, reading and chunk_size); every strategy is exa
 strategy returns ``(G blocks, M blocks, path)``; which path a query takes is the pure dispatch
 decision :meth:`BlockStrategies.block_path`. A query assigns nothing to the object except the
 caches of pure results named in ``QUERY_CACHES`` (the loss's checked or discovered curvature,
-HVP closures, the measured precision).
+HVP closures, the measured precision, the operand scale).
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ from .mlp_structure import chain_pass
 from .readings import loss_hvp
 
 SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
-QUERY_CACHES = ("_curvature_cache", "_loss_curvature_cache", "_coupled_cache", "_hvp_closures", "_precision_cache")
+QUERY_CACHES = ("_curvature_cache", "_loss_curvature_cache", "_coupled_cache", "_hvp_closures", "_precision_cache",
+                "_operand_scale_cache")
 PARTS = {"H": (True, True), "G": (True, False), "M": (False, True)}
 Rows = int | slice | Tensor | list | tuple | range | None
 

@@ -24,9 +24,12 @@ from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .block_strategies import BlockStrategies
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
+from .loss_curvature import curvature_for
 from .loss_discovery import is_block_diagonal
 from .mlp_sandwich import vector_pass
 from .mlp_structure import flatten_layers, fuse_affine_runs
+from .operand_scale import OperandScale, low_rank_norms, operand_scale, power_norms
+from .operators import SymmetricOperator
 from .precision import measured_error
 from .readings import READINGS, Loss, check_reading, hvp_fn, loss_hvp
 
@@ -167,6 +170,35 @@ class EffectiveHessian(BlockStrategies):
                     discover_structure=self.discover_structure))
         return self._precision_cache
 
+    def operand_scale(self) -> OperandScale:
+        """S = 1.1 · max_i ‖A_i‖₂ ‖J_i‖₂² (A_i the ambient loss-Hessian block, J_i the head Jacobian),
+        the operand-relative reference of the sign floor (:mod:`headgeom.geometry.operand_scale`), once.
+
+        ‖J_i‖₂ by batched power steps (a head that couples samples: of the whole J, an upper bound);
+        ‖A_i‖₂ exactly from a declared low-rank form, else by power steps on the ambient loss HVP,
+        per sample for a separable loss, of the whole loss Hessian otherwise (an upper bound)."""
+        if not hasattr(self, "_operand_scale_cache"):
+            gen = torch.Generator(device="cpu").manual_seed(0)
+            fn, z = self.head.fn, self.z
+            _, pull = vjp(fn, z)
+            jac = power_norms(lambda v: pull(_jvp_or_double_vjp(fn, z, v))[0],
+                              torch.randn(z.shape, generator=gen, dtype=z.dtype).to(z.device),
+                              per_row=self.row_wise_head)
+            j_how = ("power steps on J_i^T J_i, every sample at once" if self.row_wise_head else
+                     "power steps on the whole J^T J (the head couples samples): an upper bound of every |J_i|")
+            curv = curvature_for(self.loss, self.u, "ambient") if self.separable_loss else None
+            if curv is not None:
+                a, a_how, a_steps, a_ok = low_rank_norms(curv, self.k), "exact from the declared low-rank form", 0, True
+            else:
+                pn = power_norms(loss_hvp(self.loss, self.u, "ambient"),
+                                 torch.randn(self.u.shape, generator=gen, dtype=self.u.dtype).to(self.u.device),
+                                 per_row=self.separable_loss)
+                a, a_steps, a_ok = pn.values, pn.steps, pn.converged
+                a_how = ("power steps on the loss HVP, every sample at once" if self.separable_loss else
+                         "power steps on the whole loss Hessian (the loss couples samples): an upper bound")
+            self._operand_scale_cache = operand_scale(jac, a, a_how, j_how, a_steps, a_ok)
+        return self._operand_scale_cache
+
     def _probe_separable(self) -> bool:
         """Whether ∇²_u L is block-diagonal over samples (no row's tangent leaks to another row)."""
         if self.n < 2:
@@ -225,8 +257,6 @@ class EffectiveHessian(BlockStrategies):
 
     def operator(self, part: str = "H"):
         """H_eff ("H"), G ("G") or M ("M") as a SymmetricOperator (see ``.to_scipy()``)."""
-        from .operators import SymmetricOperator
-
         mv = {"H": self.matvec, "G": self.gauss_newton_matvec, "M": self.interaction_matvec}
         if part not in mv:
             raise ValueError(f"part must be one of 'H', 'G', 'M'; got {part!r}")

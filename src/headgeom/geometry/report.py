@@ -57,20 +57,17 @@ def hessian_report(
         other = model(z2)
     loss = analysis_loss(objective, other)
     eh = effective_hessian(model, loss, z, reading=reading, dtype=dtype)
+    # H_eff and G: floor relative to G's operands too (headgeom.geometry.operand_scale); M has no cancellation
+    s = eh.operand_scale().value
 
     if scope == "blocks":
         h, gn, m = eh.decomposed_blocks()
-        spectra = {"H_eff": spectrum(h, decomposition={"G": gn, "M": m}), "G": spectrum(gn), "M": spectrum(m)}
     elif scope == "dense":
         h, gn, m = eh.dense(), eh.gauss_newton(), eh.interaction()
-        spectra = {"H_eff": spectrum(h, decomposition={"G": gn, "M": m}), "G": spectrum(gn), "M": spectrum(m)}
     else:
-        ops = {p: eh.operator(p) for p in "HGM"}
-        spectra = {
-            "H_eff": spectrum(ops["H"], decomposition={"G": ops["G"], "M": ops["M"]}),
-            "G": spectrum(ops["G"]),
-            "M": spectrum(ops["M"]),
-        }
+        h, gn, m = (eh.operator(p) for p in "HGM")
+    spectra = {"H_eff": spectrum(h, decomposition={"G": gn, "M": m}, scale=s), "G": spectrum(gn, scale=s),
+               "M": spectrum(m)}
     return {
         "setting": {
             "head": model.spec.to_string(), "objective": objective, "batch": batch, "state": state,
@@ -78,6 +75,7 @@ def hessian_report(
             "z": "N(0, I); other view z + view_noise * N(0, I), its head output held fixed",
         },
         "engine": eh.info(),
+        "operand_scale": eh.operand_scale().record(),
         "rho_norm": float(eh.rho.norm()),
         "spectra": {name: s.to_dict() for name, s in spectra.items()},
         "summary": {name: s.summary() for name, s in spectra.items()},
@@ -121,6 +119,8 @@ def format_report(report: dict[str, Any]) -> str:
             if key in per:
                 p = per[key]
                 lines.append(f"  {key:18} {_fmt(p.get('min'))} / {_fmt(p.get('median'))} / {_fmt(p.get('max'))}")
-    lines.append(f"negative means lambda < -floor, floor = {report['spectra']['H_eff']['rel_floor']:g} * max|lambda|; "
+    lines.append(f"negative means lambda < -floor, floor = {report['spectra']['H_eff']['rel_floor']:g} * "
+                 f"max(max|lambda|, S) for H_eff and G (S = {report['operand_scale']['value']:.4g}, the scale of G's "
+                 f"operands, max_i |A_i| |J_i|^2), {report['spectra']['M']['rel_floor']:g} * max|lambda| for M; "
                  f"condition number: {report['spectra']['H_eff']['condition_definition']}")
     return "\n".join(lines)

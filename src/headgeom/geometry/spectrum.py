@@ -7,8 +7,11 @@
 
 Conventions (docs/paper.md §4):
 - Dense and block spectra are computed in float64 (pitfall 2), whatever the input dtype.
-- floor = rel_floor · max|λ|. An eigenvalue counts as negative only if λ < −floor, as zero if
-  |λ| ≤ floor. The default rel_floor = 1e-10 sits far above float64 roundoff of a symmetric
+- floor = rel_floor · max|λ|, or rel_floor · max(max|λ|, S) when the caller passes the scale S of
+  the operands the matrix was summed from (``scale=``; for G and H_eff the engine's
+  ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`): a result that is tiny because large
+  terms cancelled carries round-off of order eps · S, not eps · max|λ|. An eigenvalue counts as
+  negative only if λ < −floor, as zero if |λ| ≤ floor. The default rel_floor = 1e-10 sits far above float64 roundoff of a symmetric
   eigensolver (~n · 1e-16 · max|λ|), so a −1e-16 eigenvalue beside order-1 ones is zero, and far
   below the −1e-6 curvature the paper tracks, so that one is negative (pitfall 2).
 - The condition number is max|λ| / min|λ| over eigenvalues with |λ| > floor, never a clamped
@@ -31,7 +34,7 @@ from headgeom.geometry.operators import as_operator, check_symmetric
 
 __all__ = ["Spectrum", "spectrum"]
 
-_COND = "max|λ| / min|λ| over eigenvalues with |λ| > floor, floor = rel_floor · max|λ|; None if no eigenvalue exceeds the floor"
+_COND = "max|λ| / min|λ| over eigenvalues with |λ| > floor, floor = rel_floor · max(max|λ|, operand scale if given); None if no eigenvalue exceeds the floor"
 _COND_OP = _COND + (
     "; for an operator known only at its ends it is defined only when the ends fix min|λ| "
     "(both extremes beyond the floor on the same side, or an exact Krylov space), else None"
@@ -61,6 +64,8 @@ class Spectrum:
     lambda_max: float
     rel_floor: float
     floor: float
+    floor_relative_to: str  # "result" (rel_floor · max|λ|) or "operands" (rel_floor · scale, the larger)
+    operand_scale: float | None  # the scale passed, or None
     n_negative: int | None
     n_zero: int | None
     n_positive: int | None
@@ -85,6 +90,7 @@ class Spectrum:
             "n_positive": self.n_positive,
             "condition_number": self.condition_number,
             "floor": self.floor,
+            "floor_relative_to": self.floor_relative_to,
             "method": self.method["name"],
         }
         if self.kind == "operator":
@@ -108,6 +114,8 @@ class Spectrum:
             "lambda_max": self.lambda_max,
             "rel_floor": self.rel_floor,
             "floor": self.floor,
+            "floor_relative_to": self.floor_relative_to,
+            "operand_scale": self.operand_scale,
             "n_negative": self.n_negative,
             "n_zero": self.n_zero,
             "n_positive": self.n_positive,
@@ -119,6 +127,13 @@ class Spectrum:
             "norm_ratios": self.norm_ratios,
         }
         return json_safe(out)
+
+
+def _floor(rel_floor: float, result_scale: float, scale: float | None) -> dict[str, Any]:
+    """floor = rel_floor · max(max|λ|, scale) and which of the two set it."""
+    operands = scale is not None and scale > result_scale
+    return {"floor": rel_floor * (scale if operands else result_scale),
+            "floor_relative_to": "operands" if operands else "result", "operand_scale": scale}
 
 
 def _counts(lam: Tensor, floor: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -199,16 +214,18 @@ def _decomp_dense(x: Tensor, parts: Mapping[str, Any]) -> dict[str, dict[str, An
     return out
 
 
-def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any] | None) -> Spectrum:
+def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any] | None,
+                    scale: float | None) -> Spectrum:
     in_dtype = x.dtype
     xs = _check_dense(x, "x")
     lam = torch.linalg.eigvalsh(xs)  # ascending; (n,) or (N, d)
-    floor = rel_floor * float(lam.abs().max())
+    fl = _floor(rel_floor, float(lam.abs().max()), scale)
+    floor = fl["floor"]
     neg, zero, pos = _counts(lam, floor)
     cond = _condition(lam.reshape(-1), floor)
     method = {"name": "eigh", "dtype": "float64", "input_dtype": str(in_dtype).replace("torch.", "")}
     common = dict(
-        lambda_min=float(lam.min()), lambda_max=float(lam.max()), rel_floor=float(rel_floor), floor=floor,
+        lambda_min=float(lam.min()), lambda_max=float(lam.max()), rel_floor=float(rel_floor), **fl,
         n_negative=int(neg.sum()), n_zero=int(zero.sum()), n_positive=int(pos.sum()),
         condition_number=None if bool(torch.isnan(cond)) else float(cond),
         condition_definition=_COND, method=method,
@@ -229,13 +246,14 @@ def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any
 
 def _spectrum_operator(
     x: Any, rel_floor: float, decomposition: Mapping[str, Any] | None, k: int, tol: float,
-    max_iter: int | None, seed: int,
+    max_iter: int | None, seed: int, scale: float | None,
 ) -> Spectrum:
     op = as_operator(x)
     res = lanczos_extremes(op, k=k, tol=tol, max_iter=max_iter, seed=seed, which="both")
     lam = res.extremes().to(torch.float64)
     lo, hi = float(lam[0]), float(lam[-1])
-    floor = rel_floor * max(abs(lo), abs(hi))
+    fl = _floor(rel_floor, max(abs(lo), abs(hi)), scale)
+    floor = fl["floor"]
     full = res.exact and res.iterations == op.n  # all n eigenvalues, with multiplicity
     counts: tuple[int | None, ...] = (None, None, None)
     if full:
@@ -270,7 +288,7 @@ def _spectrum_operator(
                             "converged": r.converged, "iterations": r.iterations}
     return Spectrum(
         kind="operator", n=op.n, eigenvalues=lam, lambda_min=lo, lambda_max=hi,
-        rel_floor=float(rel_floor), floor=floor, n_negative=counts[0], n_zero=counts[1],
+        rel_floor=float(rel_floor), **fl, n_negative=counts[0], n_zero=counts[1],
         n_positive=counts[2], condition_number=cond, condition_definition=_COND_OP,
         method=method, norm_ratios=ratios, lanczos=res,
     )
@@ -285,6 +303,7 @@ def spectrum(
     tol: float = 1e-10,
     max_iter: int | None = None,
     seed: int = 0,
+    scale: float | None = None,
 ) -> Spectrum:
     """Spectrum of a symmetric (n, n) tensor, an (N, d, d) batch of blocks, or an operator.
 
@@ -293,6 +312,9 @@ def spectrum(
             SymmetricOperator / object with `.matvec` and `.shape` (Lanczos at both ends).
         rel_floor: floor = rel_floor · max|λ| for counting signs and for the condition number;
             1e-10 by default (module docstring, docs/paper.md §4 pitfall 2).
+        scale: the scale S of the operands x was computed from (e.g. ``eh.operand_scale().value``
+            for H_eff or G blocks); the floor becomes rel_floor · max(max|λ|, S), and the result
+            says which applied (``floor_relative_to``). None: relative to the result alone.
         decomposition: named parts of the same kind as x (e.g. {"G": G, "M": M} for
             x = H_eff), reported as ‖part‖ / ‖x‖ in Frobenius and spectral norm.
         k, tol, max_iter, seed: Lanczos settings (operators only), see `lanczos_extremes`.
@@ -301,10 +323,14 @@ def spectrum(
         raise ValueError(f"rel_floor must be a float in [0, 1), got {rel_floor!r} (default 1e-10).")
     if decomposition is not None and not isinstance(decomposition, Mapping):
         raise TypeError(f"decomposition must be a dict of named parts, got {type(decomposition).__name__}.")
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not (0 <= scale < float("inf")):
+            raise ValueError(f"scale must be None or a finite float >= 0 (the operands' scale), got {scale!r}.")
+        scale = float(scale)
     if isinstance(x, Tensor):
-        return _spectrum_dense(x, rel_floor, decomposition)
+        return _spectrum_dense(x, rel_floor, decomposition, scale)
     if callable(getattr(x, "matvec", None)) and hasattr(x, "shape"):
-        return _spectrum_operator(x, rel_floor, decomposition, k, tol, max_iter, seed)
+        return _spectrum_operator(x, rel_floor, decomposition, k, tol, max_iter, seed, scale)
     raise TypeError(
         f"spectrum expects a tensor (n, n) or (N, d, d), or an operator with .matvec and .shape; "
         f"got {type(x).__name__}."

@@ -1,6 +1,6 @@
 """MethodSpec: everything needed to rebuild an SSL method, as a JSON-able frozen dataclass.
 
-``build_method_from_spec(spec)`` (or ``spec.build()``) rebuilds the same architecture; with
+``headgeom.methods.build_method_from_spec(spec)`` rebuilds the same architecture; with
 ``method.load_state_dict(state)`` the rebuilt method is the saved one. Heads are stored in
 their canonical compact form (``HeadSpec.to_string``), which round-trips exactly.
 """
@@ -19,7 +19,7 @@ class MethodSpec:
 
     name: method name (``headgeom.methods.METHODS``).
     backbone: backbone registry name, or ``"custom"`` for a module passed by the caller
-      (rebuilding then needs that module again: ``spec.build(backbone=module)``).
+      (rebuilding then needs that module again: ``build_method_from_spec(spec, backbone=module)``).
     backbone_options: keyword options of ``headgeom.backbones.get_backbone``.
     feature_dim: width d of the backbone representation z.
     head: projector as a canonical compact head string (first width = feature_dim).
@@ -49,9 +49,3 @@ class MethodSpec:
         if unknown:
             raise ValueError(f"MethodSpec got unknown field(s) {unknown}; fields are {sorted(names)}")
         return cls(**{k: (dict(v) if isinstance(v, Mapping) else v) for k, v in data.items()})
-
-    def build(self, backbone: Any = None):
-        """Rebuild the method (fresh initialisation; load a state_dict to restore weights)."""
-        from headgeom.methods.registry import build_method_from_spec
-
-        return build_method_from_spec(self, backbone=backbone)

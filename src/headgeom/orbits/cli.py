@@ -17,8 +17,16 @@ import sys
 import time
 from pathlib import Path
 
+from tqdm.auto import tqdm
+
 from headgeom.commands.analyze import add_parser, default_out  # the parser lives with the torch-free parsers
+from headgeom.data import load_dataset
 from headgeom.device import resolve_device
+from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
+from headgeom.orbits.external import analyze_npz, is_npz
+from headgeom.orbits.model_input import resolve_model
+from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
+from headgeom.orbits.report import format_report, format_summary
 from headgeom.runs.provenance import environment
 
 __all__ = ["add_parser", "default_out", "run"]
@@ -42,9 +50,6 @@ def _check_args(args: argparse.Namespace) -> None:
 def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[Path, Path, list[Path]]:
     """Write OUT/figures/*.png, OUT/report.md and OUT/analysis.json atomically (in that order,
     so analysis.json lists the files); returns (json path, report path, figure paths)."""
-    from headgeom.io import atomic_write_bytes, atomic_write_json, atomic_write_text
-    from headgeom.orbits.report import format_report
-
     written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
     result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
     report = atomic_write_text(out / "report.md", format_report(result))
@@ -53,9 +58,6 @@ def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[
 
 def run_npz(args: argparse.Namespace) -> int:
     """``headgeom analyze FILE.npz``: orbit embeddings computed elsewhere (headgeom.orbits.external)."""
-    from headgeom.orbits.external import analyze_npz
-    from headgeom.orbits.report import format_summary
-
     _check_args(args)
     if args.families is not None:
         raise ValueError("--families chooses augmentations of a model's images; an .npz already "
@@ -80,20 +82,11 @@ def run_npz(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Analyse ``args.path`` and write analysis.json, report.md and figures; returns 0."""
-    from headgeom.orbits.external import is_npz
-
     if is_npz(args.path):
         return run_npz(args)
     if args.family is not None:
         raise ValueError("--family names the orbits of an .npz file; for a model choose "
                          "augmentations with --families")
-    from tqdm.auto import tqdm
-
-    from headgeom.data import load_dataset
-    from headgeom.orbits.model_input import resolve_model
-    from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
-    from headgeom.orbits.report import format_summary
-
     t_start = time.perf_counter()
     _check_args(args)
     say = (lambda msg: None) if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from headgeom.checkpoints.safe_load import file_sha256
+from headgeom.runs.safe_load import file_sha256
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_protocol
 from headgeom.orbits.extract import OrbitFeatures
 from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca

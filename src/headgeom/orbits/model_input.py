@@ -26,6 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from headgeom.checkpoints import load_checkpoint
+from headgeom.data import DATASET_STATS, dataset_stats, load_dataset
 from headgeom.runs.folder import missing_checkpoint_message
 
 __all__ = ["IMAGENET_SIZE", "NORMALIZATIONS", "OFFICIAL_IMAGENET_RELEASES", "ModelInput",
@@ -114,8 +116,6 @@ def _imagenet_reason(release: str, name: str, kwargs: dict[str, Any]) -> tuple[s
 
 def _data_stats(name: str, options: dict[str, Any], data_dir: str | None) -> tuple[tuple, tuple]:
     """Published mean/std of ``name``, else measured on its train split (shapes, imagefolder)."""
-    from headgeom.data import DATASET_STATS, dataset_stats, load_dataset
-
     if name in DATASET_STATS:
         s = DATASET_STATS[name]
     else:
@@ -135,8 +135,6 @@ def resolve_model(path: str | os.PathLike[str], *, which: str | None = None,
     resize side (0 = native). Raises FileNotFoundError for a missing path, ValueError for bad
     options, and the checkpoint loaders' errors for refused or unreadable files.
     """
-    from headgeom.checkpoints import load_checkpoint
-
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
     if input_size is not None and (isinstance(input_size, bool) or not isinstance(input_size, int)

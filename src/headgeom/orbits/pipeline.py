@@ -27,9 +27,10 @@ from headgeom.orbits.extract import extract_orbits
 from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
 from headgeom.orbits.model_input import ModelInput, prepare_images
 from headgeom.orbits.report import last_points
+from headgeom.orbits.tangent_figures import plot_tangent_spectra
+from headgeom.orbits.tangent_metric import tangent_metric_analysis
 
-__all__ = ["AnalysisOptions", "figure_points", "load_tangent_metric", "run_analysis",
-           "select_images"]
+__all__ = ["AnalysisOptions", "figure_points", "run_analysis", "select_images"]
 
 
 @dataclass(frozen=True)
@@ -82,26 +83,6 @@ def select_images(data: ImageDataset, n: int, seed: int) -> Tensor:
 def figure_points(points: Sequence[str]) -> list[str]:
     """z and the last point of each head and input variant (h(z); p(h(z)); h(z/‖z‖) ...)."""
     return ["z"] + last_points(list(points))
-
-
-def load_tangent_metric() -> tuple[Callable, Callable | None]:
-    """(tangent_metric_analysis, plot_tangent_spectra or None) from headgeom.orbits.tangent_metric
-    and headgeom.orbits.tangent_figures.
-
-    Raises ImportError saying what is missing when the analysis itself cannot be imported; a
-    missing plot only drops the spectra figure.
-    """
-    try:
-        from headgeom.orbits.tangent_metric import tangent_metric_analysis
-    except ImportError as err:
-        raise ImportError(f"headgeom.orbits.tangent_metric.tangent_metric_analysis is not available "
-                          f"({err}); the tangent-metric and Fisher tables need it (or pass "
-                          f"--no-tangents)") from err
-    try:
-        from headgeom.orbits.tangent_figures import plot_tangent_spectra
-    except ImportError:
-        plot_tangent_spectra = None
-    return tangent_metric_analysis, plot_tangent_spectra
 
 
 class _Counting(nn.Module):
@@ -183,22 +164,13 @@ def _tangents(mi: ModelInput, images: Tensor, opts: AnalysisOptions, figures: di
         return {"skipped": "--no-tangents"}
     if "head" not in mi.heads:
         return {"skipped": "the checkpoint holds no projection head: no head metric to pull back"}
-    try:
-        analysis, plot = load_tangent_metric()
-    except ImportError as err:
-        say(f"warning: {err}; tangent metric skipped")
-        return {"skipped": str(err)}
     t0 = time.perf_counter()
     n = min(opts.tangent_images, images.shape[0])
     say(f"tangent metric and Fisher ranks on {n} images x {len(opts.families)} families (float64)")
-    result = analysis(mi.backbone, mi.heads["head"], images[:n], list(opts.families),
+    result = tangent_metric_analysis(mi.backbone, mi.heads["head"], images[:n], list(opts.families),
                       loss=opts.tangent_loss, n_random=opts.tangent_random,
                       rel_tol=opts.tangent_rel_tol, mean=mi.mean, std=mi.std, seed=opts.seed,
                       batch_size=opts.tangent_batch_size)
     seconds["tangent_metric"] = time.perf_counter() - t0
-    if plot is not None:
-        figures["tangent_spectra.png"] = figure_png_bytes(plot(result))
-    else:
-        say("note: headgeom.orbits.tangent_figures.plot_tangent_spectra is not available; no "
-            "tangent spectra figure")
+    figures["tangent_spectra.png"] = figure_png_bytes(plot_tangent_spectra(result))
     return result

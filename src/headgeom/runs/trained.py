@@ -4,7 +4,7 @@ experiment turns a ``headgeom train`` run folder (or its ``checkpoints/last.pt``
 A run folder holds ``config.json`` (``{"config": TrainConfig.to_dict(), ...}``) and
 ``checkpoints/last.pt`` (``{"format": "headgeom.train.checkpoint", "version": 1, "method":
 state_dict, "config": ..., "step", "epoch", ...}``), read through
-:func:`headgeom.checkpoints.safe_load` (no pickled code runs). The method is rebuilt from the
+:func:`headgeom.runs.safe_load.safe_load` (no pickled code runs). The method is rebuilt from the
 stored settings with :func:`headgeom.methods.build_method`, as training built it, and filled.
 
 The run layer sits beneath ``headgeom.train``, so the settings are read from the stored mapping
@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from headgeom.checkpoints.safe_load import safe_load
+from headgeom.runs.safe_load import safe_load
 from headgeom.data import DATASET_STATS, ImageDataset, dataset_stats, load_dataset
 from headgeom.methods import build_method
 
@@ -197,7 +197,7 @@ def load_trained(path: str | os.PathLike[str], checkpoint: str | os.PathLike[str
     ``checkpoint``, default its ``checkpoints/last.pt``) or a checkpoint file (settings stored in it).
 
     Raises FileNotFoundError (no run or checkpoint there), the errors of
-    :func:`headgeom.checkpoints.safe_load` for unreadable or unsafe files, and TrainedRunError for a
+    :func:`headgeom.runs.safe_load.safe_load` for unreadable or unsafe files, and TrainedRunError for a
     file that is not a complete headgeom training checkpoint or does not fill its method exactly."""
     path = Path(path)
     config = None

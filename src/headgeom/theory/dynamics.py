@@ -33,8 +33,11 @@ from typing import Callable
 
 import numpy as np
 import torch
+from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
+from scipy.special import erf
 from torch import Tensor
 
+from headgeom.geometry import effective_hessian
 from headgeom.heads.activations import canonical_act, get_act
 from headgeom.objectives import negative_cosine
 
@@ -261,14 +264,8 @@ _NP_ACTS: dict[str, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {
     "relu": lambda a: (np.maximum(a, 0.0), (a > 0).astype(np.float64)),
     "silu": lambda a: (lambda s: (a * s, s * (1.0 + a * (1.0 - s))))(0.5 * (1.0 + np.tanh(0.5 * a))),
     "gelu": lambda a: (lambda c: (a * c, c + a * np.exp(-0.5 * a * a) / math.sqrt(2.0 * math.pi)))(
-        0.5 * (1.0 + _erf(a / math.sqrt(2.0)))),
+        0.5 * (1.0 + erf(a / math.sqrt(2.0)))),
 }
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    from scipy.special import erf
-
-    return erf(x)
 
 
 def _np_mlp(p: dict[str, np.ndarray], name: str, a0: np.ndarray, spec: SystemSpec):
@@ -362,8 +359,6 @@ def integrate_flow(grad_fn: Callable[[np.ndarray], np.ndarray], theta0: np.ndarr
     comes from the solver's dense output within its accepted step. ``jacobian`` (θ ↦ ∂g/∂θ) is
     passed, negated, to the implicit methods.
     """
-    from scipy.integrate import BDF, DOP853, LSODA, RK23, RK45, Radau
-
     solvers = {"RK45": RK45, "RK23": RK23, "DOP853": DOP853, "Radau": Radau, "BDF": BDF, "LSODA": LSODA}
     if method not in solvers:
         raise ValueError(f"method must be one of {sorted(solvers)}; got {method!r}")
@@ -462,8 +457,6 @@ def head_geometry(system: System, theta: np.ndarray, *, reading: str = "ambient"
     every hidden unit off on every sample, pitfall 8), the fraction of hidden pre-activations
     > 0 and their smallest |value| (distance to a ReLU kink).
     """
-    from headgeom.geometry import effective_hessian
-
     th = torch.from_numpy(np.ascontiguousarray(theta))
     with torch.no_grad():
         out = forward(system, th)

@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 import torch
+from scipy.optimize import minimize
 from torch import Tensor
 from torch.func import vmap
 
@@ -183,8 +184,6 @@ def best_fit_isotropy(a: Tensor, dim_s: int, restarts: int = 2, seed: int = 0, m
     X; returns the best spectral error ‖XᵀDX − I‖₂ reached (1.0 for A = 0). A numerical search,
     the complement of :func:`inertia_lower_bound`.
     """
-    from scipy.optimize import minimize
-
     if dim_s < 1 or restarts < 1:
         raise ValueError(f"need dim_s >= 1 and restarts >= 1; got {dim_s}, {restarts}")
     split = split_eigen(a, rel_tol)

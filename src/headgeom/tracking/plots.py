@@ -94,7 +94,7 @@ def plot_metrics(
 ) -> list[Path]:
     """Write ``out_dir/<metric>.png`` for each metric (or each of ``keys``), and
     ``out_dir/tracking_grid.png`` with all of them when ``grid``; returns the written paths."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # heavy: imported on the first figure, as in headgeom.report.style
 
     series = read_metrics(metrics_path)
     if keys is None:

@@ -63,7 +63,7 @@ class HeffReading:
 
     ``source`` "blocks": exact per-sample (d, d) blocks, all fields but ``converged``/``iterations``;
     "operator": Lanczos at both ends of the whole coupled (N·d, N·d) H_eff (train-mode BatchNorm
-    heads), ``lambda_min``, ``lambda_max``, ``floor``, ``M_ratio_spectral``, ``converged``,
+    heads), ``lambda_min``, ``lambda_max``, ``floor``, ``operand_scale``, ``M_ratio_spectral``, ``converged``,
     ``iterations`` and ``n_negative`` when the Krylov space was exact. Definitions:
     ``GeometryTracker.metadata()["keys"]``."""
 
@@ -75,6 +75,7 @@ class HeffReading:
     n_negative: float | None = None
     frac_samples_negative: float | None = None
     floor: float | None = None
+    operand_scale: float | None = None
     M_ratio_fro: float | None = None
     M_ratio_spectral: float | None = None
     power_lambda_min: float | None = None

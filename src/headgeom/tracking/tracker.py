@@ -14,7 +14,8 @@ the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem
 2. (head, loss) = method.geometry_problem(z_views);
 3. per-sample H_eff = G + M blocks of loss ∘ head w.r.t. z_1 from
    :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
-   spectrum with the relative floor (:func:`headgeom.geometry.spectrum`), a
+   spectrum with the floor rel_floor · max(max|λ|, S), S the operand scale of G
+   (:mod:`headgeom.geometry.operand_scale`, :func:`headgeom.geometry.spectrum`), a
    :class:`~headgeom.tracking.record.HeffReading` (keys ``heff_<reading>_<reduction>_*``, so every
    number says what it is); for a head that couples the samples (train-mode BatchNorm) H_eff is
    not block-diagonal, and by default its whole-operator extremes come from Lanczos instead
@@ -44,6 +45,7 @@ from torch import Tensor, nn
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
+from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.io import atomic_write_json
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
@@ -114,7 +116,9 @@ class GeometryTracker:
             "tangential" (the Riemannian Hessian on the sphere; scale-invariant, for cosine losses)
             (:mod:`headgeom.geometry.readings`, docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
-        rel_floor: an eigenvalue counts as negative below −rel_floor · max|λ| (pitfall 2).
+        rel_floor: an eigenvalue counts as negative below −rel_floor · max(max|λ|, S), S the operand
+            scale of G (the engine's ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`):
+            the floor is relative to the result or to the operands, whichever is larger (pitfall 2).
         dtype: analysis dtype of the engine (float64 by default).
         block_samples: analyse the blocks of the first ``block_samples`` probe samples only (the
             loss still sees the whole batch, so these blocks are exact); None: all N. It bounds the
@@ -267,11 +271,12 @@ class GeometryTracker:
         got = self._blocks(head, loss, z1)
         if got[0] is None:
             return self._operator_spectrum(*got[1:])
-        h, m, u, info = got
+        h, m, u, info, operands = got
         t1 = time.perf_counter()
         scale = float(z1.shape[0]) if self.reduction == "sum" else 1.0
         h, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, m))
-        spec = spectrum(h, self.rel_floor, decomposition={"M": m})
+        # the floor is relative to G's operands too (headgeom.geometry.operand_scale), in the blocks' reduction
+        spec = spectrum(h, self.rel_floor, decomposition={"M": m}, scale=scale * operands.value)
         self.last_info["seconds_blocks"], self.last_info["seconds_spectrum"] = t1 - t0, time.perf_counter() - t1
         info.update(n_blocks=int(h.shape[0]), reduction=self.reduction,
                     reduction_definition=REDUCTIONS[self.reduction], head_mode=self.head_mode)
@@ -289,7 +294,8 @@ class GeometryTracker:
             lambda_min=finite_or_none(spec.lambda_min), lambda_max=finite_or_none(spec.lambda_max),
             n_negative=finite_or_none(spec.n_negative),
             frac_samples_negative=finite_or_none((spec.per_block["n_negative"] > 0).double().mean()),
-            floor=finite_or_none(spec.floor), M_ratio_fro=finite_or_none(ratios["fro"]),
+            floor=finite_or_none(spec.floor), operand_scale=finite_or_none(scale * operands.value),
+            M_ratio_fro=finite_or_none(ratios["fro"]),
             M_ratio_spectral=finite_or_none(ratios["spectral"]), **power)
 
     def _engine(self, head: Any, loss: Any, z: Tensor):
@@ -297,8 +303,9 @@ class GeometryTracker:
 
     def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple:
         """H and M blocks (b, d, d) of the first b probe samples, the head output u (N, k) in the
-        analysis dtype, and the engine's record with the path taken ("block_path"); or
-        (None, engine, record) for a coupled head under coupled="lanczos"."""
+        analysis dtype, the engine's record with the path taken ("block_path") and the operand
+        scale over all N probe samples (the engine's ``operand_scale()``, at least that of the b
+        blocks); or (None, engine, record) for a coupled head under coupled="lanczos"."""
         z = z1.detach().to(self.dtype)
         n = z.shape[0]
         b = n if self.block_samples is None else min(self.block_samples, n)
@@ -307,6 +314,7 @@ class GeometryTracker:
         row_wise = not prepared.train_mode_batchnorm and is_row_wise(fn, z)
         eh = self._engine(fn, loss, z)
         info = eh.info()
+        info["operand_scale"] = eh.operand_scale().record()
         if not row_wise and self.coupled == "lanczos":
             return None, eh, info
         if row_wise:
@@ -327,13 +335,14 @@ class GeometryTracker:
         else:
             h, _, m = eh.decomposed_blocks(rows=b)
             info["block_path"] = f"coupled matvecs (first {b} of {n} samples, {b * eh.d} matvecs per part)"
-        return h, m, eh.u, info
+        return h, m, eh.u, info, eh.operand_scale()
 
     def _operator_spectrum(self, eh, info: dict[str, Any]) -> HeffReading:
         """λ_min, λ_max of the whole H_eff and ‖M‖₂/‖H_eff‖₂ by Lanczos (coupled heads)."""
         t0 = time.perf_counter()
         kw = dict(k=self.lanczos["k"], tol=self.lanczos["tol"], max_iter=min(self.lanczos["max_iter"], eh.dim))
-        spec = spectrum(eh.operator("H"), self.rel_floor, decomposition={"M": eh.operator("M")}, **kw)
+        spec = spectrum(eh.operator("H"), self.rel_floor, decomposition={"M": eh.operator("M")},
+                        scale=eh.operand_scale().value, **kw)
         self.last_info["seconds_blocks"], self.last_info["seconds_spectrum"] = 0.0, time.perf_counter() - t0
         scale = float(eh.n) if self.reduction == "sum" else 1.0
         info.update(block_path="lanczos on the whole coupled H_eff", n_blocks=None, reduction=self.reduction,
@@ -344,8 +353,9 @@ class GeometryTracker:
         return HeffReading(
             self.reading, self.reduction, "operator",
             lambda_min=finite_or_none(scale * spec.lambda_min), lambda_max=finite_or_none(scale * spec.lambda_max),
-            floor=finite_or_none(scale * spec.floor), converged=float(spec.method["converged"]),
-            iterations=float(spec.method["iterations"]),
+            floor=finite_or_none(scale * spec.floor),
+            operand_scale=finite_or_none(scale * eh.operand_scale().value),
+            converged=float(spec.method["converged"]), iterations=float(spec.method["iterations"]),
             n_negative=finite_or_none(spec.n_negative),  # only when the Krylov space spanned everything
             M_ratio_spectral=finite_or_none(spec.norm_ratios["M"]["spectral"]))
 
@@ -378,10 +388,17 @@ class GeometryTracker:
             "keys": {
                 p + "lambda_min / lambda_max": "extreme eigenvalues over all analysed per-sample H_eff "
                 "blocks of the method's geometry_problem loss w.r.t. backbone view 1 (z_1), exact eigh in float64",
-                p + "n_negative": "eigenvalues < -floor summed over the blocks, floor = rel_floor * max|lambda|",
+                p + "n_negative": "eigenvalues < -floor summed over the blocks, floor = rel_floor * "
+                "max(max|lambda|, operand_scale)",
                 p + "frac_samples_negative": "fraction of blocks with at least one eigenvalue < -floor",
-                p + "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head, docs/paper.md "
-                "§4 pitfall 8), which is not the same as 'no negative curvature'",
+                p + "floor": "the floor used, rel_floor * max(max|lambda|, operand_scale): relative to the "
+                "result or to the operands of G, whichever is larger (docs/paper.md §4 pitfall 2); 0 means "
+                "H_eff vanished on the probe (a dead head, docs/paper.md §4 pitfall 8), which is not the same "
+                "as 'no negative curvature'",
+                p + "operand_scale": "S over the probe samples (max over i), in the blocks' reduction: " + OPERAND_DEFINITION
+                + "; under the tangential reading a head whose Jacobian is almost radial makes G tiny by "
+                "cancellation, leaving round-off of order eps * S that a floor relative to the result would "
+                "count as curvature",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
                 p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
                 "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "

@@ -2,7 +2,7 @@
 
 A checkpoint is a ``dict`` of tensors and plain containers (str, int, float, bool, None, lists,
 tuples, dicts) saved with ``torch.save``; :func:`load_checkpoint` reads it with headgeom's one
-checkpoint reader (:func:`headgeom.checkpoints.safe_load`), which refuses anything else. Contents (``FORMAT`` version 1):
+checkpoint reader (:func:`headgeom.runs.safe_load.safe_load`), which refuses anything else. Contents (``FORMAT`` version 1):
 
     format, version        "headgeom.train.checkpoint", 1
     step, epoch            optimizer updates done; epochs completed (floor(step / steps_per_epoch))
@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from headgeom.checkpoints.safe_load import CheckpointFormatError, UnsafeCheckpointError, safe_load
+from headgeom.runs.safe_load import CheckpointFormatError, UnsafeCheckpointError, safe_load
 from headgeom.io import atomic_write_bytes
 from headgeom.runs.checkpoint_format import CHECKPOINT_FORMAT, CHECKPOINT_VERSION
 
@@ -105,7 +105,7 @@ class CheckpointWriter:
 def load_checkpoint(path: str | os.PathLike[str], map_location: str | torch.device = "cpu"
                     ) -> dict[str, Any]:
     """Read a checkpoint written by :func:`save_checkpoint` through headgeom's one checkpoint reader
-    (:func:`headgeom.checkpoints.safe_load`: no pickled code runs), with its tensors on ``map_location``.
+    (:func:`headgeom.runs.safe_load.safe_load`: no pickled code runs), with its tensors on ``map_location``.
 
     Raises:
         FileNotFoundError: no file at ``path``.

@@ -10,13 +10,16 @@ import argparse
 import dataclasses
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
 from headgeom.commands.train import add_parser  # the parser lives with the torch-free parsers
+from headgeom.tracking import GeometryTracker, plot_run
 
 from .config import TrainConfig
 from .ddp import job_layout
+from .loop import train
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
@@ -50,14 +53,9 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def run(args: argparse.Namespace) -> int:
     """Train from parsed ``args``; prints where the run went and returns 0 (2 when RUN_DIR is taken;
     other errors raise for the caller to report)."""
-    import sys
-
-    from .loop import train
-
     config = config_from_args(args)
     tracker = None
     if config.track_every:
-        from headgeom.tracking import GeometryTracker
         tracker = GeometryTracker(every=config.track_every, reading=config.track_reading,
                                   block_samples=config.track_block_samples)
     try:
@@ -70,7 +68,6 @@ def run(args: argparse.Namespace) -> int:
     if layout is not None and int(layout["rank"]) != 0:
         return 0  # under torchrun or srun rank 0 reports for the job
     if tracker is not None:
-        from headgeom.tracking import plot_run
         tracker.write_metadata(Path(args.out) / "tracking.json")  # definitions and the engine path taken
         paths = plot_run(args.out)
         print(f"{len(paths)} tracking figure(s) under {Path(args.out) / 'figures' / 'tracking'}")

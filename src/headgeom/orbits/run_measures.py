@@ -1,8 +1,8 @@
-"""C11's measurements on one trained run: the backbone's class probes and the rotation orbits
-through the head (docs/paper.md §2 C11, §3 "Orbits"; §4 pitfalls 4-5).
+"""Probes and rotation orbits of one trained run: the backbone's class probes and the rotation
+orbits through the head (docs/paper.md §2 C11, §3 "Orbits"; §4 pitfalls 4-5).
 
-Not an experiment itself (it registers nothing); :mod:`headgeom.experiments.c11_depth` calls
-:func:`measure_run` on each cell's ``headgeom train`` run directory.
+C11 (headgeom.experiments.c11_depth) calls :func:`measure_run` on each cell's ``headgeom train``
+run directory.
 
 - Probes: :func:`headgeom.eval.evaluate_run` at the backbone output z and at the head output
   h(z) (weighted cosine kNN and the linear probe, class labels, test split).
@@ -22,21 +22,13 @@ import torch
 
 from headgeom.data import load_dataset
 from headgeom.device import resolve_device
+from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
+from headgeom.orbits.analyze import analyze_orbits
 from headgeom.runs.trained import load_trained
 
 # the ratios of headgeom.orbits read at h(z) (definitions in headgeom.orbits.DEFINITIONS)
 RATIOS = ("compression", "global_ratio", "selectivity", "compression_centred", "trace_ratio", "per_dim_ratio",
           "trace_ratio_raw", "d_intra_ratio", "class_orbit_change")
-
-
-def depth_head(depth: int, hidden: int, out: int) -> str:
-    """The paper's ReLU+BN projector with ``depth`` hidden layers as a head string (input width
-    filled in by the backbone): [Linear(→hidden, no bias) → BN → ReLU] × depth → Linear(hidden→out,
-    no bias) → BN. Depth 1 is the paper's projector (docs/paper.md §3, SimCLR for guillotine/orbits);
-    depth counts hidden layers, as in C3."""
-    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"head depth must be an int >= 1 (hidden layers before the last Linear), got {depth!r}")
-    return "d-" + "-".join([str(hidden)] * depth + [str(out)]) + ":relu:nobias:bn:last=bn"
 
 
 def orbit_images(data: Any, classes: int, per_class: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,9 +99,6 @@ def measure_run(run_dir: Path, cfg: Any) -> dict[str, Any]:
 
     ``cfg`` supplies knn_k, eval_train, eval_test, probe_max_iter, head_inputs, orbit_classes,
     orbit_per_class, orbit_steps, n_boot, device (C11Config)."""
-    from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
-    from headgeom.orbits import analyze_orbits
-
     run = load_run(run_dir, cfg.device)
     projector = run["method"].projector
     n_layers = len(projector.layers)

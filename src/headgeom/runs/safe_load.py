@@ -76,7 +76,7 @@ class InertFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
-            f"{self.module}.{self.name} is an inert stand-in made by headgeom.checkpoints.safe_load "
+            f"{self.module}.{self.name} is an inert stand-in made by headgeom.runs.safe_load "
             f"for a function reference found in a checkpoint; the original code was never imported. "
             f"Re-create the optimizer from your own code instead of calling it."
         )

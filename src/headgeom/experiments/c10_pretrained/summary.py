@@ -14,7 +14,7 @@ verdict-by-metric table; the paper's per-dimension ratio is the raw trace ratio 
 and a note says whether that factor alone flips a verdict. Rows carry no out-of-distribution
 flag (they read the head fed raw z, the trained map); the tables show the mean pairwise cosine at
 the head for both inputs and mark z/‖z‖ in as out of distribution. Computation lives in
-c10_pretrained; this module only reads the cells' metrics.
+the experiment (headgeom.experiments.c10_pretrained); this module only reads the cells' metrics.
 
 Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the orbit ratios of the
 official checkpoints could come out either way; the dichotomy rows combine the method rows.
@@ -25,8 +25,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from headgeom.experiments.c10_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
-                                             placement_table)
+from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
+                                                   placement_table)
 from headgeom.experiments.registry import Summary
 from headgeom.io import json_number
 from headgeom.report.evidence import TEST

@@ -1,7 +1,7 @@
 """C10, §6.3 (pretrained dichotomy): do DINO heads compress augmentation orbits while VICReg and
 Barlow Twins heads expand them? Measured on the official full checkpoints.
 
-Checkpoints (headgeom.experiments.c10_files): DINO ViT-S/16 and DINO ResNet-50 (the teacher, as
+Checkpoints (headgeom.checkpoints.pretrained_files): DINO ViT-S/16 and DINO ResNet-50 (the teacher, as
 DINO evaluates it), VICReg ResNet-50 and Barlow Twins ResNet-50, read by
 ``headgeom.checkpoints.load_checkpoint`` (no pickled code runs; sha256 recorded). One cell per
 file; an absent file gives an "absent" cell, and every claim that needs it is ``inconclusive``
@@ -26,7 +26,7 @@ head's output h(z), all as z over h(z) (> 1: the orbit variance falls through th
   that of h(z), L2-normalised) and ``compression_centred`` (headgeom.orbits.selective).
 
 Σ is the within-orbit covariance, averaged over images. The verdicts use ``selectivity`` with
-raw head input (c10_summary says why: the raw trace ratio depends on the two spaces' scales, the
+raw head input (the summary, :mod:`.summary`, says why: the raw trace ratio depends on the two spaces' scales, the
 L2 ratios on their centring and on global shrinkage; selectivity compares each orbit with the
 cloud it lives in, in its own space). The report shows the verdict every other metric would give,
 the paper's per-dimension ratio beside the trace ratio (they differ by D_h / D_z alone, pitfall
@@ -42,10 +42,14 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.c10_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message
-from headgeom.experiments.c10_summary import STATEMENT, summarize
-from headgeom.experiments.registry import Experiment, register, torch_threads
+from headgeom.checkpoints import load_checkpoint
+from headgeom.checkpoints.pretrained_files import EXPECTED_FILES, checkpoints_dir, file_cell, placement_message
+from headgeom.data import DATASET_STATS, load_dataset
+from headgeom.eval.features import point_modules, point_names
+from headgeom.experiments.c10_pretrained.summary import STATEMENT, summarize
+from headgeom.experiments.registry import Experiment, register
 from headgeom.launch.resources import Resources
+from headgeom.orbits import analyze_orbits
 from headgeom.orbits.model_input import prepare_images
 
 __all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper",
@@ -159,8 +163,6 @@ def _device(name: str) -> torch.device:
 def load_images(config: C10Config) -> tuple[torch.Tensor, torch.Tensor, dict[str, Any]]:
     """(images float (N, 3, S, S) in [0, 1], labels (N,), description): the first ``per_class``
     images of each of the first ``n_classes`` classes of the split, resized to S = image_size."""
-    from headgeom.data import load_dataset
-
     ds = load_dataset(config.data, split=config.split, data_dir=config.data_dir, **dict(config.data_options))
     if ds.num_classes < config.n_classes:
         raise ValueError(f"{config.data}/{config.split} has {ds.num_classes} classes; C10 asks for "
@@ -189,8 +191,7 @@ def run_cell(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
     if not cell.get("present"):
         return {"status": "absent", "release": cell["release"], "file": cell["file"], "dir": cell.get("dir"),
                 "message": placement_message([cell["release"]], cell.get("dir"))}
-    with torch_threads(config.num_threads):
-        return _analyse(config, cell)
+    return _analyse(config, cell)
 
 
 def _last_points(names: list[str], head_inputs: tuple[str, ...]) -> dict[str, str]:
@@ -224,11 +225,6 @@ def _compact(fr: dict[str, Any], last: dict[str, str], modules: dict[str, str]) 
 
 
 def _analyse(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
-    from headgeom.checkpoints import load_checkpoint
-    from headgeom.data import DATASET_STATS
-    from headgeom.eval.features import point_modules, point_names
-    from headgeom.orbits import analyze_orbits
-
     t0 = time.perf_counter()
     release = cell["release"]
     path = Path(cell["dir"]) / cell["file"]

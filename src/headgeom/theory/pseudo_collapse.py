@@ -13,14 +13,13 @@ assuming either.
 from __future__ import annotations
 
 import copy
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian
 from headgeom.heads import scale_linear_weights_
-from headgeom.train import build_method_from_config
 
 INERT_REL_TOL = 1e-9  # float64 round-off: a larger relative gap means the scaling changed the geometry
 
@@ -55,14 +54,15 @@ def pseudo_collapse_gap(method: nn.Module, alpha: float, z_views: Sequence[Tenso
     return out
 
 
-def gap_at_init(train_config, n: int, seed: int, readings: Sequence[str]) -> dict[str, float]:
-    """:func:`pseudo_collapse_gap` of a training run's method at init (built from its
-    headgeom.train.TrainConfig, whose ``pseudo_collapse`` is α, after torch.manual_seed(seed)) on n
-    Gaussian z1 of the backbone's width and a second view z1 + 0.1·ε. Eval mode: for heads without
-    BatchNorm the mode changes nothing."""
+def gap_at_init(build_method: Callable[[], nn.Module], alpha: float, n: int, seed: int,
+                readings: Sequence[str]) -> dict[str, float]:
+    """:func:`pseudo_collapse_gap` of a training run's method at init (``build_method()`` after
+    torch.manual_seed(seed), e.g. headgeom.train.build_method_from_config of the run's TrainConfig,
+    whose ``pseudo_collapse`` is ``alpha``) on n Gaussian z1 of the backbone's width and a second
+    view z1 + 0.1·ε. Eval mode: for heads without BatchNorm the mode changes nothing."""
     torch.manual_seed(seed)
-    method = build_method_from_config(train_config)
+    method = build_method()
     gen = torch.Generator().manual_seed(seed)
     z1 = torch.randn(n, method.spec.feature_dim, generator=gen, dtype=torch.float64)
     z2 = z1 + 0.1 * torch.randn(z1.shape, generator=gen, dtype=torch.float64)
-    return pseudo_collapse_gap(method, train_config.pseudo_collapse, [z1, z2], readings)
+    return pseudo_collapse_gap(method, alpha, [z1, z2], readings)

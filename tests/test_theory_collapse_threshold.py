@@ -13,7 +13,8 @@ import torch
 from torch import nn
 
 from headgeom.experiments.c4_collapse import C4Config, build_head
-from headgeom.experiments.c4_threshold import (
+from headgeom.theory.collapse import collapsed_equilibrium
+from headgeom.theory.collapse_threshold import (
     BELOW_RANGE,
     BRACKETED,
     NONE_IN_RANGE,
@@ -22,7 +23,6 @@ from headgeom.experiments.c4_threshold import (
     log_grid,
     threshold_sweep,
 )
-from headgeom.theory.collapse import collapsed_equilibrium
 
 W1 = torch.tensor([[0.9], [-1.3]], dtype=torch.float64)  # (hidden=2, d=1)
 W2 = torch.tensor([[0.7, -0.4], [0.2, 1.1], [-0.8, 0.5]], dtype=torch.float64)  # (k=3, hidden=2)

@@ -45,7 +45,7 @@ from torch import Tensor
 from headgeom.orbits.analyze import point_replicates
 from headgeom.orbits.bootstrap import estimate
 
-__all__ = ["DEFINITIONS", "c9_measures", "interval_side"]
+__all__ = ["DEFINITIONS", "compression_measures", "interval_side"]
 
 DEFINITIONS = {
     "compression": "spread(z) / spread(h) on L2-normalised features (the paper's ratio; equals "
@@ -95,9 +95,9 @@ class _Stats:
         return self.vals[a][metric] / self.vals[b][metric], self.reps[a][metric] / self.reps[b][metric]
 
 
-def c9_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, head_point: str,
-                controls: Mapping[str, Mapping[str, Tensor]] | None = None,
-                level: float = 0.95) -> dict[str, dict]:
+def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, head_point: str,
+                         controls: Mapping[str, Mapping[str, Tensor]] | None = None,
+                         level: float = 0.95) -> dict[str, dict]:
     """Every C9 measure of the module docstring for the head output ``head_point`` against "z".
 
     features: point -> (N, K, D) orbits of the trained model; labels: (N,) class ids (>= 2

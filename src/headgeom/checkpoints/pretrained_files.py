@@ -1,4 +1,4 @@
-"""C10's official checkpoint files: which ones, where they are expected, and what to tell the user.
+"""The official checkpoint files C10 reads (docs/paper.md §2 C10): which ones, where they are expected, and what to tell the user.
 
 docs/paper.md §3 "Pretrained" and §4 pitfall 10: the analysis needs the *full* checkpoints (backbone
 and projection head; the torch.hub entries drop the heads). The four files keep the names the
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headgeom.checkpoints import OFFICIAL_FILES
+from headgeom.checkpoints.official import OFFICIAL_FILES
 
 __all__ = ["CHECKPOINTS_ENV", "EXPECTED_FILES", "ExpectedFile", "checkpoints_dir", "file_cell",
            "placement_message", "placement_table"]
