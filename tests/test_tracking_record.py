@@ -46,7 +46,8 @@ def _write(path, records, extra=None):
 
 
 BLOCKS = HeffReading("tangential", "mean", "blocks", lambda_min=-(0.1 + 0.2) * 1e-7, lambda_max=1 / 3,
-                     n_negative=2.0, frac_samples_negative=0.25, floor=5e-324, M_ratio_fro=0.7071067811865476,
+                     n_negative=2.0, frac_samples_negative=0.25, floor=5e-324, operand_scale=2.0 ** -40,
+                     M_ratio_fro=0.7071067811865476,
                      M_ratio_spectral=math.pi, power_lambda_min=-2.9999999e-8, power_shift=0.333)
 OPERATOR = HeffReading("ambient", "sum", "operator", lambda_min=-1e300, lambda_max=math.inf, floor=0.0,
                        converged=1.0, iterations=17.0, M_ratio_spectral=math.nan)  # n_negative: None
@@ -80,8 +81,8 @@ def test_a_record_round_trips_through_metrics_jsonl_exactly(tmp_path):
 def test_the_on_disk_key_names_are_the_documented_schema():
     # the names TensorBoard tags, the tracking figures, older runs and the Lightning monitor read
     assert sorted(BLOCKS.metrics()) == sorted(f"heff_tangential_mean_{f}" for f in (
-        "lambda_min", "lambda_max", "n_negative", "frac_samples_negative", "floor", "M_ratio_fro",
-        "M_ratio_spectral", "power_lambda_min", "power_shift"))
+        "lambda_min", "lambda_max", "n_negative", "frac_samples_negative", "floor", "operand_scale",
+        "M_ratio_fro", "M_ratio_spectral", "power_lambda_min", "power_shift"))
     assert sorted(OPERATOR.metrics()) == sorted(f"heff_ambient_sum_op_{f}" for f in (
         "lambda_min", "lambda_max", "floor", "converged", "iterations", "M_ratio_spectral"))
     assert set(TrackingRecord(1, (), Statistics(spread_projector=0.5), Updates(update_ratio=3.0)).metrics()) == {

@@ -202,7 +202,7 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
         floor, _ = traj.heff(reading, "floor")
         out[f"lambda_min[{reading}]"], out[f"lambda_max[{reading}]"] = lmin, lmax
         out[f"floor[{reading}]"] = floor  # the engine's zero band, drawn in the λ figure
-        out[f"operand_scale[{reading}]"], _ = heff_series(records, reading, "operand_scale")
+        out[f"operand_scale[{reading}]"], _ = traj.heff(reading, "operand_scale")
         out[f"heff_source[{reading}]"] = source
         out[f"n_negative[{reading}]"], _ = traj.heff(reading, "n_negative")
         out[f"M_ratio_fro[{reading}]"], _ = traj.heff(reading, "M_ratio_fro")

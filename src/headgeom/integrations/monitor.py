@@ -50,10 +50,12 @@ KEYS = {
     "lambda_min / lambda_max": "extreme eigenvalues of H_eff of loss(head(z), v) w.r.t. z = backbone(x1), "
     "v = head(backbone(x2)) held fixed: over the exact per-sample (d, d) blocks (float64 eigh), or, for a "
     "head that couples samples (train-mode BatchNorm) with coupled='lanczos', of the whole operator",
-    "n_negative": "eigenvalues < -floor, floor = rel_floor * max|lambda| (blocks; the operator path only "
-    "when its Krylov space was exact)",
+    "n_negative": "eigenvalues < -floor, floor = rel_floor * max(max|lambda|, operand_scale) (blocks; the "
+    "operator path only when its Krylov space was exact)",
     "frac_samples_negative": "fraction of per-sample blocks with an eigenvalue < -floor (blocks only)",
     "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no negative curvature'",
+    "operand_scale": "S = max_i |A_i|_2 |J_i|_2^2, the scale of G's operands the floor is also relative to "
+    "(headgeom.geometry.operand_scale)",
     "m_ratio": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices (or of the whole operator)",
     "m_ratio_fro": "|M|_F / |H_eff|_F of the block-diagonal matrices (blocks only)",
     "lanczos_converged / lanczos_iterations": "the operator path's Lanczos run (coupled heads only)",
@@ -67,7 +69,8 @@ KEYS = {
 # output's spread (Statistics.spread_head) repeats our spread_head (projector's), so it is left out
 _HEFF_NAMES = {
     "lambda_min": "lambda_min", "lambda_max": "lambda_max", "n_negative": "n_negative",
-    "frac_samples_negative": "frac_samples_negative", "floor": "floor", "M_ratio_fro": "m_ratio_fro",
+    "frac_samples_negative": "frac_samples_negative", "floor": "floor", "operand_scale": "operand_scale",
+    "M_ratio_fro": "m_ratio_fro",
     "M_ratio_spectral": "m_ratio", "power_lambda_min": "power_lambda_min", "power_shift": "power_shift",
     "converged": "lanczos_converged", "iterations": "lanczos_iterations",
 }

@@ -47,11 +47,6 @@ def finite_or_none(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _number(line: MetricsRecord, key: str) -> float | None:
-    """``key`` of the line as a float (null -> NaN, "inf" -> inf), None when absent."""
-    return line.number(key) if key in line.values else None
-
-
 def _put(out: dict[str, float], key: str, value: float | None) -> None:
     if value is not None:
         out[key] = float(value)
@@ -109,7 +104,7 @@ class HeffReading:
         """The reading's numbers in ``line`` (blocks first, then operator), None when it holds none."""
         for source in HEFF_SOURCES:
             p = cls.prefix(reading, reduction, source)
-            values = {f: _number(line, p + f) for f in _VALUE_FIELDS}
+            values = {f: line.number(p + f) for f in _VALUE_FIELDS}
             if any(v is not None for v in values.values()):
                 return cls(reading, reduction, source, **values)
         return None
@@ -162,7 +157,7 @@ def _flat(group: Any) -> dict[str, float]:
 
 
 def _group(cls: type, line: MetricsRecord) -> Any:
-    values = {f.name: _number(line, f.name) for f in fields(cls)}
+    values = {f.name: line.number(f.name) for f in fields(cls)}
     return cls(**values) if any(v is not None for v in values.values()) else None
 
 
