@@ -114,7 +114,8 @@ def test_merging_the_records_of_several_trackers():
     b = TrackingRecord(2, (dataclasses.replace(OPERATOR, reduction="mean"),), Statistics(spread_z=0.1), Updates(0.1))
     both = combine([a, b])
     assert [h.reading for h in both.heff] == ["ambient", "tangential"] and both.updates == Updates(0.1)
-    assert both.metrics() == {**a.metrics(), **b.metrics()}
+    assert both.metrics() == {**a.metrics(), **b.metrics()}  # the later tracker's statistics, as a dict update
+    assert combine([b, dataclasses.replace(a, statistics=Statistics(spread_z=0.2))]).statistics.spread_z == 0.2
     with pytest.raises(ValueError, match="steps 2 and 3"):
         a.merged(dataclasses.replace(b, step=3))
     with pytest.raises(ValueError, match="one HeffReading per"):

@@ -199,11 +199,11 @@ class TrackingRecord:
 
     def merged(self, other: TrackingRecord) -> TrackingRecord:
         """This record with ``other``'s readings added (several trackers at one step; their
-        statistics and updates are the same numbers, ``other``'s are kept where this has none)."""
+        statistics and updates are the same numbers, ``other``'s are kept where it has them)."""
         if other.step != self.step:
             raise ValueError(f"cannot merge tracking records of steps {self.step} and {other.step}")
-        return TrackingRecord(self.step, self.heff + other.heff, self.statistics or other.statistics,
-                              self.updates or other.updates)
+        return TrackingRecord(self.step, self.heff + other.heff, other.statistics or self.statistics,
+                              other.updates or self.updates)
 
     @classmethod
     def from_metrics(cls, line: MetricsRecord) -> TrackingRecord | None:
