@@ -144,8 +144,7 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
 
 # machinery and the helper modules of experiments (they register nothing)
 NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "c9_measures", "c10_files", "c10_summary",
-                             "c11_measure", "paper_protocol", "dry_run", "c4_threshold",
-                             "scaling_inertness"})
+                             "c11_measure", "c4_threshold", "scaling_inertness"})
 
 
 def experiment_modules() -> list[str]:
