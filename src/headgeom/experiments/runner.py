@@ -16,6 +16,9 @@ how many cells there are). A changed setting therefore gets a new directory inst
 stale results, while raising ``--seeds`` reuses the seeds already run. A re-run skips every cell
 whose ``done.json`` exists and reads its metrics from there (nanoGPT-style: a run's log carries
 its own config, code version and environment).
+
+The runner alone runs a cell's ``run_cell``: with the torch thread count of the config's
+``num_threads`` field (:func:`call_cell`), timed (``elapsed_s`` in done.json and results.json).
 """
 from __future__ import annotations
 
