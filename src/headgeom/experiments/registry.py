@@ -143,7 +143,7 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
 
 
 # machinery and the helper modules of experiments (they register nothing)
-NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "paper_protocol", "dry_run"})
+NOT_EXPERIMENTS = frozenset({"cli", "registry", "runner", "training_cells"})
 
 
 def experiment_modules() -> list[str]:
