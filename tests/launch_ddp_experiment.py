@@ -15,8 +15,10 @@ from dataclasses import dataclass
 import torch
 
 from headgeom.experiments.registry import Experiment, Summary
-from headgeom.experiments.training_cells import read_records, training_directory
+from headgeom.experiments.runner import log_metrics
+from headgeom.experiments.training_cells import training_directory
 from headgeom.launch.resources import Resources
+from headgeom.runs.metrics import read_metrics
 from headgeom.train import TrainConfig, train
 from headgeom.train.loop import build_method_from_config
 
@@ -47,7 +49,8 @@ def run_cell(config: Config, cell: dict) -> dict:
         torch.save({k: v.detach().clone() for k, v in built[0].state_dict().items()},
                    run_dir.parent / f"rank{rank}.pt")
         started = json.loads((run_dir / "config.json").read_text())
-        logged = [r["step"] for r in read_records(run_dir) if "loss" in r]
+        logged = [r.step for r in read_metrics(run_dir, strict=True) if "loss" in r.values]
+    log_metrics(0, {"processes": started["processes"]})  # every rank calls it; rank 0's line alone is written
     return {"final_loss": done["final_loss"], "step": done["step"], "processes": started["processes"],
             "logged_steps": logged}
 

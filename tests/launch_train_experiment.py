@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 
 from headgeom.experiments.registry import Experiment, Summary
-from headgeom.experiments.training_cells import read_records, training_directory
+from headgeom.experiments.training_cells import training_directory
+from headgeom.runs.metrics import read_metrics
 from headgeom.train import TrainConfig, train
 
 ID = "LAUNCH_TRAIN"
@@ -47,7 +48,7 @@ def run_cell(config: Config, cell: dict) -> dict:
     with training_directory() as (run_dir, resume):
         done = train(train_config(config), run_dir, resume_or_start=resume, tracker=SleepTracker(config.step_sleep_s))
         started = json.loads((run_dir / "config.json").read_text())
-        logged = [r["step"] for r in read_records(run_dir) if "loss" in r]
+        logged = [r.step for r in read_metrics(run_dir, strict=True) if "loss" in r.values]
     return {"final_loss": done["final_loss"], "step": done["step"], "logged_steps": logged,
             "resumed_from_step": started["resumed_from_step"]}
 

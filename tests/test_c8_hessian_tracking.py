@@ -207,7 +207,8 @@ def test_rules_on_constructed_trajectories():
 
 def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_path, monkeypatch):
     """headgeom reproduce: the cell's headgeom-train run sits in <cell>/train (resumable, evaluable),
-    the tracking lines reach the cell's metrics.jsonl, and a re-run reuses the finished cell."""
+    its metrics.jsonl is written once (by the loop: each tracked step one line, nothing copied into the
+    cell's own directory), the cell's series are read back from it, and a re-run reuses the finished cell."""
     from headgeom.experiments.runner import run_experiments
     import headgeom.experiments.c8_hessian_tracking as mod
 
@@ -217,8 +218,14 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8"}
     (cell_dir,) = (tmp_path / "runs" / "C8").iterdir()
     assert (cell_dir / "train" / "config.json").exists() and (cell_dir / "train" / "checkpoints" / "last.pt").exists()
-    lines = [json.loads(x) for x in (cell_dir / "metrics.jsonl").read_text().splitlines()]
-    assert [x["metrics"]["step"] for x in lines if x["kind"] == "log"] == [0, 1, 2]
+    assert not (cell_dir / "metrics.jsonl").exists()  # no second copy under another schema
+    lines = [json.loads(x) for x in (cell_dir / "train" / "metrics.jsonl").read_text().splitlines()]
+    tracked = [x for x in lines if "heff_tangential_mean_lambda_min" in x]
+    assert [x["step"] for x in tracked] == [0, 1, 2] and len({x["step"] for x in lines}) == len(lines)
+    done = json.loads((cell_dir / "done.json").read_text())["metrics"]
+    assert done["steps"] == [0, 1, 2]
+    assert done["lambda_min[tangential]"] == [x["heff_tangential_mean_lambda_min"] for x in tracked]
+    assert done["loss"] == [x.get("loss") for x in tracked] and done["loss"][0] is None
     again = run_experiments(["C8"], "quick", tmp_path, progress=False)
     assert again["experiments"]["C8"]["n_reused"] == 1
 

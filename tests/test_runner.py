@@ -19,6 +19,7 @@ from headgeom.cli import main
 from headgeom.experiments import runner
 from headgeom.experiments.registry import CLAIM_KEYS, EXPERIMENTS, VERDICTS, Experiment, Summary, measured
 from headgeom.experiments.runner import cell_key, jsonable, log_metrics, run_experiments
+from headgeom.runs.metrics import read_metrics
 from headgeom.runs import LOCK_NAME, RunLock
 
 FAKE = "FAKE_RUNNER"
@@ -34,7 +35,7 @@ class FakeConfig:
 
 def _run_cell(config, cell):
     CALLS.append(dict(cell))
-    log_metrics({"step": 0, "partial": 0.5 * config.scale})
+    log_metrics(0, {"partial": 0.5 * config.scale})
     if cell["seed"] == config.fail_seed:
         raise RuntimeError(f"fake failure at seed {cell['seed']}")
     return {"v": config.scale * (cell["seed"] + 1), "arr": np.arange(2), "t": torch.tensor(0.25)}
@@ -128,12 +129,11 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
         assert cfg["versions"]["torch"] == torch.__version__ and cfg["versions"]["numpy"] == np.__version__
         assert {"headgeom", "scipy", "python"} <= set(cfg["versions"])
         assert cfg["preset"] == "quick" and cfg["config"]["scale"] == 1.0 and "started" in cfg
-        lines = [json.loads(line) for line in (d / "metrics.jsonl").read_text().splitlines()]
+        # the logged curve in the one metrics.jsonl schema; the cell's result only in done.json
         seed = cfg["cell"]["seed"]
-        assert lines[0]["kind"] == "log" and lines[0]["metrics"] == {"step": 0, "partial": 0.5}
-        assert lines[-1]["kind"] == "final"
-        assert lines[-1]["metrics"] == {"v": seed + 1.0, "arr": [0, 1], "t": 0.25}
-        assert json.loads((d / "done.json").read_text())["metrics"]["v"] == seed + 1.0
+        assert [(r.step, dict(r.values)) for r in read_metrics(d, strict=True)] == [(0, {"partial": 0.5})]
+        done = json.loads((d / "done.json").read_text())
+        assert done["metrics"] == {"v": seed + 1.0, "arr": [0, 1], "t": 0.25} and done["elapsed_s"] >= 0
         assert d.name == cell_key(cfg["cell"], FakeConfig())
 
     report = (out / "report.md").read_text()
@@ -347,7 +347,7 @@ def test_jsonable_and_log_outside_runner():
     assert math.isclose(jsonable(np.float64(1.25)), 1.25)
     with pytest.raises(TypeError, match="cannot be written as JSON"):
         jsonable({"x": object()})
-    assert log_metrics({"step": 1}) is False
+    assert log_metrics(1, {"loss": 0.5}) is False
 
 
 def test_every_listed_experiment_module_registers_an_experiment():

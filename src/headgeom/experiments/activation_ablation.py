@@ -23,7 +23,7 @@ from typing import Any
 from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, collapse_outcome, heff_series, m_ratio_series, negative_fraction, pm, run_training, series)
+    DEAD_DEFINITION, collapse_outcome, negative_fraction, pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
@@ -153,20 +153,20 @@ def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
     act, seed = cell["activation"], int(cell["seed"])
     if act not in ACTIVATIONS:
         raise ValueError(f"ablation cell {cell}: activation must be one of {ACTIVATIONS}")
-    done, records, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
-                                     block_samples=config.block_samples, after=knn_of_run(config))
-    out: dict[str, Any] = {"activation": act, "steps": [int(r["step"]) for r in records],
+    done, traj, ev = run_training(train_config(config, act, seed), config.readings, rel_floor=config.rel_floor,
+                                  block_samples=config.block_samples, after=knn_of_run(config))
+    out: dict[str, Any] = {"activation": act, "steps": traj.steps,
                            "final_loss": done.get("final_loss"), "train_budget": done["train_budget"],
-                           "spread_projector": series(records, "spread_projector"),
-                           "spread_z": series(records, "spread_z")}
+                           "spread_projector": traj.statistic("spread_projector"),
+                           "spread_z": traj.statistic("spread_z")}
     first = None
     for r in config.readings:
-        lmin, out[f"heff_source[{r}]"] = heff_series(records, r, "lambda_min")
-        lmax, _ = heff_series(records, r, "lambda_max")
-        floor, _ = heff_series(records, r, "floor")
+        lmin, out[f"heff_source[{r}]"] = traj.heff(r, "lambda_min")
+        lmax, _ = traj.heff(r, "lambda_max")
+        floor, _ = traj.heff(r, "floor")
         out[f"lambda_min[{r}]"], out[f"lambda_max[{r}]"] = lmin, lmax
         out[f"floor[{r}]"] = floor  # the engine's zero band, drawn in the λ figure
-        out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = m_ratio_series(records, r)
+        out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = traj.m_ratio(r)
         out[f"frac_points_negative[{r}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{r}]"] = min(defined) if defined else None

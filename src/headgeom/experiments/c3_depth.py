@@ -167,7 +167,7 @@ def run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
                        adam_lr=config.adam_lr, lbfgs_iters=config.lbfgs_iters, plateau_tol=config.plateau_tol)
     stride = max(1, len(fit.history) // 50)
     for i in range(0, len(fit.history), stride):
-        log_metrics({"evaluation": i, "objective": fit.history[i]})
+        log_metrics(i, {"objective": fit.history[i]})  # step = the fit's evaluation index
     with torch.no_grad():
         geo = mlp_geometry(fit.params, config.activation, config.loss, c, z)
     iso = isotropy(geo.h)

@@ -54,7 +54,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    heff_series, negative_fraction, pm, run_training, series)
+    negative_fraction, pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
@@ -179,33 +179,35 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
     run, seed = cell["run"], int(cell["seed"])
     if run not in RUNS:
         raise ValueError(f"C8 cell {cell}: run must be one of {tuple(RUNS)}")
-    done, records, _ = run_training(train_config(config, run, seed), config.readings,
-                                    rel_floor=config.rel_floor, block_samples=config.block_samples,
-                                    power_iterations=config.power_iterations)
+    done, traj, _ = run_training(train_config(config, run, seed), config.readings,
+                                 rel_floor=config.rel_floor, block_samples=config.block_samples,
+                                 power_iterations=config.power_iterations)
     out: dict[str, Any] = {"activation": RUNS[run][0], "pseudo_collapse": RUNS[run][1],
-                           "steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
+                           "steps": traj.steps, "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
-                           "loss": series(records, "loss")}
-    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "update_ratio",
-                "grad_norm_head", "grad_norm_backbone"):
-        out[key] = series(records, key)
+                           "loss": traj.logged("loss")}
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z"):
+        out[key] = traj.statistic(key)
+    out["update_ratio"] = traj.update("update_ratio")
+    for key in ("grad_norm_head", "grad_norm_backbone"):
+        out[key] = traj.logged(key)
     lmin0 = lmax0 = None
     for reading in config.readings:
-        lmin, source = heff_series(records, reading, "lambda_min")
-        lmax, _ = heff_series(records, reading, "lambda_max")
-        floor, _ = heff_series(records, reading, "floor")
+        lmin, source = traj.heff(reading, "lambda_min")
+        lmax, _ = traj.heff(reading, "lambda_max")
+        floor, _ = traj.heff(reading, "floor")
         out[f"lambda_min[{reading}]"], out[f"lambda_max[{reading}]"] = lmin, lmax
         out[f"floor[{reading}]"] = floor  # the engine's zero band, drawn in the λ figure
-        out[f"operand_scale[{reading}]"], _ = heff_series(records, reading, "operand_scale")
+        out[f"operand_scale[{reading}]"], _ = traj.heff(reading, "operand_scale")
         out[f"heff_source[{reading}]"] = source
-        out[f"n_negative[{reading}]"], _ = heff_series(records, reading, "n_negative")
-        out[f"M_ratio_fro[{reading}]"], _ = heff_series(records, reading, "M_ratio_fro")
+        out[f"n_negative[{reading}]"], _ = traj.heff(reading, "n_negative")
+        out[f"M_ratio_fro[{reading}]"], _ = traj.heff(reading, "M_ratio_fro")
         out[f"frac_points_negative[{reading}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
         lmin0, lmax0 = (lmin, lmax) if lmin0 is None else (lmin0, lmax0)
         if config.power_iterations is not None:
-            est, _ = heff_series(records, reading, "power_lambda_min")
+            est, _ = traj.heff(reading, "power_lambda_min")
             out[f"power_lambda_min[{reading}]"] = est
             out[f"power_disagreement[{reading}]"] = estimator_disagreement(lmin, lmax, floor, est,
                                                                           config.power_rel_tol)

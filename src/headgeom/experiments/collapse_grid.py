@@ -37,7 +37,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    heff_series, m_ratio_series, pm, run_training, series)
+    pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
@@ -158,18 +158,18 @@ def cell_train_config(config: GridConfig, cell: dict[str, Any]) -> TrainConfig:
 def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     """Train one grid run; trajectories, escape and dead-head flags."""
     act, bn, lr, seed = cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"])
-    done, records, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
-                                    rel_floor=config.rel_floor, block_samples=config.block_samples)
-    out: dict[str, Any] = {"steps": [int(r["step"]) for r in records], "final_loss": done.get("final_loss"),
+    done, traj, _ = run_training(train_config(config, act, bn, lr, seed), ("ambient",),
+                                 rel_floor=config.rel_floor, block_samples=config.block_samples)
+    out: dict[str, Any] = {"steps": traj.steps, "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
-                           "loss": series(records, "loss")}
-    for key in ("spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector", "rankme_projector",
-                "update_ratio"):
-        out[key] = series(records, key)
-    out["lambda_min"], out["heff_source"] = heff_series(records, "ambient", "lambda_min")
-    out["lambda_max"], _ = heff_series(records, "ambient", "lambda_max")
-    out["floor"], _ = heff_series(records, "ambient", "floor")  # the engine's zero band, drawn in the λ figure
-    out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
+                           "loss": traj.logged("loss")}
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector", "rankme_projector"):
+        out[key] = traj.statistic(key)
+    out["update_ratio"] = traj.update("update_ratio")
+    out["lambda_min"], out["heff_source"] = traj.heff("ambient", "lambda_min")
+    out["lambda_max"], _ = traj.heff("ambient", "lambda_max")
+    out["floor"], _ = traj.heff("ambient", "floor")  # the engine's zero band, drawn in the λ figure
+    out["M_ratio"], out["M_ratio_norm"] = traj.m_ratio("ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     if not bn and config.train.pseudo_collapse is not None:
         tc = train_config(config, act, bn, lr, seed)

@@ -3,7 +3,7 @@
 ``headgeom reproduce`` and ``headgeom theory`` call :func:`run_experiments`. Layout of ``OUT``::
 
     OUT/runs/<ID>/<cell-key>/config.json    resolved config, cell, preset, git revision, versions, start
-    OUT/runs/<ID>/<cell-key>/metrics.jsonl  JSON lines {"kind": "log"|"final", "t": s, "metrics": {...}}
+    OUT/runs/<ID>/<cell-key>/metrics.jsonl  curves a cell logs (log_metrics), the runs schema {"step", ...}
     OUT/runs/<ID>/<cell-key>/done.json      written atomically LAST: the cell is finished
     OUT/runs/<ID>/<cell-key>/error.json     the traceback of a cell that raised
     OUT/figures/<ID>_<name>.png             figures of the summaries
@@ -46,11 +46,13 @@ from headgeom.overrides import apply_overrides
 from headgeom.report.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
+from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
 from headgeom.runs.provenance import environment, utc_now
 from headgeom.threads import torch_threads
 from headgeom.train.ddp import job_layout
 
-_LOG_FILE: contextvars.ContextVar[tuple[Path, float] | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
+# the metrics.jsonl of the cell being run (log_metrics appends to it)
+_LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
 # TrainConfig.logger of the training runs inside the cell being run (headgeom reproduce --logger)
 _TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
 # the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
@@ -88,7 +90,7 @@ def cell_key(cell: dict[str, Any], config: Any = None) -> str:
 def current_run_dir() -> Path | None:
     """The run directory of the cell being run (None outside the runner)."""
     current = _LOG_FILE.get()
-    return _FOLLOWED.get() if current is None else current[0].parent
+    return _FOLLOWED.get() if current is None else current.parent
 
 
 def current_train_logger() -> str | None:
@@ -97,22 +99,21 @@ def current_train_logger() -> str | None:
     return _TRAIN_LOGGER.get()
 
 
-def log_metrics(record: dict[str, Any]) -> bool:
-    """Append one ``{"kind": "log", ...}`` line to the running cell's metrics.jsonl.
+def log_metrics(step: int, values: dict[str, Any]) -> bool:
+    """Append ``{"step": step, **values}`` to the running cell's metrics.jsonl (created by the first
+    call), in the one schema of a run's metrics.jsonl (:mod:`headgeom.runs.metrics`, read back with
+    ``read_metrics(<cell>)``).
 
-    Experiments call this from ``run_cell`` to log curves (one line per step or epoch).
-    Outside the runner (a test calling ``run_cell`` directly) it does nothing and returns False."""
+    Experiments call this from ``run_cell`` to log a curve (one line per step, epoch or
+    evaluation); a training cell's run writes its own ``<cell>/train/metrics.jsonl``. The cell's
+    result is done.json. Outside the runner (a test calling ``run_cell`` directly) it does nothing
+    and returns False."""
     current = _LOG_FILE.get()
     if current is None:
         return False
-    path, t0 = current
-    _append_jsonl(path, {"kind": "log", "t": round(time.perf_counter() - t0, 6), "metrics": jsonable(record)})
+    with open(current, "a", encoding="utf-8") as fh:
+        fh.write(MetricsRecord(int(step), dict(values)).to_line() + "\n")
     return True
-
-
-def _append_jsonl(path: Path, obj: Any) -> None:
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps(json_safe(obj), allow_nan=False) + "\n")
 
 
 # ----------------------------------------------------------------------------- selection
@@ -234,17 +235,15 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
         except (OSError, ValueError, KeyError):
             pass  # unreadable done.json: run the cell again
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("error.json", "metrics.jsonl"):
+    for stale in ("error.json", METRICS_NAME):
         (run_dir / stale).unlink(missing_ok=True)
     atomic_write_json(run_dir / "config.json", {
         "experiment": exp.id, "preset": preset, "cell": jsonable(cell), "config": config_dict(config),
         "git_revision": env["git_revision"], "git_dirty": env["git_dirty"], "versions": env["versions"],
         "platform": env["platform"], "started": utc_now(),
     })
-    metrics_path = run_dir / "metrics.jsonl"
-    metrics_path.touch()
     t0 = time.perf_counter()
-    token = _LOG_FILE.set((metrics_path, t0))
+    token = _LOG_FILE.set(run_dir / METRICS_NAME)
     logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
         metrics = call_cell(exp, config, cell)
@@ -252,7 +251,6 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
             raise TypeError(f"run_cell of {exp.id} returned {type(metrics).__name__}; it must return a dict of metrics")
         metrics = jsonable(metrics)
         elapsed = time.perf_counter() - t0
-        _append_jsonl(metrics_path, {"kind": "final", "t": round(elapsed, 6), "metrics": metrics})
     except Exception as err:  # noqa: BLE001 - a failing cell is reported, the run goes on
         elapsed = time.perf_counter() - t0
         atomic_write_json(run_dir / "error.json", {

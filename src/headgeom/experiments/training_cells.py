@@ -2,7 +2,8 @@
 
 Not an experiment itself (``registry.NOT_EXPERIMENTS`` names it, so ``load_all`` skips it):
 it wires :func:`headgeom.train.train` and :class:`headgeom.tracking.GeometryTracker` into one
-cell, reads the run's metrics.jsonl back as trajectories, and holds the rules the verdicts use
+cell, reads the run's metrics.jsonl back as a typed trajectory (:func:`headgeom.tracking.read_tracking`),
+and holds the rules the verdicts use
 (negative-curvature fraction, collapse escape, dead head), written once so every experiment
 states the same criterion.
 
@@ -23,7 +24,9 @@ from typing import Any, Callable, Iterator, Sequence
 
 import torch
 
-from headgeom.runs.metrics import read_metrics
+from headgeom.tracking.record import combine
+from headgeom.tracking.tracker import GeometryTracker
+from headgeom.tracking.trajectory import Trajectory, read_tracking
 
 ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
                      "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "
@@ -57,8 +60,9 @@ def training_directory() -> Iterator[tuple[Path, bool]]:
 
 
 class Trackers:
-    """Several GeometryTrackers called as one ``tracker(step, method, probe_views)``; their keys
-    are prefixed by reading (``heff_<reading>_...``), the shared statistics are the same numbers."""
+    """Several GeometryTrackers called as one ``tracker(step, method, probe_views)``: their records
+    merged into one (one HeffReading per reading; the shared statistics are the same numbers),
+    logged as its metrics.jsonl keys."""
 
     def __init__(self, trackers: Sequence[Any]) -> None:
         if not trackers:
@@ -66,36 +70,27 @@ class Trackers:
         self.trackers = list(trackers)
 
     def __call__(self, step: int, method: torch.nn.Module, probe_views: Sequence[torch.Tensor]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for tracker in self.trackers:
-            out.update(tracker(step, method, probe_views, force=True))
-        return out
-
-
-def read_records(run_dir: Path) -> list[dict[str, Any]]:
-    """The records of ``run_dir/metrics.jsonl`` (headgeom.train's log, read by
-    :func:`headgeom.runs.metrics.read_metrics`), in order, as the dicts the series below read."""
-    return [rec.as_dict() for rec in read_metrics(run_dir, strict=True)]
+        return combine([tracker.measure(step, method, probe_views) for tracker in self.trackers]).metrics()
 
 
 def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,
                  after: Callable[[Path], dict[str, Any]] | None = None,
-                 power_iterations: int | None = None) -> tuple[dict[str, Any], list[dict], dict]:
+                 power_iterations: int | None = None) -> tuple[dict[str, Any], Trajectory, dict]:
     """Train ``config`` (a headgeom.train.TrainConfig) with H_eff tracking under each reading (none:
     no tracker; ``config.track_every`` sets the period).
 
-    Returns (done.json of the run, the tracking records (lines of metrics.jsonl with a tracked key,
-    step 0 first), ``after(run_dir)`` evaluated while the run directory exists (or {})). A run stopped
-    by a non-finite loss returns done = {"diverged": message, "final_loss": None}, its records up to
-    the stop, and {} (``after`` is not called). Either way done["train_budget"] = {"steps", "batch"}:
-    the steps the run was given (its stop step) and the global batch, which the experiments put in
-    their cells' metrics for the verdict's budget (headgeom.report.budget). ``power_iterations``
-    also tracks the paper's float32 shifted-power λ_min estimate beside the exact one
-    (GeometryTracker's option of that name).
-    Each tracking record is also logged to the runner's metrics.jsonl of the cell. Under the runner
-    the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it, as ``config``)."""
-    from headgeom.experiments.runner import current_train_logger, log_metrics
-    from headgeom.tracking import GeometryTracker
+    Returns (done.json of the run, its tracked steps read back from the run's metrics.jsonl
+    (:func:`headgeom.tracking.read_tracking`, step 0 first), ``after(run_dir)`` evaluated while the
+    run directory exists (or {})). A run stopped by a non-finite loss returns done = {"diverged":
+    message, "final_loss": None}, its tracked steps up to the stop, and {} (``after`` is not called).
+    Either way done["train_budget"] = {"steps", "batch"}: the steps the run was given (its stop step)
+    and the global batch, which the experiments put in their cells' metrics for the verdict's budget
+    (headgeom.report.budget). ``power_iterations`` also tracks the paper's float32 shifted-power
+    λ_min estimate beside the exact one (GeometryTracker's option of that name).
+    The training run's metrics.jsonl is the one record of the steps (written once by the loop); under
+    the runner the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it,
+    as ``config``)."""
+    from headgeom.experiments.runner import current_train_logger
     from headgeom.train import NonFiniteLossError, train
 
     logger = current_train_logger()
@@ -110,45 +105,12 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
             done = {"diverged": str(err), "final_loss": None}
         planned = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
         done["train_budget"] = {"steps": int(planned["stop_step"]), "batch": int(config.batch_size)}
-        records = [r for r in read_records(run_dir) if "spread_projector" in r or any(k.startswith("heff_") for k in r)]
+        tracked = read_tracking(run_dir, strict=True)
         extra = after(run_dir) if after is not None and not done.get("diverged") else {}
-    for rec in records:
-        log_metrics(rec)
-    return done, records, extra
+    return done, tracked, extra
 
 
 # ----------------------------------------------------------------------------- trajectories and rules
-def series(records: list[dict[str, Any]], key: str) -> list[float | None]:
-    """The value of ``key`` at every tracking record (None where the tracker left it out)."""
-    out = []
-    for rec in records:
-        v = rec.get(key)
-        out.append(float(v) if isinstance(v, (int, float)) and math.isfinite(float(v)) else None)
-    return out
-
-
-def heff_series(records: list[dict[str, Any]], reading: str, name: str) -> tuple[list[float | None], str]:
-    """The tracker's H_eff quantity ``name`` (lambda_min, lambda_max, n_negative, floor, M_ratio_fro, ...)
-    under ``reading`` at every record, and where it came from: ``blocks`` (exact per-sample blocks,
-    key ``heff_<reading>_mean_<name>``) or ``operator`` (the tracker's Lanczos estimate on the whole
-    coupled H_eff, key ``heff_<reading>_mean_op_<name>``, used for train-mode BatchNorm heads)."""
-    p = f"heff_{reading}_mean_"
-    if any(p + name in r for r in records):
-        return series(records, p + name), "blocks"
-    if any(p + "op_" + name in r for r in records):
-        return series(records, p + "op_" + name), "operator"
-    return [None] * len(records), "absent"
-
-
-def m_ratio_series(records: list[dict[str, Any]], reading: str) -> tuple[list[float | None], str]:
-    """‖M‖/‖H_eff‖ per record: Frobenius when the tracker gives it, else spectral; (values, "<norm> (<source>)")."""
-    for norm in ("fro", "spectral"):
-        values, source = heff_series(records, reading, f"M_ratio_{norm}")
-        if source != "absent":
-            return values, f"{norm} ({source})"
-    return [None] * len(records), "absent"
-
-
 def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float | None]) -> float | None:
     """Fraction of tracking points with λ_min < −floor (floor = rel_floor · max|λ| at that point),
     over the points where both are defined; None when there is none."""
