@@ -41,10 +41,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register, torch_threads
 from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
 
@@ -179,8 +181,6 @@ def cell_train_config(config: C12Config, cell: dict[str, Any]):
 
 
 def _probe(config: C12Config):
-    from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
-
     ecfg = EvalConfig(k=(config.knn_k,), head_inputs=config.head_inputs, max_train=config.eval_train,
                       probe=LinearProbeConfig(max_iter=config.probe_max_iter), mlp=config.mlp,
                       mlp_probe=MLPProbeConfig(hidden=config.mlp_hidden, epochs=config.mlp_epochs),
@@ -315,7 +315,7 @@ def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[d
             stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
                      meas["tie_band"]]
             lines.append(f"| {data}, {backbone} | {HEADERS[probe]} | "
-                         + " | ".join(f"{c['value']:.3f} ± {c['spread']:.3f}" for c in stats)
+                         + " | ".join(format_estimate(c, ".3f", ".3f") for c in stats)
                          + f" | {above:.0%} / {below:.0%} (n = {len(rs)}) |")
     return "\n".join(lines)
 
