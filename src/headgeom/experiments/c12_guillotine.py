@@ -39,10 +39,12 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import pm, run_training
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
 from headgeom.train import TrainConfig
@@ -174,8 +176,6 @@ def cell_train_config(config: C12Config, cell: dict[str, Any]) -> TrainConfig:
 
 
 def _probe(config: C12Config):
-    from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
-
     ecfg = EvalConfig(k=(config.knn_k,), head_inputs=config.head_inputs, max_train=config.eval_train,
                       probe=LinearProbeConfig(max_iter=config.probe_max_iter), mlp=config.mlp,
                       mlp_probe=MLPProbeConfig(hidden=config.mlp_hidden, epochs=config.mlp_epochs),
@@ -304,7 +304,7 @@ def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[d
             stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
                      meas["tie_band"]]
             lines.append(f"| {data}, {backbone} | {HEADERS[probe]} | "
-                         + " | ".join(f"{c['value']:.3f} ± {c['spread']:.3f}" for c in stats)
+                         + " | ".join(format_estimate(c, ".3f", ".3f") for c in stats)
                          + f" | {above:.0%} / {below:.0%} (n = {len(rs)}) |")
     return "\n".join(lines)
 
