@@ -24,7 +24,7 @@ def use_agg() -> None:
 
     The runner calls this before importing experiment modules (a library import of
     ``headgeom.report`` alone leaves the user's backend untouched)."""
-    import matplotlib
+    import matplotlib  # heavy: only when a figure will be drawn (headgeom.report.style's docstring)
 
     matplotlib.use("Agg")
 
