@@ -174,6 +174,7 @@ def _run_cell(config, cell: dict[str, Any]) -> dict[str, Any]:
     out["lambda_min"], out["heff_source"] = heff_series(records, "ambient", "lambda_min")
     out["lambda_max"], _ = heff_series(records, "ambient", "lambda_max")
     out["floor"], _ = heff_series(records, "ambient", "floor")  # the engine's zero band, drawn in the λ figure
+    out["operand_scale"], _ = heff_series(records, "ambient", "operand_scale")  # what the floor is relative to
     out["M_ratio"], out["M_ratio_norm"] = m_ratio_series(records, "ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     if not bn and config.pseudo_collapse is not None:
