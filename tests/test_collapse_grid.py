@@ -15,7 +15,7 @@ TINY = GridConfig(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size"
                                             track_every=2, probe_size=8),
                   hidden=16, out_dim=16, pred_hidden=16, block_samples=2)
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
-        "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "heff_source", "M_ratio", "M_ratio_norm",
+        "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "operand_scale", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
         "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged",
         "train_budget"}
@@ -54,8 +54,10 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
     assert m["steps"] == [0, 2] and m["train_budget"] == {"steps": TINY.train.max_steps, "batch": TINY.train.batch_size}
     assert m["heff_source"] in ("blocks", "operator") and m["M_ratio_norm"] != "absent"
     assert all(lo <= hi for lo, hi in zip(m["lambda_min"], m["lambda_max"]))
-    # the engine's floor (rel_floor · max|λ|), kept for the figure's zero band
-    assert m["floor"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi)) for lo, hi in zip(m["lambda_min"], m["lambda_max"])])
+    # the engine's floor (rel_floor · max(max|λ|, S), S the operand scale), kept for the figure's zero band
+    assert all(s > 0 for s in m["operand_scale"])
+    assert m["floor"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi), s) for lo, hi, s in
+                                        zip(m["lambda_min"], m["lambda_max"], m["operand_scale"])])
     if bn:  # train-mode BatchNorm divides by the batch std, a curved map of z: M != 0 even with ReLU
         assert m["heff_source"] == "operator" and all(v is not None and v > 1e-6 for v in m["M_ratio"])
     else:  # linear head: M = 0 to round-off in every tracked block

@@ -169,6 +169,7 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out["lambda_min"], out["heff_source"] = traj.heff("ambient", "lambda_min")
     out["lambda_max"], _ = traj.heff("ambient", "lambda_max")
     out["floor"], _ = traj.heff("ambient", "floor")  # the engine's zero band, drawn in the λ figure
+    out["operand_scale"], _ = traj.heff("ambient", "operand_scale")  # what the floor is relative to
     out["M_ratio"], out["M_ratio_norm"] = traj.m_ratio("ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
     if not bn and config.train.pseudo_collapse is not None:

@@ -112,7 +112,7 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
 
 # ----------------------------------------------------------------------------- trajectories and rules
 def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float | None]) -> float | None:
-    """Fraction of tracking points with λ_min < −floor (floor = rel_floor · max|λ| at that point),
+    """Fraction of tracking points with λ_min < −floor (the tracker's floor at that point, rel_floor · max(max|λ|, S)),
     over the points where both are defined; None when there is none."""
     pairs = [(l, f) for l, f in zip(lambda_min, floor) if l is not None and f is not None]
     if not pairs:

@@ -50,10 +50,13 @@ KEYS = {
     "lambda_min / lambda_max": "extreme eigenvalues of H_eff of loss(head(z), v) w.r.t. z = backbone(x1), "
     "v = head(backbone(x2)) held fixed: over the exact per-sample (d, d) blocks (float64 eigh), or, for a "
     "head that couples samples (train-mode BatchNorm) with coupled='lanczos', of the whole operator",
-    "n_negative": "eigenvalues < -floor, floor = rel_floor * max|lambda| (blocks; the operator path only "
-    "when its Krylov space was exact)",
+    "n_negative": "eigenvalues < -floor, floor = rel_floor * max(max|lambda|, operand_scale) (blocks; the "
+    "operator path only when its Krylov space was exact)",
     "frac_samples_negative": "fraction of per-sample blocks with an eigenvalue < -floor (blocks only)",
     "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no negative curvature'",
+    "operand_scale": "S = 1.1 * max_i |A_i|_2 |J_i|_2^2, the scale of the terms G is summed from "
+    "(headgeom.geometry.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
+    "round-off left by their cancellation is not read as curvature",
     "m_ratio": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices (or of the whole operator)",
     "m_ratio_fro": "|M|_F / |H_eff|_F of the block-diagonal matrices (blocks only)",
     "lanczos_converged / lanczos_iterations": "the operator path's Lanczos run (coupled heads only)",
