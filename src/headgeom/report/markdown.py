@@ -154,8 +154,20 @@ def _config_table(config: Any) -> str:
     if not config:
         return "_(empty config)_\n"
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in config.items()]
+    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in _dotted(config).items()]
     return "\n".join(lines) + "\n"
+
+
+def _dotted(config: dict[str, Any]) -> dict[str, Any]:
+    """A nested config (``train``, ``system``: the only dicts at the top of a resolved config) one row
+    per field, named as ``headgeom reproduce --set`` names it: ``train.batch_size``."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if isinstance(v, dict) and v:
+            out.update({f"{k}.{sub}": val for sub, val in v.items()})
+        else:
+            out[k] = v
+    return out
 
 
 def _environment(env: dict[str, Any]) -> str:
