@@ -7,14 +7,16 @@ import pytest
 
 from figure_checks import assert_legends_outside, floor_band_artists, line_styles
 from headgeom.data.shapes import SHAPE_CLASSES
-from headgeom.experiments.activation_ablation import ACTIVATIONS, AblationConfig, cells, run_cell, summarize, train_config
+from headgeom.experiments.activation_ablation import (
+    ACTIVATIONS, TRAIN, AblationConfig, cells, run_cell, summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.report.style import CHANCE_GID
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = AblationConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
-                      max_steps=2, track_every=2, probe_size=8, block_samples=3, knn_k=5, eval_train=None, eval_test=None)
+TINY = AblationConfig(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8, max_steps=2,
+                                                track_every=2, probe_size=8),
+                      hidden=16, out_dim=16, pred_hidden=16, block_samples=3, knn_k=5, eval_train=None, eval_test=None)
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from headgeom.experiments.c10_pretrained import FAMILIES, C10Config, cells, run_
 from headgeom.experiments.c10_pretrained.summary import PAPER_METRIC, PRIMARY, direction
 from headgeom.experiments.registry import VERDICTS, check_claim, load_all
 from headgeom.experiments.runner import cell_key, jsonable, run_experiments
-from test_checkpoints_loaders import DDP, BarlowTwins, DINOHead, MultiCropWrapper, VICReg, randomise_
+from official_models import DDP, BarlowTwins, DINOHead, MultiCropWrapper, VICReg, randomise_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -9,15 +9,16 @@ import pytest
 import torch
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c11_depth import (C11Config, cells, depth_head, increase_test, paper, run_cell, summarize,
-                                            train_config)
+from headgeom.experiments.c11_depth import (TRAIN, C11Config, cells, depth_head, increase_test, paper, run_cell,
+                                            summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
-from headgeom.experiments.training_cells import paper_head
 from headgeom.orbits.run_measures import RATIOS
+from headgeom.train.recipes import paper_head
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = C11Config(data_options=(("n", 40), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
+TINY = C11Config(train=dataclasses.replace(TRAIN, data_options={"n": 40, "size": 16}, batch_size=8, max_steps=2),
+                 hidden=16, out_dim=16, knn_k=5,
                  eval_train=None, eval_test=None, probe_max_iter=30, orbit_classes=2, orbit_per_class=2,
                  orbit_steps=4, n_boot=50, seeds=1)
 

@@ -8,14 +8,15 @@ import pytest
 from figure_checks import assert_legends_outside
 from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.c12_guillotine import (
-    CONTEXT_PROBES, PROBES, C12Config, cell_train_config, cells, gap_statistics, run_cell, summarize, tie_band,
+    CONTEXT_PROBES, PROBES, TRAIN, C12Config, cell_train_config, cells, gap_statistics, run_cell, summarize, tie_band,
     train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.report.style import CHANCE_GID
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = C12Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, batch_size=8, max_steps=2, knn_k=5,
+TINY = C12Config(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8, max_steps=2),
+                 hidden=16, out_dim=16, knn_k=5,
                  eval_train=None, eval_test=None, rotation_train=None, rotation_test=None, seeds=1, probe_max_iter=30,
                  mlp_hidden=16, mlp_epochs=3)
 

@@ -8,14 +8,15 @@ import json
 import pytest
 
 from headgeom.experiments.c8_hessian_tracking import (
-    RUNS, C8Config, cells, estimator_disagreement, run_cell, summarize, train_config)
+    RUNS, TRAIN, C8Config, cells, estimator_disagreement, run_cell, summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.experiments.training_cells import dead_head, escape, negative_fraction
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
-                epochs=1, max_steps=2, track_every=1, probe_size=8, block_samples=3, seeds=1)
+TINY = C8Config(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8, epochs=1, max_steps=2,
+                                          track_every=1, probe_size=8),
+                hidden=16, out_dim=16, pred_hidden=16, block_samples=3, seeds=1)
 SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spread_final", "spread_ratio",
            "escaped", "dead_head")
 
@@ -34,8 +35,8 @@ def test_registered_with_three_documented_presets():
         cfg = preset()
         assert cfg.preset == name and "headgeom reproduce --only C8" in preset.__doc__ and "Runtime" in preset.__doc__
     paper = exp.config("paper")
-    assert (paper.width, paper.hidden, paper.out_dim, paper.pred_hidden, paper.batch_size, paper.lr, paper.epochs) == (
-        1.0, 2048, 2048, 512, 256, 0.05, 100)
+    assert (paper.train.backbone_options["width"], paper.hidden, paper.out_dim, paper.pred_hidden,
+            paper.train.batch_size, paper.train.lr, paper.train.epochs) == (1.0, 2048, 2048, 512, 256, 0.05, 100)
     tc = train_config(paper, "collapsed-relu", 0)
     assert tc.head == "d-2048-2048:relu:nobias" and tc.pseudo_collapse == 0.1 and tc.weight_decay == 0.0
 

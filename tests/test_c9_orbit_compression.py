@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c9_orbit_compression import (C9Config, cells, orbit_images, run_cell, seed_outcome,
+from headgeom.experiments.c9_orbit_compression import (TRAIN, C9Config, cells, orbit_images, run_cell, seed_outcome,
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
 from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
@@ -15,10 +15,10 @@ from headgeom.orbits.compression import compression_measures, interval_side
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = C9Config(data_options=(("n", 40), ("size", 16)), width=0.0625,
+TINY = C9Config(train=dataclasses.replace(TRAIN, data_options={"n": 40, "size": 16}, backbone_options={"width": 0.0625},
+                                          batch_size=8, max_steps=2),
                 vit_options=(("embed_dim", 12), ("depth", 1), ("img_size", 16)), hidden=16, out_dim=8,
-                batch_size=8, max_steps=2, families=("rotation", "hue"), steps=3, orbit_classes=2,
-                orbit_per_class=3, n_boot=40, seeds=1)
+                families=("rotation", "hue"), steps=3, orbit_classes=2, orbit_per_class=3, n_boot=40, seeds=1)
 
 
 def test_presets_cells_and_training_settings():
@@ -60,7 +60,8 @@ def test_orbit_images_pick_per_class_and_say_when_too_few():
 
 
 def test_a_cell_without_cifar_fails_with_the_loaders_message(tmp_path):
-    cfg = dataclasses.replace(TINY, data="cifar10", data_options=(), data_dir=str(tmp_path))
+    cfg = dataclasses.replace(TINY, train=dataclasses.replace(TINY.train, data="cifar10", data_options={},
+                                                              data_dir=str(tmp_path)))
     with pytest.raises(FileNotFoundError, match="CIFAR-10 not found.*HEADGEOM_DATA"):
         run_cell(cfg, {"backbone": "resnet18", "seed": 0})
 

@@ -5,15 +5,17 @@ import json
 
 import pytest
 
-from headgeom.experiments.collapse_grid import GridConfig, cells, grid_runs, run_cell, run_name, summarize, train_config
+from headgeom.experiments.collapse_grid import (
+    TRAIN, GridConfig, cells, grid_runs, run_cell, run_name, summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = GridConfig(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
-                  max_steps=2, track_every=2, probe_size=8, block_samples=2)
+TINY = GridConfig(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8, max_steps=2,
+                                            track_every=2, probe_size=8),
+                  hidden=16, out_dim=16, pred_hidden=16, block_samples=2)
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
-        "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "heff_source", "M_ratio", "M_ratio_norm",
+        "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "operand_scale", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
         "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged",
         "train_budget"}
@@ -31,7 +33,8 @@ def test_the_paper_grid_has_14_runs_and_documented_presets():
     for name, preset in exp.presets.items():
         assert preset().preset == name and "headgeom reproduce --only GRID" in preset.__doc__
     paper = exp.config("paper")
-    assert (paper.batch_size, paper.epochs, paper.seeds, paper.pseudo_collapse, paper.momentum) == (512, 50, 3, 0.1, 0.9)
+    assert (paper.train.batch_size, paper.train.epochs, paper.seeds, paper.train.pseudo_collapse,
+            paper.train.momentum) == (512, 50, 3, 0.1, 0.9)
     tc = train_config(paper, "silu", True, 0.5, 2)
     assert tc.head == "d-2048-2048:silu:nobias:bn:last=bn" and tc.predictor == "d-512-2048:silu:nobias:bn"
     assert (tc.lr, tc.weight_decay, tc.normalize, tc.method_options["recipe"]) == (0.5, 0.0, False, "paper_simsiam")
@@ -48,11 +51,13 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
     json.dumps(m)
     inert_keys = set() if bn else {"pseudo_collapse_gap", "inert_pseudo_collapse"}  # measured without BN only
     assert set(m) == KEYS | inert_keys, set(m) ^ (KEYS | inert_keys)
-    assert m["steps"] == [0, 2] and m["train_budget"] == {"steps": TINY.max_steps, "batch": TINY.batch_size}
+    assert m["steps"] == [0, 2] and m["train_budget"] == {"steps": TINY.train.max_steps, "batch": TINY.train.batch_size}
     assert m["heff_source"] in ("blocks", "operator") and m["M_ratio_norm"] != "absent"
     assert all(lo <= hi for lo, hi in zip(m["lambda_min"], m["lambda_max"]))
-    # the engine's floor (rel_floor · max|λ|), kept for the figure's zero band
-    assert m["floor"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi)) for lo, hi in zip(m["lambda_min"], m["lambda_max"])])
+    # the engine's floor (rel_floor · max(max|λ|, S), S the operand scale), kept for the figure's zero band
+    assert all(s > 0 for s in m["operand_scale"])
+    assert m["floor"] == pytest.approx([TINY.rel_floor * max(abs(lo), abs(hi), s) for lo, hi, s in
+                                        zip(m["lambda_min"], m["lambda_max"], m["operand_scale"])])
     if bn:  # train-mode BatchNorm divides by the batch std, a curved map of z: M != 0 even with ReLU
         assert m["heff_source"] == "operator" and all(v is not None and v > 1e-6 for v in m["M_ratio"])
     else:  # linear head: M = 0 to round-off in every tracked block
@@ -67,7 +72,7 @@ def test_tiny_cell_keys_and_robust_facts(act, bn):
 def test_a_diverged_run_is_a_result_not_a_failed_cell():
     m = run_cell(TINY, {"activation": "linear", "bn": False, "lr": 1e38, "seed": 0})
     assert "non-finite" in m["diverged"] and m["escaped"] is None and m["final_loss"] is None
-    assert m["train_budget"] == {"steps": TINY.max_steps, "batch": TINY.batch_size}  # the budget it was given
+    assert m["train_budget"] == {"steps": TINY.train.max_steps, "batch": TINY.train.batch_size}  # the budget it was given
     assert m["steps"][0] == 0 and m["spread_initial"] > 0  # the records up to the stop are kept
 
 

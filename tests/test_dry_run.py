@@ -5,9 +5,9 @@ import subprocess
 import pytest
 
 from headgeom.cli import main
-from headgeom.experiments.dry_run import cost
-from headgeom.experiments.paper_protocol import DIFFERENCES
 from headgeom.experiments.registry import load_all
+from headgeom.launch.dry_run import cost
+from headgeom.report.paper_protocol import DIFFERENCES
 from headgeom.launch.resources import Resources
 
 

@@ -107,7 +107,9 @@ def test_measure_matches_the_reference(loss, reading):
     for key, value in want.items():
         assert out[key] == pytest.approx(value, rel=1e-9, abs=1e-12 * abs(want["lambda_max"])), key
     assert out["m_ratio"] > 1e-3  # a SiLU head off its fixed point: M is not negligible, the check is not vacuous
-    assert out["floor"] == pytest.approx(1e-10 * max(abs(want["lambda_min"]), abs(want["lambda_max"])), rel=1e-9)
+    assert out["operand_scale"] > 0  # relative to the result or to G's operands, whichever is larger
+    assert out["floor"] == pytest.approx(
+        1e-10 * max(abs(want["lambda_min"]), abs(want["lambda_max"]), out["operand_scale"]), rel=1e-9)
     for name, x in (("", z1), ("_head", u1)):
         assert out["rankme" + name] == pytest.approx(rankme_np(x.numpy()), rel=1e-6)
         assert out["spread" + name] == pytest.approx(spread_np(x.numpy()), rel=1e-6)

@@ -67,6 +67,25 @@ def test_nothing_below_experiments_imports_them():
     assert not bad, "imports running back up into headgeom.experiments:\n" + "\n".join(bad)
 
 
+def test_only_the_command_line_imports_the_experiments():
+    # experiments sit on top: a measurement, table or figure another package needs lives below them
+    outside = tuple(sorted(p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+                           and p.name != "experiments"))
+    modules = [p for p in SRC.glob("*.py") if p.name != "cli.py"]
+    bad = arrows_into(outside, ("experiments",)) + [
+        f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in modules
+        for line, module in imported_modules(path) if module.split(".")[:2] == ["headgeom", "experiments"]]
+    assert not bad, "imports of headgeom.experiments outside the experiments and headgeom.cli:\n" + "\n".join(bad)
+
+
+def test_matplotlib_is_imported_only_by_report():
+    # figures are drawn through headgeom.report (its style module holds the shared look)
+    bad = [f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in sorted(SRC.rglob("*.py"))
+           if path.relative_to(SRC).parts[0] != "report"
+           for line, module in imported_modules(path) if module.split(".")[0] == "matplotlib"]
+    assert not bad, "matplotlib imported outside headgeom.report:\n" + "\n".join(bad)
+
+
 def test_runs_imports_none_of_the_packages_above_it():
     bad = arrows_into(("runs",), BELOW_RUNS)
     assert not bad, "headgeom.runs imports a package built on it:\n" + "\n".join(bad)

@@ -14,7 +14,7 @@ from torch import nn
 
 from headgeom.methods import build_method
 from headgeom.train import load_checkpoint, train
-from test_train_loop import cfg
+from tiny_models import train_config as cfg
 
 HEAD = "d-16-16:gelu:dino=8"
 

@@ -12,8 +12,7 @@ from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
-from headgeom.geometry import mlp_sandwich
-from headgeom.geometry.mlp_sandwich import PACKED_MIN_SAMPLES, block_costs, packed_outer_sum, shared_outer_sum
+from headgeom.geometry.mlp_sandwich import block_costs
 from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
@@ -150,34 +149,38 @@ def test_low_rank_sandwich_formula():
     assert_close(curv.apply(w), ref, rtol=1e-12, atol=1e-13)
 
 
-@pytest.mark.parametrize("tile", [1, 3, 64])
-def test_packed_outer_sum(tile):
-    g = torch.Generator().manual_seed(1)
-    at = torch.randn(5, 9, generator=g, dtype=DT)  # Aᵀ (d, w)
-    c = torch.randn(4, 9, generator=g, dtype=DT)
-    ref = torch.stack([at @ torch.diag(ci) @ at.T for ci in c])
-    assert_close(packed_outer_sum(at, c, tile=tile), ref, rtol=1e-12, atol=1e-13)
+@pytest.mark.parametrize("with_w", [True, False])
+@pytest.mark.parametrize("zero_alpha", [True, False])
+def test_low_rank_sandwich_with_a_diagonal(with_w, zero_alpha):
+    # the DINO loss's form: diag(δ_i) + U_i B_i U_iᵀ with alpha = 0 (then no WᵀW is needed)
+    g = torch.Generator().manual_seed(5)
+    alpha = torch.zeros(N, dtype=DT) if zero_alpha else torch.randn(N, generator=g, dtype=DT)
+    U = torch.randn(N, 7, 1, generator=g, dtype=DT)
+    B = torch.randn(N, 1, 1, generator=g, dtype=DT)
+    delta = torch.rand(N, 7, generator=g, dtype=DT)
+    W = torch.randn(7, 4, generator=g, dtype=DT) if with_w else None
+    curv = LowRankCurvature(alpha, U, B, delta)
+    gram = None if (W is None or zero_alpha) else W.T @ W
+    got = curv.sandwich(W, gram, 7)
+    for i in range(N):
+        a = alpha[i] * torch.eye(7, dtype=DT) + U[i] @ B[i] @ U[i].T + torch.diag(delta[i])
+        assert_close(got[i], a if W is None else W.T @ a @ W, rtol=1e-12, atol=1e-13)
+    if with_w and not zero_alpha:
+        with pytest.raises(ValueError, match="needs gram"):
+            curv.sandwich(W, None, 7)
 
 
-@pytest.mark.parametrize("n", [1, PACKED_MIN_SAMPLES - 1, PACKED_MIN_SAMPLES])
-def test_shared_outer_sum_on_both_sides_of_the_packed_threshold(n):
-    g = torch.Generator().manual_seed(2)
-    at = torch.randn(5, 9, generator=g, dtype=DT)
-    c = torch.randn(n, 9, generator=g, dtype=DT)
-    ref = torch.stack([at @ torch.diag(ci) @ at.T for ci in c])
-    assert_close(shared_outer_sum(at, c), ref, rtol=1e-12, atol=1e-13)
-
-
-@pytest.mark.parametrize("packed_from", [1, 10**9])
-def test_engine_blocks_with_packed_and_direct_first_layer_term(monkeypatch, packed_from):
-    monkeypatch.setattr(mlp_sandwich, "PACKED_MIN_SAMPLES", packed_from)
+@pytest.mark.parametrize("chunk_size", [1, 2, 32])
+def test_engine_blocks_over_chunks(chunk_size):
+    # chunks of 1 and 2 of 3 samples: the reused buffers see a short last chunk
     head = HEADS["tanh-3-nobias"]()
     z = torch.randn(N, D, dtype=DT, generator=torch.Generator().manual_seed(4))
     loss = losses(5)["cosine-declared"]
-    h_ref, _, m_ref = reference_parts(head, loss, z)
-    eh = effective_hessian(head, loss, z, block_strategy="sandwich")
+    h_ref, g_ref, m_ref = reference_parts(head, loss, z)
+    eh = effective_hessian(head, loss, z, block_strategy="sandwich", chunk_size=chunk_size)
     assert_close(eh.blocks(), diagonal_blocks(h_ref, N, D), what="blocks")
     assert_close(eh.interaction_blocks(), diagonal_blocks(m_ref, N, D), what="M blocks")
+    assert_close(eh.gauss_newton_blocks(), diagonal_blocks(g_ref, N, D), what="G blocks")
 
 
 def test_auto_strategy_follows_the_flop_count():
@@ -198,6 +201,24 @@ def test_auto_strategy_follows_the_flop_count():
     eh2.blocks()
     costs2 = block_costs(eh2.structured_layers, 2, 3, False)
     assert costs2["sandwich"] > costs2["jacobian"] and eh2.block_path() == "jacobian"
+
+
+def test_auto_strategy_counts_a_declared_diagonal():
+    # the DINO loss declares diag(p_i)/(N T²) - p_i p_iᵀ/(N T²): on the sandwich path W_Lᵀ diag W_L
+    # costs k·m²; at m = k = 32 over d = 2 that makes the Jacobian path the cheaper one
+    head = chain([2, 32, 32], nn.SiLU)
+    z = torch.randn(N, 2, dtype=DT, generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        teacher = head(z + 0.1)
+    loss = analysis_loss("dino", teacher)
+    eh = effective_hessian(head, loss, z)
+    layers = eh.structured_layers
+    without = block_costs(layers, 2, 32, True)
+    with_diag = block_costs(layers, 2, 32, True, diagonal=True)
+    assert without["sandwich"] < without["jacobian"] < with_diag["sandwich"]
+    assert eh.block_path() == "jacobian+declared-curvature"
+    h_ref, _, _ = reference_parts(head, loss, z)
+    assert_close(eh.blocks(), diagonal_blocks(h_ref, N, 2), what="blocks")
 
 
 def test_unknown_strategy_is_refused():

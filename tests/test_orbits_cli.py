@@ -354,7 +354,7 @@ def test_select_images_balanced_prefixes():
 def test_official_dino_vit_layout_end_to_end(tmp_path, capsys):
     """A synthetic DINO full checkpoint (official keys, weight-normed last layer): ImageNet
     preprocessing at the ViT's own side, the head's points and controls in the report."""
-    from test_checkpoints_loaders import DDP, DINOHead, MultiCropWrapper, randomise_
+    from official_models import DDP, DINOHead, MultiCropWrapper, randomise_
 
     torch.manual_seed(0)
     nets = {name: randomise_(MultiCropWrapper(

@@ -1,25 +1,20 @@
-"""The paper presets against the paper's protocol (headgeom.experiments.paper_protocol, docs/paper.md §3)."""
-import dataclasses
-
+"""The paper presets against the paper's protocol (headgeom.report.paper_protocol, docs/paper.md §3)."""
 import pytest
 
-from headgeom.experiments.paper_protocol import (
-    DESCRIBED, DIFFERENCES, PROTOCOL, as_set, preset_settings, show, train_settings)
 from headgeom.experiments.registry import load_all
 from headgeom.experiments.runner import plan_experiments
+from headgeom.report.paper_protocol import (
+    DESCRIBED, DIFFERENCES, PROTOCOL, as_set, preset_settings, show, train_settings)
 
 
-def _paper(exp_id, **changes):
-    (exp, config, cells, n_seeds, _), = plan_experiments([exp_id], "paper", None)[0]
-    if changes:
-        config = dataclasses.replace(config, **changes)
-        n_seeds = config.seeds
-        cells = exp.cells(config, n_seeds)
+def _paper(exp_id, *overrides):
+    """The paper preset of ``exp_id`` with ``--set`` overrides (nested keys: train.epochs=49)."""
+    (exp, config, cells, n_seeds, _), = plan_experiments([exp_id], "paper", None, overrides=overrides)[0]
     return exp, config, cells, n_seeds
 
 
-def _differing(exp_id, **changes):
-    exp, config, cells, n_seeds = _paper(exp_id, **changes)
+def _differing(exp_id, *overrides):
+    exp, config, cells, n_seeds = _paper(exp_id, *overrides)
     ours = preset_settings(exp, config, cells, n_seeds, list(PROTOCOL[exp_id]))
     unread = sorted(set(PROTOCOL[exp_id]) - set(ours))
     assert not unread, f"{exp_id}: the preset does not say {unread}"
@@ -40,14 +35,15 @@ def test_every_training_experiment_has_the_paper_protocol():
     assert all(set(DESCRIBED[i]) <= set(PROTOCOL[i]) for i in DESCRIBED)
 
 
-@pytest.mark.parametrize("exp_id, changes, key", [
-    ("GRID", {"epochs": 49}, "epochs"), ("GRID", {"batch_size": 256}, "batch_size"), ("C8", {"lr": 0.5}, "lr"),
-    ("C11", {"data": "shapes"}, "dataset"), ("C11", {"hidden": 1024}, "head"), ("C9", {"width": 0.5}, "backbone"),
-    ("GRID", {"seeds": 2}, "seeds"), ("C11", {"orbit_per_class": 4}, "orbit_per_class"),
-    ("C12", {"settings": (("cifar10", "resnet18"),)}, "backbone"), ("C12", {"settings": None}, "runs"),
+@pytest.mark.parametrize("exp_id, overrides, key", [
+    ("GRID", ["train.epochs=49"], "epochs"), ("GRID", ["train.batch_size=256"], "batch_size"),
+    ("C8", ["train.lr=0.5"], "lr"), ("C11", ["train.data=shapes"], "dataset"), ("C11", ["hidden=1024"], "head"),
+    ("C9", ['train.backbone_options={"width": 0.5}'], "backbone"), ("GRID", ["seeds=2"], "seeds"),
+    ("C11", ["orbit_per_class=4"], "orbit_per_class"),
+    ("C12", ['settings=[["cifar10", "resnet18"]]'], "backbone"), ("C12", ["settings=null"], "runs"),
 ])
-def test_a_preset_that_leaves_the_paper_is_caught(exp_id, changes, key):
-    assert key in _differing(exp_id, **changes) - set(DIFFERENCES.get(exp_id, {}))
+def test_a_preset_that_leaves_the_paper_is_caught(exp_id, overrides, key):
+    assert key in _differing(exp_id, *overrides) - set(DIFFERENCES.get(exp_id, {}))
 
 
 def test_train_settings_and_show_read_a_train_config():

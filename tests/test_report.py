@@ -17,7 +17,7 @@ CLAIM = {"id": "C9", "experiment": "C9", "statement": "orbits | shrink", "settin
 
 
 def _results(**over):
-    exp = {"title": "Orbit compression", "statement": "the head compresses orbits", "config": {"epochs": 2, "lr": 0.1},
+    exp = {"title": "Orbit compression", "statement": "the head compresses orbits", "config": {"epochs": 2, "lr": 0.1, "train": {"batch_size": 64, "data_options": {"n": 8}}},
            "seeds": 3, "n_cells": 4, "n_failed": 1, "n_reused": 2, "elapsed_s": 1.234, "cells_elapsed_s": 3.5,
            "tables": [("Ratios", "| a | b |\n|---|---|\n| 1 | 2 |")], "notes": ["trace ratio reported beside"],
            "figures": ["figures/C9_orbits.png"], "runs": "runs/C9",
@@ -64,6 +64,8 @@ def test_report_is_readable_on_its_own():
     assert "> the head compresses orbits" in section
     assert "4 cells (1 failed, 2 reused from an earlier run), seeds 3" in section and "1.23 s" in section
     assert "| epochs | `2` |" in section and "| lr | `0.1` |" in section
+    # a nested config one row per field, named as --set names it
+    assert "| train.batch_size | `64` |" in section and "| train.data_options | `{'n': 8}` |" in section
     assert "### Ratios\n\n| a | b |" in section
     assert "![C9_orbits](figures/C9_orbits.png)" in section
     assert "- trace ratio reported beside" in section

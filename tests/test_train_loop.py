@@ -19,6 +19,7 @@ from headgeom.augment.random_ops import Compose, RandomHorizontalFlip, RandomRes
 from headgeom.augment.recipes import Recipe
 from headgeom.train import CheckpointError, NonFiniteLossError, TrainConfig, load_checkpoint, train
 from headgeom.train.checkpoint import CheckpointWriter, save_checkpoint
+from tiny_models import train_config as cfg  # shared with the DINO freeze, DDP and grad-norm tests
 
 
 class TinyMethod(nn.Module):
@@ -78,14 +79,6 @@ class TinyMethod(nn.Module):
 
 def tiny(config: TrainConfig) -> TinyMethod:
     return TinyMethod(**config.method_options)
-
-
-def cfg(**kw) -> TrainConfig:
-    base = dict(method="tiny", backbone="tiny", data="shapes", data_options={"n": 64, "size": 16},
-                epochs=3, batch_size=16, lr=0.05, warmup_epochs=1.0, weight_decay=1e-3, progress=False,
-                device="cpu", seed=3)
-    base.update(kw)
-    return TrainConfig(**base)
 
 
 def metrics(run) -> list[dict]:

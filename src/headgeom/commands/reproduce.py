@@ -26,6 +26,10 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a("--out", default="reproduce-out", metavar="DIR",
       help="output folder for report.md, results.json, figures/ and runs/ (default reproduce-out)")
     a("--seeds", type=int, default=None, metavar="N", help="override the presets' number of seeds")
+    a("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+      help="override one setting of the selected presets (repeatable); the training recipe is nested under "
+      "train., e.g. --set train.batch_size=64 --set train.max_steps=20 --set readings='[\"tangential\"]'; "
+      "VALUE is JSON or a plain string; an unknown key is an error listing the known ones")
     quiet = a("--quiet", action="store_true", help="no progress bar")
     a("--checkpoints", default=None, metavar="DIR",
       help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")

@@ -17,49 +17,43 @@ are ``test`` evidence (:mod:`headgeom.report.evidence`; the reason is in C8's do
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, collapse_outcome, negative_fraction, paper_head, pm, run_training, simsiam_train_config)
+    DEAD_DEFINITION, collapse_outcome, negative_fraction, pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 from headgeom.report.trajectories import trajectory_figure
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
              "show negative curvature of H_eff during training; relu and linear heads do not")
 # the collapse grid's SimSiam run (its paper preset uses it)
 PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
+# the quick preset's training: the paper's SimSiam from the default init (pseudo_collapse None; set
+# train.pseudo_collapse to start every run pseudo-collapsed); a cell adds its activation's head and its seed
+TRAIN = replace(SIMSIAM, epochs=4, max_steps=100, batch_size=32, track_every=10, probe_size=32)
 
 
 @dataclass(frozen=True)
 class AblationConfig:
-    """Every setting of the activation ablation (module docstring)."""
+    """Every setting of the activation ablation (module docstring); ``train``: the training recipe every
+    run shares (equal budget: data, backbone, batch, steps, optimiser, init, tracking period, device)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     activations: tuple[str, ...] = ACTIVATIONS
     readings: tuple[str, ...] = ("ambient", "tangential")
     seeds: int = 1
-    pseudo_collapse: float | None = None
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 1024),)
-    width: float = 0.125
-    image_size: int | None = None
     hidden: int = 128
     out_dim: int = 128
     pred_hidden: int = 64
-    batch_size: int = 32
-    epochs: int = 4
-    max_steps: int | None = 100
-    lr: float = 0.05
-    momentum: float = 0.9
-    track_every: int = 10
-    probe_size: int = 32
     block_samples: int | None = 8
     rel_floor: float = 1e-10
     negative_points: float = 0.5
@@ -69,7 +63,6 @@ class AblationConfig:
     knn_temperature: float = 0.1
     eval_train: int | None = 1024
     eval_test: int | None = 512
-    device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -92,9 +85,10 @@ def small() -> AblationConfig:
     Runtime: about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not
     run end to end).
     """
-    return AblationConfig(preset="small", seeds=2, data="cifar10", data_options=(), hidden=512,
-                          out_dim=512, pred_hidden=256, batch_size=128, epochs=1, max_steps=None, track_every=39,
-                          probe_size=64, block_samples=16, eval_train=10_000, eval_test=2_000)
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
+                    probe_size=64)
+    return AblationConfig(preset="small", train=train, seeds=2, hidden=512, out_dim=512, pred_hidden=256,
+                          block_samples=16, eval_train=10_000, eval_test=2_000)
 
 
 def paper() -> AblationConfig:
@@ -105,10 +99,10 @@ def paper() -> AblationConfig:
     Command: ``headgeom reproduce --only ABLATION --preset paper``. Runtime: roughly 1.5-3 GPU-hours on
     one H200 (18 runs of 50 epochs plus kNN; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    return AblationConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
-                          out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
-                          probe_size=256, block_samples=32, eval_train=None, eval_test=None, device="auto",
-                          num_threads=None)
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=512, epochs=50,
+                    max_steps=None, track_every=97, probe_size=256, device="auto")
+    return AblationConfig(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512,
+                          block_samples=32, eval_train=None, eval_test=None, num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -128,11 +122,13 @@ def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, An
     return [{"activation": a, "seed": s} for a in config.activations for s in range(n)]
 
 
-def train_config(config: AblationConfig, act: str, seed: int):
-    return simsiam_train_config(config, act, seed, pseudo_collapse=config.pseudo_collapse)
+def train_config(config: AblationConfig, act: str, seed: int) -> TrainConfig:
+    """``config.train`` with the activation's projector and predictor and the seed."""
+    return simsiam_cell(config.train, act, seed, hidden=config.hidden, out_dim=config.out_dim,
+                        pred_hidden=config.pred_hidden)
 
 
-def cell_train_config(config: AblationConfig, cell: dict[str, Any]):
+def cell_train_config(config: AblationConfig, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, cell["activation"], int(cell["seed"]))
 
@@ -145,7 +141,7 @@ def knn_of_run(config: AblationConfig):
                       stats=False, max_train=config.eval_train, max_test=config.eval_test)
 
     def after(run_dir) -> dict[str, Any]:
-        res = evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
+        res = evaluate_run(run_dir, config=ecfg, device=config.train.device)["trained"]
         k = str(config.knn_k)
         return {"knn": {p: r["knn_top1"][k] for p, r in res["points"].items()},
                 "eval_n_train": res["n_train"], "eval_n_test": res["n_test"], "num_classes": res["num_classes"]}
@@ -231,13 +227,14 @@ def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
 def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summary:
     """C8's curvature claim over the six activations (decided under C8's deciding reading, the others
     reported beside it), the table, λ_min / spread / kNN figures."""
+    train = config.train
     groups: dict[str, list[dict]] = {}
     for cell, m in results:
         groups.setdefault(cell["activation"], []).append(m)
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": "activation ablation",
-               "head": paper_head("{act}", config.hidden, config.out_dim), "data": config.data,
-               "init": "default" if config.pseudo_collapse is None else f"pseudo-collapsed x{config.pseudo_collapse:g}",
-               "steps": config.max_steps or f"{config.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
+               "head": paper_head("{act}", config.hidden, config.out_dim), "data": train.data,
+               "init": "default" if train.pseudo_collapse is None else f"pseudo-collapsed x{train.pseudo_collapse:g}",
+               "steps": train.max_steps or f"{train.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
     decide = deciding_reading(config.readings)
     claim = curvature_claim(config, groups, decide, setting, {a: a for a in groups}, paper=PAPER_BUDGET,
                             beside=tuple(r for r in config.readings if r != decide))
@@ -249,9 +246,9 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u")],
                                                     "Activation ablation: projector spread")),
                ("knn", lambda: _knn_figure(config, groups))]
-    notes = [f"{DEAD_DEFINITION}.", f"equal budget: {config.max_steps or config.epochs} "
-             f"{'steps' if config.max_steps else 'epochs'} at lr {config.lr:g}, batch {config.batch_size}, same seeds.",
-             f"kNN: weighted, cosine, k = {config.knn_k}, T = {config.knn_temperature:g}, on the {config.data} test "
+    notes = [f"{DEAD_DEFINITION}.", f"equal budget: {train.max_steps or train.epochs} "
+             f"{'steps' if train.max_steps else 'epochs'} at lr {train.lr:g}, batch {train.batch_size}, same seeds.",
+             f"kNN: weighted, cosine, k = {config.knn_k}, T = {config.knn_temperature:g}, on the {train.data} test "
              "split; h(z) is the last head point (projector output)."]
     return Summary(claims=claims, tables=[("Activation ablation (mean ± std (n seeds))", _table(config, groups))],
                    figures=figures, notes=notes)

@@ -39,17 +39,19 @@ probe accuracy grow with head depth could come out either way.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import pm, run_training, simclr_train_config
+from headgeom.experiments.training_cells import pm, run_training
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.orbits.run_measures import measure_run
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMCLR, simclr_cell
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
@@ -62,25 +64,22 @@ DECIDED_BY = ("decided by selectivity = compression / global ratio (orbits again
               "as expansion")
 
 
+# the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
+# its depth's head and its seed
+TRAIN = replace(SIMCLR, batch_size=64, epochs=5, max_steps=100)
+
+
 @dataclass(frozen=True)
 class C11Config:
-    """Every setting of C11 (module docstring)."""
+    """Every setting of C11 (module docstring); ``train``: the training recipe every depth shares (data,
+    backbone, temperature, batch, steps, optimiser, device)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     seeds: int = 2
     depths: tuple[int, ...] = (1, 2, 3)
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
-    width: float = 0.125
     hidden: int = 256
     out_dim: int = 128
-    temperature: float = 0.1
-    batch_size: int = 64
-    epochs: int = 5
-    max_steps: int | None = 100
-    lr: float = 1e-3
-    weight_decay: float = 0.0
     knn_k: int = 200
     eval_train: int | None = 2048
     eval_test: int | None = 1024
@@ -95,7 +94,6 @@ class C11Config:
     compression_margin: float = 1.1  # ratio of compressions (depth max / depth min) counted as an increase
     accuracy_margin: float = 0.01  # accuracy difference (fraction) counted as an increase
     learned_floor: float = 0.05  # backbone accuracy above chance needed before "protection" is judged
-    device: str = "cpu"
     num_threads: int | None = 1
 
 
@@ -122,8 +120,8 @@ def small() -> C11Config:
     wall measured end to end (990 s CPU, one torch thread, 2 shared cores at load 4-8; peak RSS 1.1 GB);
     about 17-20 min on the idle machine. Backbone kNN about 0.35 (chance 0.1) at this budget.
     """
-    return C11Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=256,
-                     batch_size=256, epochs=1, max_steps=130, eval_train=10_000, eval_test=2_000)
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=1, max_steps=130)
+    return C11Config(preset="small", train=train, seeds=3, hidden=512, out_dim=256, eval_train=10_000, eval_test=2_000)
 
 
 def paper() -> C11Config:
@@ -134,9 +132,10 @@ def paper() -> C11Config:
     Command: ``headgeom reproduce --only C11 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
     H200 (9 runs of 50 epochs; scaled from C12's estimate, not run). On 2 CPU cores: not feasible.
     """
-    return C11Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
-                     out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
-                     orbit_per_class=3, device="auto", num_threads=None)
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
+                    max_steps=None, device="auto")
+    return C11Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, eval_train=None, eval_test=None,
+                     orbit_per_class=3, num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -168,12 +167,12 @@ def depth_head(depth: int, hidden: int, out: int) -> str:
     return "d-" + "-".join([str(hidden)] * depth + [str(out)]) + ":relu:nobias:bn:last=bn"
 
 
-def train_config(config: C11Config, depth: int, seed: int):
-    """The headgeom.train.TrainConfig of one cell (the paper's SimCLR, module docstring)."""
-    return simclr_train_config(config, depth_head(depth, config.hidden, config.out_dim), seed)
+def train_config(config: C11Config, depth: int, seed: int) -> TrainConfig:
+    """The headgeom.train.TrainConfig of one cell: ``config.train`` with the depth's head and the seed."""
+    return simclr_cell(config.train, depth_head(depth, config.hidden, config.out_dim), seed)
 
 
-def cell_train_config(config: C11Config, cell: dict[str, Any]):
+def cell_train_config(config: C11Config, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, int(cell["depth"]), int(cell["seed"]))
 
@@ -290,10 +289,12 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
     criterion = RULE.format(g="log" if log else "", dmax=max(config.depths), dmin=min(config.depths),
                             level=config.level, margin=(f"log({margin:g})" if log else f"{margin:g}"))
     criterion += f". Observed: {t['reason']}{extra}"
-    base = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+    train = config.train
+    base = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {train.method_options['temperature']:g})",
             "heads": {d: depth_head(d, config.hidden, config.out_dim) for d in sorted(config.depths)},
-            "reading": "n/a (orbit statistics and probe accuracies)", "data": config.data,
-            "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
+            "reading": "n/a (orbit statistics and probe accuracies)", "data": train.data,
+            "backbone": f"resnet18 width {train.backbone_options['width']}",
+            "steps": train.max_steps or f"{train.epochs} epochs",
             "preset": config.preset}
     return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
             "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
@@ -434,7 +435,7 @@ def _figure(config: C11Config, results: list[tuple[dict, dict]]):
         if logy:
             ax.set_yscale("log")
         legend_outside(ax, "below")
-    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.data}); lines: mean over seeds, dots: seeds")
+    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.train.data}); lines: mean over seeds, dots: seeds")
     fig.tight_layout()
     return fig
 
@@ -454,7 +455,7 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
              "augmentation orbits selectively compresses these much less (similar values: global, not selective).",
              f"the paper reported compression {PAPER_COMPRESSION} (depth 1/2/3) for its own runs; shown, never "
              "tuned toward."]
-    if config.data == "shapes":
+    if config.train.data == "shapes":
         notes.append("shapes is a synthetic offline stand-in for CIFAR-10; its verdicts check the machinery, the small "
                      "and paper presets (CIFAR-10) are the ones to read for the claim.")
     n_seeds = len({int(c["seed"]) for c, _ in results})

@@ -35,43 +35,41 @@ output on each probe could come out either way.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import paper_head, pm, run_training, simclr_train_config
+from headgeom.experiments.training_cells import pm, run_training
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")  # judged: one claim row each
 CONTEXT_PROBES = ("mlp",)  # reported beside them with the same statistics, no verdict (module docstring)
 PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
 
+# the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
+# its dataset and backbone (from settings), the ReLU+BN head and its seed
+TRAIN = replace(SIMCLR, batch_size=64, epochs=5, max_steps=150)
+
 
 @dataclass(frozen=True)
 class C12Config:
-    """Every setting of C12 (module docstring)."""
+    """Every setting of C12 (module docstring); ``train``: the training recipe every setting shares (data,
+    ResNet-18 width, image size, temperature, batch, steps, optimiser, device)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     seeds: int = 2
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
-    width: float = 0.125
-    image_size: int | None = None
     hidden: int = 256
     out_dim: int = 128
-    temperature: float = 0.1
-    batch_size: int = 64
-    epochs: int = 5
-    max_steps: int | None = 150
-    lr: float = 1e-3
-    weight_decay: float = 0.0
     knn_k: int = 200
     head_inputs: tuple[str, ...] = ("raw", "l2")
     eval_train: int | None = 2048
@@ -84,9 +82,8 @@ class C12Config:
     mlp_epochs: int = 20  # its AdamW epochs (headgeom.eval default 50)
     margin: float = 0.01  # accuracy difference (fraction) below which z and h(z) count as tied
     majority: float = 0.8
-    device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
-    # (dataset, backbone) pairs, one cell each per seed; None: the one setting (data, "resnet18")
+    # (dataset, backbone) pairs, one cell each per seed; None: the one setting (train.data, "resnet18")
     settings: tuple[tuple[str, str], ...] | None = None
     vit_options: tuple[tuple[str, Any], ...] = ()  # vit_tiny builder options (default: the paper's ViT-Tiny)
 
@@ -114,8 +111,8 @@ def small() -> C12Config:
     about 40 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
     to end; the MLP probe's 22 fits add a few minutes).
     """
-    return C12Config(preset="small", data="cifar10", data_options=(), hidden=512, out_dim=256,
-                     batch_size=256, epochs=5, max_steps=None, eval_train=10_000, eval_test=2_000,
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=5, max_steps=None)
+    return C12Config(preset="small", train=train, hidden=512, out_dim=256, eval_train=10_000, eval_test=2_000,
                      rotation_train=2_000, rotation_test=1_000, mlp_hidden=256, mlp_epochs=30)
 
 
@@ -130,9 +127,10 @@ def paper() -> C12Config:
     H200 (9 runs of 50 epochs plus probes; a rough estimate from the training stack's 5 s/epoch goal, not
     run). On 2 CPU cores: not feasible.
     """
-    return C12Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
-                     out_dim=2048, batch_size=256, epochs=50, max_steps=None, eval_train=None, eval_test=None,
-                     rotation_train=10_000, rotation_test=None, device="auto", num_threads=None,
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
+                    max_steps=None, device="auto")
+    return C12Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, eval_train=None, eval_test=None,
+                     rotation_train=10_000, rotation_test=None, num_threads=None,
                      mlp_hidden=512, mlp_epochs=50,
                      settings=(("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18")))
 
@@ -162,24 +160,22 @@ def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
 
 def setting_of(config: C12Config, cell: dict[str, Any]) -> tuple[str, str]:
     """(dataset, backbone) of a cell (a cell without them has the config's one setting)."""
-    return cell.get("data", config.data), cell.get("backbone", "resnet18")
+    return cell.get("data", config.train.data), cell.get("backbone", "resnet18")
 
 
-def train_config(config: C12Config, seed: int, data: str | None = None, backbone: str = "resnet18"):
-    options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
-    tc = simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
-                             backbone=backbone, backbone_options=options, image_size=config.image_size)
-    return tc if data is None or data == tc.data else dataclasses.replace(tc, data=data)
+def train_config(config: C12Config, seed: int, data: str | None = None, backbone: str = "resnet18") -> TrainConfig:
+    """``config.train`` with the cell's dataset and backbone (ViT-Tiny: ``vit_options``), the ReLU+BN head, the seed."""
+    options = config.train.backbone_options if backbone == "resnet18" else dict(config.vit_options)
+    return simclr_cell(config.train, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
+                       backbone=backbone, backbone_options=options, data=data)
 
 
-def cell_train_config(config: C12Config, cell: dict[str, Any]):
+def cell_train_config(config: C12Config, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, int(cell["seed"]), *setting_of(config, cell))
 
 
 def _probe(config: C12Config):
-    from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
-
     ecfg = EvalConfig(k=(config.knn_k,), head_inputs=config.head_inputs, max_train=config.eval_train,
                       probe=LinearProbeConfig(max_iter=config.probe_max_iter), mlp=config.mlp,
                       mlp_probe=MLPProbeConfig(hidden=config.mlp_hidden, epochs=config.mlp_epochs),
@@ -187,7 +183,7 @@ def _probe(config: C12Config):
                       rotation_test=config.rotation_test, stats=False)
 
     def after(run_dir) -> dict[str, Any]:
-        return evaluate_run(run_dir, config=ecfg, device=config.device)["trained"]
+        return evaluate_run(run_dir, config=ecfg, device=config.train.device)["trained"]
     return after
 
 
@@ -256,18 +252,19 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
     n = len(results)
     verdict = ("supported" if above >= config.majority
                else "not supported" if below >= config.majority else "inconclusive")
-    data, backbone = setting or (config.data, "resnet18")
+    data, backbone = setting or (config.train.data, "resnet18")
     head_out = results[0][1]["head_output_point"]
     criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "
                  f"tie band t = max({config.margin:g}, 2 standard errors of a difference of two proportions on the "
                  f"probe's test examples); supported if gap > t in >= {config.majority:.0%} of the {n} seeds, not "
                  f"supported if gap < -t in >= {config.majority:.0%}, inconclusive otherwise "
                  f"(observed: {above:.0%} above, {below:.0%} below)")
-    setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+    train = config.train
+    setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {train.method_options['temperature']:g})",
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "probe": probe,
                "reading": "n/a (probe accuracy)", "data": data,
-               "backbone": f"resnet18 width {config.width}" if backbone == "resnet18" else backbone,
-               "steps": config.max_steps or f"{config.epochs} epochs",
+               "backbone": f"resnet18 width {train.backbone_options['width']}" if backbone == "resnet18" else backbone,
+               "steps": train.max_steps or f"{train.epochs} epochs",
                "protocol": {"knn": f"weighted cosine kNN, k = {config.knn_k}, T = 0.1",
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
@@ -307,7 +304,7 @@ def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[d
             stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
                      meas["tie_band"]]
             lines.append(f"| {data}, {backbone} | {HEADERS[probe]} | "
-                         + " | ".join(f"{c['value']:.3f} ± {c['spread']:.3f}" for c in stats)
+                         + " | ".join(format_estimate(c, ".3f", ".3f") for c in stats)
                          + f" | {above:.0%} / {below:.0%} (n = {len(rs)}) |")
     return "\n".join(lines)
 
@@ -355,7 +352,7 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
              "ReLU, Linear, BN); l2z/head.i = the same with z/|z| fed to the head (docs/paper.md §4 pitfall 5), reported "
              "but not judged.",
              "the linear probes' convergence is recorded per point (linear_converged) in each cell's metrics."]
-    if config.data == "shapes":
+    if config.train.data == "shapes":
         notes.append("shapes draws every image's shape angle and shading direction uniformly, so its image distribution "
                      "is invariant under the 4 rotations: the rotation probe has nothing to find there (chance 0.25) "
                      "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")

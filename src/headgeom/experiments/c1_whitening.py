@@ -46,7 +46,7 @@ from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.report.evidence import IDENTITY, PREMISE
-from headgeom.report.style import legend_outside, series_style
+from headgeom.report.style import blank_figure, legend_outside, series_style
 from headgeom.theory.whitening import (
     best_fit_isotropy,
     inertia_lower_bound,
@@ -415,9 +415,7 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
 
 def _figure(order: list[str], results: list[dict], tol: float):
     """ε_S per loss/reading on a log scale (exact zeros drawn at 1e-18)."""
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(10, 4.8))
+    fig = blank_figure(figsize=(10, 4.8))
     ax = fig.add_subplot()
     series = [("iso_error", "ε_S, dim S = n₊ (WᵀAW)", "o", -0.2), ("iso_error_engine", "ε_S (engine)", "x", -0.1),
               ("abs_iso_error", "ε_S, |Λ|, dim S = rank A", "s", 0.1), ("oversize_iso_error", "ε_S, dim S = n₊+1", "^", 0.2),

@@ -46,6 +46,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import IDENTITY
 from headgeom.report.style import legend_outside, new_figure, series_style
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
@@ -270,8 +271,7 @@ def _vals(rows: list[dict[str, Any]], key: str, index: int | None = None) -> lis
 def _fmt(xs: list[float]) -> str:
     if not xs:
         return "–"
-    s = measured(xs)
-    return f"{s['value']:.3g} ± {s['spread']:.2g}" if len(xs) > 1 else f"{s['value']:.3g}"
+    return format_estimate(measured(xs), spread_of_one=False)
 
 
 def _verdict(config: C2Config, rows, flat_r, flat_iso) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """C3, Thm 3.2 and depth: fit smooth MLP heads to make H_eff isotropic along a curve; ε vs depth, width.
 
-Setting (docs/paper.md §2 C3; the maths in :mod:`headgeom.theory.depth_fit`). Per seed: a random closed
+Setting (docs/paper.md §2 C3; the maths in :mod:`headgeom.theory.curve_isotropy`). Per seed: a random closed
 Fourier curve γ in R^d (``n_modes`` modes, ``radius``), T points z_j = γ(j/T), a fixed target
 c ~ N(0, I_k), the loss ``loss`` (default ``cosine``: −cos(u, c), exact Hessian, curved and indefinite
 metric; ``mse``: ½‖u − c‖², the flat control). Heads: depth 0 = the linear baseline Linear(d→k)
@@ -34,14 +34,16 @@ from typing import Any
 import torch
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.runner import log_metrics
 from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import legend_outside, new_figure, series_style
-from headgeom.theory.depth_fit import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
-                                       head_spec, init_params, isotropy, mlp_geometry)
+from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
+                                            head_spec, init_params, isotropy, mlp_geometry)
 
 STATEMENT = ("Thm 3.2 + depth: deep enough smooth MLP heads make H_eff ε-isotropic along a trajectory; "
              "depth sets the capacity")
@@ -156,8 +158,6 @@ def _engine_loss(name: str, c: torch.Tensor):
 
 def run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fit one head; the keys of ``METRIC_KEYS``."""
-    from headgeom.experiments.runner import log_metrics
-
     depth, width, seed = int(cell["depth"]), int(cell["width"]), int(cell["seed"])
     z, c = problem(config, seed)
     spec = head_spec(config.d, config.k, depth, width, config.activation, config.bias)
@@ -209,8 +209,7 @@ def _fmt(ms: list[dict], key: str = "eps_kappa") -> str:
     vals = [eps_of(m) if key == "eps_kappa" else float(m[key]) for m in ms]
     if any(math.isinf(v) for v in vals):
         return f"∞ in {sum(math.isinf(v) for v in vals)}/{len(vals)}"
-    s = measured(vals)
-    return f"{s['value']:.3g} ± {s['spread']:.2g}"
+    return format_estimate(measured(vals))
 
 
 def depth_pairs(config: C3Config, groups: dict) -> tuple[int, int]:

@@ -56,6 +56,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
+from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
@@ -284,11 +285,7 @@ def _group(results: list[tuple[dict, dict]]) -> dict[tuple[str, str, str], list[
 
 
 def _pm(ms: list[dict], key: str) -> str:
-    vals = [float(m[key]) for m in ms if m.get(key) is not None]
-    if not vals:
-        return "-"
-    s = measured(vals)
-    return f"{s['value']:.3g} ± {s['spread']:.2g}"
+    return mean_std_text(m.get(key) for m in ms)
 
 
 def _init_comparable(config: C4Config, state: str) -> bool:

@@ -28,6 +28,7 @@ import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
+from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
 from headgeom.report.style import new_figure, series_style, shared_legend
@@ -135,10 +136,7 @@ def _escaped(run: dict) -> bool:
 
 
 def _fmt(xs: list[float]) -> str:
-    xs = [_num(x) for x in xs if np.isfinite(_num(x))]
-    if not xs:
-        return "–"
-    return f"{np.mean(xs):.3g} ± {np.std(xs, ddof=1) if len(xs) > 1 else 0.0:.2g}"
+    return mean_std_text([_num(x) for x in xs], empty="–")
 
 
 def _num(x) -> float:

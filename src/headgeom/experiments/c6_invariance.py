@@ -47,6 +47,7 @@ from headgeom.geometry.tangents import (
 )
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
 from headgeom.report.style import new_figure, series_style, shared_legend
@@ -276,8 +277,7 @@ def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str,
 
 
 def _pm(vals: list[float]) -> str:
-    s = measured(vals)
-    return f"{s['value']:.3g} ± {s['spread']:.2g}"
+    return format_estimate(measured(vals))
 
 
 def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:

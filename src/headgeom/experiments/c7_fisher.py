@@ -39,6 +39,7 @@ from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
+from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
@@ -240,8 +241,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
 
 
 def _pm(vals: list[float]) -> str:
-    s = measured(vals)
-    return f"{s['value']:.3g} ± {s['spread']:.2g}"
+    return format_estimate(measured(vals))
 
 
 def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, str]]:

@@ -48,19 +48,21 @@ a test.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    negative_fraction, paper_head, paper_predictor, pm, run_training, simsiam_train_config)
+    negative_fraction, pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import build_method_from_config
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMSIAM, paper_head, paper_predictor, simsiam_cell
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -74,31 +76,24 @@ READINGS = ("ambient", "tangential")
 # the reading that decides the curvature row (module docstring: scale-invariant, a cosine loss's own geometry)
 DECIDING_READING = "tangential"
 PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
+# the quick preset's training: the paper's SimSiam at a constant lr 0.05 (every run's recipe; a cell adds
+# its head, pseudo-collapse and seed)
+TRAIN = replace(SIMSIAM, schedule="constant", epochs=4, max_steps=100, batch_size=32, track_every=10, probe_size=32)
 
 
 @dataclass(frozen=True)
 class C8Config:
-    """Every setting of C8 (module docstring)."""
+    """Every setting of C8 (module docstring); ``train``: the training recipe every run shares (data,
+    backbone, batch, steps, optimiser, tracking period, device; a cell adds its head, pseudo-collapse, seed)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     runs: tuple[str, ...] = tuple(RUNS)
     readings: tuple[str, ...] = READINGS
     seeds: int = 2
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 1024),)
-    width: float = 0.125  # ResNet-18 width multiplier (feature dim 512·width)
-    image_size: int | None = None  # None: the dataset's
     hidden: int = 128  # projector hidden width (paper 2048)
     out_dim: int = 128  # projector output width (paper 2048)
     pred_hidden: int = 64  # predictor hidden width (paper 512)
-    batch_size: int = 32
-    epochs: int = 4  # the schedule's length (constant lr: only max_steps matters)
-    max_steps: int | None = 100
-    lr: float = 0.05
-    momentum: float = 0.9
-    track_every: int = 10
-    probe_size: int = 32
     block_samples: int | None = 8
     rel_floor: float = 1e-10
     negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
@@ -106,7 +101,6 @@ class C8Config:
     majority: float = 0.8
     power_iterations: int | None = 20  # the paper's λ_min estimator beside the exact one (None: not run)
     power_rel_tol: float = 1e-3  # |estimate − exact| > this · max|λ| counts as a disagreement
-    device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -130,9 +124,9 @@ def small() -> C8Config:
     Runtime: 27.5 min measured end to end (one torch thread, 2 CPU cores shared with other jobs, load
     4-6). Measures the same quantities as quick.
     """
-    return C8Config(preset="small", seeds=3, data="cifar10", data_options=(), hidden=512, out_dim=512,
-                    pred_hidden=256, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64,
-                    block_samples=16)
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
+                    probe_size=64)
+    return C8Config(preset="small", train=train, seeds=3, hidden=512, out_dim=512, pred_hidden=256, block_samples=16)
 
 
 def paper() -> C8Config:
@@ -144,9 +138,10 @@ def paper() -> C8Config:
     H200 (12 runs of 100 epochs plus per-epoch tracking; a rough estimate from the training stack's
     5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    return C8Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
-                    out_dim=2048, pred_hidden=512, batch_size=256, epochs=100, max_steps=None,
-                    track_every=195, probe_size=256, block_samples=32, device="auto", num_threads=None)
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=100,
+                    max_steps=None, track_every=195, probe_size=256, device="auto")
+    return C8Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512, block_samples=32,
+                    num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -167,13 +162,14 @@ def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
     return [{"run": r, "seed": s} for r in config.runs for s in range(n)]
 
 
-def train_config(config: C8Config, run: str, seed: int):
-    """The headgeom.train.TrainConfig of one cell."""
+def train_config(config: C8Config, run: str, seed: int) -> TrainConfig:
+    """The headgeom.train.TrainConfig of one cell: ``config.train`` with the run's head and pseudo-collapse."""
     act, alpha = RUNS[run]
-    return simsiam_train_config(config, act, seed, pseudo_collapse=alpha, schedule="constant")
+    return simsiam_cell(replace(config.train, pseudo_collapse=alpha), act, seed, hidden=config.hidden,
+                        out_dim=config.out_dim, pred_hidden=config.pred_hidden)
 
 
-def cell_train_config(config: C8Config, cell: dict[str, Any]):
+def cell_train_config(config: C8Config, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, cell["run"], int(cell["seed"]))
 
@@ -399,8 +395,9 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
     collapsed = {r: RUNS[r][1] is not None for r in groups}
     setting = {"objective": "simsiam (negative cosine, stop-gradient)",
                "head": paper_head("{act}", config.hidden, config.out_dim),
-               "predictor": paper_predictor("{act}", config.pred_hidden, config.out_dim), "data": config.data,
-               "backbone": f"resnet18 width {config.width}", "steps": config.max_steps or f"{config.epochs} epochs",
+               "predictor": paper_predictor("{act}", config.pred_hidden, config.out_dim), "data": config.train.data,
+               "backbone": f"resnet18 width {config.train.backbone_options['width']}",
+               "steps": config.train.max_steps or f"{config.train.epochs} epochs",
                "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}
     decide = deciding_reading(config.readings)
     claims = [curvature_claim(config, groups, decide, setting, activation_of,

@@ -41,7 +41,7 @@ separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -50,7 +50,7 @@ from torch import Tensor
 from headgeom.data import ImageDataset, load_dataset
 from headgeom.device import resolve_device
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import cell_directory, paper_head, pm, run_training, simclr_train_config
+from headgeom.experiments.training_cells import cell_directory, pm, run_training
 from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
@@ -63,6 +63,8 @@ from headgeom.report.markdown import count_noun
 from headgeom.report.ood import ood_flag
 from headgeom.report.style import new_figure, series_style, shared_legend
 from headgeom.runs.trained import load_trained
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
 
 STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "
              "(ViT-Tiny) while keeping classes apart")
@@ -81,27 +83,23 @@ DECIDED_BY = ("decided by selectivity = compression / global ratio (orbit spread
               "z, reads BN centring of h against the non-centred post-ReLU z as expansion; compression is kept "
               "beside it with its CI")
 PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR for orbits: 50 epochs, batch 256")
+# the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
+# its backbone (ResNet-18 with train.backbone_options, or ViT-Tiny with vit_options), the ReLU+BN head, its seed
+TRAIN = replace(SIMCLR, batch_size=64, epochs=5, max_steps=120)
 
 
 @dataclass(frozen=True)
 class C9Config:
-    """Every setting of C9 (module docstring)."""
+    """Every setting of C9 (module docstring); ``train``: the training recipe both backbones share (data,
+    ResNet-18 width in backbone_options, temperature, batch, steps, optimiser, device)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     seeds: int = 2
     backbones: tuple[str, ...] = BACKBONES
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 2048),)
-    width: float = 0.125  # ResNet-18 width multiplier (1.0 = 512-d z)
     vit_options: tuple[tuple[str, Any], ...] = (("embed_dim", 48),)  # vit_tiny builder options
     hidden: int = 256
     out_dim: int = 128
-    temperature: float = 0.1
-    batch_size: int = 64
-    epochs: int = 5
-    max_steps: int | None = 120
-    lr: float = 1e-3
     families: tuple[str, ...] = ("rotation", "hue", "saturation", "blur")
     judge_family: str = "rotation"
     steps: int = 12
@@ -110,7 +108,6 @@ class C9Config:
     n_boot: int = 1000
     level: float = 0.95
     majority: float = 0.8
-    device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -138,8 +135,9 @@ def small() -> C9Config:
     data and orbit overhead); 2 seeds each. Expect 3-4× longer on cores shared at load 10-12.
     Without CIFAR-10 the cells fail with the loader's message saying where to put the data.
     """
-    return C9Config(preset="small", data="cifar10", data_options=(), vit_options=(("embed_dim", 96),),
-                    hidden=512, out_dim=256, batch_size=256, epochs=2, max_steps=300, orbit_per_class=20)
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=2, max_steps=300)
+    return C9Config(preset="small", train=train, vit_options=(("embed_dim", 96),), hidden=512, out_dim=256,
+                    orbit_per_class=20)
 
 
 def paper() -> C9Config:
@@ -151,9 +149,10 @@ def paper() -> C9Config:
     H200 (6 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run).
     On 2 CPU cores: not feasible.
     """
-    return C9Config(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, vit_options=(),
-                    hidden=2048, out_dim=2048, batch_size=256, epochs=50, max_steps=None,
-                    orbit_per_class=40, n_boot=2000, device="auto", num_threads=None)
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
+                    max_steps=None, device="auto")
+    return C9Config(preset="paper", train=train, seeds=3, vit_options=(), hidden=2048, out_dim=2048,
+                    orbit_per_class=40, n_boot=2000, num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -175,13 +174,14 @@ def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
     return [{"backbone": b, "seed": s} for b in config.backbones for s in range(n)]
 
 
-def train_config(config: C9Config, backbone: str, seed: int):
-    options = {"width": config.width} if backbone == "resnet18" else dict(config.vit_options)
-    return simclr_train_config(config, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
-                               backbone=backbone, backbone_options=options, weight_decay=0.0)
+def train_config(config: C9Config, backbone: str, seed: int) -> TrainConfig:
+    """``config.train`` with the cell's backbone (ViT-Tiny: ``vit_options``), the ReLU+BN head and the seed."""
+    options = config.train.backbone_options if backbone == "resnet18" else dict(config.vit_options)
+    return simclr_cell(config.train, paper_head("relu", config.hidden, config.out_dim, bn=True), seed,
+                       backbone=backbone, backbone_options=options)
 
 
-def cell_train_config(config: C9Config, cell: dict[str, Any]):
+def cell_train_config(config: C9Config, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, cell["backbone"], int(cell["seed"]))
 
@@ -293,10 +293,11 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                  f"undecided. supported if >= {config.majority:.0%} of the {n} seeds support, not supported if "
                  f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "
                  f"refute; sides per seed: {[s for _, s in outcomes]})")
-    setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.data,
-               "objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {config.temperature:g})",
+    setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.train.data,
+               "objective": ("simclr_oneway (InfoNCE, cross-view negatives, "
+                             f"T = {config.train.method_options['temperature']:g})"),
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "reading": "n/a (orbit metrics)",
-               "steps": config.max_steps or f"{config.epochs} epochs",
+               "steps": config.train.max_steps or f"{config.train.epochs} epochs",
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
     claim = {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
@@ -427,7 +428,7 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
              "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]
     notes.append("verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).")
     notes.append(_ood_note(config, results, present))
-    if config.data == "shapes":
+    if config.train.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
                      "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")
     fam = config.judge_family

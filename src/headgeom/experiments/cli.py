@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from headgeom.experiments.dry_run import dry_run
-from headgeom.experiments.runner import cell_status, run_experiments
+from headgeom.experiments.runner import cell_status, plan_experiments, run_experiments
 from headgeom.launch.cli import launcher_from_args, print_submission
+from headgeom.launch.dry_run import dry_run
 from headgeom.report.markdown import count_noun, format_claims_short
 from headgeom.train.loggers import check_logger
 
@@ -30,16 +30,18 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
                                     f"the official checkpoint files there (see the C10 section of the report)")
         os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
     if args.dry_run:
-        print(dry_run(ids, preset=args.preset, seeds=args.seeds, theory_only=theory_only, launcher=args.launcher,
+        plan, load_errors = plan_experiments(ids, args.preset, args.seeds, theory_only, tuple(args.overrides))
+        print(dry_run(plan, load_errors, preset=args.preset, seeds=args.seeds, launcher=args.launcher,
                       partition=args.partition, account=args.account, gpus=args.gpus_per_cell, time=args.time,
                       options=args.slurm_option))
         return 0
     if args.status:
-        print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only))
+        print(cell_status(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds, theory_only=theory_only,
+                          overrides=tuple(args.overrides)))
         return 0
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
                           progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args),
-                          train_logger=args.logger)
+                          train_logger=args.logger, overrides=tuple(args.overrides))
     if "waiting" in res:
         print_submission(res)
         return 0

@@ -31,19 +31,21 @@ of trained runs, which could come out either way.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.experiments.training_cells import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    paper_head, pm, run_training, simsiam_train_config)
+    pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.trajectories import trajectory_figure
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import build_method_from_config
+from headgeom.train import TrainConfig
+from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -62,33 +64,28 @@ def run_name(act: str, bn: bool, lr: float) -> str:
     return f"{act}/{'bn' if bn else 'nobn'}/lr={lr:g}"
 
 
+# the quick preset's training: the paper's SimSiam, pseudo-collapsed ×0.1; a cell adds its head (activation,
+# BN), its lr (the run's, which replaces train.lr) and its seed
+TRAIN = replace(SIMSIAM, pseudo_collapse=0.1, epochs=2, max_steps=60, batch_size=32, track_every=15, probe_size=32)
+
+
 @dataclass(frozen=True)
 class GridConfig:
-    """Every setting of the collapse grid (module docstring)."""
+    """Every setting of the collapse grid (module docstring); ``train``: the training recipe every run
+    shares (data, backbone, batch, steps, pseudo-collapse, tracking period, device; ``train.lr`` is
+    replaced by each run's lr, the third entry of ``runs``)."""
 
     preset: str = "quick"
+    train: TrainConfig = TRAIN
     runs: tuple[tuple[str, bool, float], ...] = grid_runs()
     seeds: int = 1
-    pseudo_collapse: float = 0.1
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: tuple[tuple[str, Any], ...] = (("n", 1024),)
-    width: float = 0.125
-    image_size: int | None = None
     hidden: int = 128
     out_dim: int = 128
     pred_hidden: int = 64
-    batch_size: int = 32
-    epochs: int = 2
-    max_steps: int | None = 60
-    momentum: float = 0.9
-    track_every: int = 15
-    probe_size: int = 32
     block_samples: int | None = 4
     rel_floor: float = 1e-10
     escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
     majority: float = 0.8
-    device: str = "cpu"
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -111,8 +108,9 @@ def small() -> GridConfig:
     about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
     to end).
     """
-    return GridConfig(preset="small", data="cifar10", data_options=(), hidden=256, out_dim=256, pred_hidden=128,
-                      batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64, block_samples=4)
+    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
+                    probe_size=64)
+    return GridConfig(preset="small", train=train, hidden=256, out_dim=256, pred_hidden=128, block_samples=4)
 
 
 def paper() -> GridConfig:
@@ -122,9 +120,10 @@ def paper() -> GridConfig:
     Command: ``headgeom reproduce --only GRID --preset paper``. Runtime: roughly 3-5 GPU-hours on one
     H200 (42 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    return GridConfig(preset="paper", seeds=3, data="cifar10", data_options=(), width=1.0, hidden=2048,
-                      out_dim=2048, pred_hidden=512, batch_size=512, epochs=50, max_steps=None, track_every=97,
-                      probe_size=256, block_samples=8, device="auto", num_threads=None)
+    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=512, epochs=50,
+                    max_steps=None, track_every=97, probe_size=256, device="auto")
+    return GridConfig(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512, block_samples=8,
+                      num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -145,11 +144,13 @@ def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
             for a, bn, lr in config.runs for s in range(n)]
 
 
-def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int):
-    return simsiam_train_config(config, act, seed, bn=bn, lr=lr, pseudo_collapse=config.pseudo_collapse)
+def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int) -> TrainConfig:
+    """``config.train`` with the run's head (activation, BN), lr and the seed."""
+    return simsiam_cell(replace(config.train, lr=lr), act, seed, hidden=config.hidden, out_dim=config.out_dim,
+                        pred_hidden=config.pred_hidden, bn=bn)
 
 
-def cell_train_config(config: GridConfig, cell: dict[str, Any]):
+def cell_train_config(config: GridConfig, cell: dict[str, Any]) -> TrainConfig:
     """The headgeom.train.TrainConfig a cell trains (``Experiment.train_config``: the dry run reads it)."""
     return train_config(config, cell["activation"], bool(cell["bn"]), float(cell["lr"]), int(cell["seed"]))
 
@@ -168,9 +169,10 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out["lambda_min"], out["heff_source"] = traj.heff("ambient", "lambda_min")
     out["lambda_max"], _ = traj.heff("ambient", "lambda_max")
     out["floor"], _ = traj.heff("ambient", "floor")  # the engine's zero band, drawn in the λ figure
+    out["operand_scale"], _ = traj.heff("ambient", "operand_scale")  # what the floor is relative to
     out["M_ratio"], out["M_ratio_norm"] = traj.m_ratio("ambient")
     collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
-    if not bn and config.pseudo_collapse is not None:
+    if not bn and config.train.pseudo_collapse is not None:
         tc = train_config(config, act, bn, lr, seed)
         gaps = gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
                            ("ambient",))
@@ -212,15 +214,15 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                  f"collapsed (BN heads) counts as escaped: the question is whether it ends non-collapsed; "
                  f"escape expected in {positive}, not "
                  f"expected in {negative}; " + contrast_rule(config.majority) + f"; dead seeds left out "
-                 f"({DEAD_DEFINITION}); seeds whose x{config.pseudo_collapse:g} pseudo-collapse leaves H_eff unchanged "
+                 f"({DEAD_DEFINITION}); seeds whose x{config.train.pseudo_collapse:g} pseudo-collapse leaves H_eff unchanged "
                  f"(relative gap <= {INERT_REL_TOL:g}, measured at init for heads without BN: a bias-free ReLU or linear "
                  f"head under the cosine loss) are left out as geometrically inert ({inert_total} seeds). "
                  f"Outcome: {reason}")
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
                "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
-               "reading": "n/a (spread of normalised projector outputs)", "data": config.data,
-               "init": f"pseudo-collapsed (projector Linear weights x{config.pseudo_collapse:g})",
-               "steps": config.max_steps or f"{config.epochs} epochs", "batch": config.batch_size}
+               "reading": "n/a (spread of normalised projector outputs)", "data": config.train.data,
+               "init": f"pseudo-collapsed (projector Linear weights x{config.train.pseudo_collapse:g})",
+               "steps": config.train.max_steps or f"{config.train.epochs} epochs", "batch": config.train.batch_size}
     return {"id": "C5", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
             "evidence": TEST, "criterion": criterion}

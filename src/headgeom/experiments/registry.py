@@ -33,6 +33,7 @@ from typing import Any, Callable
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import check_budget
 from headgeom.report.evidence import VERDICTS, check_evidence
+from headgeom.report.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
 
@@ -48,7 +49,7 @@ class Summary:
     """What an experiment reports: claim entries, markdown tables, and figure builders.
 
     figures: (file name, builder) where the builder takes no argument or the cell results
-    [(cell, metrics)] and returns a matplotlib Figure; plotting stays apart from
+    [(cell, metrics)] and returns a Figure (headgeom.report.style.new_figure); plotting stays apart from
     computing, the runner saves each figure as PNG beside the report.
     """
 
@@ -127,23 +128,8 @@ def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
     return claim
 
 
-def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
-    """A measured value with n and spread: mean, std (ddof=1 when n > 1), min, max."""
-    import math
-
-    xs = [float(values)] if isinstance(values, (int, float)) else [float(v) for v in values]
-    n = len(xs)
-    finite = [x for x in xs if math.isfinite(x)]
-    mean = sum(finite) / len(finite) if finite else float("nan")
-    std = (math.sqrt(sum((x - mean) ** 2 for x in finite) / (len(finite) - 1)) if len(finite) > 1 else 0.0)
-    out = {"value": mean, "n": n, "spread": std, "spread_kind": "std over n (ddof=1)",
-           "min": min(finite) if finite else None, "max": max(finite) if finite else None}
-    out.update(extra)
-    return out
-
-
 # machinery and the helper modules of experiments (they register nothing)
-NOT_EXPERIMENTS = frozenset({"registry", "runner", "training_cells", "paper_protocol", "dry_run"})
+NOT_EXPERIMENTS = frozenset({"cli", "registry", "runner", "training_cells"})
 
 
 def experiment_modules() -> list[str]:

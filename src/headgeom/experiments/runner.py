@@ -16,6 +16,9 @@ how many cells there are). A changed setting therefore gets a new directory inst
 stale results, while raising ``--seeds`` reuses the seeds already run. A re-run skips every cell
 whose ``done.json`` exists and reads its metrics from there (nanoGPT-style: a run's log carries
 its own config, code version and environment).
+
+The runner alone runs a cell's ``run_cell``: with the torch thread count of the config's
+``num_threads`` field (:func:`call_cell`), timed (``elapsed_s`` in done.json and results.json).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import importlib
 import json
 import os
 import re
+import shlex
 import sys
 import time
 import traceback
@@ -38,6 +42,7 @@ from headgeom.io import atomic_write_json, json_safe
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
+from headgeom.overrides import apply_overrides
 from headgeom.report.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
@@ -160,9 +165,15 @@ def select_experiments(ids: list[str] | None, theory_only: bool = False) -> list
     return [pool[k] for k in chosen]
 
 
-def resolve_config(exp: Experiment, preset: str, seeds: int | None) -> tuple[Any, int, list[str]]:
-    """(config, number of seeds, notes): the preset's config with ``seeds`` replaced when given."""
+def resolve_config(exp: Experiment, preset: str, seeds: int | None,
+                   overrides: tuple[str, ...] = ()) -> tuple[Any, int, list[str]]:
+    """(config, number of seeds, notes): the preset's config with the ``KEY=VALUE`` ``overrides``
+    applied (``--set``, nested keys with dots: :mod:`headgeom.overrides`), then ``seeds`` replaced when given."""
     config = exp.config(preset)
+    try:
+        config = apply_overrides(config, overrides)
+    except ValueError as err:
+        raise ValueError(f"experiment {exp.id}: {err}") from err
     notes: list[str] = []
     has_seeds = dataclasses.is_dataclass(config) and any(f.name == "seeds" for f in dataclasses.fields(config))
     if seeds is not None:
@@ -320,7 +331,7 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
 
 
 def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool,
-             train_logger: str = "jsonl") -> str:
+             train_logger: str = "jsonl", overrides: tuple[str, ...] = ()) -> str:
     parts = ["headgeom", "theory" if theory_only else "reproduce", "--preset", preset]
     if ids:
         parts += ["--only", ",".join(ids)]
@@ -329,6 +340,8 @@ def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, t
         parts += ["--seeds", str(seeds)]
     if train_logger != "jsonl":
         parts += ["--logger", train_logger]
+    for assignment in overrides:
+        parts += ["--set", shlex.quote(assignment)]
     return " ".join(parts)
 
 
@@ -337,9 +350,10 @@ Plan = list[tuple[Experiment, Any, list[dict[str, Any]], int, list[str]]]  # (ex
 
 
 def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
-                     theory_only: bool = False) -> tuple[Plan, dict[str, str]]:
-    """(the selected experiments with their resolved configs and cells, {module: import error}).
-    Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
+                     theory_only: bool = False, overrides: tuple[str, ...] = ()) -> tuple[Plan, dict[str, str]]:
+    """(the selected experiments with their resolved configs (``overrides``: :func:`resolve_config`) and
+    cells, {module: import error}). Raises ValueError for an unknown preset/id, bad seeds, an override
+    the config does not have, or nothing to run."""
     from headgeom.experiments.registry import PRESETS
 
     if preset not in PRESETS:
@@ -355,7 +369,7 @@ def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
         raise
     plan = []
     for exp in selected:
-        config, n_seeds, notes = resolve_config(exp, preset, seeds)
+        config, n_seeds, notes = resolve_config(exp, preset, seeds, tuple(overrides))
         plan.append((exp, config, list(exp.cells(config, n_seeds)), n_seeds, notes))
     return plan, load_errors
 
@@ -377,10 +391,10 @@ def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any], train_lo
 
 
 def cell_status(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
-                seeds: int | None = None, theory_only: bool = False) -> str:
+                seeds: int | None = None, theory_only: bool = False, overrides: tuple[str, ...] = ()) -> str:
     """Per-cell state of the run folder ``out`` (done, failed, pending, running, missing), with job
     ids, the error's last line and the log of failed cells; runs and submits nothing."""
-    plan, _ = plan_experiments(ids, preset, seeds, theory_only)
+    plan, _ = plan_experiments(ids, preset, seeds, theory_only, overrides)
     tasks = cell_tasks(plan, Path(out), preset, {})
     return format_status(tasks, cell_states(tasks), Path(out))
 
@@ -420,7 +434,7 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
 
 def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
                     seeds: int | None = None, progress: bool = True, theory_only: bool = False,
-                    launcher: Any = None, train_logger: str = "jsonl") -> dict:
+                    launcher: Any = None, train_logger: str = "jsonl", overrides: tuple[str, ...] = ()) -> dict:
     """Run the selected experiments' cells, summarise them, write results.json and report.md.
 
     ``launcher`` (headgeom.launch; default: every cell in this process, one after another) decides
@@ -430,6 +444,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     launcher left cells queued (SLURM without waiting) nothing is summarised and the return value
     is ``{"waiting": [cell names], "submitted": [(cell name, job id)], "command", "paths"}``.
     ``train_logger`` (``--logger``): TrainConfig.logger of every training run inside the cells.
+    ``overrides`` (``--set KEY=VALUE``, nested keys with dots): applied to every selected preset.
     Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
     from tqdm.auto import tqdm
 
@@ -439,7 +454,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     out = Path(out)
     launcher = LocalLauncher(jobs=1) if launcher is None else launcher
     use_agg()
-    plan, load_errors = plan_experiments(ids, preset, seeds, theory_only)
+    plan, load_errors = plan_experiments(ids, preset, seeds, theory_only, overrides)
     env = environment()
     tasks = cell_tasks(plan, out, preset, env, train_logger)
     bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
@@ -471,7 +486,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     if outcome.waiting:
         return {"waiting": [t.name for t in outcome.waiting],
                 "submitted": [(t.name, job) for t, job in outcome.submitted],
-                "command": _command(ids, preset, out, seeds, theory_only, train_logger), "paths": paths}
+                "command": _command(ids, preset, out, seeds, theory_only, train_logger, overrides), "paths": paths}
 
     experiments: dict[str, Any] = {}
     all_claims: list[dict] = []
@@ -483,7 +498,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         n_failed_total += n_failed
     results_json = {
         "preset": preset, "seeds": seeds,
-        "command": _command(ids, preset, out, seeds, theory_only, train_logger),
+        "command": _command(ids, preset, out, seeds, theory_only, train_logger, overrides),
         "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
         "load_errors": load_errors, "finished": utc_now(),
     }

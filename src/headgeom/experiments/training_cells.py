@@ -38,20 +38,6 @@ DEAD_DEFINITION = ("dead head (docs/paper.md §4 pitfall 8): H_eff = 0 exactly (
                    "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
 
 
-# ----------------------------------------------------------------------------- heads
-def paper_head(activation: str, hidden: int, out: int, bn: bool = False) -> str:
-    """The paper's projector (docs/paper.md §3) as a head string with the first width filled in by the
-    backbone: Linear(d→hidden, no bias) → [BN] → act → Linear(hidden→out, no bias) → [BN];
-    ``linear`` = the two Linears with nothing between."""
-    return f"d-{hidden}-{out}:{activation}:nobias" + (":bn:last=bn" if bn else "")
-
-
-def paper_predictor(activation: str, hidden: int, out: int, bn: bool = False) -> str:
-    """The collapse grid's predictor out→hidden→out (paper 2048→512→2048) with the projector's
-    activation, BN on the hidden layer when the projector has BN (SimSiam's predictor), no bias."""
-    return f"d-{hidden}-{out}:{activation}:nobias" + (":bn" if bn else "")
-
-
 # ----------------------------------------------------------------------------- running a training cell
 def cell_directory() -> Path | None:
     """The runner's directory of the cell being run (None outside ``headgeom reproduce``)."""
@@ -126,7 +112,7 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
 
 # ----------------------------------------------------------------------------- trajectories and rules
 def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float | None]) -> float | None:
-    """Fraction of tracking points with λ_min < −floor (floor = rel_floor · max|λ| at that point),
+    """Fraction of tracking points with λ_min < −floor (the tracker's floor at that point, rel_floor · max(max|λ|, S)),
     over the points where both are defined; None when there is none."""
     pairs = [(l, f) for l, f in zip(lambda_min, floor) if l is not None and f is not None]
     if not pairs:
@@ -170,47 +156,6 @@ def collapse_outcome(out: dict[str, Any], config: Any, done: dict[str, Any],
     out["diverged"] = done.get("diverged")
     if out["diverged"]:
         out["escaped"] = None
-
-
-def simsiam_train_config(config: Any, activation: str, seed: int, *, bn: bool = False,
-                         lr: float | None = None, pseudo_collapse: float | None = None,
-                         schedule: str = "cosine"):
-    """The headgeom.train.TrainConfig of one SimSiam cell of the training experiments: the
-    paper's projector/predictor templates, SGD without weight decay, no normalisation (docs/paper.md §3)."""
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simsiam", backbone="resnet18", backbone_options={"width": config.width},
-        head=paper_head(activation, config.hidden, config.out_dim, bn),
-        predictor=paper_predictor(activation, config.pred_hidden, config.out_dim, bn),
-        pseudo_collapse=pseudo_collapse, method_options={"recipe": "paper_simsiam"}, data=config.data,
-        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=config.image_size,
-        normalize=False, epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size,
-        seed=seed, optimizer="sgd", lr=config.lr if lr is None else lr, momentum=config.momentum,
-        weight_decay=0.0, schedule=schedule, track_every=config.track_every, probe_size=config.probe_size,
-        device=config.device, progress=False,
-    )
-
-
-def simclr_train_config(config: Any, head: str, seed: int, *, backbone: str = "resnet18",
-                        backbone_options: dict[str, Any] | None = None, weight_decay: float | None = None,
-                        image_size: int | None = None):
-    """The headgeom.train.TrainConfig of one cell trained with the paper's SimCLR (C9, C11, C12):
-    the one-directional InfoNCE at ``config.temperature``, Adam at ``config.lr`` with a constant
-    schedule (docs/paper.md §3). ``backbone_options`` default to ``{"width": config.width}``,
-    ``weight_decay`` to ``config.weight_decay``."""
-    from headgeom.train import TrainConfig
-
-    return TrainConfig(
-        method="simclr_oneway", backbone=backbone,
-        backbone_options={"width": config.width} if backbone_options is None else backbone_options,
-        head=head, method_options={"temperature": config.temperature}, data=config.data,
-        data_dir=config.data_dir, data_options=dict(config.data_options), image_size=image_size,
-        epochs=config.epochs, max_steps=config.max_steps, batch_size=config.batch_size, seed=seed,
-        optimizer="adam", lr=config.lr,
-        weight_decay=config.weight_decay if weight_decay is None else weight_decay,
-        schedule="constant", device=config.device, progress=False,
-    )
 
 
 def fraction(flags: Sequence[bool]) -> float | None:

@@ -157,7 +157,8 @@ class BlockStrategies:
         curv = self._loss_curvature()[0] if want_g else None
         if self.block_strategy == "sandwich" or not want_g:
             return True, curv
-        costs = block_costs(self._layers, self.d, self.k, curv is not None)
+        costs = block_costs(self._layers, self.d, self.k, curv is not None,
+                            diagonal=curv is not None and curv.diag is not None)
         ours, theirs = costs["sandwich"], costs["jacobian"]
         m = tail_width(self._layers, self.k)
         fits = curv is not None or self.n * m * m * self.z.element_size() <= SANDWICH_MEMORY

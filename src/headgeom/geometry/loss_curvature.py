@@ -36,6 +36,7 @@ from torch import Tensor
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .readings import Loss, loss_hvp
+from .weighted_gram import weighted_gram
 
 
 @dataclass
@@ -73,20 +74,28 @@ class LowRankCurvature:
     def sandwich(self, w: Tensor | None, gram: Tensor | None, k: int) -> Tensor:
         """(N, m, m) blocks Wᵀ [∇²L]_ii W for a constant W (k, m), given gram = WᵀW.
 
-        w None means W = I (m = k).
+        w None means W = I (m = k). gram may be None when every alpha is 0 (the DINO loss).
+        A declared diagonal's Wᵀ diag(δ_i) W is a weighted Gram of W for all samples at once
+        (:mod:`headgeom.geometry.weighted_gram`: row tiles of the upper triangle, no (N, m, k) temporary).
         """
         n = self.alpha.shape[0]
-        base = torch.eye(k, dtype=self.alpha.dtype, device=self.alpha.device) if w is None else gram
-        out = self.alpha[:, None, None] * base.expand(n, *base.shape)
+        kw = dict(dtype=self.alpha.dtype, device=self.alpha.device)
+        if self.diag is not None and w is not None:
+            out = weighted_gram(w.T.contiguous(), self.diag)
+        elif self.diag is not None:
+            out = torch.diag_embed(self.diag)
+        else:
+            m = k if w is None else w.shape[1]
+            out = torch.zeros(n, m, m, **kw)
+        if w is None:
+            out.diagonal(dim1=1, dim2=2).add_(self.alpha[:, None])
+        elif gram is not None:
+            out.add_(self.alpha[:, None, None] * gram)
+        elif bool((self.alpha != 0).any()):
+            raise ValueError("LowRankCurvature.sandwich needs gram = WᵀW when some alpha is not 0")
         if self.U is not None:
             v = self.U if w is None else torch.einsum("km,nkr->nmr", w, self.U)  # (N, m, r)
-            out = out + v @ self.B @ v.transpose(1, 2)
-        if self.diag is not None:
-            if w is None:
-                out = out + torch.diag_embed(self.diag)
-            else:  # Wᵀ diag(δ_i) W one sample at a time: a (m, k) temporary, never (N, m, k)
-                for i in range(n):
-                    out[i] += (w.T * self.diag[i]) @ w
+            out.add_(v @ self.B @ v.transpose(1, 2))
         return out
 
 

@@ -12,9 +12,9 @@ K_i costs nothing when the loss declares α_i I + U_i B_i U_iᵀ blocks
 (:mod:`headgeom.geometry.loss_curvature`); otherwise it comes from m loss HVPs and one GEMM.
 
 A term A_lᵀ diag(c_l) A_l whose Jacobian A_l is the same for every sample (the first Linear)
-is formed for all samples at once as C (N × w) times packed outer products a_j a_jᵀ of the
-rows of A_l, tile by tile of the upper triangle: half the work of per-sample products, as
-large matrix products.
+is formed by row tiles of the upper triangle, each one GEMM over the chunk's samples: about
+half the work of per-sample products, as large matrix products
+(:mod:`headgeom.geometry.weighted_gram`).
 
 A RowNorm (LayerNorm, L2-normalisation) takes the place of an activation with its own J_l and
 second derivative (:mod:`headgeom.geometry.norm_structure`): D_i K_i D_i becomes J_lᵀ K_i J_l and
@@ -34,6 +34,7 @@ from torch.func import vmap
 from .loss_curvature import LowRankCurvature
 from .mlp_structure import ELEMENTWISE, _activation_derivatives
 from .norm_structure import RowNorm, RowNormPass, row_norm_pass
+from .weighted_gram import weighted_gram
 
 
 @dataclass
@@ -91,42 +92,6 @@ def is_linear_chain(layers: list[nn.Module]) -> bool:
     return all(isinstance(layer, (nn.Linear, RowNorm) + ELEMENTWISE) for layer in layers)
 
 
-def packed_outer_sum(at: Tensor, c: Tensor, tile: int = 64) -> Tensor:
-    """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
-
-    Upper-triangle tiles (I ≤ J) as one GEMM each: C (N, w) @ [a_j[I] ⊗ a_j[J]]_j (w, |I||J|).
-    """
-    d, w = at.shape
-    n = c.shape[0]
-    out = torch.empty(n, d, d, dtype=at.dtype, device=at.device)
-    a = at.T  # (w, d)
-    for i0 in range(0, d, tile):
-        i1 = min(i0 + tile, d)
-        for j0 in range(i0, d, tile):
-            j1 = min(j0 + tile, d)
-            q = (a[:, i0:i1, None] * a[:, None, j0:j1]).reshape(w, -1)
-            blk = (c @ q).reshape(n, i1 - i0, j1 - j0)
-            out[:, i0:i1, j0:j1] = blk
-            if j0 != i0:
-                out[:, j0:j1, i0:i1] = blk.transpose(1, 2)
-    return out
-
-
-# Below this many samples the packed outer products (w·d²/2 entries, built whatever N is, far
-# larger than cache at the paper's shapes) cost more than forming each Aᵀ diag(c_i) A directly:
-# measured crossovers on the 2-core machine were N ≈ 24 at d = 128, w = 512 and N ≈ 100 at
-# d = 512, w = 2048 (benchmarks/bench_fixed_cost.py, BENCHMARKS.md).
-PACKED_MIN_SAMPLES = 32
-
-
-def shared_outer_sum(at: Tensor, c: Tensor) -> Tensor:
-    """(N, d, d) blocks Aᵀ diag(c_i) A for a shared Aᵀ = at (d, w): per sample as batched
-    products for small N, by :func:`packed_outer_sum` from ``PACKED_MIN_SAMPLES`` on."""
-    if c.shape[0] >= PACKED_MIN_SAMPLES:
-        return packed_outer_sum(at, c)
-    return (at[None] * c[:, None, :]) @ at.T
-
-
 def tail_curvature(w_tail: Tensor | None, k: int, hvp: Callable[[Tensor], Tensor], n: int,
                    like: Tensor) -> Tensor:
     """(N, m, m) K_i = W_Lᵀ [∇²L]_ii W_L from m loss HVPs; W_L None means the identity (m = k)."""
@@ -156,11 +121,14 @@ def tail_width(layers: list[nn.Module], k: int) -> int:
     return tail[0].in_features if tail else k
 
 
-def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged: bool = True) -> dict[str, float]:
+def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged: bool = True,
+                diagonal: bool = False) -> dict[str, float]:
     """FLOPs per sample of the blocks of H_eff by the sandwich and the Jacobian path.
 
     declared: the loss-Hessian blocks are known in low-rank form (no HVPs on the sandwich path).
     merged: only H_eff = G + M is wanted (the last activation's M term rides in the sandwich).
+    diagonal: the declared form has a diagonal diag(δ_i) (the DINO loss): on the sandwich path
+    W_Lᵀ diag(δ_i) W_L is a weighted Gram (k·m², half of 2·k·m²), on the Jacobian path a scaling.
     """
     acts = [i for i, layer in enumerate(layers) if not isinstance(layer, nn.Linear)]
     widths = [layers[i - 1].out_features if i and isinstance(layers[i - 1], nn.Linear) else None for i in acts]
@@ -178,10 +146,14 @@ def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged:
             ours += 2.0 * act_w[-1] * d * d
         ours += 2.0 * m * m * d + 2.0 * m * d * d
     ours += 4.0 * m * m if declared else 2.0 * k * m * m + HVP_COST_PER_ELEMENT * k * m
+    if declared and diagonal and tail:
+        ours += k * m * m
     # Jacobian path
     theirs = jac_mid + sum(2.0 * d * lin.in_features * lin.out_features for lin in tail if acts)
     theirs += sum(2.0 * w * d * d for w in act_w)
     theirs += 2.0 * k * d * d + HVP_COST_PER_ELEMENT * k * d
+    if declared and diagonal:
+        theirs += 2.0 * k * d
     return {"sandwich": ours, "jacobian": theirs}
 
 
@@ -212,28 +184,29 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     for lin in tail:
         w_tail = lin.weight if w_tail is None else lin.weight @ w_tail
 
-    eye = torch.eye(d, dtype=dtype, device=device)
-    shared = eye  # P_0ᵀ... the pre-activation Jacobianᵀ of the first activation, same for all samples
+    shared = None  # P_0: the first activation's pre-activation Jacobianᵀ (d, w), the same for all samples
     for lin in _linears_between(layers, 0, acts[0] if acts else 0):
-        shared = shared @ lin.weight.T
+        shared = lin.weight.T.contiguous() if shared is None else shared @ lin.weight.T
+    if shared is None:
+        shared = torch.eye(d, dtype=dtype, device=device)
 
     kmat = gram = None
     if want_g and curvature is None:
         kmat = tail_curvature(w_tail, k, hvp, n, z)
-    elif want_g and w_tail is not None:
+    elif want_g and w_tail is not None and bool((curvature.alpha != 0).any()):  # (the DINO loss: alpha = 0)
         gram = w_tail.T @ w_tail
 
     def k_rows(rows: slice) -> Tensor:
         return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k)
-    def first_term() -> Tensor:  # the first nonlinearity's M term, with its shared Jacobian
-        if 0 in vp.norms:
-            return vp.norms[0].interaction(shared, gram=shared @ shared.T)
-        return shared_outer_sum(shared, vp.c[0])
-
     g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
     m_out = None
     if want_m:
-        m_out = first_term() if p else torch.zeros(n, d, d, dtype=dtype, device=device)
+        if not p:
+            m_out = torch.zeros(n, d, d, dtype=dtype, device=device)
+        elif 0 in vp.norms:  # the first nonlinearity's M term, with its shared Jacobian
+            m_out = vp.norms[0].interaction(shared, gram=shared @ shared.T)
+        else:
+            m_out = torch.empty(n, d, d, dtype=dtype, device=device)
     if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
         if want_g:
             for start in range(0, n, chunk_size):
@@ -241,8 +214,11 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 g_out[rows] = k_rows(rows)
         return g_out, m_out
 
+    scaled_w = None  # (chunk, w_out, w_in) buffer of W diag σ' for the first per-sample Jacobian, reused
     for start in range(0, n, chunk_size):
         rows = slice(start, min(start + chunk_size, n))
+        if want_m and 0 not in vp.norms:
+            weighted_gram(shared, vp.c[0][rows], out=m_out[rows])
         pre = shared  # P_j: (d, w) shared for j = 0, then (s, d, w) per sample
         for j in range(1, p):
             lins = _linears_between(layers, acts[j - 1] + 1, acts[j])
@@ -253,8 +229,14 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
             elif pre.ndim == 2 and len(lins) == 1:
                 # (W diag σ') A with the shared A: scaling W's columns reads contiguous memory,
                 # scaling Aᵀ (strided) was ~1.5x slower; keep the transposed view for what follows
+                # (a fresh chunk-sized tensor per chunk costs its page faults: ~3x the product itself)
                 d1 = vp.d1[j - 1][rows]
-                pre = ((lins[0].weight * d1[:, None, :]) @ pre.T).transpose(1, 2)
+                w = lins[0].weight
+                if scaled_w is None:
+                    scaled_w = torch.empty(min(chunk_size, n), *w.shape, dtype=dtype, device=device)
+                scaled = scaled_w.view(-1)[:d1.shape[0] * w.numel()].view(d1.shape[0], *w.shape)
+                torch.mul(w, d1[:, None, :], out=scaled)
+                pre = (scaled @ pre.T).transpose(1, 2)
             else:
                 pre = pre * vp.d1[j - 1][rows][:, None, :]
                 for lin in lins:

@@ -54,8 +54,9 @@ KEYS = {
     "operator path only when its Krylov space was exact)",
     "frac_samples_negative": "fraction of per-sample blocks with an eigenvalue < -floor (blocks only)",
     "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no negative curvature'",
-    "operand_scale": "S = max_i |A_i|_2 |J_i|_2^2, the scale of G's operands the floor is also relative to "
-    "(headgeom.geometry.operand_scale)",
+    "operand_scale": "S = 1.1 * max_i |A_i|_2 |J_i|_2^2, the scale of the terms G is summed from "
+    "(headgeom.geometry.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
+    "round-off left by their cancellation is not read as curvature",
     "m_ratio": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices (or of the whole operator)",
     "m_ratio_fro": "|M|_F / |H_eff|_F of the block-diagonal matrices (blocks only)",
     "lanczos_converged / lanczos_iterations": "the operator path's Lanczos run (coupled heads only)",

@@ -7,7 +7,7 @@
 - :mod:`~headgeom.orbits.extract`: orbit features of a backbone and its heads (raw or l2 z).
 - :mod:`~headgeom.orbits.controls`: fresh-head and random-direction controls.
 - :mod:`~headgeom.orbits.analyze`: ``analyze_orbits`` -> JSON-able dict with CIs.
-- :mod:`~headgeom.orbits.figures`: 2-D PCA projections of orbits (matplotlib Agg).
+- :mod:`~headgeom.orbits.figures`: 2-D PCA projections of orbits (drawn through headgeom.report.style).
 - :mod:`~headgeom.orbits.tangent_metric`: Rayleigh quotients on augmentation tangents (C6) and
   Fisher ranks (C7) of real models; :mod:`~headgeom.orbits.tangent_figures` plots them.
 - :mod:`~headgeom.orbits.cli`, :mod:`~headgeom.orbits.model_input`, :mod:`~headgeom.orbits.pipeline`,

@@ -1,19 +1,19 @@
 """2-D PCA pictures of orbits (plotting kept apart from computing; docs/paper.md §3 "Orbits").
 
 :func:`pca_project` is the computation (pure, tested); :func:`plot_orbit_pca` draws one panel
-per feature point with matplotlib's Agg backend and returns the Figure (the caller saves it,
-e.g. through headgeom.io.atomic_write_bytes).
+per feature point on a figure of headgeom.report.style.new_figure and returns it (the caller saves
+it, e.g. :func:`figure_png_bytes` through headgeom.io.atomic_write_bytes).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 
 import torch
 from torch import Tensor
 
 from headgeom.orbits.metrics import _orbits, l2_normalise
+from headgeom.report.figures import figure_png_bytes as _png_bytes
 from headgeom.report.style import new_figure, series_style
 
 __all__ = ["figure_png_bytes", "pca_project", "plot_orbit_pca"]
@@ -71,11 +71,6 @@ def plot_orbit_pca(features: dict[str, Tensor], labels: Tensor | None = None,
 
 
 def figure_png_bytes(fig) -> bytes:
-    """PNG bytes of a Figure (closes it if pyplot holds it), for atomic writing."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    if fig.canvas.manager is not None:  # a pyplot figure from the caller: release it
-        import matplotlib.pyplot as plt  # only then: importing pyplot would pick a backend
-
-        plt.close(fig)
-    return buf.getvalue()
+    """PNG bytes of a Figure (closed after), for atomic writing: headgeom.report.figures.figure_png_bytes
+    without the tight bounding box (these panels are laid out by tight_layout already)."""
+    return _png_bytes(fig, bbox_inches=None)

@@ -99,13 +99,13 @@ def measure_run(run_dir: Path, cfg: Any) -> dict[str, Any]:
 
     ``cfg`` supplies knn_k, eval_train, eval_test, probe_max_iter, head_inputs, orbit_classes,
     orbit_per_class, orbit_steps, n_boot, device (C11Config)."""
-    run = load_run(run_dir, cfg.device)
+    run = load_run(run_dir, cfg.train.device)
     projector = run["method"].projector
     n_layers = len(projector.layers)
     points = ("z", head_output_point(n_layers, "raw"))
     ecfg = EvalConfig(k=(cfg.knn_k,), rotation=False, stats=False, points=points, max_train=cfg.eval_train,
                       max_test=cfg.eval_test, probe=LinearProbeConfig(max_iter=cfg.probe_max_iter))
-    probes = evaluate_run(run_dir, config=ecfg, device=cfg.device)["trained"]
+    probes = evaluate_run(run_dir, config=ecfg, device=cfg.train.device)["trained"]
     k = str(cfg.knn_k)
     out: dict[str, Any] = {"n_head_layers": n_layers, "head_output_point": points[1],
                            "n_train": probes["n_train"], "n_test": probes["n_test"],

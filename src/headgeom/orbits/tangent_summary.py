@@ -11,6 +11,7 @@ is computed on |q| (the loss-curvature metric can be indefinite) and its log10; 
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import torch

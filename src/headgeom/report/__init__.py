@@ -5,8 +5,8 @@ saves them here; the markdown writer reads only the results.json content. Every 
 series styles, legend placement, symlog ticks, chance lines and round-off band from
 :mod:`headgeom.report.style`; :mod:`headgeom.report.trajectories` draws the training trajectories.
 """
-from .figures import figure_file_name, make_figure, save_figure, use_agg
+from .figures import figure_file_name, figure_png_bytes, make_figure, save_figure, use_agg
 from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report
 
-__all__ = ["claims_table", "figure_file_name", "format_claims_short", "format_measured", "make_figure",
+__all__ = ["claims_table", "figure_file_name", "figure_png_bytes", "format_claims_short", "format_measured", "make_figure",
            "render_report", "save_figure", "use_agg", "write_report"]

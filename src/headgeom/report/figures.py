@@ -24,7 +24,7 @@ def use_agg() -> None:
 
     The runner calls this before importing experiment modules (a library import of
     ``headgeom.report`` alone leaves the user's backend untouched)."""
-    import matplotlib
+    import matplotlib  # heavy: only when a figure will be drawn (headgeom.report.style's docstring)
 
     matplotlib.use("Agg")
 
@@ -51,17 +51,22 @@ def make_figure(build: Callable[..., Any], results: list[tuple[dict, dict]]) -> 
     return fig
 
 
-def save_figure(fig: Any, path: str | os.PathLike) -> Path:
-    """Write ``fig`` as PNG to ``path`` atomically (temporary file + os.replace) and close it
-    (a figure of :func:`headgeom.report.style.new_figure` belongs to no backend: nothing to close)."""
-    path = Path(path)
+def figure_png_bytes(fig: Any, bbox_inches: str | None = "tight") -> bytes:
+    """PNG bytes of ``fig`` at :data:`DPI`; the figure is closed after (a figure of
+    :func:`headgeom.report.style.new_figure` belongs to no backend: nothing to close)."""
     buf = io.BytesIO()
     try:
-        fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+        fig.savefig(buf, format="png", dpi=DPI, bbox_inches=bbox_inches)
     finally:
         if fig.canvas.manager is not None:  # a pyplot figure: release it from pyplot's registry
             import matplotlib.pyplot as plt  # only here: importing pyplot picks a backend
 
             plt.close(fig)
-    atomic_write_bytes(path, buf.getvalue())
+    return buf.getvalue()
+
+
+def save_figure(fig: Any, path: str | os.PathLike) -> Path:
+    """Write ``fig`` as PNG to ``path`` atomically (temporary file + os.replace) and close it."""
+    path = Path(path)
+    atomic_write_bytes(path, figure_png_bytes(fig))
     return path

@@ -16,11 +16,12 @@ from typing import Any
 
 from headgeom.io import atomic_write_text
 from headgeom.report.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
+from headgeom.report.estimates import SPREAD_KIND, format_estimate
 from headgeom.report.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
 from headgeom.report.ood import ood_text
 from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
 
-DEFAULT_SPREAD_KIND = "std over n (ddof=1)"
+DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.report.estimates.measured: not repeated per value
 
 
 def _num(x: Any) -> str:
@@ -45,13 +46,11 @@ def _cell(text: Any) -> str:
 
 
 def format_measured(m: Any) -> str:
-    """``value ± spread (n=…)`` for a :func:`headgeom.experiments.measured` entry; other values as text."""
+    """``value ± spread (n=…)`` for a :func:`headgeom.report.estimates.measured` entry, the claims
+    table's long form (4 significant digits, the spread kind when not the default); other values as text."""
     if not isinstance(m, dict) or "value" not in m:
         return _num(m)
-    text = _num(m["value"])
-    if m.get("spread") is not None:
-        text += f" ± {_num(m['spread'])}"
-    text += f" (n={m.get('n', '?')})"
+    text = format_estimate(m, _num, _num) + f" (n={m.get('n', '?')})"
     kind = m.get("spread_kind")
     if kind and kind != DEFAULT_SPREAD_KIND:
         text += f" [{kind}]"
@@ -155,8 +154,20 @@ def _config_table(config: Any) -> str:
     if not config:
         return "_(empty config)_\n"
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in config.items()]
+    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in _dotted(config).items()]
     return "\n".join(lines) + "\n"
+
+
+def _dotted(config: dict[str, Any]) -> dict[str, Any]:
+    """A nested config (``train``, ``system``: the only dicts at the top of a resolved config) one row
+    per field, named as ``headgeom reproduce --set`` names it: ``train.batch_size``."""
+    out: dict[str, Any] = {}
+    for k, v in config.items():
+        if isinstance(v, dict) and v:
+            out.update({f"{k}.{sub}": val for sub, val in v.items()})
+        else:
+            out[k] = v
+    return out
 
 
 def _environment(env: dict[str, Any]) -> str:

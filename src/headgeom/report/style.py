@@ -14,13 +14,15 @@ chance lines and the round-off band of signed eigenvalues.
   point as ``..._floor``); these helpers draw such values at 0 inside a shaded band instead of at
   −1e-14 on a log axis, where they would read as negative curvature (docs/paper.md §4 pitfall 2).
 - :func:`chance_line`: the accuracy of guessing, 1/C, on probe plots.
-- :func:`new_figure`: ``plt.subplots`` without pyplot: the figure belongs to no backend, so a
-  builder never switches the user's backend (a notebook keeps its own), opens no window and leaves
-  nothing in pyplot's registry; PNGs are written through Agg (headgeom.report.figures.save_figure).
+- :func:`new_figure` (:func:`blank_figure`: the same without axes): ``plt.subplots`` without
+  pyplot: the figure belongs to no backend, so a builder never switches the user's backend (a
+  notebook keeps its own), opens no window and leaves nothing in pyplot's registry; PNGs are
+  written through Agg (headgeom.report.figures.save_figure).
 
-matplotlib is imported inside :func:`new_figure` and :func:`signed_log_axis`, on the first figure:
-``import headgeom.tracking`` and the experiment modules import this module, and training processes
-and cluster cells should not pay matplotlib's import (1-2 s) for figures they never draw.
+matplotlib is imported inside :func:`new_figure`, :func:`blank_figure` and :func:`signed_log_axis`,
+on the first figure: ``import headgeom.tracking`` and the experiment modules import this module,
+and training processes and cluster cells should not pay matplotlib's import (1-2 s) for figures
+they never draw. Only headgeom.report imports matplotlib (tests/test_layering.py checks it).
 """
 from __future__ import annotations
 
@@ -36,6 +38,14 @@ MARKERS = ("o", "s", "^", "v", "D", "P", "X")
 FLOOR_GID = "roundoff_floor"
 CHANCE_GID = "chance"
 LEGEND_FONTSIZE = 7
+
+
+def blank_figure(figsize: tuple[float, float] | None = None) -> Any:
+    """A Figure outside pyplot with no axes yet (add them with ``fig.add_subplot``), as
+    :func:`new_figure` for layouts that leave grid cells empty."""
+    from matplotlib.figure import Figure  # heavy: imported on the first figure (module docstring)
+
+    return Figure(figsize=figsize)
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,

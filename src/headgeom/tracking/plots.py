@@ -5,8 +5,8 @@
 
 Each JSON line must carry an integer-valued "step"; every other key with a finite numeric value
 on at least one line is a metric (null, strings and lists are skipped; a metric missing on a
-line, e.g. a tracked quantity between tracking steps, leaves a gap). Figures are built with
-matplotlib's object API and the Agg canvas (no display, the user's backend is left alone) and
+line, e.g. a tracked quantity between tracking steps, leaves a gap). Figures are built on
+:func:`headgeom.report.style.blank_figure` (no display, the user's backend is left alone) and
 written atomically by :func:`headgeom.report.figures.save_figure`.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from headgeom.report.figures import save_figure
-from headgeom.report.style import floor_band, series_style, signed_log_axis, zero_within_floor
+from headgeom.report.style import blank_figure, floor_band, series_style, signed_log_axis, zero_within_floor
 from headgeom.runs.metrics import read_metrics as read_run_metrics
 
 
@@ -94,8 +94,6 @@ def plot_metrics(
 ) -> list[Path]:
     """Write ``out_dir/<metric>.png`` for each metric (or each of ``keys``), and
     ``out_dir/tracking_grid.png`` with all of them when ``grid``; returns the written paths."""
-    from matplotlib.figure import Figure  # heavy: imported on the first figure, as in headgeom.report.style
-
     series = read_metrics(metrics_path)
     if keys is None:
         chosen = sorted(series)
@@ -107,13 +105,13 @@ def plot_metrics(
     out_dir = Path(out_dir)
     written: list[Path] = []
     for key in chosen:
-        fig = Figure(figsize=(5, 3.2))
+        fig = blank_figure(figsize=(5, 3.2))
         _draw(fig.add_subplot(1, 1, 1), key, *series[key], floor=series.get(floor_key(key) or ""))
         written.append(save_figure(fig, out_dir / _file_name(key)))
     if grid:
         cols = min(4, len(chosen))
         rows = math.ceil(len(chosen) / cols)
-        fig = Figure(figsize=(4 * cols, 2.8 * rows))
+        fig = blank_figure(figsize=(4 * cols, 2.8 * rows))
         for i, key in enumerate(chosen):
             _draw(fig.add_subplot(rows, cols, i + 1), key, *series[key], floor=series.get(floor_key(key) or ""))
         fig.tight_layout()

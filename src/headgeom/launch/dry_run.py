@@ -1,18 +1,17 @@
 """``headgeom reproduce --dry-run``: what a run would do, and what it would cost, without doing it.
 
 Per selected experiment: its cells; its key settings against the paper's
-(:mod:`headgeom.experiments.paper_protocol`), with a "differs from the paper because …" column;
+(:mod:`headgeom.report.paper_protocol`), with a "differs from the paper because …" column;
 each cell's resources (the preset's, with the command line's overrides) and the GPU-hours (or CPU
-core-hours) they add up to. Nothing is run, written or submitted: the experiments' presets and
-cells are resolved, and that is all.
+core-hours) they add up to. Nothing is run, written or submitted: the caller resolves the
+experiments' presets and cells (``headgeom.experiments.runner.plan_experiments``), this prints them.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from headgeom.experiments.paper_protocol import DIFFERENCES, PROTOCOL, SECTION, as_set, preset_settings, show
-from headgeom.experiments.runner import plan_experiments
 from headgeom.launch.resources import Resources, with_overrides
+from headgeom.report.paper_protocol import DIFFERENCES, PROTOCOL, SECTION, as_set, preset_settings, show
 
 __all__ = ["TRAIN_KEYS", "cost", "dry_run", "settings_rows"]
 
@@ -117,12 +116,12 @@ def _cells_lines(cells: list[dict[str, Any]]) -> list[str]:
     return [f"    {name(c)}" for c in cells]
 
 
-def dry_run(ids: list[str] | None, preset: str = "quick", seeds: int | None = None, theory_only: bool = False,
-            launcher: str = "local", **overrides: Any) -> str:
-    """The dry run's text (module docstring); ``overrides``: those of
-    :func:`headgeom.launch.resources.with_overrides` (partition, account, gpus, time, options).
-    Raises ValueError as ``headgeom reproduce`` does (unknown preset or id, bad seeds, bad --time)."""
-    plan, load_errors = plan_experiments(ids, preset, seeds, theory_only)
+def dry_run(plan: list[tuple[Any, Any, list[dict[str, Any]], int, list[str]]], load_errors: dict[str, str],
+            preset: str = "quick", seeds: int | None = None, launcher: str = "local", **overrides: Any) -> str:
+    """The dry run's text (module docstring) of ``plan`` and ``load_errors`` (what
+    ``headgeom.experiments.runner.plan_experiments`` returns for ``preset`` and ``seeds``); ``overrides``:
+    those of :func:`headgeom.launch.resources.with_overrides` (partition, account, gpus, time, options).
+    Raises ValueError for a bad --time."""
     lines = [f"dry run of --preset {preset} on --launcher {launcher}: {len(plan)} experiment(s); nothing is run, "
              "written or submitted"]
     if launcher == "local":

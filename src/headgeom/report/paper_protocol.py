@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from headgeom.methods.registry import get_method_class
+
 __all__ = ["DESCRIBED", "DIFFERENCES", "PROTOCOL", "SECTION", "as_set", "preset_settings", "show", "train_settings"]
 
 SECTION = "docs/paper.md §2-3"
@@ -106,8 +108,6 @@ def train_settings(tc: Any) -> dict[str, Any]:
     """The key settings of one ``headgeom.train.TrainConfig``: dataset, backbone (with its options),
     method, augmentation recipe, normalisation, head, predictor, pseudo-collapse, epochs, batch size,
     optimiser, lr, momentum, weight decay, temperature, tracking period."""
-    from headgeom.methods.registry import get_method_class
-
     opts = ", ".join(f"{k}={v}" for k, v in sorted(tc.backbone_options.items()))
     return {"dataset": tc.data, "backbone": f"{tc.backbone}({opts})" if opts else tc.backbone, "method": tc.method,
             "augmentation": tc.method_options.get("recipe") or get_method_class(tc.method).RECIPE,

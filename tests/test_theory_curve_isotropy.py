@@ -1,4 +1,4 @@
-"""headgeom.theory.depth_fit (C3): the fit's closed-form H_eff against dense float64 autograd and the
+"""headgeom.theory.curve_isotropy (C3): the fit's closed-form H_eff against dense float64 autograd and the
 engine, the isotropy measures against separate formulas, exactly isotropic constructions, the
 bias-free linear barrier under the cosine loss, the flat control, and the fitter's bookkeeping.
 
@@ -14,10 +14,10 @@ from torch.func import grad, hessian, vmap
 from headgeom.geometry import effective_hessian
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
-from headgeom.theory.depth_fit import (ACTIVATIONS, LOSSES, activation_derivatives, fit_isotropy, fixed_target,
-                                       fourier_curve, head_from_params, head_spec, heff_blocks, init_params,
-                                       isotropy, isotropy_objective, linear_cosine_lower_bound, loss_derivatives,
-                                       mlp_forward, mlp_geometry, point_loss)
+from headgeom.theory.curve_isotropy import (ACTIVATIONS, LOSSES, activation_derivatives, fit_isotropy,
+                                            fixed_target, fourier_curve, head_from_params, head_spec, heff_blocks,
+                                            init_params, isotropy, isotropy_objective, linear_cosine_lower_bound,
+                                            loss_derivatives, mlp_forward, mlp_geometry, point_loss)
 
 D, K, T = 3, 5, 7
 

@@ -1,0 +1,49 @@
+"""Weighted Gram matrices Aᵀ diag(c_i) A of one shared matrix A for many weight vectors c_i.
+
+They appear wherever a layer's Jacobian or weight is the same for every sample and the
+per-sample factor is diagonal (docs/paper.md §1): the first Linear's M term
+A_1ᵀ diag(σ''⊙g) A_1, and a declared diagonal of the loss Hessian pulled back through the
+last weight, W_Lᵀ diag(δ_i) W_L (the DINO loss's diag p_i, with W_L 65,536 × 256).
+
+Formed by row tiles of the upper triangle: for rows I (|I| ≤ tile) of every block, one GEMM
+of the scaled rows [Aᵀ[I] ⊙ c_i]_i (s·|I|, w) against A[:, I₀:] (w, d − I₀); the lower
+triangle is mirrored. About half the FLOPs of N full products (36/64 of them at d = 512,
+tile 64), as many-sample GEMMs, through one scaled buffer of bounded size reused across
+tiles (a fresh large tensor per product costs its page faults, about 3× the scaling itself).
+Packing the outer products a_j a_jᵀ of all w rows once and multiplying C by them halves the
+FLOPs exactly but builds w·d²/2 entries whatever N is: measured 3× slower at N = 32 at the
+paper's widths (BENCHMARKS.md).
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+BUFFER_BYTES = 1 << 26  # the scaled rows held at once (64 MiB); at least one sample's tile
+
+
+def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 64) -> Tensor:
+    """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
+
+    ``out`` (N, d, d), if given, receives the blocks (a slice of a larger tensor will do).
+    """
+    d, w = at.shape
+    n = c.shape[0]
+    if out is None:
+        out = torch.empty(n, d, d, dtype=at.dtype, device=at.device)
+    t = max(1, min(tile, d))
+    group = max(1, min(n, BUFFER_BYTES // (t * w * at.element_size())))  # samples per GEMM
+    buf = torch.empty(group * t * w, dtype=at.dtype, device=at.device)
+    a = at.T  # (w, d)
+    for s0 in range(0, n, group):
+        s1 = min(s0 + group, n)
+        cs, os_ = c[s0:s1], out[s0:s1]
+        for i0 in range(0, d, t):
+            i1 = min(i0 + t, d)
+            scaled = buf[:(s1 - s0) * (i1 - i0) * w].view(s1 - s0, i1 - i0, w)
+            torch.mul(at[None, i0:i1], cs[:, None, :], out=scaled)
+            blk = (scaled.view(-1, w) @ a[:, i0:]).view(s1 - s0, i1 - i0, d - i0)
+            os_[:, i0:i1, i0:] = blk
+            if i1 < d:
+                os_[:, i1:, i0:i1] = blk[:, :, i1 - i0:].transpose(1, 2)
+    return out

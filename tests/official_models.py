@@ -1,0 +1,121 @@
+"""Small re-writings of the official SSL code (DINOHead and MultiCropWrapper of facebookresearch/dino,
+VICReg's Projector, BarlowTwins, SimSiam's builder), so their state_dict keys are the official ones
+by construction; ``DDP`` adds the ``module.`` prefix as DistributedDataParallel does. Shared by the
+checkpoint loader tests, C10 and ``headgeom analyze`` on official-layout files."""
+from __future__ import annotations
+
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class DDP(nn.Module):
+    """Stands for DistributedDataParallel: the wrapped model lives at ``.module``."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+
+class DINOHead(nn.Module):
+    """facebookresearch/dino vision_transformer.py DINOHead (nlayers >= 2)."""
+
+    def __init__(self, in_dim, out_dim, use_bn=False, norm_last_layer=True, nlayers=3, hidden_dim=2048,
+                 bottleneck_dim=256, plain_last=False):
+        super().__init__()
+        layers = [nn.Linear(in_dim, hidden_dim)]
+        if use_bn:
+            layers.append(nn.BatchNorm1d(hidden_dim))
+        layers.append(nn.GELU())
+        for _ in range(nlayers - 2):
+            layers.append(nn.Linear(hidden_dim, hidden_dim))
+            if use_bn:
+                layers.append(nn.BatchNorm1d(hidden_dim))
+            layers.append(nn.GELU())
+        layers.append(nn.Linear(hidden_dim, bottleneck_dim))
+        self.mlp = nn.Sequential(*layers)
+        if plain_last:  # the released ResNet-50 head (https://github.com/facebookresearch/dino/issues/189)
+            self.last_layer = nn.Linear(bottleneck_dim, out_dim, bias=False)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
+            self.last_layer.weight_g.data.fill_(1)
+            if norm_last_layer:
+                self.last_layer.weight_g.requires_grad = False
+
+    def forward(self, x):
+        x = self.mlp(x)
+        x = F.normalize(x, dim=-1, p=2)
+        return self.last_layer(x)
+
+
+class MultiCropWrapper(nn.Module):
+    def __init__(self, backbone, head):
+        super().__init__()
+        self.backbone, self.head = backbone, head
+
+
+def vicreg_projector(embedding: int, mlp: str) -> nn.Sequential:
+    """facebookresearch/vicreg main_vicreg.py Projector."""
+    f = list(map(int, f"{embedding}-{mlp}".split("-")))
+    layers = []
+    for i in range(len(f) - 2):
+        layers += [nn.Linear(f[i], f[i + 1]), nn.BatchNorm1d(f[i + 1]), nn.ReLU(True)]
+    layers.append(nn.Linear(f[-2], f[-1], bias=False))
+    return nn.Sequential(*layers)
+
+
+class VICReg(nn.Module):
+    def __init__(self, backbone, embedding, mlp):
+        super().__init__()
+        self.backbone, self.projector = backbone, vicreg_projector(embedding, mlp)
+
+
+class BarlowTwins(nn.Module):
+    """facebookresearch/barlowtwins main.py BarlowTwins (the backbone's fc already removed)."""
+
+    def __init__(self, backbone, embedding, projector):
+        super().__init__()
+        self.backbone = backbone
+        sizes = [embedding] + list(map(int, projector.split("-")))
+        layers = []
+        for i in range(len(sizes) - 2):
+            layers += [nn.Linear(sizes[i], sizes[i + 1], bias=False), nn.BatchNorm1d(sizes[i + 1]), nn.ReLU(True)]
+        layers.append(nn.Linear(sizes[-2], sizes[-1], bias=False))
+        self.projector = nn.Sequential(*layers)
+        self.bn = nn.BatchNorm1d(sizes[-1], affine=False)
+
+
+class SimSiam(nn.Module):
+    """facebookresearch/simsiam simsiam/builder.py SimSiam; ``encoder`` gets torchvision's ``fc``."""
+
+    def __init__(self, encoder, dim, pred_dim):
+        super().__init__()
+        self.encoder = encoder
+        prev_dim = encoder.feature_dim
+        encoder.fc = nn.Linear(prev_dim, dim)  # torchvision's resnet(num_classes=dim)
+        encoder.fc = nn.Sequential(nn.Linear(prev_dim, prev_dim, bias=False), nn.BatchNorm1d(prev_dim),
+                                   nn.ReLU(inplace=True), nn.Linear(prev_dim, prev_dim, bias=False),
+                                   nn.BatchNorm1d(prev_dim), nn.ReLU(inplace=True), encoder.fc,
+                                   nn.BatchNorm1d(dim, affine=False))
+        encoder.fc[6].bias.requires_grad = False
+        self.predictor = nn.Sequential(nn.Linear(dim, pred_dim, bias=False), nn.BatchNorm1d(pred_dim),
+                                       nn.ReLU(inplace=True), nn.Linear(pred_dim, dim))
+
+
+@torch.no_grad()
+def randomise_(model: nn.Module, seed: int) -> nn.Module:
+    """Random weights and BN statistics everywhere, so eval outputs depend on every tensor."""
+    g = torch.Generator().manual_seed(seed)
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.running_mean.copy_(torch.randn(m.running_mean.shape, generator=g) * 0.1)
+            m.running_var.copy_(torch.rand(m.running_var.shape, generator=g) + 0.5)
+            m.num_batches_tracked.fill_(17)
+            if m.affine:
+                m.weight.copy_(1 + 0.2 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.2 * torch.randn(m.bias.shape, generator=g))
+    return model.eval()
