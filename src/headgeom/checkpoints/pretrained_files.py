@@ -1,4 +1,5 @@
-"""The official checkpoint files C10 reads (docs/paper.md §2 C10): which ones, where they are expected, and what to tell the user.
+"""The official checkpoint files C10 reads (docs/paper.md §2 C10): which ones, where they are
+expected, and what to tell the user.
 
 docs/paper.md §3 "Pretrained" and §4 pitfall 10: the analysis needs the *full* checkpoints (backbone
 and projection head; the torch.hub entries drop the heads). The four files keep the names the

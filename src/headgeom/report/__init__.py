@@ -8,5 +8,5 @@ series styles, legend placement, symlog ticks, chance lines and round-off band f
 from .figures import figure_file_name, figure_png_bytes, make_figure, save_figure, use_agg
 from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report
 
-__all__ = ["claims_table", "figure_file_name", "figure_png_bytes", "format_claims_short", "format_measured", "make_figure",
-           "render_report", "save_figure", "use_agg", "write_report"]
+__all__ = ["claims_table", "figure_file_name", "figure_png_bytes", "format_claims_short", "format_measured",
+           "make_figure", "render_report", "save_figure", "use_agg", "write_report"]
