@@ -127,7 +127,7 @@ def run_worker(src: Path, args) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--before", required=True, help="revision timed as 'before'")
+    p.add_argument("--before", help="revision timed as 'before' (required)")
     p.add_argument("--case", choices=CASES, default="simsiam")
     p.add_argument("--scale", type=int, default=1)
     p.add_argument("--n", type=int, default=32)
@@ -143,6 +143,8 @@ def main() -> None:
         torch.set_num_threads(int(os.environ.get("HEADGEOM_BENCH_THREADS", "2")))
         print(json.dumps(worker(args.case, args.scale, args.n, args.reps, args.naive_samples)))
         return
+    if not args.before:
+        p.error("--before REV is required: the revision the working tree is timed against")
 
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     with tempfile.TemporaryDirectory() as tmp:

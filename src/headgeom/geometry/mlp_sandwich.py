@@ -50,6 +50,14 @@ class VectorPass:
     norms: dict[int, RowNormPass]  # nonlinearity position j -> its state (second derivative set given ρ)
 
 
+def chain_output(layers: list[nn.Module], z: Tensor) -> Tensor:
+    """u = the chain applied to z (forward values only: no derivatives, no autograd)."""
+    x = z
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
 def vector_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> VectorPass:
     """Forward values and backward residual gradients of a Linear/activation chain (vectors only)."""
     x = z
