@@ -148,7 +148,7 @@ def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged:
     # sandwich path
     ours = jac_mid
     if acts:
-        ours += act_w[0] * d * d  # packed first term: half of 2·w·d²
+        ours += act_w[0] * d * d  # the first term by row tiles (weighted_gram): about half of 2·w·d²
         ours += sum(2.0 * w * d * d for w in act_w[1:-1])
         if len(acts) > 1 and not merged:
             ours += 2.0 * act_w[-1] * d * d
