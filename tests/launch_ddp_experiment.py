@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import torch
 
 from headgeom.experiments.registry import Experiment, Summary
-from headgeom.experiments.runner import log_metrics
-from headgeom.experiments.training_cells import training_directory
+from headgeom.runs.cell import log_metrics
+from headgeom.train.cells import training_directory
 from headgeom.launch.resources import Resources
 from headgeom.runs.metrics import read_metrics
 from headgeom.train import TrainConfig, train

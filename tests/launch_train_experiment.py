@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from headgeom.experiments.registry import Experiment, Summary
-from headgeom.experiments.training_cells import training_directory
+from headgeom.train.cells import training_directory
 from headgeom.runs.metrics import read_metrics
 from headgeom.train import TrainConfig, train
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from headgeom.experiments.registry import Experiment, Summary, measured
-from headgeom.experiments.runner import current_run_dir
+from headgeom.runs.cell import current_run_dir
 
 ID = "LAUNCH_VALUES"
 

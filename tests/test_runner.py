@@ -18,7 +18,8 @@ import torch
 from headgeom.cli import main
 from headgeom.experiments import runner
 from headgeom.experiments.registry import CLAIM_KEYS, EXPERIMENTS, VERDICTS, Experiment, Summary, measured
-from headgeom.experiments.runner import cell_key, jsonable, log_metrics, run_experiments
+from headgeom.experiments.runner import cell_key, jsonable, run_experiments
+from headgeom.runs.cell import log_metrics
 from headgeom.runs.metrics import read_metrics
 from headgeom.runs import LOCK_NAME, RunLock
 

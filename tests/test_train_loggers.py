@@ -14,7 +14,7 @@ import pytest
 from headgeom.cli import main
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary
-from headgeom.experiments.training_cells import run_training
+from headgeom.train.cells import run_training
 from headgeom.train import TrainConfig
 from headgeom.train.loggers import JsonlLogger, open_loggers
 

@@ -22,13 +22,13 @@ from typing import Any
 
 from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, collapse_outcome, negative_fraction, pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
+from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.report.trajectories import trajectory_figure
 from headgeom.train import TrainConfig
+from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")

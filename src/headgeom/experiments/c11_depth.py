@@ -43,14 +43,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import pm, run_training
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.orbits.run_measures import measure_run
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
+from headgeom.report.training_verdicts import pm
 from headgeom.train import TrainConfig
+from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMCLR, simclr_cell
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"

@@ -41,13 +41,14 @@ from typing import Any
 
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import pm, run_training
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
+from headgeom.report.training_verdicts import pm
 from headgeom.train import TrainConfig
+from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"

@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.runner import log_metrics
+from headgeom.runs.cell import log_metrics
 from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine

@@ -50,7 +50,6 @@ from torch import Tensor
 from headgeom.data import ImageDataset, load_dataset
 from headgeom.device import resolve_device
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import cell_directory, pm, run_training
 from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
@@ -62,8 +61,10 @@ from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
 from headgeom.report.ood import ood_flag
 from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.training_verdicts import pm
 from headgeom.runs.trained import load_trained
 from headgeom.train import TrainConfig
+from headgeom.train.cells import cell_directory, run_training
 from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
 
 STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "

@@ -35,16 +35,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.experiments.training_cells import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict,
-    pm, run_training)
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.training_verdicts import (
+    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm)
 from headgeom.report.trajectories import trajectory_figure
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
-from headgeom.train import build_method_from_config
-from headgeom.train import TrainConfig
+from headgeom.train import TrainConfig, build_method_from_config
+from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "

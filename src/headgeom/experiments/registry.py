@@ -129,7 +129,7 @@ def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
 
 
 # machinery and the helper modules of experiments (they register nothing)
-NOT_EXPERIMENTS = frozenset({"cli", "registry", "runner", "training_cells"})
+NOT_EXPERIMENTS = frozenset({"cli", "registry", "runner"})
 
 
 def experiment_modules() -> list[str]:

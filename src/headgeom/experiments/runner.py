@@ -23,7 +23,6 @@ The runner alone runs a cell's ``run_cell``: with the torch thread count of the 
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import dataclasses
 import hashlib
 import importlib
@@ -46,17 +45,12 @@ from headgeom.overrides import apply_overrides
 from headgeom.report.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
-from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
+from headgeom.runs.cell import following_cell, running_cell
+from headgeom.runs.metrics import METRICS_NAME
 from headgeom.runs.provenance import environment, utc_now
 from headgeom.threads import torch_threads
 from headgeom.train.ddp import job_layout
 
-# the metrics.jsonl of the cell being run (log_metrics appends to it)
-_LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
-# TrainConfig.logger of the training runs inside the cell being run (headgeom reproduce --logger)
-_TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
-# the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
-_FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_followed_cell", default=None)
 
 
 # ----------------------------------------------------------------------------- JSON and keys
@@ -85,35 +79,6 @@ def cell_key(cell: dict[str, Any], config: Any = None) -> str:
         parts.append(f"{k}={v}")
     slug = re.sub(r"[^A-Za-z0-9=.+-]+", "_", "_".join(parts)).strip("_.")[:80] or "cell"
     return f"{slug}-{digest}"
-
-
-def current_run_dir() -> Path | None:
-    """The run directory of the cell being run (None outside the runner)."""
-    current = _LOG_FILE.get()
-    return _FOLLOWED.get() if current is None else current.parent
-
-
-def current_train_logger() -> str | None:
-    """How the training runs of the cell being run log (headgeom.train.TrainConfig.logger, from
-    ``headgeom reproduce --logger``); None outside the runner."""
-    return _TRAIN_LOGGER.get()
-
-
-def log_metrics(step: int, values: dict[str, Any]) -> bool:
-    """Append ``{"step": step, **values}`` to the running cell's metrics.jsonl (created by the first
-    call), in the one schema of a run's metrics.jsonl (:mod:`headgeom.runs.metrics`, read back with
-    ``read_metrics(<cell>)``).
-
-    Experiments call this from ``run_cell`` to log a curve (one line per step, epoch or
-    evaluation); a training cell's run writes its own ``<cell>/train/metrics.jsonl``. The cell's
-    result is done.json. Outside the runner (a test calling ``run_cell`` directly) it does nothing
-    and returns False."""
-    current = _LOG_FILE.get()
-    if current is None:
-        return False
-    with open(current, "a", encoding="utf-8") as fh:
-        fh.write(MetricsRecord(int(step), dict(values)).to_line() + "\n")
-    return True
 
 
 # ----------------------------------------------------------------------------- selection
@@ -243,10 +208,9 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
         "platform": env["platform"], "started": utc_now(),
     })
     t0 = time.perf_counter()
-    token = _LOG_FILE.set(run_dir / METRICS_NAME)
-    logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
-        metrics = call_cell(exp, config, cell)
+        with running_cell(run_dir, train_logger):
+            metrics = call_cell(exp, config, cell)
         if not isinstance(metrics, dict):
             raise TypeError(f"run_cell of {exp.id} returned {type(metrics).__name__}; it must return a dict of metrics")
         metrics = jsonable(metrics)
@@ -258,9 +222,6 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
             "traceback": traceback.format_exc(), "elapsed_s": elapsed, "finished": utc_now(),
         })
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": elapsed}
-    finally:
-        _LOG_FILE.reset(token)
-        _TRAIN_LOGGER.reset(logger_token)
     atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
                              "elapsed_s": elapsed, "finished": utc_now()})
     return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
@@ -274,15 +235,11 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
     or {"status": "failed", ...} (rank 0's error.json is the one reported)."""
     if (run_dir / "done.json").exists():  # rank 0 reuses it too: nothing to join
         return {"status": "follower"}
-    token = _FOLLOWED.set(run_dir)
-    logger_token = _TRAIN_LOGGER.set(train_logger)
     try:
-        call_cell(exp, config, cell)
+        with following_cell(run_dir, train_logger):
+            call_cell(exp, config, cell)
     except Exception as err:  # noqa: BLE001 - rank 0 reports the cell
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": None}
-    finally:
-        _TRAIN_LOGGER.reset(logger_token)
-        _FOLLOWED.reset(token)
     return {"status": "follower"}
 
 

@@ -65,7 +65,7 @@ def check_budget(claim: dict[str, Any]) -> None:
 
 def budget_of_cells(metrics: Iterable[dict[str, Any]], paper: PaperBudget) -> dict[str, Any] | None:
     """The budget of a verdict from its cells' ``train_budget`` ({"steps", "batch"}, see
-    ``training_cells.run_training``): the smallest steps × batch of them (a verdict is as limited as
+    ``headgeom.train.cells.run_training``): the smallest steps × batch of them (a verdict is as limited as
     its least-trained cell); None when no cell reports one."""
     seen = [m["train_budget"] for m in metrics if isinstance(m.get("train_budget"), dict)]
     if not seen:

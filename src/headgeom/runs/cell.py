@@ -1,0 +1,77 @@
+"""The cell being run: which run directory, which training logger, where its curves go.
+
+``headgeom reproduce`` runs each cell of an experiment into its own directory
+(:mod:`headgeom.experiments.runner`); while a cell runs, code below the experiments (the training
+cells of :mod:`headgeom.train.cells`) asks here where that directory is, instead of importing the
+runner. The runner enters :func:`running_cell` (rank 0: it writes the cell's files) or
+:func:`following_cell` (another rank of a multi-process cell: it runs the cell and writes nothing).
+Outside both (a test calling ``run_cell`` directly) every query answers None.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from pathlib import Path
+from typing import Any, Iterator
+
+from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
+
+__all__ = ["current_run_dir", "current_train_logger", "following_cell", "log_metrics", "running_cell"]
+
+# the metrics.jsonl of the cell being run (log_metrics appends to it)
+_LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
+# TrainConfig.logger of the training runs inside the cell being run (headgeom reproduce --logger)
+_TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
+# the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
+_FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_followed_cell", default=None)
+
+
+@contextlib.contextmanager
+def running_cell(run_dir: Path, train_logger: str | None) -> Iterator[None]:
+    """Inside the block, ``run_dir`` is the cell being run (its metrics.jsonl takes :func:`log_metrics`)."""
+    token, logger_token = _LOG_FILE.set(Path(run_dir) / METRICS_NAME), _TRAIN_LOGGER.set(train_logger)
+    try:
+        yield
+    finally:
+        _LOG_FILE.reset(token)
+        _TRAIN_LOGGER.reset(logger_token)
+
+
+@contextlib.contextmanager
+def following_cell(run_dir: Path, train_logger: str | None) -> Iterator[None]:
+    """Inside the block, ``run_dir`` is the cell this rank follows (:func:`log_metrics` writes nothing)."""
+    token, logger_token = _FOLLOWED.set(Path(run_dir)), _TRAIN_LOGGER.set(train_logger)
+    try:
+        yield
+    finally:
+        _TRAIN_LOGGER.reset(logger_token)
+        _FOLLOWED.reset(token)
+
+
+def current_run_dir() -> Path | None:
+    """The run directory of the cell being run (None outside the runner)."""
+    current = _LOG_FILE.get()
+    return _FOLLOWED.get() if current is None else current.parent
+
+
+def current_train_logger() -> str | None:
+    """How the training runs of the cell being run log (headgeom.train.TrainConfig.logger, from
+    ``headgeom reproduce --logger``); None outside the runner."""
+    return _TRAIN_LOGGER.get()
+
+
+def log_metrics(step: int, values: dict[str, Any]) -> bool:
+    """Append ``{"step": step, **values}`` to the running cell's metrics.jsonl (created by the first
+    call), in the one schema of a run's metrics.jsonl (:mod:`headgeom.runs.metrics`, read back with
+    ``read_metrics(<cell>)``).
+
+    Experiments call this from ``run_cell`` to log a curve (one line per step, epoch or
+    evaluation); a training cell's run writes its own ``<cell>/train/metrics.jsonl``. The cell's
+    result is done.json. Outside the runner (a test calling ``run_cell`` directly) it does nothing
+    and returns False."""
+    current = _LOG_FILE.get()
+    if current is None:
+        return False
+    with open(current, "a", encoding="utf-8") as fh:
+        fh.write(MetricsRecord(int(step), dict(values)).to_line() + "\n")
+    return True
