@@ -8,10 +8,10 @@
 # DIR: a folder for the CIFAR-10 binary layout (when it is missing, tools/make_cifar10.py writes it
 #      from the JPEG archive that $HEADGEOM_CIFAR10_JPEG names, see README "Tests");
 # OUT: where the results go ($OUT on the device machine). Steps, each bounded:
-#   1. pytest tests/test_train_cuda.py: bf16 autocast + channels_last against float32 for every
+#   1. pytest tests/train/test_train_cuda.py: bf16 autocast + channels_last against float32 for every
 #      method, resume on CUDA; and GeometryMonitor on CUDA under bf16 autocast (skipped on a
 #      CPU-only machine, so CI never depends on them);
-#   1b. pytest tests/test_precision.py: the H_eff engine on CUDA tensors in float64 and float32
+#   1b. pytest tests/geometry/test_precision.py: the H_eff engine on CUDA tensors in float64 and float32
 #      against the CPU float64 reference, float32 within its reported bound (skipped without CUDA);
 #   2. benchmarks/bench_gpu_epoch.py: SimCLR ResNet-18, batch 512, seconds per epoch (goal <= 5 s).
 # The 200-epoch SimCLR kNN check (within 1 point of lightly's 0.847) takes about 200 x the
@@ -29,9 +29,9 @@ if [ ! -d "$DIR/cifar-10-batches-bin" ] && [ ! -d "$DIR/cifar-10-batches-py" ]; 
   fi
 fi
 status=0
-timeout 300 python -m pytest -q -rs tests/test_train_cuda.py tests/test_integrations_monitor.py::test_on_cuda_under_bf16_autocast > "$OUT/test_train_cuda.log" 2>&1 || status=1
+timeout 300 python -m pytest -q -rs tests/train/test_train_cuda.py tests/integrations/test_integrations_monitor.py::test_on_cuda_under_bf16_autocast > "$OUT/test_train_cuda.log" 2>&1 || status=1
 tail -3 "$OUT/test_train_cuda.log"
-timeout 120 python -m pytest -q -rs tests/test_precision.py > "$OUT/test_precision_cuda.log" 2>&1 || status=1
+timeout 120 python -m pytest -q -rs tests/geometry/test_precision.py > "$OUT/test_precision_cuda.log" 2>&1 || status=1
 tail -2 "$OUT/test_precision_cuda.log"
 timeout 240 python benchmarks/bench_gpu_epoch.py --data-dir "$DIR" --epochs 3 --json "$OUT/bench_gpu_epoch.json" \
   > "$OUT/bench_gpu_epoch.log" 2>&1 || status=1

@@ -3,7 +3,7 @@
     python tests/slurm_ddp_worker.py RUN_DIR WEIGHTS_DIR
 
 The SLURM variables (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID, SLURM_STEP_NODELIST, the
-job id) come from srun or from tests/test_train_ddp_slurm.py; there is no torchrun. It runs the
+job id) come from srun or from tests/train/test_train_ddp_slurm.py; there is no torchrun. It runs the
 command line ``headgeom train`` on CPU (gloo) and then saves this rank's final weights to
 WEIGHTS_DIR/rank<r>.pt, so the test can compare the ranks; the model is caught by wrapping the
 loop's builder (the only way to see a rank's weights without it writing files of its own).

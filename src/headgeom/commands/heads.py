@@ -37,7 +37,7 @@ A hidden layer is Linear -> [norm] -> activation; the last is Linear -> [last no
 
 presets: {', '.join(HEAD_PRESETS)}"""
 
-# (spec, what it is); every one parses and builds (tests/test_cli_parsers.py)
+# (spec, what it is); every one parses and builds (tests/commands/test_cli_parsers.py)
 EXAMPLES = (
     ("512-2048-2048:silu", "two Linears with SiLU between"),
     ("512-2048-2048:silu:bn:last=bn:nobias", "the paper's projector with BatchNorm (preset paper_projector, bn)"),

@@ -1,6 +1,6 @@
 """The names the parsers list and check, as constants (no torch import).
 
-Each tuple mirrors a registry that needs torch to import (``tests/test_cli_parsers.py`` checks
+Each tuple mirrors a registry that needs torch to import (``tests/commands/test_cli_parsers.py`` checks
 every one against its registry, so a new method, reading or experiment that is not added here
 fails the suite rather than drifting out of ``--help``).
 """

@@ -12,7 +12,7 @@ the same head, loss and representation are set up in float64, and
   ‖B₃₂ − B₆₄‖_F / ‖B₆₄‖_F over the batch. The factor is empirical, not a theorem: on MLP heads
   (ReLU, SiLU, GELU, Tanh; depths 2-3; widths 5-128) with cosine, MSE and VICReg losses the
   blocks' error was 0.8-1.8 × the Hv error and the worst single block's 1-3.6 ×;
-  tests/test_precision.py checks it on such cases against a dense float64 reference.
+  tests/geometry/test_precision.py checks it on such cases against a dense float64 reference.
 
 The float64 set-up costs one more (cached) head copy and two matvecs, paid on the first
 ``info()`` of a non-float64 analysis only.

@@ -28,7 +28,7 @@ from headgeom.launch.status import read_queue
 from headgeom.runs.metrics import read_metrics
 from headgeom.threads import torch_threads
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _no_cluster() -> str | None:

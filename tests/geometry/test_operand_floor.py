@@ -2,7 +2,7 @@
 
 - A near-radial bias-free linear head h(z) = (a bᵀ + ε C) z under the negative cosine with
   cos(u_i, c_i) > 0, tangential reading, float64: M = 0 and the exact H_eff is PSD (the formula of
-  tests/test_readings_loss.py), yet P_i J_i ≈ 0 makes the blocks tiny by cancellation. A floor relative
+  tests/geometry/test_readings_loss.py), yet P_i J_i ≈ 0 makes the blocks tiny by cancellation. A floor relative
   to the result counts round-off as negative for some seeds; the operand floor counts none and still
   counts the true positive eigenvalues.
 - S against an independent dense float64 computation (torch.autograd.functional: per-sample head

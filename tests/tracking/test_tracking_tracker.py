@@ -26,7 +26,7 @@ from headgeom.runs.metrics import MetricsRecord
 from headgeom.tracking import GeometryTracker, TrackingRecord
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
-from test_effective_hessian import D as D_EH, N as N_EH, make_head, make_loss
+from geometry_problems import D as D_EH, N as N_EH, make_head, make_loss
 
 D, K, IMG = 4, 3, (2, 2, 2)  # representation dim, head output dim, tiny "images"
 

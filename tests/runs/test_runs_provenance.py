@@ -12,7 +12,7 @@ from headgeom.runs.provenance import environment, git, utc_now
 
 
 def test_environment_names_this_checkouts_revision_and_the_libraries():
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]
     rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True).stdout.strip()
     env = environment()
     assert env["git_revision"] == (rev or "unknown")

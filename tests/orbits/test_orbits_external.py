@@ -19,7 +19,7 @@ from headgeom.orbits.external import load_orbit_npz
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 # ---- numpy references (the definitions, written here)

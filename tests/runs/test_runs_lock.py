@@ -15,7 +15,7 @@ import pytest
 from headgeom.cli import main
 from headgeom.runs import LOCK_NAME, RunLock, RunLockedError
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 TINY = ["--method", "simclr", "--backbone", "resnet18", "--width", "0.125", "--head", "d-16-8", "--data", "shapes",
         "--data-option", "n=32", "--data-option", "size=16", "--batch-size", "8", "--device", "cpu", "--quiet"]
 

@@ -11,7 +11,7 @@ from headgeom.geometry.block_strategies import QUERY_CACHES
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
-from test_effective_hessian import DT, N, D, K, make_head, make_loss
+from geometry_problems import DT, N, D, K, make_head, make_loss
 
 # (head, loss, engine options, the path blocks() takes): one case per strategy
 CASES = {

@@ -20,7 +20,7 @@ from headgeom.launch.resources import Resources
 from headgeom.train import load_checkpoint
 from headgeom.train.ddp import first_host, job_layout
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 WORKER = TESTS / "slurm_ddp_worker.py"
 STEPS = 2 * (64 // 16)  # epochs × steps per epoch of slurm_ddp_worker.TRAIN
 

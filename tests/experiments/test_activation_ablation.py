@@ -61,7 +61,7 @@ def test_tiny_runs_keys_and_robust_facts(tiny):
         assert all(v is not None and v <= 1e-12 for v in tiny["linear"][f"M_ratio[{r}]"])
         assert all(v is not None and v > 1e-6 for v in tiny["tanh"][f"M_ratio[{r}]"])
     # (a linear head's H_eff = G is PSD under the MSE loss, and under the tangential reading of the cosine
-    # where cos > 0: tests/test_readings_loss.py, against formulas; a trained SimSiam predictor need not point
+    # where cos > 0: tests/geometry/test_readings_loss.py, against formulas; a trained SimSiam predictor need not point
     # at its target, so the run itself cannot assert it)
 
 

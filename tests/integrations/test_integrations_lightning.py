@@ -109,7 +109,7 @@ def test_callback_needs_a_loss_and_a_probe():
 
 @pytest.mark.slow
 def test_ddp_two_gloo_processes_measure_on_rank_zero_only(tmp_path):
-    script = Path(__file__).with_name("lightning_tiny.py")
+    script = Path(__file__).resolve().parents[1] / "lightning_tiny.py"
     proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:

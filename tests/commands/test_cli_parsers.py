@@ -16,7 +16,7 @@ from headgeom.cli import build_parser, main
 from headgeom.commands import heads as heads_cmd
 from headgeom.commands import vocabulary as v
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "numpy", "scipy", "matplotlib")
 
 
