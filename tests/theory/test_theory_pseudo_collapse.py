@@ -6,19 +6,20 @@ The reference for "invisible" is the homogeneity argument itself, checked indepe
 scaled head's output is the unscaled one times α^depth (float64, relative 1e-12), and a cosine
 loss does not see that factor; the gap is then round-off (<= INERT_REL_TOL)."""
 import copy
+import dataclasses
 
 import pytest
 import torch
 
-from headgeom.experiments.c8_hessian_tracking import C8Config, train_config
+from headgeom.experiments.c8_hessian_tracking import TRAIN, C8Config, train_config
 from headgeom.heads import scale_linear_weights_
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init, pseudo_collapse_gap
 from headgeom.train import build_method_from_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
-TINY = C8Config(data_options=(("n", 24), ("size", 16)), hidden=16, out_dim=16, pred_hidden=16, batch_size=8,
-                block_samples=3, seeds=1)
+TINY = C8Config(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8),
+                hidden=16, out_dim=16, pred_hidden=16, block_samples=3, seeds=1)
 READINGS = ("ambient", "tangential")
 
 
