@@ -157,7 +157,7 @@ def test_run_training_keeps_the_configs_logger_outside_the_runner(monkeypatch):
         (run_dir / "config.json").write_text(json.dumps({"stop_step": 1}))  # what train() writes first
         return {"final_loss": 0.0}
 
-    monkeypatch.setattr("headgeom.train.train", fake_train)
+    monkeypatch.setattr("headgeom.train.cells.train", fake_train)  # the name run_training calls
     run_training(TrainConfig(method="simclr", logger="tensorboard"), ())
     run_training(TrainConfig(method="simclr"), ())
     assert seen == ["tensorboard", "jsonl"]
