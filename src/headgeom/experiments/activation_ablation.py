@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.c8_hessian_tracking import curvature_claim, deciding_reading
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
+from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.report.trajectories import trajectory_figure
@@ -236,10 +236,8 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                "init": "default" if train.pseudo_collapse is None else f"pseudo-collapsed x{train.pseudo_collapse:g}",
                "steps": train.max_steps or f"{train.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
     decide = deciding_reading(config.readings)
-    claim = curvature_claim(config, groups, decide, setting, {a: a for a in groups}, paper=PAPER_BUDGET,
-                            beside=tuple(r for r in config.readings if r != decide))
-    claim["statement"] = STATEMENT
-    claims = [claim]
+    claims = [curvature_claim(config, groups, decide, setting, {a: a for a in groups}, statement=STATEMENT,
+                              paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
     figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff",
                                                          rel_floor=config.rel_floor)),

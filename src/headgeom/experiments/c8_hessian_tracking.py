@@ -54,6 +54,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
+from headgeom.report.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
 from headgeom.report.evidence import TEST
 from headgeom.report.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm)
@@ -70,10 +71,7 @@ RUNS: dict[str, tuple[str, float | None]] = {
     "normal-silu": ("silu", None), "collapsed-silu": ("silu", 0.1),
     "collapsed-relu": ("relu", 0.1), "collapsed-linear": ("linear", 0.1),
 }
-NON_SMOOTH = ("relu", "linear")
 READINGS = ("ambient", "tangential")
-# the reading that decides the curvature row (module docstring: scale-invariant, a cosine loss's own geometry)
-DECIDING_READING = "tangential"
 PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
 # the quick preset's training: the paper's SimSiam at a constant lr 0.05 (every run's recipe; a cell adds
 # its head, pseudo-collapse and seed)
@@ -253,66 +251,6 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
-def deciding_reading(readings: tuple[str, ...]) -> str:
-    """The reading that decides the curvature row: tangential when tracked, else the first one."""
-    return DECIDING_READING if DECIDING_READING in readings else readings[0]
-
-
-def _why_reading(reading: str) -> str:
-    if reading == DECIDING_READING:
-        return ("decided under the tangential reading (the Riemannian Hessian of the cosine loss on the sphere: "
-                "unchanged by the scale of the head output, so it measures the head and not |u|; under the ambient "
-                "reading the cosine's own curvature is indefinite and a linear head shows negative eigenvalues "
-                "through G alone)")
-    return f"decided under the {reading} reading (the tangential reading was not tracked)"
-
-
-def curvature_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                    activation_of: dict[str, str], paper: PaperBudget | None = None,
-                    beside: tuple[str, ...] = ()) -> dict[str, Any]:
-    """C8's curvature half, decided under ``reading``: smooth runs show λ_min < −floor at >=
-    negative_points of the tracking points, ReLU/linear runs do not; dead seeds are left out (and
-    counted). The readings in ``beside`` are reported in ``measured`` (keys ``...[run, reading]``),
-    not judged."""
-    key = f"frac_points_negative[{reading}]"
-    pos: dict[str, list[bool]] = {}
-    neg: dict[str, list[bool]] = {}
-    meas: dict[str, Any] = {}
-    for run, ms in groups.items():
-        usable = [m for m in ms if m.get(key) is not None and not m.get("dead_head")]
-        flags = [m[key] >= config.negative_points for m in usable]
-        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
-        meas[f"frac_points_negative[{run}]"] = measured([m[key] for m in ms if m.get(key) is not None])
-        meas[f"lambda_min_min[{run}]"] = measured([m[f"lambda_min_min[{reading}]"] for m in ms
-                                                  if m.get(f"lambda_min_min[{reading}]") is not None])
-        meas[f"dead_seeds[{run}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
-        for other in beside:
-            k = f"frac_points_negative[{other}]"
-            meas[f"frac_points_negative[{run}, {other}]"] = measured(
-                [m[k] for m in ms if m.get(k) is not None], what=f"{other} reading, reported beside, not judged")
-        counts = [m[f"power_disagreement[{reading}]"] for m in ms if m.get(f"power_disagreement[{reading}]")]
-        counts = [c for c in counts if c["points"]]
-        if counts:
-            meas[f"power_estimator_disagrees[{run}]"] = measured(
-                [c["either"] / c["points"] for c in counts],
-                what="fraction of tracking points where the paper's power-iteration lambda_min disagrees with the "
-                     "exact one (sign, or beyond power_rel_tol * max|lambda|); reported, not judged")
-        if any("inert_pseudo_collapse" in m for m in ms):
-            meas[f"inert_pseudo_collapse[{run}]"] = measured(
-                [float(bool(m.get("inert_pseudo_collapse"))) for m in ms],
-                what=f"fraction of seeds whose pseudo-collapse leaves H_eff unchanged (relative gap <= {INERT_REL_TOL:g})")
-    verdict, reason = contrast_verdict(pos, neg, config.majority)
-    criterion = (f"a run shows negative curvature when lambda_min(H_eff) < -floor (floor = {config.rel_floor:g} * "
-                 f"max(max|lambda|, S), S = 1.1 * max_i |A_i|_2 |J_i|_2^2 the scale of the terms G is summed from, so "
-                 f"that round-off left by their cancellation is zero) at >= {config.negative_points:.0%} of its "
-                 f"tracking points; expected: smooth runs; "
-                 f"not expected: ReLU/linear runs; " + contrast_rule(config.majority)
-                 + f"; dead seeds are left out ({DEAD_DEFINITION}); {_why_reading(reading)}. Outcome: {reason}")
-    return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": reading}, "measured": meas,
-            "budget": budget_of_cells([m for ms in groups.values() for m in ms], paper or PAPER_BUDGET),
-            "verdict": verdict, "evidence": TEST, "criterion": criterion}
-
-
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
                  activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
     """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not.
@@ -399,8 +337,8 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                "steps": config.train.max_steps or f"{config.train.epochs} epochs",
                "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}
     decide = deciding_reading(config.readings)
-    claims = [curvature_claim(config, groups, decide, setting, activation_of,
-                              beside=tuple(r for r in config.readings if r != decide))]
+    claims = [curvature_claim(config, groups, decide, setting, activation_of, statement=STATEMENT,
+                              paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
     claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
     keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
     figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training",
@@ -417,7 +355,7 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
              "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "
              "negative eigenvalues through G alone (M = 0). tangential reading: the Riemannian Hessian of the cosine "
              "loss on the sphere, unchanged by the head output's scale; a linear head's G is PSD where cos > 0. "
-             + _why_reading(decide).capitalize() + "."]
+             + why_reading(decide).capitalize() + "."]
     notes += _inert_notes(groups)
     notes += _tiny_negative_notes(groups, decide)
     if config.power_iterations is not None:
