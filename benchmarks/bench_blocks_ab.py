@@ -26,14 +26,12 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
-from bench_fixed_cost import tree_of  # noqa: E402
+from bench_fixed_cost import alternate, write_json  # noqa: E402
 
 CASES = ("simsiam", "simsiam-plain", "dino", "dino-mlp")
 
@@ -117,14 +115,6 @@ def worker(case: str, scale: int, n: int, reps: int, naive_samples: int) -> dict
             "max_rel_error_vs_naive": err, "load": [round(load0, 2), round(os.getloadavg()[0], 2)]}
 
 
-def run_worker(src: Path, args) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, __file__, "--worker", "--case", args.case, "--scale", str(args.scale), "--n", str(args.n),
-           "--reps", str(args.reps), "--naive-samples", str(args.naive_samples)]
-    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", help="revision timed as 'before' (required)")
@@ -146,12 +136,9 @@ def main() -> None:
     if not args.before:
         p.error("--before REV is required: the revision the working tree is timed against")
 
-    runs: dict[str, list[dict]] = {"before": [], "after": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": tree_of(args.before, Path(tmp)), "after": Path(__file__).resolve().parents[1] / "src"}
-        for _ in range(args.rounds):
-            for label in ("before", "after"):
-                runs[label].append(run_worker(trees[label], args))
+    runs = alternate(__file__, args.before, args.rounds,
+                     ["--case", args.case, "--scale", str(args.scale), "--n", str(args.n), "--reps", str(args.reps),
+                      "--naive-samples", str(args.naive_samples)])
 
     def med(label: str, f) -> float:
         return round(statistics.median(f(r) for r in runs[label]), 4)
@@ -172,9 +159,7 @@ def main() -> None:
         a["per_sample_s"] / b["per_sample_s"] for a, b in zip(runs["after"], runs["before"])), 3)
     print(json.dumps(result, indent=2))
     if args.json:
-        tmp_path = Path(args.json).with_suffix(".tmp")
-        tmp_path.write_text(json.dumps(result, indent=2))
-        tmp_path.replace(args.json)
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

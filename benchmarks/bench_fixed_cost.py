@@ -33,6 +33,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 NS = (1, 2, 8)
@@ -113,11 +114,33 @@ def tree_of(rev: str, into: Path) -> Path:
     return into / "src"
 
 
-def run_worker(src: Path, args) -> dict:
+def run_worker(script: str, src: Path, worker_args: list[str]) -> dict:
+    """One fresh ``script --worker *worker_args`` process importing headgeom from ``src``; its last JSON line."""
     env = dict(os.environ, PYTHONPATH=str(src))
-    cmd = [sys.executable, __file__, "--worker", "--scale", str(args.scale), "--reps", str(args.reps)]
-    done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, script, "--worker", *worker_args], env=env, check=True,
+                          capture_output=True, text=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def alternate(script: str, before: str, rounds: int, worker_args: list[str],
+              between: Callable[[], None] = lambda: None) -> dict[str, list[dict]]:
+    """Workers of revision ``before`` and of this tree, alternating (before, after, before, ...) for
+    ``rounds`` rounds, so that load changes during the run weigh on both; ``between`` runs after each round."""
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        trees = {"before": tree_of(before, Path(tmp)), "after": REPO / "src"}
+        for _ in range(rounds):
+            for label in ("before", "after"):
+                runs[label].append(run_worker(script, trees[label], worker_args))
+            between()
+    return runs
+
+
+def write_json(path: str, result: dict) -> None:
+    """``result`` written to ``path`` atomically (a temporary file, then a rename)."""
+    tmp_path = Path(path).with_suffix(".tmp")
+    tmp_path.write_text(json.dumps(result, indent=2))
+    tmp_path.replace(path)
 
 
 def load() -> str:
@@ -141,13 +164,8 @@ def main() -> None:
         return
 
     loads = [load()]
-    runs: dict[str, list[dict]] = {"before": [], "after": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": tree_of(args.before, Path(tmp)), "after": REPO / "src"}
-        for _ in range(args.rounds):
-            for label in ("before", "after"):
-                runs[label].append(run_worker(trees[label], args))
-            loads.append(load())
+    runs = alternate(__file__, args.before, args.rounds, ["--scale", str(args.scale), "--reps", str(args.reps)],
+                     between=lambda: loads.append(load()))
 
     def med(label: str, n: int, key: str) -> float:
         return statistics.median(r["N"][str(n)][key] for r in runs[label])
@@ -171,9 +189,7 @@ def main() -> None:
         result["N"][str(n)] = row
     print(json.dumps(result, indent=2))
     if args.json:
-        tmp_path = Path(args.json).with_suffix(".tmp")
-        tmp_path.write_text(json.dumps(result, indent=2))
-        tmp_path.replace(args.json)
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":
