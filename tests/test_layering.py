@@ -119,9 +119,7 @@ def test_no_experiment_imports_another():
     # experiments import each other only through the machinery (registry, runner); a piece two
     # experiments share (C8's curvature verdict, judged by the activation ablation too) lives below them
     machinery = {"registry", "runner", "cli"}
-    # still to move below the experiments: C7 builds on C6's invariance system (its presets' system,
-    # regimes, regime_spec, cells); their home is headgeom.theory. Listed so no new arrow can join it.
-    known = {("c7_fisher", "c6_invariance")}
+    known: set[tuple[str, str]] = set()  # (importer, imported) arrows still to move below: none left
     bad = []
     for path in sorted((SRC / "experiments").rglob("*.py")):
         own = path.relative_to(SRC / "experiments").parts[0].removesuffix(".py")

@@ -1,6 +1,7 @@
 """C6, Prop 5.2 (invariance ⇒ singular pullback metric): Rayleigh quotients on augmentation tangents.
 
-System (:mod:`headgeom.theory.invariance`): band-limited periodic patterns x(θ) = T_ξ b(c) on an
+System (:mod:`headgeom.theory.invariance`; its size per preset, regimes and cells, shared with C7:
+:mod:`headgeom.theory.invariance_system`): band-limited periodic patterns x(θ) = T_ξ b(c) on an
 S×S grid, the exact torus group of circular translations T_ξ (dim V_aug = 2), an MLP backbone f
 and a ProjectionHead h trained with VICReg on two random shifts of each pattern. Two regimes:
 ``joint`` (f and h trained) and ``head_only`` (f frozen at its random init, h trained).
@@ -29,7 +30,6 @@ trained head could come out either way; Prop 5.2's premise (an invariant h∘f) 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,12 +51,19 @@ from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.markdown import count_noun
 from headgeom.report.style import new_figure, series_style, shared_legend
-from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
+from headgeom.theory.invariance import (
+    GROUPS,
+    STAGES,
+    InvarianceSpec,
+    PatternManifold,
+    invariance_gap,
+    shift_family,
+    trained_system,
+)
+from headgeom.theory.invariance_system import REGIMES, preset_system, regime_cells, regime_spec
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
              "(the head is a geometric low-pass filter)")
-REGIMES = ("joint", "head_only")
-STAGES = ("before", "after")
 METRICS = ("head_G", "head_GL", "backbone_G")
 CONTROLS = ("random", "content")
 METRIC_NAMES = {"head_G": "G = J_hᵀJ_h (head, z-space)", "head_GL": "J_hᵀ∇²_u L J_h (head, VICReg, ambient)",
@@ -91,7 +98,7 @@ def quick() -> C6Config:
     Measures Rayleigh quotients of G, J_hᵀ∇²L J_h and the backbone metric on augmentation
     tangents against random and content directions, before and after invariance training.
     """
-    return C6Config(preset="quick")
+    return C6Config(preset="quick", system=preset_system("quick"))
 
 
 def small() -> C6Config:
@@ -101,8 +108,7 @@ def small() -> C6Config:
     CPU time, on 2 CPU cores under load ~10 from other jobs (C6 176 s, C7 60 s).
     Measures the same quantities with more seeds and points.
     """
-    spec = InvarianceSpec(size=16, n_content=8, hidden=128, d=32, head_hidden=64, k=32, steps=600, n_train=2048)
-    return C6Config(preset="small", system=spec, seeds=5, n_eval=96)
+    return C6Config(preset="small", system=preset_system("small"), seeds=5, n_eval=96)
 
 
 def paper() -> C6Config:
@@ -112,9 +118,8 @@ def paper() -> C6Config:
     (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     The paper has no such controlled experiment; this preset only scales the quick one up.
     """
-    spec = InvarianceSpec(size=24, n_content=12, hidden=256, d=64, head_hidden=256, k=64, steps=2000,
-                          n_train=4096, batch=256)
-    return C6Config(preset="paper", system=spec, seeds=10, n_eval=128, n_control=16, num_threads=None)
+    return C6Config(preset="paper", system=preset_system("paper"), seeds=10, n_eval=128, n_control=16,
+                    num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -122,21 +127,9 @@ def paper() -> C6Config:
 RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=1.5)}
 
 
-def regime_spec(config: C6Config, regime: str) -> InvarianceSpec:
-    """The system of one regime: ``joint`` trains f and h, ``head_only`` keeps f at its init."""
-    if regime not in REGIMES:
-        raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
-    return dataclasses.replace(config.system, train_backbone=(regime == "joint"))
-
-
 def cells(config: C6Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per regime × seed (before and after training are measured in the same cell)."""
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C6 needs at least one seed; got {n_seeds}")
-    for r in config.regimes:
-        regime_spec(config, r)
-    return [{"regime": r, "seed": s} for r in config.regimes for s in range(n_seeds)]
+    return regime_cells("C6", config.regimes, config.seeds if seeds is None else seeds)
 
 
 def _jvp_each(fn, x: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
@@ -177,7 +170,7 @@ def measure(backbone, head, manifold: PatternManifold, theta: torch.Tensor, xi_o
 def run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Contrasts, gaps and the quotient distributions of one regime × seed, before and after."""
     regime, seed = cell["regime"], int(cell["seed"])
-    spec = regime_spec(config, regime)
+    spec = regime_spec(config.system, regime)
     system = trained_system(spec, seed)
     manifold = PatternManifold(spec, seed, torch.float64)
     out: dict[str, Any] = {"regime": regime, "dim_aug": spec.dim_aug, "n_eval": config.n_eval,
@@ -265,7 +258,7 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
 
 
 def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str) -> dict[str, Any]:
-    s = regime_spec(config, regime)
+    s = regime_spec(config.system, regime)
     return {
         "id": "C6", "statement": STATEMENT,
         "setting": {"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
