@@ -49,8 +49,7 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.markdown import count_noun
-from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.plots import c6_invariance as plots
 from headgeom.theory.invariance import (
     GROUPS,
     STAGES,
@@ -289,33 +288,6 @@ def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
-    import numpy as np
-
-    ms = groups[regime]
-    fig, axes = new_figure(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
-    for i, name in enumerate(METRICS):
-        for j, stage in enumerate(STAGES):
-            ax = axes[i][j]
-            pooled = {k: np.abs(np.array([v for m in ms for v in m["quotients"][f"{stage}.{name}"][k]], dtype=float))
-                      for k in ("tangent", "random", "content")}
-            allv = np.concatenate([v[v > 0] for v in pooled.values()])
-            if allv.size == 0:
-                continue
-            bins = np.linspace(np.log10(allv.min()), np.log10(allv.max()), 40)
-            for k, style in (("tangent", dict(color=series_style(0)["color"], alpha=0.6)),
-                             ("random", dict(color=series_style(1)["color"], alpha=0.4)),
-                             ("content", dict(color=series_style(2)["color"], histtype="step", lw=1.5))):
-                vals = pooled[k][pooled[k] > 0]
-                ax.hist(np.log10(vals), bins=bins, density=True, label=k, **style)
-            ax.set_title(f"{METRIC_NAMES[name]} — {stage}", fontsize=8)
-            ax.set_xlabel("log10 |vᵀAv| / ‖v‖²", fontsize=8)
-    shared_legend([ax for row in axes for ax in row])
-    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {count_noun(len(ms), 'seed')} pooled")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
     """Per regime: a Prop 5.2 claim for G and for J_hᵀ∇²L J_h, a low-pass claim (head vs backbone), a table, figures."""
     groups = _by_regime(results)
@@ -326,7 +298,9 @@ def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
                    _lowpass_claim(config, r, groups[r])]
     tables = [("C6: median Rayleigh-quotient ratios, tangents / controls, on |q| (mean ± std over seeds)",
                _table(config, groups))]
-    figures = [(f"quotients_{r}", (lambda r=r: _figure(config, groups, r))) for r in regimes]
+    figures = [(f"quotients_{r}", (lambda r=r: plots.quotient_histograms(
+        [m["quotients"] for m in groups[r]], r, {name: METRIC_NAMES[name] for name in METRICS}, STAGES)))
+        for r in regimes]
     notes = ["ratio = median|vᵀAv/‖v‖²| over tangents / the same over controls; 1: tangents look like the control, "
              "→ 0: the metric is degenerate on V_aug. J_hᵀ∇²L J_h uses the VICReg loss of one view with the other "
              "view fixed (ambient reading, per-sample diagonal blocks, batch mean so blocks carry 1/N).",

@@ -42,7 +42,7 @@ from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_spac
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.plots import c7_fisher as plots
 from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap, trained_system
 from headgeom.theory.invariance_system import REGIMES, preset_system, regime_cells, regime_spec
 
@@ -269,29 +269,6 @@ def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, 
              "\n".join(pixels))]
 
 
-def _figure(config: C7Config, groups: dict[str, list[dict]]):
-    regimes = [r for r in config.regimes if r in groups]
-    fig, axes = new_figure(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
-    for ax, regime in zip(axes[0], regimes):
-        ms = groups[regime]
-        for stage, ls in zip(STAGES, ("--", "-")):
-            for k, color in (("rank_Iz", series_style(0)["color"]), ("rank_Ih", series_style(1)["color"])):
-                ys = [measured([m[f"{stage}.{k}@{t:g}"] for m in ms])["value"] for t in config.tol_sweep]
-                ax.plot(config.tol_sweep, ys, ls, color=color, marker="o", label=f"{k} ({stage})")
-        g_dim = regime_spec(config.system, regime).dim_aug
-        bound = [measured([m[f"after.rank_Iz@{t:g}"] for m in ms])["value"] - g_dim for t in config.tol_sweep]
-        ax.plot(config.tol_sweep, bound, ":", color="k", label=f"bound rank_Iz (after) - {g_dim}")
-        ax.axvline(config.rel_tol, color="0.6", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("rel_tol (Fisher eigenvalues > rel_tol · λ_max)")
-        ax.set_title(regime)
-    axes[0][0].set_ylabel("numerical rank (mean over points and seeds)")
-    shared_legend(list(axes[0]))
-    fig.suptitle("C7: ranks of I_z and I_h against the tolerance")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:
     """A claim per regime, the rank table and tolerance sweep, the rank-vs-tolerance figure."""
     groups: dict[str, list[dict]] = {}
@@ -308,7 +285,9 @@ def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:
              "somewhere in range(J_f) = R^d, not along V_aug: compare its 'before' row, which shows how much power "
              "that version has at this tolerance."]
     return Summary(claims=[_claim(config, r, groups[r]) for r in regimes], tables=_tables(config, groups),
-                   figures=[("ranks", lambda: _figure(config, groups))], notes=notes)
+                   figures=[("ranks", lambda: plots.ranks_vs_tolerance(
+                       {r: groups[r] for r in regimes}, STAGES, config.tol_sweep, config.rel_tol,
+                       config.system.dim_aug))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(
