@@ -59,7 +59,7 @@ from headgeom.theory.invariance import (
     shift_family,
     trained_system,
 )
-from headgeom.theory.invariance_system import REGIMES, preset_system, regime_cells, regime_spec
+from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
              "(the head is a geometric low-pass filter)")
@@ -326,4 +326,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     theory=True,
     resources=RESOURCES,
+    cell_keys={f"system.{name}": instead for name, instead in REGIME_FIELDS.items()},
 ))

@@ -44,7 +44,7 @@ from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c7_fisher as plots
 from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap, trained_system
-from headgeom.theory.invariance_system import REGIMES, preset_system, regime_cells, regime_spec
+from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
 TOL_SWEEP = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-9)
@@ -300,4 +300,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     theory=True,
     resources=RESOURCES,
+    cell_keys={f"system.{name}": instead for name, instead in REGIME_FIELDS.items()},
 ))

@@ -12,7 +12,7 @@ from typing import Any
 
 from headgeom.theory.invariance import InvarianceSpec
 
-__all__ = ["SYSTEMS", "REGIMES", "preset_system", "regime_spec", "regime_cells"]
+__all__ = ["SYSTEMS", "REGIMES", "REGIME_FIELDS", "preset_system", "regime_spec", "regime_cells"]
 
 SYSTEMS: dict[str, InvarianceSpec] = {
     # 12×12 patterns, 6 bumps, f 144-64-16, h 16-32-16 (SiLU), VICReg 300 steps
@@ -28,6 +28,11 @@ scales ``quick`` up)."""
 
 REGIMES = ("joint", "head_only")
 """``joint``: f and h trained; ``head_only``: f frozen at its random initialisation, h trained."""
+
+REGIME_FIELDS = {"train_backbone": "each regime sets it (joint: f trained, head_only: f frozen at its init): "
+                                   "choose the regimes instead, e.g. --set 'regimes=[\"head_only\"]'"}
+"""The InvarianceSpec fields :func:`regime_spec` sets per cell, each with what to set instead of
+``--set system.<field>`` (which C6 and C7 refuse: the cells would ignore it)."""
 
 
 def preset_system(preset: str) -> InvarianceSpec:

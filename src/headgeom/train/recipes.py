@@ -19,7 +19,7 @@ import dataclasses
 
 from .config import TrainConfig
 
-__all__ = ["SIMCLR", "SIMSIAM", "paper_head", "paper_predictor", "simclr_cell", "simsiam_cell"]
+__all__ = ["CELL_FIELDS", "SIMCLR", "SIMSIAM", "paper_head", "paper_predictor", "simclr_cell", "simsiam_cell"]
 
 SIMSIAM = TrainConfig(
     method="simsiam", backbone="resnet18", backbone_options={"width": 0.125},
@@ -45,6 +45,14 @@ def paper_predictor(activation: str, hidden: int, out: int, bn: bool = False) ->
     """The collapse grid's predictor out→hidden→out (paper 2048→512→2048) with the projector's
     activation, BN on the hidden layer when the projector has BN (SimSiam's predictor), no bias."""
     return f"d-{hidden}-{out}:{activation}:nobias" + (":bn" if bn else "")
+
+
+CELL_FIELDS: dict[str, str] = {
+    "head": "each cell builds its projector from the experiment's own settings (hidden, out_dim, ...): set those",
+    "seed": "cells run seeds 0 .. n-1: set how many with --seeds N",
+}
+"""The TrainConfig fields both cell builders below always replace, each with what to set instead of
+``--set train.<field>`` (which the runner refuses for every training experiment: its cells would ignore it)."""
 
 
 def simsiam_cell(train: TrainConfig, activation: str, seed: int, *, hidden: int, out_dim: int, pred_hidden: int,
