@@ -172,22 +172,6 @@ def test_c3_figure_with_sixteen_depths_is_distinct_and_legend_outside():
     assert assert_legends_outside(fig) == 1
 
 
-def test_c5_figure_with_many_step_sizes_is_distinct_and_legend_outside():
-    from headgeom.experiments import c5_relu_gap as c5
-
-    lrs = tuple(0.001 * (i + 1) for i in range(N_SERIES - 1))  # flow + 15 step sizes = 16 kinds, x2 for BN
-    cfg = c5.C5Config(heads=("relu", "silu"), bn=(False, True), lrs=lrs, seeds=1)
-    kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in lrs]
-    results = [({}, {"head": h, "bn": b, "runs": {k: {"t": [0.0, 1.0, 2.0], f"spread_{cfg.escape_on}": [1.0, 0.5, 0.1]}
-                                                   for k in kinds}})
-               for h in cfg.heads for b in cfg.bn]
-    fig = c5._figure(cfg, results)()
-    for ax in fig.axes:
-        styles = line_styles(ax)
-        assert len(styles) == 2 * N_SERIES and len({(c, ls) for c, ls, _ in styles}) == 2 * N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
 def test_c2_figure_with_sixteen_settings_is_distinct_and_legend_outside():
     from headgeom.experiments import c2_curvature as c2
 
