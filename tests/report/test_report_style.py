@@ -158,33 +158,6 @@ def test_trajectory_log_y_is_log_for_positive_series_and_symlog_with_a_zero():
     assert trajectory_figure(positive, [("g", "g")], "t").axes[0].get_yscale() == "linear"
 
 
-# ---------------------------------------------------------------- experiment figures whose series count is configured
-def test_c3_figure_with_sixteen_depths_is_distinct_and_legend_outside():
-    from headgeom.experiments import c3_depth as c3
-
-    depths = tuple(range(1, N_SERIES + 1))
-    cfg = c3.C3Config(depths=depths, widths=(8, 32))
-    groups = {(dp, w): {0: {"eps_kappa": 0.01 * dp * w}, 1: {"eps_kappa": 0.02 * dp * w}}
-              for dp in depths for w in (8, 32)}
-    fig = c3._figure(cfg, groups)
-    styles = line_styles(fig.axes[0], prefix="depth ")  # the threshold line aside
-    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
-def test_c2_figure_with_sixteen_settings_is_distinct_and_legend_outside():
-    from headgeom.experiments import c2_curvature as c2
-
-    cfg = c2.C2Config()
-    n_r = len(cfg.radii)
-    errors = {i: [0.0] + [1e-3 * (i + 1) * r for r in range(1, n_r)] for i in range(N_SERIES)}
-    by = {f"objective{i}:ambient": [{"slice_found": True, "iso_error_max": errors[i]}] for i in range(N_SERIES)}
-    fig = c2._figure(cfg, by)
-    styles = line_styles(fig.axes[0], prefix="objective")
-    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
 def test_new_figure_stays_outside_pyplot_and_saves_as_png(tmp_path):
     import matplotlib.pyplot as plt
 
