@@ -11,7 +11,7 @@ from torch import nn
 from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
+from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
 from headgeom.geometry.mlp_sandwich import block_costs
 from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
@@ -168,6 +168,16 @@ def test_low_rank_sandwich_with_a_diagonal(with_w, zero_alpha):
     if with_w and not zero_alpha:
         with pytest.raises(ValueError, match="needs gram"):
             curv.sandwich(W, None, 7)
+
+
+def test_pulled_columns_are_w_transpose_times_each_samples_columns():
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(9, 4, generator=g, dtype=DT)
+    u = torch.randn(N, 9, 3, generator=g, dtype=DT)
+    got = pulled_columns(w, u)
+    assert got.shape == (N, 4, 3)
+    for i in range(N):
+        assert_close(got[i], w.T @ u[i], rtol=1e-13, atol=1e-14)
 
 
 @pytest.mark.parametrize("with_w", [True, False])

@@ -110,11 +110,21 @@ class LowRankCurvature:
                     diag = diag + (self.diag if scale is None else self.diag * scale * scale)
                 out.diagonal(dim1=1, dim2=2).add_(diag)
         if self.U is not None:
-            v = self.U if w is None else torch.einsum("km,nkr->nmr", w, self.U)  # (N, m, r)
+            v = self.U if w is None else pulled_columns(w, self.U)  # (N, m, r)
             if scale is not None:
                 v = v * scale[:, :, None]
             out.baddbmm_(v @ self.B, v.transpose(1, 2))
         return out
+
+
+def pulled_columns(w: Tensor, u: Tensor) -> Tensor:
+    """(N, m, r) Wᵀ U_i for W (k, m) and U (N, k, r), as one (N·r, k) × (k, m) GEMM.
+
+    (``einsum("km,nkr->nmr")`` took a strided batched path: at the DINO head's W (65,536 × 256)
+    and N = 8 it ran at about 1 % of the GEMM rate.)
+    """
+    n, k, r = u.shape
+    return (u.transpose(1, 2).reshape(n * r, k) @ w).view(n, r, -1).transpose(1, 2)
 
 
 def tangential(curv: LowRankCurvature, u: Tensor) -> LowRankCurvature:

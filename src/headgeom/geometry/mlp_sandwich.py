@@ -280,10 +280,12 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 pre = vp.norms[j - 1].rows(rows).pull_jt(pre)
                 for lin in lins:
                     pre = pre @ lin.weight.T
-            elif pre.ndim == 2 and len(lins) == 1:
+            elif pre.ndim == 2 and len(lins) == 1 and lins[0].weight.numel() <= pre.numel():
                 # (W diag σ') A with the shared A: scaling W's columns reads contiguous memory,
-                # scaling Aᵀ (strided) was ~1.5x slower; keep the transposed view for what follows
-                # (a fresh chunk-sized tensor per chunk costs its page faults: ~3x the product itself)
+                # scaling Aᵀ (strided) was ~1.5x slower at equal sizes; keep the transposed view for
+                # what follows (a fresh chunk-sized tensor per chunk costs its page faults: ~3x the
+                # product itself). A W larger than A (the DINO head: 2048² against 384 × 2048) is
+                # not scaled: A's copy is the smaller pass.
                 d1 = vp.d1[j - 1][rows]
                 w = lins[0].weight
                 if scaled_w is None:
