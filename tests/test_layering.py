@@ -129,3 +129,41 @@ def test_no_experiment_imports_another():
                     and parts[2] not in machinery and parts[2] != own and (own, parts[2]) not in known):
                 bad.append(f"{path.relative_to(SRC.parent)}:{line} imports {module}")
     assert not bad, "experiments importing each other sideways:\n" + "\n".join(sorted(set(bad)))
+
+
+FIGURE_BUILDERS = ("new_figure", "blank_figure")
+"""headgeom.report.style's figure constructors: whoever calls them draws a figure."""
+
+
+def figure_building(path: Path) -> list[tuple[int, str]]:
+    """(line, what) for each import of a figure constructor from headgeom.report.style and each
+    call of a name or attribute called like one, in ``path``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module == "headgeom.report.style":
+            found += [(node.lineno, f"imports {a.name}") for a in node.names if a.name in FIGURE_BUILDERS]
+        elif isinstance(node, ast.Call):
+            name = getattr(node.func, "attr", getattr(node.func, "id", None))
+            if name in FIGURE_BUILDERS:
+                found.append((node.lineno, f"calls {name}"))
+    return found
+
+
+def test_only_report_builds_figures():
+    # experiments compute; each experiment's figures are drawn in headgeom.report.plots.<module>
+    # from the data its summary hands over (Summary.figures holds closures calling them)
+    known: set[str] = set()  # experiment modules still drawing their own figures: none left
+    bad = [f"{path.relative_to(SRC.parent)}:{line} {what}" for path in sorted((SRC / "experiments").rglob("*.py"))
+           if path.relative_to(SRC / "experiments").parts[0].removesuffix(".py") not in known
+           for line, what in figure_building(path)]
+    assert not bad, "figures drawn under headgeom.experiments (move them to headgeom.report.plots):\n" + "\n".join(bad)
+
+
+def test_the_figure_reader_sees_imports_and_calls(tmp_path):
+    # the check above can fail: an import, a call by name and a call through the module are found
+    path = tmp_path / "m.py"
+    path.write_text("from headgeom.report.style import blank_figure, series_style\n"
+                    "from headgeom.report import style\n"
+                    "def f():\n    return style.new_figure(1, 2)\n"
+                    "def g():\n    return blank_figure()\n")
+    assert figure_building(path) == [(1, "imports blank_figure"), (4, "calls new_figure"), (6, "calls blank_figure")]

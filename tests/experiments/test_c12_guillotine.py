@@ -5,7 +5,6 @@ import json
 
 import pytest
 
-from figure_checks import assert_legends_outside
 from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.c12_guillotine import (
     CONTEXT_PROBES, PROBES, TRAIN, C12Config, cell_train_config, cells, gap_statistics, run_cell, summarize, tie_band,
@@ -154,16 +153,3 @@ def test_a_tiny_vit_cell_trains_and_probes():
     cfg = dataclasses.replace(TINY, vit_options=(("embed_dim", 24),))
     res = run_cell(cfg, {"data": "shapes", "backbone": "vit_tiny", "seed": 0})
     assert res["points"][0] == "z" and all(0.0 <= a <= 1.0 for a in res["accuracy"]["knn"].values())
-
-
-def test_probe_figure_draws_chance_at_one_over_c_and_keeps_the_legend_off_the_data():
-    at_chance = {"knn": 0.0, "linear": 0.0, "rotation": 0.0}
-    results = [({"seed": s}, {**_fake(at_chance), "num_classes": 10}) for s in range(3)]
-    fig = summarize(TINY, results).figures[0][1]()
-    chance = {ax.get_title(): [float(ln.get_ydata()[0]) for ln in ax.get_lines() if ln.get_gid() == CHANCE_GID]
-              for ax in fig.axes}
-    assert chance == {"knn": [0.1], "linear": [0.1], "rotation": [0.25]}  # the rotation probe has 4 classes
-    assert assert_legends_outside(fig) == 1
-    # results of runs that did not record num_classes: only the rotation probe's chance is known
-    fig = summarize(TINY, [({"seed": 0}, _fake(at_chance))]).figures[0][1]()
-    assert [sum(ln.get_gid() == CHANCE_GID for ln in ax.get_lines()) for ax in fig.axes] == [0, 0, 1]

@@ -80,7 +80,10 @@ def test_summarize_claims_table_and_figure(results):
     title, table = summary.tables[0]
     assert "negative_cosine:tangential" in table and "mse:ambient" in table
     name, build = summary.figures[0]
-    assert name == "isotropy_vs_distance" and assert_legends_outside(build()) == 1
+    fig = build()
+    assert name == "isotropy_vs_distance" and assert_legends_outside(fig) == 1
+    flat = [ln.get_label() for ln in fig.axes[0].get_lines() if ln.get_label().endswith("flat control")]
+    assert len(flat) == 1 and flat[0].startswith("mse:")  # the summary marks the mse settings as the flat control
 
 
 def test_criterion_reacts_to_flat_control_and_route_disagreement(results):

@@ -114,6 +114,27 @@ def test_a_changed_head_is_analysed_as_it_is_now(change):
     assert not torch.equal(effective_hessian(head, loss, z).blocks(), before), "the change must matter"
 
 
+def test_the_sandwich_keeps_its_weight_products_only_while_the_head_is_unchanged():
+    # the tail Gram W_LᵀW_L and the first Jacobian are formed once per analysis copy: a second call
+    # on the unchanged head reuses them, a changed last weight gets new ones (and right blocks)
+    head = make_head()
+    z, loss, plain = problem()
+    first = effective_hessian(head, loss, z, block_strategy="sandwich")
+    first.blocks()
+    kept = first.head.facts["chain_products"]
+    gram = kept.tail_gram()
+    second = effective_hessian(head, loss, z, block_strategy="sandwich")
+    second.blocks()
+    assert second.head.facts["chain_products"] is kept and kept.tail_gram() is gram
+    _set_data(head)
+    third = effective_hessian(head, loss, z, block_strategy="sandwich")
+    assert_close(third.blocks(), effective_hessian(copy.deepcopy(head), loss, z, block_strategy="sandwich").blocks(),
+                 what="blocks after the change")
+    assert third.head.facts["chain_products"] is not kept
+    assert not torch.allclose(third.head.facts["chain_products"].tail_gram(), gram)
+    check_blocks(head, z, loss, plain)
+
+
 def test_batchnorm_running_statistics_updated_by_a_train_forward_invalidate():
     head = make_head(bn=True)
     z, loss, plain = problem()

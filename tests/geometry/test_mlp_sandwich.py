@@ -11,7 +11,7 @@ from torch import nn
 from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for
+from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
 from headgeom.geometry.mlp_sandwich import block_costs
 from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
@@ -168,6 +168,47 @@ def test_low_rank_sandwich_with_a_diagonal(with_w, zero_alpha):
     if with_w and not zero_alpha:
         with pytest.raises(ValueError, match="needs gram"):
             curv.sandwich(W, None, 7)
+
+
+def test_pulled_columns_are_w_transpose_times_each_samples_columns():
+    g = torch.Generator().manual_seed(3)
+    w = torch.randn(9, 4, generator=g, dtype=DT)
+    u = torch.randn(N, 9, 3, generator=g, dtype=DT)
+    got = pulled_columns(w, u)
+    assert got.shape == (N, 4, 3)
+    for i in range(N):
+        assert_close(got[i], w.T @ u[i], rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("with_w", [True, False])
+@pytest.mark.parametrize("zero_alpha", [True, False])
+@pytest.mark.parametrize("with_diag", [True, False])
+@pytest.mark.parametrize("with_u", [True, False])
+def test_low_rank_sandwich_scaled_on_both_sides_into_a_buffer(with_w, zero_alpha, with_diag, with_u):
+    # S_i Wᵀ A_i W S_i written into a given (dirty) buffer: the sandwich's middle factor D K D
+    g = torch.Generator().manual_seed(11)
+    k, m = 7, 4
+    alpha = torch.zeros(N, dtype=DT) if zero_alpha else torch.randn(N, generator=g, dtype=DT)
+    U = torch.randn(N, k, 2, generator=g, dtype=DT) if with_u else None
+    B = torch.randn(N, 2, 2, generator=g, dtype=DT) if with_u else None
+    delta = torch.rand(N, k, generator=g, dtype=DT) if with_diag else None
+    W = torch.randn(k, m, generator=g, dtype=DT) if with_w else None
+    width = m if with_w else k
+    scale = torch.randn(N, width, generator=g, dtype=DT)
+    curv = LowRankCurvature(alpha, U, B, delta)
+    gram = None if (W is None or zero_alpha) else W.T @ W
+    out = torch.full((N, width, width), float("nan"), dtype=DT)
+    got = curv.sandwich(W, gram, k, scale=scale, out=out, wt=None if W is None else W.T.contiguous())
+    assert got.data_ptr() == out.data_ptr()
+    for i in range(N):
+        a = alpha[i] * torch.eye(k, dtype=DT)
+        if with_u:
+            a = a + U[i] @ B[i] @ U[i].T
+        if with_diag:
+            a = a + torch.diag(delta[i])
+        kw = a if W is None else W.T @ a @ W
+        ref = torch.diag(scale[i]) @ kw @ torch.diag(scale[i])
+        assert_close(got[i], ref, rtol=1e-12, atol=1e-13)
 
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 32])

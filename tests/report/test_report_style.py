@@ -158,49 +158,6 @@ def test_trajectory_log_y_is_log_for_positive_series_and_symlog_with_a_zero():
     assert trajectory_figure(positive, [("g", "g")], "t").axes[0].get_yscale() == "linear"
 
 
-# ---------------------------------------------------------------- experiment figures whose series count is configured
-def test_c3_figure_with_sixteen_depths_is_distinct_and_legend_outside():
-    from headgeom.experiments import c3_depth as c3
-
-    depths = tuple(range(1, N_SERIES + 1))
-    cfg = c3.C3Config(depths=depths, widths=(8, 32))
-    groups = {(dp, w): {0: {"eps_kappa": 0.01 * dp * w}, 1: {"eps_kappa": 0.02 * dp * w}}
-              for dp in depths for w in (8, 32)}
-    fig = c3._figure(cfg, groups)
-    styles = line_styles(fig.axes[0], prefix="depth ")  # the threshold line aside
-    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
-def test_c5_figure_with_many_step_sizes_is_distinct_and_legend_outside():
-    from headgeom.experiments import c5_relu_gap as c5
-
-    lrs = tuple(0.001 * (i + 1) for i in range(N_SERIES - 1))  # flow + 15 step sizes = 16 kinds, x2 for BN
-    cfg = c5.C5Config(heads=("relu", "silu"), bn=(False, True), lrs=lrs, seeds=1)
-    kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in lrs]
-    results = [({}, {"head": h, "bn": b, "runs": {k: {"t": [0.0, 1.0, 2.0], f"spread_{cfg.escape_on}": [1.0, 0.5, 0.1]}
-                                                   for k in kinds}})
-               for h in cfg.heads for b in cfg.bn]
-    fig = c5._figure(cfg, results)()
-    for ax in fig.axes:
-        styles = line_styles(ax)
-        assert len(styles) == 2 * N_SERIES and len({(c, ls) for c, ls, _ in styles}) == 2 * N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
-def test_c2_figure_with_sixteen_settings_is_distinct_and_legend_outside():
-    from headgeom.experiments import c2_curvature as c2
-
-    cfg = c2.C2Config()
-    n_r = len(cfg.radii)
-    errors = {i: [0.0] + [1e-3 * (i + 1) * r for r in range(1, n_r)] for i in range(N_SERIES)}
-    by = {f"objective{i}:ambient": [{"slice_found": True, "iso_error_max": errors[i]}] for i in range(N_SERIES)}
-    fig = c2._figure(cfg, by)
-    styles = line_styles(fig.axes[0], prefix="objective")
-    assert len(styles) == N_SERIES and len({(c, ls) for c, ls, _ in styles}) == N_SERIES
-    assert assert_legends_outside(fig) == 1
-
-
 def test_new_figure_stays_outside_pyplot_and_saves_as_png(tmp_path):
     import matplotlib.pyplot as plt
 

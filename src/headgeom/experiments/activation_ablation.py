@@ -20,13 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
-from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
+from headgeom.report.plots import activation_ablation as plots
 from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
-from headgeom.report.trajectories import trajectory_figure
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
@@ -201,29 +200,6 @@ def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def _knn_figure(config: AblationConfig, groups: dict[str, list[dict]]):
-    fig, ax = new_figure(figsize=(8.2, 3.6))
-    for i, a in enumerate(config.activations):
-        ms = groups.get(a)
-        if not ms:
-            continue
-        points = max((list(m["knn"]) for m in ms), key=len)
-        if not points:
-            continue
-        means = [measured([m["knn"][p] for m in ms if p in m["knn"]]) for p in points]
-        ax.errorbar(range(len(points)), [s["value"] for s in means], yerr=[s["spread"] for s in means], ms=3,
-                    capsize=2, label=a, **series_style(i))
-        ax.set_xticks(range(len(points)), points, rotation=30, fontsize=7)
-    classes = {m.get("num_classes") for ms in groups.values() for m in ms} - {None}  # absent in older results
-    if len(classes) == 1:
-        chance_line(ax, int(next(iter(classes))))
-    ax.set_ylabel(f"kNN top-1 (k={config.knn_k}), mean ± std over seeds")
-    ax.set_title("Activation ablation: kNN accuracy along the head")
-    legend_outside(ax)
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summary:
     """C8's curvature claim over the six activations (decided under C8's deciding reading, the others
     reported beside it), the table, λ_min / spread / kNN figures."""
@@ -238,12 +214,9 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
     decide = deciding_reading(config.readings)
     claims = [curvature_claim(config, groups, decide, setting, {a: a for a in groups}, statement=STATEMENT,
                               paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
-    keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
-    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "Activation ablation: λ_min of H_eff",
-                                                         rel_floor=config.rel_floor)),
-               ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u")],
-                                                    "Activation ablation: projector spread")),
-               ("knn", lambda: _knn_figure(config, groups))]
+    figures = [("lambda_min", lambda: plots.lambda_min(groups, config.readings, config.rel_floor)),
+               ("spread", lambda: plots.spread(groups)),
+               ("knn", lambda: plots.knn(groups, config.activations, config.knn_k))]
     notes = [f"{DEAD_DEFINITION}.", f"equal budget: {train.max_steps or train.epochs} "
              f"{'steps' if train.max_steps else 'epochs'} at lr {train.lr:g}, batch {train.batch_size}, same seeds.",
              f"kNN: weighted, cosine, k = {config.knn_k}, T = {config.knn_temperature:g}, on the {train.data} test "

@@ -47,8 +47,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
+from headgeom.report.plots import c11_depth as plots
 from headgeom.orbits.run_measures import measure_run
-from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 from headgeom.report.training_verdicts import pm
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
@@ -402,45 +402,6 @@ def _cell_table(results: list[tuple[dict, dict]]) -> str:
     return "\n".join(lines)
 
 
-def _figure(config: C11Config, results: list[tuple[dict, dict]]):
-    panels: list[tuple[str, list[tuple[str, str]], bool]] = [
-        ("orbit compression z / h(z) and selectivity", [("selectivity[raw]", "selectivity, raw z in (decides)"),
-                                                         ("trace_ratio[raw]", "compression, raw z in"),
-                                                         ("fresh_trace_ratio[raw]", "compression, fresh head")]
-         + ([("trace_ratio[l2]", "compression, l2 z in (paper)")] if "l2" in config.head_inputs else []), True),
-        ("backbone (z) test accuracy", [("knn[z]", "kNN"), ("linear[z]", "linear probe")], False),
-        ("class/orbit ratio change h(z) / z", [("class_orbit_change[raw]", "trained, raw z in"),
-                                               ("fresh_class_orbit_change[raw]", "fresh head, raw z in")], True),
-    ]
-    fig, axes = new_figure(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
-    depths = sorted(config.depths)
-    for ax, (title, keys, logy) in zip(axes[0], panels):
-        for i, (key, label) in enumerate(keys):
-            by = _by_depth(results, key)
-            off = 0.08 * (i - (len(keys) - 1) / 2)
-            pts = [(d + off, v) for d in depths for v in by.get(d, {}).values()
-                   if v is not None and math.isfinite(v)]
-            if pts:
-                ax.scatter(*zip(*pts), s=14, alpha=0.6, color=series_style(i)["color"])
-            means = [(d + off, measured(list(by[d].values()))["value"]) for d in depths if by.get(d)]
-            ax.plot(*zip(*means), label=label, **{**series_style(i), "marker": None})
-        if logy:
-            ax.axhline(1.0, color="0.6", lw=0.8)
-        else:
-            classes = {m["num_classes"] for _, m in results if m.get("num_classes")}
-            if len(classes) == 1:
-                chance_line(ax, int(next(iter(classes))))
-        ax.set_xticks(depths)
-        ax.set_xlabel("head depth (hidden layers)")
-        ax.set_title(title, fontsize=9)
-        if logy:
-            ax.set_yscale("log")
-        legend_outside(ax, "below")
-    fig.suptitle(f"C11: depth ablation ({config.preset}, {config.train.data}); lines: mean over seeds, dots: seeds")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     """Claims (compression per head input, backbone kNN and linear), the per-depth and per-cell tables,
     the figure (compression, backbone accuracy and class/orbit change against depth, seeds as dots)."""
@@ -471,12 +432,16 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
                          f" vs {_col([r for r in results if int(r[0]['depth']) == d], 'mean_pairwise_cosine_h[raw]')}"
                          for d in sorted(config.depths)) + ".")
     claims = _claims(config, results)
+    panels = plots.panels("l2" in config.head_inputs)
+    by_key = {key: _by_depth(results, key) for _, keys, _ in panels for key, _ in keys}
+    classes = {m["num_classes"] for _, m in results if m.get("num_classes")}
     return Summary(claims=claims,
                    tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),
                            ("C11: trace ratio z / h(z) of the trained head and its controls (mean ± std (n seeds))",
                             _controls_table(config, results)),
                            ("C11: per cell (raw z into the head; bootstrap CIs over images)", _cell_table(results))],
-                   figures=[("depth", lambda: _figure(config, results))], notes=notes)
+                   figures=[("depth", lambda: plots.depth(panels, by_key, config.depths, classes,
+                                                          f"{config.preset}, {config.train.data}"))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

@@ -45,7 +45,7 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.style import chance_line, new_figure, series_style, shared_legend
+from headgeom.report.plots import c12_guillotine as plots
 from headgeom.report.training_verdicts import pm
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
@@ -310,34 +310,6 @@ def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[d
     return "\n".join(lines)
 
 
-def _figure(results: list[tuple[dict, dict]]):
-    points = results[0][1]["points"]
-    probes = probes_of(results)
-    classes = {m.get("num_classes") for _, m in results} - {None}  # absent in results of older runs
-    fig, axes = new_figure(1, len(probes), figsize=(4.4 * len(probes) + 1.8, 3.6), squeeze=False)
-    for ax, probe in zip(axes[0], probes):
-        for i, (variant, keep) in enumerate((("raw", lambda p: not p.startswith("l2z/")),
-                                             ("l2 input", lambda p: p == "z" or p.startswith("l2z/")))):
-            pts = [p for p in points if keep(p)]
-            if variant == "l2 input" and len(pts) < 2:
-                continue
-            stats = [measured([m["accuracy"][probe][p] for _, m in results]) for p in pts]
-            ax.errorbar(range(len(pts)), [s["value"] for s in stats], yerr=[s["spread"] for s in stats], ms=3,
-                        capsize=2, label=variant, **series_style(i))
-            ax.set_xticks(range(len(pts)), [p.removeprefix("l2z/") for p in pts], rotation=30, fontsize=7)
-        if probe == "rotation":
-            chance_line(ax, 4, "chance, rotation probe: 1/4")
-        elif len(classes) == 1:
-            c = int(next(iter(classes)))
-            chance_line(ax, c, f"chance, class probes: 1/{c}")
-        ax.set_title(HEADERS[probe] if probe in CONTEXT_PROBES else probe)
-        ax.set_ylabel("test accuracy (mean ± std over seeds)")
-    shared_legend(list(axes[0]))
-    fig.suptitle("C12: probe accuracy along the head (z, then each head layer)")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
     """Per (dataset, backbone) setting: one claim per probe type, the accuracy table per point, the
     per-layer figure."""
@@ -364,7 +336,9 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
                      "evidence: it has no claim row; its statistics are those of the judged probes.")
         tables.append(("C12: MLP probe beside the linear probe (context, no verdict; mean ± std over seeds, "
                        "accuracies as fractions)", _context_table(config, groups)))
-    figures = [("probes" + (f"_{st[0]}_{st[1]}" if several else ""), lambda rs=rs: _figure(rs))
+    figures = [("probes" + (f"_{st[0]}_{st[1]}" if several else ""),
+                lambda rs=rs: plots.probes([m for _, m in rs], {p: HEADERS[p] if p in CONTEXT_PROBES else p
+                                                                for p in probes_of(rs)}))
                for st, rs in groups.items()]
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 

@@ -46,7 +46,7 @@ from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.report.evidence import IDENTITY, PREMISE
-from headgeom.report.style import blank_figure, legend_outside, series_style
+from headgeom.report.plots import c1_whitening as plots
 from headgeom.theory.whitening import (
     best_fit_isotropy,
     inertia_lower_bound,
@@ -408,35 +408,9 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
         "A is one row's block of the batch loss Hessian with the loss's mean reduction (1/N), the other view "
         f"or target h(z0 + {config.view_noise:g} ξ) fixed.",
     ]
-    results_ = [m for ms in groups.values() for m in ms]
+    values = {s: {key: _values(ms, key) for key in plots.KEYS} for s, ms in groups.items()}
     return Summary(claims=claims, tables=[("C1: subspace whitening per loss × reading", header + "\n" + "\n".join(rows))],
-                   figures=[("isotropy_error", lambda: _figure(list(groups), results_, tol))], notes=notes)
-
-
-def _figure(order: list[str], results: list[dict], tol: float):
-    """ε_S per loss/reading on a log scale (exact zeros drawn at 1e-18)."""
-    fig = blank_figure(figsize=(10, 4.8))
-    ax = fig.add_subplot()
-    series = [("iso_error", "ε_S, dim S = n₊ (WᵀAW)", "o", -0.2), ("iso_error_engine", "ε_S (engine)", "x", -0.1),
-              ("abs_iso_error", "ε_S, |Λ|, dim S = rank A", "s", 0.1), ("oversize_iso_error", "ε_S, dim S = n₊+1", "^", 0.2),
-              ("oversize_fit_error", "best fit, dim S = n₊+1", "v", 0.3)]
-    for i, (key, label, marker, dx) in enumerate(series):
-        xs, ys = [], []
-        for j, s in enumerate(order):
-            vals = _values([m for m in results if m["setting"] == s], key)
-            xs += [j + dx] * len(vals)
-            ys += [max(v, 1e-18) for v in vals]
-        if ys:
-            ax.scatter(xs, ys, marker=marker, label=label, alpha=0.7, s=18, color=series_style(i)["color"])
-    ax.axhline(tol, color="k", lw=0.8, ls="--", label=f"round-off criterion {tol:g}")
-    ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="inertia bound 1")
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(order)), [s.replace(":", "\n") for s in order], fontsize=8)
-    ax.set_ylabel("isotropy error  ‖BᵀH_eff B − I‖₂")
-    ax.set_title("C1 (Thm 3.1): local subspace whitening; exact zeros drawn at 1e-18")
-    legend_outside(ax)
-    fig.tight_layout()
-    return fig
+                   figures=[("isotropy_error", lambda: plots.isotropy_error(values, tol))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

@@ -48,7 +48,7 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import IDENTITY
-from headgeom.report.style import legend_outside, new_figure, series_style
+from headgeom.report.plots import c2_curvature as plots
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
 
@@ -371,29 +371,8 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         "Curvature is at x0 only; n = cells (seeds × m); spread = std (ddof=1).",
     ]
     return Summary(claims=claims, tables=[("C2: curvature and isotropy barrier", "\n".join(lines))],
-                   figures=[("isotropy_vs_distance", lambda: _figure(config, by))], notes=notes)
-
-
-def _figure(config: C2Config, by: dict[str, list[dict[str, Any]]]):
-    fig, ax = new_figure(figsize=(6.4, 4.4))
-    rel = [r for r in config.radii if r > 0]
-    for n, (setting, rs) in enumerate(by.items()):
-        found = [r for r in rs if r["slice_found"]]
-        if not found:
-            continue
-        cols = [[max(r["iso_error_max"][i], 1e-17) for r in found] for i in range(1, len(config.radii))]
-        mean = [sum(c) / len(c) for c in cols]
-        flat = _parse_setting(setting)[0] == FLAT
-        style = {"color": "k", "linestyle": "--", "marker": None} if flat else series_style(n)
-        (line,) = ax.plot(rel, mean, ms=3, label=f"{setting} (n={len(found)})" + (" flat control" if flat else ""),
-                          **style)
-        ax.fill_between(rel, [min(c) for c in cols], [max(c) for c in cols], color=line.get_color(), alpha=0.15)
-    ax.set(xscale="log", yscale="log", xlabel="distance from x0, r / ℓ  (ℓ = ‖u0‖_F/√N)",
-           ylabel="‖Wᵀ g W − I‖₂, max over directions")
-    ax.set_title("C2: isotropy error of W = g(x0)^(-1/2); mean over cells, band min-max", fontsize=9)
-    legend_outside(ax)
-    fig.tight_layout()
-    return fig
+                   figures=[("isotropy_vs_distance", lambda: plots.isotropy_vs_distance(
+                       by, config.radii, {s for s in by if _parse_setting(s)[0] == FLAT}))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

@@ -41,7 +41,7 @@ from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.style import legend_outside, new_figure, series_style
+from headgeom.report.plots import c3_depth as plots
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                             head_spec, init_params, isotropy, mlp_geometry)
 
@@ -299,37 +299,6 @@ def _table(config: C3Config, groups: dict) -> str:
     return "\n".join(lines)
 
 
-def _figure(config: C3Config, groups: dict):
-    fig, ax = new_figure(figsize=(5.2, 3.8))
-    for n, dp in enumerate(sorted(config.depths)):
-        xs, ys, lo, hi = [], [], [], []
-        for w in config.widths:
-            vals = [eps_of(m) for m in groups.get((dp, w), {}).values()]
-            vals = [v for v in vals if math.isfinite(v) and v > 0]
-            if vals:
-                s = measured(vals)
-                xs.append(w)
-                ys.append(s["value"])
-                lo.append(s["value"] - s["min"])
-                hi.append(s["max"] - s["value"])
-        if xs:
-            ax.errorbar(xs, ys, yerr=[lo, hi], capsize=3, label=f"depth {dp}", **series_style(n))
-    lin = [eps_of(m) for m in groups.get((0, 0), {}).values()]
-    finite = [v for v in lin if math.isfinite(v) and v > 0]
-    if finite:
-        ax.axhline(sum(finite) / len(finite), color="0.3", ls="--",
-                   label=f"linear (mean of {len(finite)}/{len(lin)} finite)")
-    ax.axhline(config.eps_threshold, color="tab:red", ls=":", lw=0.8, label="threshold")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("width")
-    ax.set_ylabel("ε = max_j κ(H_eff) − 1  (mean, min-max over seeds)")
-    ax.set_title(f"C3: fitted isotropy along γ, {config.loss} loss, d={config.d}, k={config.k}", fontsize=9)
-    legend_outside(ax)
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:
     """The C3 claim, the ε table (mean ± std over seeds), the ε-vs-width figure, notes."""
     groups = _group(results)
@@ -355,7 +324,9 @@ def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:
         claims=[_claim(config, groups)] if any(dp >= 1 for dp, _ in groups) else [],
         tables=[(f"C3: isotropy of H_eff along γ after fitting (mean ± std over seeds), {config.loss} loss",
                  _table(config, groups))],
-        figures=[("eps_vs_width", lambda: _figure(config, groups))], notes=notes)
+        figures=[("eps_vs_width", lambda: plots.eps_vs_width(
+            {key: [eps_of(m) for m in ms.values()] for key, ms in groups.items()}, config.depths, config.widths,
+            config.eps_threshold, config.loss, config.d, config.k))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

@@ -58,7 +58,7 @@ from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import IDENTITY, TEST
-from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
+from headgeom.report.plots import c4_collapse as plots
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 from headgeom.theory.collapse_threshold import (
     ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
@@ -429,69 +429,6 @@ def _table(config: C4Config, groups: dict, state: str) -> str:
     return "\n".join(lines)
 
 
-def _figure(config: C4Config, groups: dict):
-    states = [s for s in config.states if any(k[0] == s for k in groups)]
-    fig, axes = new_figure(1, len(states), figsize=(4.2 * len(states), 3.4), squeeze=False, sharey=True)
-    width = 0.8 / max(1, len(config.readings))
-    for ax, st in zip(axes[0], states):
-        for j, r in enumerate(config.readings):
-            xs, ys, es = [], [], []
-            for i, a in enumerate(config.activations):
-                ms = groups.get((st, r, a))
-                if ms:
-                    # λ_min / max|λ| within the relative floor is zero for the engine: drawn at 0
-                    rel = [m["lambda_min_rel_H"] for m in ms]
-                    s = measured(zero_within_floor(rel, [config.rel_floor] * len(rel)))
-                    xs.append(i + (j - (len(config.readings) - 1) / 2) * width)
-                    ys.append(s["value"])
-                    es.append(s["spread"])
-            style = series_style(j)
-            ax.errorbar(xs, ys, yerr=es, linestyle="none", marker=style["marker"], color=style["color"], capsize=3,
-                        label=r)
-        ax.axhline(0.0, color="0.5", lw=0.8)
-        ax.set_xticks(range(len(config.activations)), config.activations, rotation=30)
-        ax.set_title(st)
-    axes[0][0].set_ylabel("λ_min(H_eff) / max|λ|  (mean ± std over seeds;\n"
-                          f"|value| ≤ {config.rel_floor:g} drawn as 0)", fontsize=8)
-    shared_legend(list(axes[0]), title="reading")
-    fig.suptitle(f"C4: λ_min of H_eff at collapsed states, heads {config.d}-{config.hidden}-{config.k}")
-    fig.tight_layout()
-    return fig
-
-
-
-def _sweep_figure(config: C4Config, groups: dict):
-    """λ_min(H_eff)/max|λ| against the residual (MSE) or angle (cosine readings), median over seeds, per
-    activation; the round-off band |λ| ≤ floor shaded; the pseudo-collapsed init's magnitude dotted."""
-    states = [st for st in config.sweep_states if any(k[0] == st for k in groups)]
-    readings = [r for r in config.readings if any(k[:2] == (st, r) for st in states for k in groups)]
-    fig, axes = new_figure(len(states), len(readings), figsize=(4.0 * len(readings) + 1.6, 3.3 * len(states)),
-                           squeeze=False)
-    for row, st in zip(axes, states):
-        for ax, r in zip(row, readings):
-            for i, a in enumerate(config.activations):
-                ms = [m for m in groups.get((st, r, a), []) if m.get("sweep_grid")]
-                if not ms:
-                    continue
-                rel = [[lam / (fl / config.rel_floor) if fl > 0 else 0.0 for lam, fl in
-                        zip(m["sweep_lambda_min"], m["sweep_floor"])] for m in ms]
-                med = [statistics.median(col) for col in zip(*rel)]
-                ax.plot(ms[0]["sweep_grid"], med, ms=4, label=a, **series_style(i))
-                init = [m["point_magnitude"] for m in groups.get(("pseudo-collapsed", r, a), [])]
-                if init and _init_comparable(config, st):
-                    ax.axvline(statistics.median(init), color=ax.lines[-1].get_color(), lw=0.8, ls=":")
-            ax.axhspan(-config.rel_floor, config.rel_floor, color="0.85", label="round-off band (|λ| ≤ floor)")
-            ax.axhline(0.0, color="0.4", lw=0.6)
-            ax.set_xscale("log")
-            signed_log_axis(ax, [v for line in ax.get_lines() for v in line.get_ydata()], floor=config.rel_floor)
-            ax.set_xlabel("‖u − c_i‖ (residual)" if MAGNITUDE_OF_READING[r] == "residual" else "∠(u, c_i) [rad]")
-            ax.set_title(f"{st}, {r}", fontsize=9)
-        row[0].set_ylabel("λ_min(H_eff) / max|λ| (median over seeds)")
-    shared_legend([axes[0][-1]], title="activation (dotted: pseudo-collapsed init)")
-    fig.suptitle(f"C4: where H_eff turns indefinite, heads {config.d}-{config.hidden}-{config.k}")
-    return fig
-
-
 def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     """Claims per equilibrium state × reading, a table per state, the λ_min figure, findings."""
     groups = _group(results)
@@ -543,9 +480,13 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
             if parts:
                 notes.append(f"threshold in {MAGNITUDE_OF_READING[r]} ({st}, {r}; median over seeds, bisection to a "
                              f"factor 1 + {config.threshold_rel_tol:g}): " + "; ".join(parts) + ".")
-    figures = [("lambda_min", lambda: _figure(config, groups))]
+    heads = f"{config.d}-{config.hidden}-{config.k}"
+    figures = [("lambda_min", lambda: plots.lambda_min(groups, config.states, config.readings, config.activations,
+                                                       config.rel_floor, heads))]
     if any(m.get("sweep_grid") for ms in groups.values() for m in ms):
-        figures.append(("lambda_min_sweep", lambda: _sweep_figure(config, groups)))
+        figures.append(("lambda_min_sweep", lambda: plots.lambda_min_sweep(
+            groups, config.sweep_states, config.readings, config.activations, config.rel_floor, MAGNITUDE_OF_READING,
+            {st for st in config.sweep_states if _init_comparable(config, st)}, heads)))
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 
 

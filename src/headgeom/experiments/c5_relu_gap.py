@@ -30,8 +30,7 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import TEST
-from headgeom.report.markdown import count_noun
-from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.plots import c5_relu_gap as plots
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -231,32 +230,10 @@ def _tables(config: C5Config, results) -> list[tuple[str, str]]:
              "\n".join(geo))]
 
 
-def _figure(config: C5Config, results):
-    def build():
-        heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
-        fig, axes = new_figure(1, max(1, len(heads)), figsize=(4 * max(1, len(heads)), 3.4), squeeze=False)
-        kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
-        for ax, h in zip(axes[0], heads):
-            for b in config.bn:
-                ms = _select(results, h, b)
-                for i, k in enumerate(kinds):  # colour per kind; with BN: the other line styles
-                    if not ms:
-                        continue
-                    curves = np.array([[np.nan if v is None else v for v in m["runs"][k][f"spread_{config.escape_on}"]]
-                                       for m in ms], dtype=np.float64)
-                    mean = curves.mean(0)  # NaN (curve ends) once any seed stopped or diverged: no fake jumps
-                    style = series_style(i, variant=int(bool(b)))
-                    ax.plot(ms[0]["runs"][k]["t"], mean, color=style["color"], linestyle=style["linestyle"],
-                            label=f"{k}{' +BN' if b else ''}")
-            ax.set_yscale("log")
-            ax.set_title(h)
-            ax.set_xlabel("time t (GD: step × lr)")
-        axes[0][0].set_ylabel(f"{config.escape_on} spread (mean over {count_noun(config.seeds, 'seed')})")
-        shared_legend(list(axes[0]))
-        fig.tight_layout()
-        return fig
-
-    return build
+def _by_head(config: C5Config, results) -> dict[str, dict[bool, list[dict]]]:
+    """The cells' metrics per head with results (config order), then per BN setting."""
+    heads = [h for h in config.heads if any(m["head"] == h for _, m in results)]
+    return {h: {b: _select(results, h, b) for b in config.bn} for h in heads}
 
 
 def summarize(config: C5Config, results) -> Summary:
@@ -278,7 +255,9 @@ def summarize(config: C5Config, results) -> Summary:
              "With stop-gradient the field is not a gradient of the loss, so the loss need not fall monotonically "
              "along the flow; a diverged GD run (non-finite state) does not count as an escape."]
     return Summary(claims=[claim], tables=_tables(config, results),
-                   figures=[("spread_vs_time", _figure(config, results))], notes=notes)
+                   figures=[("spread_vs_time", lambda: plots.spread_vs_time(
+                       _by_head(config, results), ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs], config.escape_on,
+                       config.seeds))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

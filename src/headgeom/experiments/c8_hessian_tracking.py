@@ -56,9 +56,9 @@ from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
 from headgeom.report.evidence import TEST
+from headgeom.report.plots import c8_hessian_tracking as plots
 from headgeom.report.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm)
-from headgeom.report.trajectories import trajectory_figure
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
@@ -340,16 +340,9 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
     claims = [curvature_claim(config, groups, decide, setting, activation_of, statement=STATEMENT,
                               paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
     claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
-    keys = [(f"lambda_min[{r}]", f"λ_min(H_eff), {r} reading") for r in config.readings]
-    figures = [("lambda_min", lambda: trajectory_figure(groups, keys, "C8: λ_min of H_eff during SimSiam training",
-                                                         rel_floor=config.rel_floor)),
-               ("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
-                                                             ("spread_z", "spread of L2-normalised z")],
-                                                    "C8: representation spread during training")),
-               ("grad_norm", lambda: trajectory_figure(
-                   groups, [("grad_norm_head", "‖∂L/∂θ_head‖ (projector + predictor)"),
-                            ("grad_norm_backbone", "‖∂L/∂θ_backbone‖")],
-                   "C8: parameter-gradient norms during training (step 0: no gradient yet)", log_y=True, share_y=True))]
+    figures = [("lambda_min", lambda: plots.lambda_min(groups, config.readings, config.rel_floor)),
+               ("spread", lambda: plots.spread(groups)),
+               ("grad_norm", lambda: plots.grad_norm(groups))]
     notes = [f"{DEAD_DEFINITION}.", f"{ESCAPE_DEFINITION}.",
              "ambient reading: the exact Hessian of the batch loss (the paper's HVP operator, here exact per-sample "
              "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "

@@ -58,9 +58,8 @@ from headgeom.orbits.compression import DEFINITIONS, compression_measures, inter
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
-from headgeom.report.markdown import count_noun
 from headgeom.report.ood import ood_flag
-from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.plots import c9_orbit_compression as plots
 from headgeom.report.training_verdicts import pm
 from headgeom.runs.trained import load_trained
 from headgeom.train import TrainConfig
@@ -360,47 +359,6 @@ def _family_table(config: C9Config, results) -> str:
     return "\n".join(lines)
 
 
-def _estimate_bars(est: dict) -> tuple[float, float, float]:
-    ci = [float("nan") if x is None else float(x) for x in (est.get("ci") or [None, None])]
-    return est["value"], max(est["value"] - ci[0], 0.0), max(ci[1] - est["value"], 0.0)
-
-
-FIGURE_ROWS = (("orbit compression spread(z)/spread(h)",
-                (("l2", "compression", "paper protocol h(z/|z|)"), ("raw", "compression", "corrected h(raw z)"),
-                 ("raw", "fresh_head_compression", "fresh head (raw)"),
-                 ("raw", "random_directions_compression", "random directions (raw)"))),
-               ("selectivity = compression / global ratio",
-                (("l2", "selectivity", "paper protocol h(z/|z|)"), ("raw", "selectivity", "corrected h(raw z)"))))
-
-
-def _figure(config: C9Config, results):
-    nb = len(config.backbones)
-    fig, axes = new_figure(2, nb, figsize=(5.2 * nb + 2.4, 7.2), squeeze=False)
-    for col, b in enumerate(config.backbones):
-        runs = [m for c, m in results if c["backbone"] == b]
-        for row, (ylabel, series) in enumerate(FIGURE_ROWS):
-            ax = axes[row][col]
-            for j, (v, k, label) in enumerate(series):
-                style = series_style(j)
-                for s, m in enumerate(runs):
-                    bars = [_estimate_bars(m["families"][fam][v][k]) for fam in config.families]
-                    xs = [i + 0.12 * (j - (len(series) - 1) / 2) + 0.03 * s for i in range(len(bars))]
-                    ax.errorbar(xs, [y for y, _, _ in bars],
-                                yerr=[[lo for _, lo, _ in bars], [hi for _, _, hi in bars]], linestyle="none",
-                                marker=style["marker"], ms=3, capsize=2, color=style["color"],
-                                label=label if s == 0 else None)
-            ax.axhline(1.0, color="0.5", lw=0.8)
-            ax.set_yscale("log")
-            ax.set_xticks(range(len(config.families)), config.families)
-            ax.set_title(f"{b} ({count_noun(len(runs), 'seed')})")
-            ax.set_ylabel(f"{ylabel}, 95% CI", fontsize=8)
-    for row in axes:  # each row plots its own measures: a legend beside each row, off the points
-        shared_legend(list(row))
-    fig.suptitle("C9: orbits at the head output per family (one point per seed); > 1 = compressed / selective")
-    fig.tight_layout()
-    return fig
-
-
 def _ood_note(config: C9Config, results, present: list[str]) -> str:
     """The out-of-distribution flag of the paper-protocol rows, with the measured cosines."""
     fam = config.judge_family
@@ -438,7 +396,8 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
                            (f"C9 beside the paper's numbers ({fam}; mean ± std (n seeds))",
                             _paper_table(config, results)),
                            ("C9 per family (mean ± std (n seeds))", _family_table(config, results))],
-                   figures=[("compression", lambda: _figure(config, results))], notes=notes)
+                   figures=[("compression", lambda: plots.compression(
+                       {b: [m for c, m in results if c["backbone"] == b] for b in config.backbones}, config.families))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(

@@ -38,9 +38,9 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
+from headgeom.report.plots import collapse_grid as plots
 from headgeom.report.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm)
-from headgeom.report.trajectories import trajectory_figure
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
@@ -265,10 +265,7 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
                [run_name("relu", True, lr) for lr in lrs] + [run_name("relu", False, hi)],
                [run_name("relu", False, lo)]),
     ]
-    figures = [("spread", lambda: trajectory_figure(groups, [("spread_projector", "spread of L2-normalised u"),
-                                                             ("lambda_min", "λ_min(H_eff), ambient")],
-                                                    "Collapse grid: spread and λ_min during training",
-                                                    rel_floor=config.rel_floor))]
+    figures = [("spread", lambda: plots.spread(groups, config.rel_floor))]
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "
              "(linear, ReLU, BN): for them pseudo-collapse is a small output norm, not a small spread.",

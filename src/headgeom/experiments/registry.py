@@ -49,8 +49,9 @@ class Summary:
     """What an experiment reports: claim entries, markdown tables, and figure builders.
 
     figures: (file name, builder) where the builder takes no argument or the cell results
-    [(cell, metrics)] and returns a Figure (headgeom.report.style.new_figure); plotting stays apart from
-    computing, the runner saves each figure as PNG beside the report.
+    [(cell, metrics)] and returns a Figure; plotting stays apart from computing: the builder is a
+    closure calling the experiment's drawing function in headgeom.report.plots.<experiment module>
+    with the data the summary computed, and the runner saves each figure as PNG beside the report.
     """
 
     claims: list[dict[str, Any]] = field(default_factory=list)

@@ -26,7 +26,7 @@ from torch.func import hessian, jacfwd, jacrev, vmap
 
 from .loss_curvature import LowRankCurvature, coupled_blocks_for, curvature_for
 from .loss_discovery import discover_curvature
-from .mlp_sandwich import block_costs, is_linear_chain, sandwich_blocks, tail_width
+from .mlp_sandwich import ChainProducts, block_costs, chain_products, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass
 from .readings import loss_hvp
 
@@ -150,6 +150,14 @@ class BlockStrategies:
         for start in range(0, idx.numel(), self.chunk_size):
             yield idx[start:start + self.chunk_size]
 
+    def _chain_products(self) -> ChainProducts:
+        """The verified chain's shared products, kept with the prepared head (its facts live as long
+        as the cached analysis copy, which is handed out again only while the weights are unchanged)."""
+        facts = self.head.facts
+        if facts.get("chain_products") is None:
+            facts["chain_products"] = chain_products(self._layers, self.d, self.z)
+        return facts["chain_products"]
+
     def _use_sandwich(self, want_g: bool):
         """(True, declared curvature or None) when the sandwich path of mlp_sandwich runs."""
         if self._layers is None or not is_linear_chain(self._layers) or self.block_strategy == "jacobian":
@@ -176,7 +184,8 @@ class BlockStrategies:
             curv = None if curv is None else curv.rows(idx)
         if sandwich:
             z, rho = (self.z, self.rho) if idx is None else (self.z[idx], self.rho[idx])
-            return sandwich_blocks(self._layers, z, rho, curv, hvp, want_g, want_m, self.chunk_size, merged=merged)
+            return sandwich_blocks(self._layers, z, rho, curv, hvp, want_g, want_m, self.chunk_size, merged=merged,
+                                   products=self._chain_products())
         n = self.n if idx is None else idx.numel()
         jt_all = torch.empty(n, d, k, dtype=self.z.dtype, device=self.z.device) if want_g else None
         ms = []

@@ -24,7 +24,7 @@ width 65,536 is formed per sample beyond the loss HVPs' tangents.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -169,16 +169,68 @@ def _linears_between(layers: list[nn.Module], lo: int, hi: int) -> list[nn.Linea
     return [layer for layer in layers[lo:hi] if isinstance(layer, nn.Linear)]
 
 
+@dataclass
+class ChainProducts:
+    """What a chain's blocks share across samples and calls, from its weights alone.
+
+    shared (d, w_0): P_0 = the first activation's pre-activation Jacobianᵀ (the identity when no
+    Linear comes first);
+    w_tail (k, m): the affine map after the last activation (None: the identity). Their Grams are
+    formed on first use and kept: a tracker calls the engine on the same cached analysis copy
+    (:mod:`headgeom.geometry.head_cache` checks that the weights are unchanged) at every step.
+    """
+
+    shared: Tensor
+    w_tail: Tensor | None
+    kept: dict[str, Tensor] = field(default_factory=dict)  # products formed on first use
+
+    def tail_gram(self) -> Tensor:
+        """W_Lᵀ W_L (m, m)."""
+        if "tail" not in self.kept:
+            self.kept["tail"] = self.w_tail.T @ self.w_tail
+        return self.kept["tail"]
+
+    def tail_t(self) -> Tensor | None:
+        """W_Lᵀ contiguous (m, k): the rows the weighted Gram of a declared diagonal reads."""
+        if self.w_tail is None:
+            return None
+        if "tail_t" not in self.kept:
+            self.kept["tail_t"] = self.w_tail.T.contiguous()
+        return self.kept["tail_t"]
+
+    def shared_gram(self) -> Tensor:
+        """P_0 P_0ᵀ (d, d)."""
+        if "shared" not in self.kept:
+            self.kept["shared"] = self.shared @ self.shared.T
+        return self.kept["shared"]
+
+
+def chain_products(layers: list[nn.Module], d: int, like: Tensor) -> ChainProducts:
+    """The chain's shared Jacobian P_0 and tail map W_L (products of its Linear weights)."""
+    acts = [i for i, layer in enumerate(layers) if not isinstance(layer, nn.Linear)]
+    w_tail = None
+    for lin in _linears_between(layers, (acts[-1] + 1) if acts else 0, len(layers)):
+        w_tail = lin.weight if w_tail is None else lin.weight @ w_tail
+    shared = None
+    for lin in _linears_between(layers, 0, acts[0] if acts else 0):
+        shared = lin.weight.T.contiguous() if shared is None else shared @ lin.weight.T
+    if shared is None:
+        shared = torch.eye(d, dtype=like.dtype, device=like.device)
+    return ChainProducts(shared, w_tail)
+
+
 def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: LowRankCurvature | None,
                     hvp: Callable[[Tensor], Tensor], want_g: bool, want_m: bool,
-                    chunk_size: int, merged: bool = False) -> tuple[Tensor | None, Tensor | None]:
+                    chunk_size: int, merged: bool = False,
+                    products: ChainProducts | None = None) -> tuple[Tensor | None, Tensor | None]:
     """(G blocks, M blocks), each (N, d, d) or None, of a Linear/activation chain whose loss
     Hessian is block-diagonal over samples (``hvp`` multiplies by it; ``curvature`` is its
     declared low-rank form or None). Jacobians are kept transposed: P_j (d, w_j) = A_jᵀ.
 
     merged (needs want_g and want_m): only the sum matters, so the last activation's M term
     is added inside the sandwich, B(DKD + diag c)Bᵀ; the first output then holds G plus that
-    term and the second the other M terms.
+    term and the second the other M terms. ``products``: the chain's :class:`ChainProducts`
+    when the caller keeps them across calls (built here otherwise).
     """
     merged = merged and want_g and want_m
     n, d = z.shape
@@ -187,32 +239,25 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     k = vp.u.shape[1]
     acts = vp.act_index
     p = len(acts)
-    tail = _linears_between(layers, (acts[-1] + 1) if acts else 0, len(layers))
-    w_tail = None  # the affine map after the last activation (a bottleneck may stay unfolded)
-    for lin in tail:
-        w_tail = lin.weight if w_tail is None else lin.weight @ w_tail
-
-    shared = None  # P_0: the first activation's pre-activation Jacobianᵀ (d, w), the same for all samples
-    for lin in _linears_between(layers, 0, acts[0] if acts else 0):
-        shared = lin.weight.T.contiguous() if shared is None else shared @ lin.weight.T
-    if shared is None:
-        shared = torch.eye(d, dtype=dtype, device=device)
+    if products is None:
+        products = chain_products(layers, d, z)
+    w_tail, shared = products.w_tail, products.shared  # a bottleneck may stay unfolded in w_tail
 
     kmat = gram = None
     if want_g and curvature is None:
         kmat = tail_curvature(w_tail, k, hvp, n, z)
     elif want_g and w_tail is not None and bool((curvature.alpha != 0).any()):  # (the DINO loss: alpha = 0)
-        gram = w_tail.T @ w_tail
+        gram = products.tail_gram()
 
     def k_rows(rows: slice) -> Tensor:
-        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k)
+        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k, wt=products.tail_t())
     g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
     m_out = None
     if want_m:
         if not p:
             m_out = torch.zeros(n, d, d, dtype=dtype, device=device)
         elif 0 in vp.norms:  # the first nonlinearity's M term, with its shared Jacobian
-            m_out = vp.norms[0].interaction(shared, gram=shared @ shared.T)
+            m_out = vp.norms[0].interaction(shared, gram=products.shared_gram())
         else:
             m_out = torch.empty(n, d, d, dtype=dtype, device=device)
     if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
@@ -223,6 +268,7 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
         return g_out, m_out
 
     scaled_w = None  # (chunk, w_out, w_in) buffer of W diag σ' for the first per-sample Jacobian, reused
+    mid_buf = None  # (chunk, m, m) buffer of the sandwich's middle factor, reused
     for start in range(0, n, chunk_size):
         rows = slice(start, min(start + chunk_size, n))
         if want_m and 0 not in vp.norms:
@@ -234,10 +280,12 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 pre = vp.norms[j - 1].rows(rows).pull_jt(pre)
                 for lin in lins:
                     pre = pre @ lin.weight.T
-            elif pre.ndim == 2 and len(lins) == 1:
+            elif pre.ndim == 2 and len(lins) == 1 and lins[0].weight.numel() <= pre.numel():
                 # (W diag σ') A with the shared A: scaling W's columns reads contiguous memory,
-                # scaling Aᵀ (strided) was ~1.5x slower; keep the transposed view for what follows
-                # (a fresh chunk-sized tensor per chunk costs its page faults: ~3x the product itself)
+                # scaling Aᵀ (strided) was ~1.5x slower at equal sizes; keep the transposed view for
+                # what follows (a fresh chunk-sized tensor per chunk costs its page faults: ~3x the
+                # product itself). A W larger than A (the DINO head: 2048² against 384 × 2048) is
+                # not scaled: A's copy is the smaller pass.
                 d1 = vp.d1[j - 1][rows]
                 w = lins[0].weight
                 if scaled_w is None:
@@ -260,10 +308,19 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 mid = state.sandwich(k_rows(rows))
                 if merged and p > 1:
                     mid = mid + state.dense_second()
-            else:
+            else:  # D K D (+ diag c) written once into a reused buffer
                 d1 = vp.d1[-1][rows]
-                mid = k_rows(rows) * d1[:, :, None] * d1[:, None, :]
+                if mid_buf is None:
+                    mid_buf = torch.empty(min(chunk_size, n) * d1.shape[1] ** 2, dtype=dtype, device=device)
+                mid = mid_buf[:d1.shape[0] * d1.shape[1] ** 2].view(d1.shape[0], d1.shape[1], d1.shape[1])
+                if kmat is None:
+                    curvature.rows(rows).sandwich(w_tail, gram, k, scale=d1, out=mid, wt=products.tail_t())
+                else:
+                    torch.mul(kmat[rows], d1[:, :, None], out=mid).mul_(d1[:, None, :])
                 if merged and p > 1:
                     mid.diagonal(dim1=1, dim2=2).add_(vp.c[-1][rows])
-            g_out[rows] = torch.matmul(torch.matmul(pre, mid), pre.transpose(-1, -2))
+            if pre.ndim == 3:  # into the output rows, no fresh (s, d, d) result
+                torch.bmm(torch.bmm(pre, mid), pre.transpose(1, 2), out=g_out[rows])
+            else:
+                g_out[rows] = torch.matmul(torch.matmul(pre, mid), pre.transpose(-1, -2))
     return g_out, m_out

@@ -30,7 +30,7 @@ from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_d
 from headgeom.experiments.registry import Summary
 from headgeom.io import json_number
 from headgeom.report.evidence import TEST
-from headgeom.report.style import new_figure, series_style, shared_legend
+from headgeom.report.plots import c10_pretrained as plots
 
 __all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "direction",
            "method_verdict", "summarize"]
@@ -303,33 +303,6 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
     return notes
 
 
-def _figure(config: Any, measured: dict):
-    fig, axes = new_figure(1, len(config.families), figsize=(3.6 * len(config.families), 3.4), squeeze=False)
-    rel = [r for r in EXPECTED_FILES if r in measured]
-    for ax, fam in zip(axes[0], config.families):
-        for j, metric in enumerate(("selectivity", "trace_ratio_raw", "per_dim_ratio_raw")):
-            xs, ys, lo, hi = [], [], [], []
-            for i, r in enumerate(rel):
-                est = measured[r]["families"][fam]["ratios"]["raw"][metric]
-                v, (a, b) = _f(est["value"]), (_f(c) for c in est["ci"])
-                xs.append(i + (j - 1) * 0.25)
-                ys.append(v)
-                lo.append(max(v - a, 0.0) if math.isfinite(a) else 0.0)
-                hi.append(max(b - v, 0.0) if math.isfinite(b) else 0.0)
-            style = series_style(j)
-            ax.errorbar(xs, ys, yerr=[lo, hi], linestyle="none", marker=style["marker"], color=style["color"],
-                        capsize=3, label=metric)
-        ax.axhline(1.0, color="0.5", lw=0.8)
-        ax.set_yscale("log")
-        ax.set_xticks(range(len(rel)), [EXPECTED_FILES[r].label for r in rel], rotation=30, fontsize=7)
-        ax.set_title(fam)
-    axes[0][0].set_ylabel("z / h(z) orbit variance ratio (CI)")
-    shared_legend(list(axes[0]))
-    fig.suptitle("C10: orbit variance through the official heads (> 1: compress)")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
     """Claims per method (selectivity), the dichotomy under selectivity and the paper's per-dim ratio,
     the file table, the ratio table, the verdict-by-metric table and notes."""
@@ -351,6 +324,7 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
         if all("by_point" in fr for m in measured.values() for fr in m["families"].values()):
             tables.append(("C10 where the change happens: raw trace ratio z / point after each head layer",
                            _profile_table(config, measured)))
-    figures = [("ratios", lambda: _figure(config, measured))] if measured else []
+    checkpoints = [(EXPECTED_FILES[r].label, measured[r]) for r in EXPECTED_FILES if r in measured]
+    figures = [("ratios", lambda: plots.ratios(checkpoints, config.families))] if measured else []
     notes = _notes(config, measured, missing, directory, table)
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
