@@ -299,5 +299,5 @@ EXPERIMENT = register(Experiment(
     resources=RESOURCES,
     train_config=cell_train_config,
     cell_keys={"train.lr": "each run trains at its own lr, the third entry of its (activation, bn, lr) triple: "
-                           "set runs instead, e.g. --set 'runs=[[\"relu\", false, 0.1]]', or small/paper's grid"},
+                           "set runs instead, e.g. --set 'runs=[[\"relu\", false, 0.1]]'"},
 ))
