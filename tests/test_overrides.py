@@ -76,6 +76,16 @@ def test_grid_refuses_train_lr_and_names_the_key_to_set_instead(capsys):
     assert [exp.train_config(config, c).lr for c in cells] == [0.1]
 
 
+@pytest.mark.parametrize("key, instead", [("system.bn=true", "set bn instead"),
+                                          ("system.activation=relu", "set heads instead")])
+def test_c5_refuses_the_system_fields_its_cells_set(key, instead):
+    with pytest.raises(ValueError, match=rf"experiment C5: --set '{key}': every cell sets .* itself.*{instead}"):
+        plan_experiments(["C5"], "quick", None, overrides=(key,))
+    # what the message says to do works: the heads and bn set reach the cells
+    plan, _ = plan_experiments(["C5"], "quick", None, overrides=('heads=["relu"]', "bn=[true]"))
+    assert {(c["head"], c["bn"]) for c in plan[0][2]} == {("relu", True)}
+
+
 @pytest.mark.parametrize("exp_id", TRAINING)
 @pytest.mark.parametrize("key, instead", [("train.seed=0", "--seeds N"), ("train.head=d-8-8", "hidden, out_dim")])
 def test_every_training_experiment_refuses_the_head_and_seed_its_cells_build(exp_id, key, instead):
