@@ -4,8 +4,9 @@ C9-C11).
 :func:`select_images` draws the analysed test images (seeded, balanced over classes);
 :func:`run_analysis` extracts every family's orbits (headgeom.orbits.extract), computes all
 metrics with bootstrap CIs and controls (headgeom.orbits.analyze), draws the orbit PCA panels
-(headgeom.orbits.pca, drawn by headgeom.report.plots.orbits) and, unless skipped, runs the tangent-metric and Fisher analysis of
-headgeom.orbits.tangent_metric on a smaller image set. It returns the JSON-able result and the
+(computed by headgeom.orbits.pca, drawn by headgeom.report.plots.orbits) and, unless skipped,
+runs the tangent-metric and Fisher analysis of headgeom.orbits.tangent_metric on a smaller image
+set. It returns the JSON-able result and the
 figures as PNG bytes; writing is the caller's (the CLI writes atomically).
 """
 
