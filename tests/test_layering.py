@@ -148,12 +148,24 @@ def figure_building(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+def figures_built_outside_report() -> list[str]:
+    """``file:line what`` for every figure built (or its constructor imported) outside headgeom.report."""
+    return [f"{path.relative_to(SRC.parent)}:{line} {what}" for path in sorted(SRC.rglob("*.py"))
+            if path.relative_to(SRC).parts[0] != "report" for line, what in figure_building(path)]
+
+
 def test_only_report_builds_figures():
-    # experiments compute; each experiment's figures are drawn in headgeom.report.plots.<module>
-    # from the data its summary hands over (Summary.figures holds closures calling them)
-    bad = [f"{path.relative_to(SRC.parent)}:{line} {what}" for path in sorted((SRC / "experiments").rglob("*.py"))
-           for line, what in figure_building(path)]
-    assert not bad, "figures drawn under headgeom.experiments (move them to headgeom.report.plots):\n" + "\n".join(bad)
+    # the other packages compute and hand plain data to headgeom.report.plots: each experiment's
+    # figures (Summary.figures holds closures calling them), the orbit analysis's and a run's
+    # tracking figures (headgeom.report.plots.orbits and .tracking)
+    bad = figures_built_outside_report()
+    assert not bad, "figures drawn outside headgeom.report (move them to headgeom.report.plots):\n" + "\n".join(bad)
+
+
+def test_report_imports_none_of_the_packages_it_draws_for():
+    # report draws what the others computed: they import it, never the other way round
+    bad = arrows_into(("report",), ("experiments", "orbits", "tracking", "train"))
+    assert not bad, "headgeom.report imports a package it draws for:\n" + "\n".join(bad)
 
 
 def test_the_figure_reader_sees_imports_and_calls(tmp_path):
@@ -164,3 +176,17 @@ def test_the_figure_reader_sees_imports_and_calls(tmp_path):
                     "def f():\n    return style.new_figure(1, 2)\n"
                     "def g():\n    return blank_figure()\n")
     assert figure_building(path) == [(1, "imports blank_figure"), (4, "calls new_figure"), (6, "calls blank_figure")]
+
+
+def test_a_figure_built_in_any_package_but_report_is_found(tmp_path):
+    # the whole tree is searched, not only headgeom.experiments; headgeom.report itself is allowed
+    for name in ("orbits", "report"):
+        (tmp_path / "headgeom" / name).mkdir(parents=True)
+        (tmp_path / "headgeom" / name / "figures.py").write_text(
+            "from headgeom.report import style\ndef f():\n    return style.new_figure()\n")
+    globals()["SRC"], saved = tmp_path / "headgeom", SRC
+    try:
+        bad = figures_built_outside_report()
+    finally:
+        globals()["SRC"] = saved
+    assert bad == ["headgeom/orbits/figures.py:3 calls new_figure"]

@@ -1,10 +1,9 @@
-"""analyze_orbits end to end on a tiny model, and the PCA figure (headgeom.orbits.analyze/figures)."""
+"""analyze_orbits end to end on a tiny model (headgeom.orbits.analyze)."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 import torch
 
@@ -13,7 +12,6 @@ from headgeom.heads import head_from
 from headgeom.io import atomic_write_json
 from headgeom.orbits import analyze_orbit_features, analyze_orbits, extract_orbits
 from headgeom.orbits import metrics as M
-from headgeom.orbits.figures import figure_png_bytes, pca_project, plot_orbit_pca
 
 
 @pytest.fixture(scope="module")
@@ -101,24 +99,3 @@ def test_errors_come_before_any_forward_pass(setup):
         analyze_orbits(backbone, head, images, labels, ["hue"], 4, value_ranges={"blur": (0.1, 1.0)})
     with pytest.raises(ValueError, match="at least one augmentation family"):
         analyze_orbits(backbone, head, images, labels, [], 4)
-
-
-def test_pca_projection_matches_numpy_and_the_figure_draws():
-    g = np.random.default_rng(0)
-    f = g.normal(size=(4, 6, 10)) + 2.0
-    coords, frac = pca_project(torch.from_numpy(f))
-    u = f / np.linalg.norm(f, axis=-1, keepdims=True)
-    x = u.reshape(24, 10) - u.reshape(24, 10).mean(axis=0)
-    lam, vec = np.linalg.eigh(x.T @ x)
-    top = vec[:, ::-1][:, :2]
-    ref = (x @ top).reshape(4, 6, 2)
-    for j in range(2):  # principal axes are defined up to sign
-        sign = np.sign(np.sum(ref[..., j] * coords[..., j].numpy()))
-        np.testing.assert_allclose(coords[..., j].numpy(), sign * ref[..., j], rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(frac.numpy(), lam[::-1][:2] / lam.sum(), rtol=1e-10)
-    fig = plot_orbit_pca({"z": torch.from_numpy(f), "h": torch.from_numpy(f[..., :3])},
-                         torch.tensor([0, 1, 0, 1]), title="test")
-    assert len(fig.axes) == 2
-    assert figure_png_bytes(fig)[:8] == b"\x89PNG\r\n\x1a\n"
-    with pytest.raises(ValueError, match="unknown point"):
-        plot_orbit_pca({"z": torch.from_numpy(f)}, points=["h"])

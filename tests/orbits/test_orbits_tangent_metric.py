@@ -1,6 +1,7 @@
 """headgeom.orbits.tangent_metric (C6/C7 on real models): quotients against dense float64 autograd
 (explicit Jacobians and loss Hessians), tangents against central differences, an exactly invariant
-head, Fisher ranks against numpy.linalg.matrix_rank, errors, and the figure."""
+head, Fisher ranks against numpy.linalg.matrix_rank and errors (the figure:
+tests/report/plots/test_plots_orbits.py)."""
 import json
 import math
 
@@ -13,7 +14,6 @@ from torch.autograd.functional import hessian, jacobian
 from headgeom.augment.families import get_family
 from headgeom.geometry.fisher import null_space_fraction
 from headgeom.geometry.tangents import random_unit_directions
-from headgeom.orbits.tangent_figures import plot_tangent_spectra
 from headgeom.orbits.tangent_metric import tangent_metric_analysis
 from headgeom.orbits.tangent_summary import quotient_summary
 
@@ -256,16 +256,6 @@ def test_backbone_only_and_json():
         assert e["backbone"]["tangent"]["n"] == 2 and e["backbone"]["random"]["n"] == 4
     assert res["protocol"]["xi0"] == {"rotation": 0.0, "blur": 1.0}
     json.dumps(res, allow_nan=False)
-    fig = plot_tangent_spectra(res)
-    assert len(fig.axes) == 2
-
-
-def test_plot_has_one_panel_per_family_and_metric():
-    res = tangent_metric_analysis(Backbone(), smooth_head(), images(2), ["hue", "scale"], n_random=2)
-    fig = plot_tangent_spectra(res)
-    assert len(fig.axes) == 2 * 4
-    with pytest.raises(ValueError, match="families"):
-        plot_tangent_spectra({})
 
 
 class ThreeD(nn.Module):

@@ -13,7 +13,8 @@ import struct
 import pytest
 
 from headgeom.runs.metrics import MetricsRecord
-from headgeom.tracking.record import HeffReading, Statistics, TrackingRecord, Updates, combine, finite_or_none
+from headgeom.tracking.record import (HeffReading, Statistics, TrackingRecord, Updates, combine, finite_or_none,
+                                     floor_key)
 from headgeom.tracking.trajectory import Trajectory, read_tracking
 from headgeom.train.loggers import JsonlLogger
 
@@ -154,3 +155,13 @@ def test_trajectory_series_say_where_the_numbers_come_from():
         traj.heff("ambient", "source")
     with pytest.raises(ValueError, match="one record per line"):
         Trajectory(traj.lines, recs[:1])
+
+
+def test_floor_key_names_the_floor_beside_an_eigenvalue():
+    # the tracking figures draw an eigenvalue with the floor recorded under this key
+    reading = HeffReading("ambient", "mean", "operator", lambda_min=-1.0, floor=1e-9)
+    keys = reading.metrics()
+    lam = HeffReading.prefix("ambient", "mean", "operator") + "lambda_min"
+    assert floor_key(lam) in keys and keys[floor_key(lam)] == 1e-9
+    assert floor_key("heff_tangential_mean_lambda_max") == "heff_tangential_mean_floor"
+    assert floor_key("spread_z") is None and floor_key("heff_ambient_mean_floor") is None

@@ -5,8 +5,8 @@ headgeom.orbits.selective: the global ratio, selectivity = compression / global 
 compression of centred features.
 
 ``analyze_orbits`` extracts (headgeom.orbits.extract) and then calls ``analyze_orbit_features``,
-which is pure computation on stored features and returns a JSON-able dict. Plotting lives in
-headgeom.orbits.figures.
+which is pure computation on stored features and returns a JSON-able dict. The PCA
+panels are computed in headgeom.orbits.pca and drawn in headgeom.report.plots.orbits.
 
 Layout of the result::
 

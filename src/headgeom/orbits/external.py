@@ -33,7 +33,9 @@ from torch import Tensor
 from headgeom.runs.safe_load import file_sha256
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_protocol
 from headgeom.orbits.extract import OrbitFeatures
-from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
+from headgeom.orbits.pca import orbit_pca_panels
+from headgeom.report.figures import figure_png_bytes
+from headgeom.report.plots.orbits import plot_orbit_pca
 
 __all__ = ["ExternalOrbits", "NpzFormatError", "analyze_external", "analyze_npz", "check_family",
            "is_npz", "load_orbit_npz"]
@@ -232,10 +234,10 @@ def analyze_external(ext: ExternalOrbits, family: str = "external", *, n_boot: i
     protocol.update(normalisation={"mean": None, "std": None,
                                    "order": "not applicable: embeddings computed elsewhere"},
                     precision=f"features as given ({', '.join(dtypes)}), metrics float64")
-    fig = plot_orbit_pca(ext.features, ext.labels, points=list(ext.features),
+    fig = plot_orbit_pca(orbit_pca_panels(ext.features, ext.labels, points=list(ext.features)),
                          title=f"{family} orbits ({of.units}), 2-D PCA of L2-normalised features")
     return ({"protocol": protocol, "definitions": DEFINITIONS, "families": {family: fam}},
-            {f"orbits_{family}.png": figure_png_bytes(fig)})
+            {f"orbits_{family}.png": figure_png_bytes(fig, bbox_inches=None)})  # laid out by tight_layout
 
 
 def analyze_npz(path: str | Path, family: str = "external", *, n_boot: int = 1000, seed: int = 0,

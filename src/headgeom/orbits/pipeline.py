@@ -4,8 +4,9 @@ C9-C11).
 :func:`select_images` draws the analysed test images (seeded, balanced over classes);
 :func:`run_analysis` extracts every family's orbits (headgeom.orbits.extract), computes all
 metrics with bootstrap CIs and controls (headgeom.orbits.analyze), draws the orbit PCA panels
-(headgeom.orbits.figures) and, unless skipped, runs the tangent-metric and Fisher analysis of
-headgeom.orbits.tangent_metric on a smaller image set. It returns the JSON-able result and the
+(computed by headgeom.orbits.pca, drawn by headgeom.report.plots.orbits) and, unless skipped,
+runs the tangent-metric and Fisher analysis of headgeom.orbits.tangent_metric on a smaller image
+set. It returns the JSON-able result and the
 figures as PNG bytes; writing is the caller's (the CLI writes atomically).
 """
 
@@ -24,11 +25,12 @@ from headgeom.augment.families import get_family, orbit_values
 from headgeom.data import ImageDataset
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_protocol
 from headgeom.orbits.extract import extract_orbits
-from headgeom.orbits.figures import figure_png_bytes, plot_orbit_pca
 from headgeom.orbits.model_input import ModelInput, prepare_images
+from headgeom.orbits.pca import orbit_pca_panels
 from headgeom.orbits.report import last_points
-from headgeom.orbits.tangent_figures import plot_tangent_spectra
 from headgeom.orbits.tangent_metric import tangent_metric_analysis
+from headgeom.report.figures import figure_png_bytes
+from headgeom.report.plots.orbits import plot_orbit_pca, plot_tangent_spectra
 
 __all__ = ["AnalysisOptions", "figure_points", "run_analysis", "select_images"]
 
@@ -147,9 +149,9 @@ def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: Anal
         out["families"][fam] = analyze_orbit_features(
             of, labels, heads=head_chain, n_boot=opts.n_boot, seed=opts.seed, level=opts.level,
             controls=opts.controls, device=device)
-        fig = plot_orbit_pca(of.features, labels, points=figure_points(of.points),
+        fig = plot_orbit_pca(orbit_pca_panels(of.features, labels, points=figure_points(of.points)),
                              title=f"{fam} orbits ({of.units}), 2-D PCA of L2-normalised features")
-        figures[f"orbits_{fam}.png"] = figure_png_bytes(fig)
+        figures[f"orbits_{fam}.png"] = figure_png_bytes(fig, bbox_inches=None)  # laid out by tight_layout
         seconds[f"orbits_{fam}"] = time.perf_counter() - t0
     if bar is not None:
         bar.close()

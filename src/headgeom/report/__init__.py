@@ -4,7 +4,8 @@ Plotting stays apart from computing: experiments hand figure builders to the run
 saves them here; the markdown writer reads only the results.json content. Every figure takes its
 series styles, legend placement, symlog ticks, chance lines and round-off band from
 :mod:`headgeom.report.style`; :mod:`headgeom.report.plots` holds each experiment's figures (one module
-per experiment) and :mod:`headgeom.report.trajectories` the training trajectories they share.
+per experiment), those of ``headgeom analyze`` (``plots.orbits``) and of a run's tracked metrics
+(``plots.tracking``), and :mod:`headgeom.report.trajectories` the training trajectories they share.
 """
 from .figures import figure_file_name, figure_png_bytes, make_figure, save_figure, use_agg
 from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report

@@ -5,12 +5,12 @@ representation spread / covariance condition / RankMe (from headgeom.eval.rankme
 >>> metrics = tracker(step, method)            # dict[str, float] (metrics.jsonl keys); {} between tracking steps
 >>> record = tracker.measure(step, method)     # TrackingRecord: record.reading("ambient").lambda_min, ...
 >>> read_tracking("runs/simsiam").heff("ambient", "lambda_min")   # the series back from metrics.jsonl
->>> plot_run("runs/simsiam")                   # runs/simsiam/figures/tracking/*.png
+>>> plot_run("runs/simsiam")                   # runs/simsiam/figures/tracking/*.png (headgeom.report.plots.tracking)
 """
-from headgeom.tracking.plots import plot_metrics, plot_run, read_metrics
+from headgeom.tracking.plots import plot_metrics, plot_run
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates
 from headgeom.tracking.tracker import GeometryTracker
-from headgeom.tracking.trajectory import Trajectory, read_tracking
+from headgeom.tracking.trajectory import Trajectory, read_metrics, read_tracking
 from headgeom.tracking.updates import UpdateRatio, relative_change
 
 __all__ = [

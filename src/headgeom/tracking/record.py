@@ -28,7 +28,7 @@ from headgeom.geometry.readings import READINGS
 from headgeom.runs.metrics import MetricsRecord
 
 __all__ = ["HEFF_SOURCES", "REDUCTIONS", "HeffReading", "Statistics", "TrackingRecord", "Updates", "combine",
-           "finite_or_none"]
+           "finite_or_none", "floor_key"]
 
 REDUCTIONS = {
     "mean": "blocks of the loss as the method defines it (headgeom losses average over the N probe "
@@ -120,6 +120,16 @@ class HeffReading:
 
 
 _VALUE_FIELDS = tuple(f.name for f in fields(HeffReading) if f.name not in ("reading", "reduction", "source"))
+
+
+def floor_key(key: str) -> str | None:
+    """The key of the round-off floor recorded beside an eigenvalue key, None for other keys
+    (``heff_tangential_mean_lambda_min`` -> ``heff_tangential_mean_floor``; the operator estimate's
+    ``..._op_lambda_min`` -> ``..._op_floor``)."""
+    for name in ("lambda_min", "lambda_max"):
+        if key.endswith(name):
+            return key[: -len(name)] + "floor"
+    return None
 
 
 @dataclass(frozen=True)

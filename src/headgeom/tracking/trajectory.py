@@ -1,4 +1,5 @@
-"""A run's tracked steps as series: the one reader of the tracker's records in metrics.jsonl.
+"""A run's metrics as series: the tracker's records (:func:`read_tracking`, the one reader of
+them in metrics.jsonl) and every numeric metric (:func:`read_metrics`, what the figures plot).
 
     traj = read_tracking("runs/simsiam")              # Trajectory of the tracked lines, in file order
     traj.steps                                         # [0, 10, 20, ...]
@@ -9,16 +10,21 @@ Each tracked line of metrics.jsonl (read by :func:`headgeom.runs.metrics.read_me
 whole (the loop's own keys at that step: ``loss``, ``grad_norm_*``) beside the tracker's
 :class:`~headgeom.tracking.record.TrackingRecord` parsed from it. Series hold None where a value
 is undefined or not finite at that step (what a trajectory plots and a verdict counts).
+
+    series = read_metrics("runs/simsiam/metrics.jsonl")   # {"loss": ([0, 10, ...], [1.2, 0.9, ...]), ...}
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
+from pathlib import Path
 
-from headgeom.runs.metrics import MetricsRecord, read_metrics
+from headgeom.runs.metrics import MetricsRecord
+from headgeom.runs.metrics import read_metrics as read_run_metrics
 from headgeom.tracking.record import HEFF_SOURCES, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
 
-__all__ = ["Trajectory", "read_tracking"]
+__all__ = ["Trajectory", "read_metrics", "read_tracking"]
 
 _HEFF_FIELDS = {f.name for f in fields(HeffReading)} - {"reading", "reduction", "source"}
 
@@ -93,9 +99,31 @@ def read_tracking(run: str | os.PathLike[str], *, strict: bool = False) -> Traje
     order; ``strict`` as in :func:`headgeom.runs.metrics.read_metrics`. A line is tracked when it
     holds a key of the tracker's record (:meth:`TrackingRecord.from_metrics`)."""
     lines, records = [], []
-    for line in read_metrics(run, strict=strict):
+    for line in read_run_metrics(run, strict=strict):
         record = TrackingRecord.from_metrics(line)
         if record is not None:
             lines.append(line)
             records.append(record)
     return Trajectory(tuple(lines), tuple(records))
+
+
+def read_metrics(path: str | os.PathLike) -> dict[str, tuple[list[int], list[float]]]:
+    """{metric: (steps, values)} from a metrics.jsonl, in file order (finite numbers only), read
+    strictly by :func:`headgeom.runs.metrics.read_metrics` (a bad line is an error naming it).
+
+    Every key but ``step`` with a finite numeric value on at least one line is a metric (null,
+    strings, booleans and lists are skipped; a metric missing on a line, e.g. a tracked quantity
+    between tracking steps, leaves a gap)."""
+    path = Path(path)
+    series: dict[str, tuple[list[int], list[float]]] = {}
+    for rec in read_run_metrics(path, strict=True):
+        for key, value in rec.values.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            if math.isfinite(value):
+                steps, values = series.setdefault(key, ([], []))
+                steps.append(rec.step)
+                values.append(float(value))
+    if not series:
+        raise ValueError(f"{path} holds no numeric metric besides 'step'; nothing to plot")
+    return series
