@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, register
+from headgeom.experiments.registry import Experiment, Summary, check_known, register, seeded_cells
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
@@ -112,13 +112,9 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=90, expected
 
 def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per activation × seed."""
-    bad = [a for a in config.activations if a not in ACTIVATIONS]
-    if bad:
-        raise ValueError(f"ablation activations has unknown entries {bad}; choose from {ACTIVATIONS}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"the activation ablation needs at least one seed; got {n}")
-    return [{"activation": a, "seed": s} for a in config.activations for s in range(n)]
+    check_known("ablation activations", config.activations, ACTIVATIONS)
+    return seeded_cells("the activation ablation", [{"activation": a} for a in config.activations], seeds,
+                        default=config.seeds)
 
 
 def train_config(config: AblationConfig, act: str, seed: int) -> TrainConfig:

@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
@@ -147,15 +147,13 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per seed × depth, seed-major (every depth of seed 0 first, so pairs finish early)."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C11 needs at least one seed; got {n}")
     if len(set(config.depths)) < 2 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
                                           for d in config.depths):
         raise ValueError(f"C11 depths must be at least two distinct ints >= 1; got {config.depths}")
     if not config.head_inputs or config.head_inputs[0] != "raw":
         raise ValueError(f"C11 head_inputs must start with 'raw' (the judged reading); got {config.head_inputs}")
-    return [{"depth": d, "seed": s} for s in range(n) for d in sorted(config.depths)]
+    return seeded_cells("C11", [{"depth": d} for d in sorted(config.depths)], seeds, default=config.seeds,
+                        seed_major=True)
 
 
 def depth_head(depth: int, hidden: int, out: int) -> str:

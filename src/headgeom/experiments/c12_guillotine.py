@@ -40,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.estimates import format_estimate
@@ -147,16 +147,13 @@ BACKBONES = ("resnet18", "vit_tiny")
 
 def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per seed, or per (dataset, backbone) setting × seed when ``settings`` is given."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C12 needs at least one seed; got {n}")
     if config.settings is None:
-        return [{"seed": s} for s in range(n)]
+        return seeded_cells("C12", [{}], seeds, default=config.seeds)
     bad = [b for _, b in config.settings if b not in BACKBONES]
     if bad or not config.settings:
         raise ValueError(f"C12 settings must be (dataset, backbone) pairs with a backbone among {BACKBONES}; "
                          f"got {config.settings}")
-    return [{"data": d, "backbone": b, "seed": s} for d, b in config.settings for s in range(n)]
+    return seeded_cells("C12", [{"data": d, "backbone": b} for d, b in config.settings], seeds, default=config.seeds)
 
 
 def setting_of(config: C12Config, cell: dict[str, Any]) -> tuple[str, str]:

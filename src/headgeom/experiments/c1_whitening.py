@@ -39,7 +39,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import vmap
 
-from headgeom.experiments.registry import Experiment, Summary, check_claim, measured, register
+from headgeom.experiments.registry import Experiment, Summary, check_claim, measured, register, seeded_cells
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
@@ -133,10 +133,11 @@ def parse_setting(setting: str) -> tuple[str, str]:
     return obj, reading
 
 
-def cells(config: C1Config, seeds: int) -> list[dict]:
+def cells(config: C1Config, seeds: int | None = None) -> list[dict]:
+    """One cell per setting × seed."""
     for s in config.settings:
         parse_setting(s)
-    return [{"setting": s, "seed": seed} for s in config.settings for seed in range(seeds)]
+    return seeded_cells("C1", [{"setting": s} for s in config.settings], seeds, default=config.seeds)
 
 
 def _fixed_point(config: C1Config, seed: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -42,7 +42,7 @@ from typing import Any
 import torch
 from torch.func import vmap
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
@@ -149,11 +149,8 @@ def _validate(config: C2Config) -> None:
 def cells(config: C2Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per setting × slice dimension m × seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C2 needs at least one seed; got {n_seeds}")
-    return [{"setting": s, "m": m, "seed": seed} for s in config.settings for m in config.slice_dims
-            for seed in range(n_seeds)]
+    return seeded_cells("C2", [{"setting": s, "m": m} for s in config.settings for m in config.slice_dims], seeds,
+                        default=config.seeds)
 
 
 def head_outputs(config: C2Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
 from headgeom.runs.cell import log_metrics
 from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
@@ -135,12 +135,9 @@ def _validate(config: C3Config) -> None:
 def cells(config: C3Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per depth × width × seed, plus the linear baseline (depth 0, width 0) per seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C3 needs at least one seed; got {n_seeds}")
-    out = [{"depth": 0, "width": 0, "seed": s} for s in range(n_seeds)] if config.linear_baseline else []
-    out += [{"depth": dp, "width": w, "seed": s} for dp in config.depths for w in config.widths for s in range(n_seeds)]
-    return out
+    baseline = [{"depth": 0, "width": 0}] if config.linear_baseline else []
+    return seeded_cells("C3", baseline + [{"depth": dp, "width": w} for dp in config.depths for w in config.widths],
+                        seeds, default=config.seeds)
 
 
 def problem(config: C3Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

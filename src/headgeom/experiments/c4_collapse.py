@@ -52,7 +52,7 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, check_known, measured, register, seeded_cells
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
@@ -161,9 +161,7 @@ RESOURCES = {"paper": Resources(cpus=4, mem_gb=8, time_min=30, expected_min=0.5)
 def _validate(config: C4Config) -> None:
     for name, values, allowed in (("states", config.states, STATES), ("readings", config.readings, READINGS),
                                   ("sweep_states", config.sweep_states, EQUILIBRIUM_STATES)):
-        bad = [v for v in values if v not in allowed]
-        if bad:
-            raise ValueError(f"C4 config {name} has unknown entries {bad}; choose from {allowed}")
+        check_known(f"C4 config {name}", values, allowed)
     for name, (lo, hi) in (("residual_range", config.residual_range), ("angle_range", config.angle_range)):
         log_grid(lo, hi, max(config.sweep_points, 2))  # raises on a bad range
         if name == "angle_range" and hi >= math.pi:
@@ -175,11 +173,9 @@ def _validate(config: C4Config) -> None:
 def cells(config: C4Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per activation × state × reading × seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C4 needs at least one seed; got {n_seeds}")
-    return [{"activation": a, "state": s, "reading": r, "seed": seed}
-            for a in config.activations for s in config.states for r in config.readings for seed in range(n_seeds)]
+    return seeded_cells("C4", [{"activation": a, "state": s, "reading": r}
+                               for a in config.activations for s in config.states for r in config.readings],
+                        seeds, default=config.seeds)
 
 
 def build_head(config: C4Config, activation: str, seed: int, weight_scale: float = 1.0) -> ProjectionHead:

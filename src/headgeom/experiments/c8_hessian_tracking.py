@@ -51,7 +51,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, check_known, measured, register, seeded_cells
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
@@ -150,13 +150,8 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per run × seed."""
-    bad = [r for r in config.runs if r not in RUNS]
-    if bad:
-        raise ValueError(f"C8 config runs has unknown entries {bad}; choose from {tuple(RUNS)}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C8 needs at least one seed; got {n}")
-    return [{"run": r, "seed": s} for r in config.runs for s in range(n)]
+    check_known("C8 config runs", config.runs, RUNS)
+    return seeded_cells("C8", [{"run": r} for r in config.runs], seeds, default=config.seeds)
 
 
 def train_config(config: C8Config, run: str, seed: int) -> TrainConfig:

@@ -49,7 +49,7 @@ from torch import Tensor
 
 from headgeom.data import ImageDataset, load_dataset
 from headgeom.device import resolve_device
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
 from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
@@ -163,15 +163,12 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per backbone × seed."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C9 needs at least one seed; got {n}")
     unknown = [b for b in config.backbones if b not in BACKBONES]
     if unknown or not config.backbones:
         raise ValueError(f"C9 backbones must be among {BACKBONES}; got {config.backbones}")
     if config.judge_family not in config.families:
         raise ValueError(f"judge_family {config.judge_family!r} is not among the families {config.families}")
-    return [{"backbone": b, "seed": s} for b in config.backbones for s in range(n)]
+    return seeded_cells("C9", [{"backbone": b} for b in config.backbones], seeds, default=config.seeds)
 
 
 def train_config(config: C9Config, backbone: str, seed: int) -> TrainConfig:

@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, check_known, measured, register, seeded_cells
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
@@ -66,6 +66,8 @@ def run_name(act: str, bn: bool, lr: float) -> str:
 # the quick preset's training: the paper's SimSiam, pseudo-collapsed ×0.1; a cell adds its head (activation,
 # BN), its lr (the run's, which replaces train.lr) and its seed
 TRAIN = replace(SIMSIAM, pseudo_collapse=0.1, epochs=2, max_steps=60, batch_size=32, track_every=15, probe_size=32)
+# the head activations a grid run may name
+ACTIVATIONS = ("linear", "relu", "silu", "gelu", "softplus", "tanh")
 
 
 @dataclass(frozen=True)
@@ -133,14 +135,12 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=60, expected
 
 def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per (activation, bn, lr) × seed."""
-    bad = [r for r in config.runs if len(r) != 3 or r[0] not in ("linear", "relu", "silu", "gelu", "softplus", "tanh")]
+    bad = [r for r in config.runs if len(r) != 3]
     if bad:
-        raise ValueError(f"grid runs must be (activation, bn, lr) triples with a known activation; got {bad}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"the collapse grid needs at least one seed; got {n}")
-    return [{"activation": a, "bn": bool(bn), "lr": float(lr), "seed": s}
-            for a, bn, lr in config.runs for s in range(n)]
+        raise ValueError(f"grid runs must be (activation, bn, lr) triples; got {bad}")
+    check_known("grid runs' activations", [a for a, _, _ in config.runs], ACTIVATIONS)
+    return seeded_cells("the collapse grid", [{"activation": a, "bn": bool(bn), "lr": float(lr)}
+                                              for a, bn, lr in config.runs], seeds, default=config.seeds)
 
 
 def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int) -> TrainConfig:
