@@ -52,7 +52,7 @@ from headgeom.orbits.run_measures import measure_run
 from headgeom.report.training_verdicts import pm
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMCLR, simclr_cell
+from headgeom.train.recipes import SIMCLR, on_cifar10, paper_scale, simclr_cell
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
@@ -121,7 +121,7 @@ def small() -> C11Config:
     wall measured end to end (990 s CPU, one torch thread, 2 shared cores at load 4-8; peak RSS 1.1 GB);
     about 17-20 min on the idle machine. Backbone kNN about 0.35 (chance 0.1) at this budget.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=1, max_steps=130)
+    train = on_cifar10(TRAIN, batch_size=256, epochs=1, max_steps=130)
     return C11Config(preset="small", train=train, seeds=3, hidden=512, out_dim=256, eval_train=10_000, eval_test=2_000)
 
 
@@ -133,8 +133,7 @@ def paper() -> C11Config:
     Command: ``headgeom reproduce --only C11 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
     H200 (9 runs of 50 epochs; scaled from C12's estimate, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
-                    max_steps=None, device="auto")
+    train = paper_scale(TRAIN, batch_size=256, epochs=50)
     return C11Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, eval_train=None, eval_test=None,
                      orbit_per_class=3, num_threads=None)
 

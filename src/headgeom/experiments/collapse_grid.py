@@ -44,7 +44,7 @@ from headgeom.report.training_verdicts import (
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
+from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -109,8 +109,7 @@ def small() -> GridConfig:
     about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
     to end).
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
-                    probe_size=64)
+    train = on_cifar10(TRAIN, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64)
     return GridConfig(preset="small", train=train, hidden=256, out_dim=256, pred_hidden=128, block_samples=4)
 
 
@@ -121,8 +120,7 @@ def paper() -> GridConfig:
     Command: ``headgeom reproduce --only GRID --preset paper``. Runtime: roughly 3-5 GPU-hours on one
     H200 (42 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=512, epochs=50,
-                    max_steps=None, track_every=97, probe_size=256, device="auto")
+    train = paper_scale(TRAIN, batch_size=512, epochs=50, track_every=97, probe_size=256)
     return GridConfig(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512, block_samples=8,
                       num_threads=None)
 
