@@ -119,16 +119,13 @@ def test_no_experiment_imports_another():
     # experiments import each other only through the machinery (registry, runner); a piece two
     # experiments share (C8's curvature verdict, judged by the activation ablation too) lives below them
     machinery = {"registry", "runner", "cli"}
-    # still to move below the experiments: C7 builds on C6's invariance system (its presets' system,
-    # regimes, regime_spec, cells); their home is headgeom.theory. Listed so no new arrow can join it.
-    known = {("c7_fisher", "c6_invariance")}
     bad = []
     for path in sorted((SRC / "experiments").rglob("*.py")):
         own = path.relative_to(SRC / "experiments").parts[0].removesuffix(".py")
         for line, module in imported_modules(path):
             parts = module.split(".")
             if (parts[:2] == ["headgeom", "experiments"] and len(parts) > 2
-                    and parts[2] not in machinery and parts[2] != own and (own, parts[2]) not in known):
+                    and parts[2] not in machinery and parts[2] != own):
                 bad.append(f"{path.relative_to(SRC.parent)}:{line} imports {module}")
     assert not bad, "experiments importing each other sideways:\n" + "\n".join(sorted(set(bad)))
 
@@ -154,9 +151,7 @@ def figure_building(path: Path) -> list[tuple[int, str]]:
 def test_only_report_builds_figures():
     # experiments compute; each experiment's figures are drawn in headgeom.report.plots.<module>
     # from the data its summary hands over (Summary.figures holds closures calling them)
-    known = {"c6_invariance", "c7_fisher"}  # moved by the C6 invariance-system change
     bad = [f"{path.relative_to(SRC.parent)}:{line} {what}" for path in sorted((SRC / "experiments").rglob("*.py"))
-           if path.relative_to(SRC / "experiments").parts[0].removesuffix(".py") not in known
            for line, what in figure_building(path)]
     assert not bad, "figures drawn under headgeom.experiments (move them to headgeom.report.plots):\n" + "\n".join(bad)
 

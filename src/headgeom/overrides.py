@@ -7,14 +7,21 @@ becomes a tuple where the field holds a tuple, an int becomes a float where it h
 result is built with ``dataclasses.replace``, so each config's own checks (``TrainConfig.__post_init__``)
 judge the new value. An unknown key is an error that names the known ones, and a key that names a field
 of a nested config (``batch_size`` for ``train.batch_size``) says which key to write instead.
+
+A key that the experiment sets itself in its cells is refused too, since the value would be silently
+ignored: one it declares (``Experiment.cell_keys``, each with what to set instead: GRID's ``train.lr``,
+each run's own lr; C6's ``system.train_backbone``, its regime), checked by :func:`apply_overrides`, and,
+for a training experiment, the head and seed (which every cell builds itself) and any other field of
+its nested training config that no cell's own training config holds, found by :func:`cells_ignoring`
+(a field only some cells replace is run, with a note saying which cells ignore it).
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-__all__ = ["apply_overrides", "parse_assignment"]
+__all__ = ["apply_overrides", "cells_ignoring", "parse_assignment"]
 
 
 def parse_assignment(text: str) -> tuple[list[str], Any]:
@@ -78,13 +85,25 @@ def _set(config: Any, path: list[str], value: Any, text: str) -> Any:
     return dataclasses.replace(config, **{name: _coerce(known[name], old, value)})
 
 
-def apply_overrides(config: Any, assignments: Sequence[str]) -> Any:
+def _refuse_cell_key(path: list[str], text: str, cell_keys: Mapping[str, str]) -> None:
+    key = ".".join(path)
+    for fixed, instead in cell_keys.items():
+        if key == fixed or key.startswith(fixed + "."):
+            raise ValueError(f"--set {text!r}: every cell sets {fixed} itself, so this value would be ignored; "
+                             f"{instead}")
+
+
+def apply_overrides(config: Any, assignments: Sequence[str], cell_keys: Mapping[str, str] | None = None) -> Any:
     """``config`` (a frozen dataclass) with every ``KEY=VALUE`` of ``assignments`` applied in order.
-    Raises ValueError for a malformed assignment, an unknown key, or a value the config rejects."""
+
+    ``cell_keys``: keys the experiment sets itself in every cell (``Experiment.cell_keys``), each with
+    what to set instead. Raises ValueError for a malformed assignment, an unknown key, a key of
+    ``cell_keys`` (or below one), or a value the config rejects."""
     for text in assignments:
         if not dataclasses.is_dataclass(config):
             raise ValueError(f"--set {text!r}: the config {type(config).__name__} is not a dataclass; it has no keys")
         path, value = parse_assignment(text)
+        _refuse_cell_key(path, text, cell_keys or {})
         try:
             config = _set(config, path, value, text)
         except (TypeError, ValueError) as err:
@@ -92,3 +111,36 @@ def apply_overrides(config: Any, assignments: Sequence[str]) -> Any:
                 raise
             raise ValueError(f"--set {text!r}: {err}") from err
     return config
+
+
+
+def cells_ignoring(config: Any, assignments: Sequence[str], cell_configs: Sequence[tuple[Any, Any]],
+                   what_instead: str) -> list[str]:
+    """Refuse an assignment ``nested.field=VALUE`` that every cell replaces; a note for one some cells replace.
+
+    ``config``: the experiment's config with ``assignments`` applied; ``cell_configs``: (cell, the
+    nested config that cell runs, e.g. its TrainConfig) for every cell. An assignment to a field of
+    a nested config of that type is ignored by a cell whose own config holds another value there.
+    Raises ValueError (with ``what_instead``) when every cell ignores it; returns a note per
+    assignment that only some cells ignore (e.g. ``train.backbone_options`` in C9's ViT cells).
+    """
+    notes: list[str] = []
+    if not cell_configs:
+        return notes
+    kind = type(cell_configs[0][1])
+    for text in assignments:
+        path, _ = parse_assignment(text)
+        nested = getattr(config, path[0], None)
+        if len(path) != 2 or type(nested) is not kind:
+            continue
+        key, value = ".".join(path), getattr(nested, path[1])
+        differ = [(cell, getattr(own, path[1])) for cell, own in cell_configs if getattr(own, path[1]) != value]
+        if not differ:
+            continue
+        cell, own = differ[0]
+        which = (f"{len(differ)} of {len(cell_configs)} cells set {key} themselves (e.g. the cell {cell} runs "
+                 f"{path[1]}={own!r}), so {value!r} ")
+        if len(differ) == len(cell_configs):
+            raise ValueError(f"--set {text!r}: {which}would be ignored; {what_instead}")
+        notes.append(f"--set {text}: {which}does not reach them")
+    return notes

@@ -269,4 +269,6 @@ EXPERIMENT = register(Experiment(
     presets={"quick": quick, "small": small, "paper": paper}, cells=cells, run_cell=run_cell,
     summarize=summarize, theory=True,
     resources=RESOURCES,
+    cell_keys={"system.activation": "each cell sets its head's activation: set heads instead, e.g. --set 'heads=[\"relu\"]'",
+               "system.bn": "each cell sets BatchNorm on or off: set bn instead, e.g. --set 'bn=[true]'"},
 ))

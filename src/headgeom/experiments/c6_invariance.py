@@ -1,6 +1,7 @@
 """C6, Prop 5.2 (invariance ⇒ singular pullback metric): Rayleigh quotients on augmentation tangents.
 
-System (:mod:`headgeom.theory.invariance`): band-limited periodic patterns x(θ) = T_ξ b(c) on an
+System (:mod:`headgeom.theory.invariance`; its size per preset, regimes and cells, shared with C7:
+:mod:`headgeom.theory.invariance_system`): band-limited periodic patterns x(θ) = T_ξ b(c) on an
 S×S grid, the exact torus group of circular translations T_ξ (dim V_aug = 2), an MLP backbone f
 and a ProjectionHead h trained with VICReg on two random shifts of each pattern. Two regimes:
 ``joint`` (f and h trained) and ``head_only`` (f frozen at its random init, h trained).
@@ -29,7 +30,6 @@ trained head could come out either way; Prop 5.2's premise (an invariant h∘f) 
 from __future__ import annotations
 
 import copy
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,14 +49,20 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.markdown import count_noun
-from headgeom.report.style import new_figure, series_style, shared_legend
-from headgeom.theory.invariance import GROUPS, InvarianceSpec, PatternManifold, invariance_gap, shift_family, trained_system
+from headgeom.report.plots import c6_invariance as plots
+from headgeom.theory.invariance import (
+    GROUPS,
+    STAGES,
+    InvarianceSpec,
+    PatternManifold,
+    invariance_gap,
+    shift_family,
+    trained_system,
+)
+from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
              "(the head is a geometric low-pass filter)")
-REGIMES = ("joint", "head_only")
-STAGES = ("before", "after")
 METRICS = ("head_G", "head_GL", "backbone_G")
 CONTROLS = ("random", "content")
 METRIC_NAMES = {"head_G": "G = J_hᵀJ_h (head, z-space)", "head_GL": "J_hᵀ∇²_u L J_h (head, VICReg, ambient)",
@@ -91,7 +97,7 @@ def quick() -> C6Config:
     Measures Rayleigh quotients of G, J_hᵀ∇²L J_h and the backbone metric on augmentation
     tangents against random and content directions, before and after invariance training.
     """
-    return C6Config(preset="quick")
+    return C6Config(preset="quick", system=preset_system("quick"))
 
 
 def small() -> C6Config:
@@ -101,8 +107,7 @@ def small() -> C6Config:
     CPU time, on 2 CPU cores under load ~10 from other jobs (C6 176 s, C7 60 s).
     Measures the same quantities with more seeds and points.
     """
-    spec = InvarianceSpec(size=16, n_content=8, hidden=128, d=32, head_hidden=64, k=32, steps=600, n_train=2048)
-    return C6Config(preset="small", system=spec, seeds=5, n_eval=96)
+    return C6Config(preset="small", system=preset_system("small"), seeds=5, n_eval=96)
 
 
 def paper() -> C6Config:
@@ -112,9 +117,8 @@ def paper() -> C6Config:
     (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     The paper has no such controlled experiment; this preset only scales the quick one up.
     """
-    spec = InvarianceSpec(size=24, n_content=12, hidden=256, d=64, head_hidden=256, k=64, steps=2000,
-                          n_train=4096, batch=256)
-    return C6Config(preset="paper", system=spec, seeds=10, n_eval=128, n_control=16, num_threads=None)
+    return C6Config(preset="paper", system=preset_system("paper"), seeds=10, n_eval=128, n_control=16,
+                    num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -122,21 +126,9 @@ def paper() -> C6Config:
 RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=1.5)}
 
 
-def regime_spec(config: C6Config, regime: str) -> InvarianceSpec:
-    """The system of one regime: ``joint`` trains f and h, ``head_only`` keeps f at its init."""
-    if regime not in REGIMES:
-        raise ValueError(f"unknown regime {regime!r}; choose from {REGIMES}")
-    return dataclasses.replace(config.system, train_backbone=(regime == "joint"))
-
-
 def cells(config: C6Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per regime × seed (before and after training are measured in the same cell)."""
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C6 needs at least one seed; got {n_seeds}")
-    for r in config.regimes:
-        regime_spec(config, r)
-    return [{"regime": r, "seed": s} for r in config.regimes for s in range(n_seeds)]
+    return regime_cells("C6", config.regimes, config.seeds if seeds is None else seeds)
 
 
 def _jvp_each(fn, x: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
@@ -177,7 +169,7 @@ def measure(backbone, head, manifold: PatternManifold, theta: torch.Tensor, xi_o
 def run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Contrasts, gaps and the quotient distributions of one regime × seed, before and after."""
     regime, seed = cell["regime"], int(cell["seed"])
-    spec = regime_spec(config, regime)
+    spec = regime_spec(config.system, regime)
     system = trained_system(spec, seed)
     manifold = PatternManifold(spec, seed, torch.float64)
     out: dict[str, Any] = {"regime": regime, "dim_aug": spec.dim_aug, "n_eval": config.n_eval,
@@ -265,7 +257,7 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
 
 
 def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str) -> dict[str, Any]:
-    s = regime_spec(config, regime)
+    s = regime_spec(config.system, regime)
     return {
         "id": "C6", "statement": STATEMENT,
         "setting": {"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
@@ -296,33 +288,6 @@ def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
     return "\n".join(lines)
 
 
-def _figure(config: C6Config, groups: dict[str, list[dict]], regime: str):
-    import numpy as np
-
-    ms = groups[regime]
-    fig, axes = new_figure(len(METRICS), len(STAGES), figsize=(8.5, 2.4 * len(METRICS)), squeeze=False)
-    for i, name in enumerate(METRICS):
-        for j, stage in enumerate(STAGES):
-            ax = axes[i][j]
-            pooled = {k: np.abs(np.array([v for m in ms for v in m["quotients"][f"{stage}.{name}"][k]], dtype=float))
-                      for k in ("tangent", "random", "content")}
-            allv = np.concatenate([v[v > 0] for v in pooled.values()])
-            if allv.size == 0:
-                continue
-            bins = np.linspace(np.log10(allv.min()), np.log10(allv.max()), 40)
-            for k, style in (("tangent", dict(color=series_style(0)["color"], alpha=0.6)),
-                             ("random", dict(color=series_style(1)["color"], alpha=0.4)),
-                             ("content", dict(color=series_style(2)["color"], histtype="step", lw=1.5))):
-                vals = pooled[k][pooled[k] > 0]
-                ax.hist(np.log10(vals), bins=bins, density=True, label=k, **style)
-            ax.set_title(f"{METRIC_NAMES[name]} — {stage}", fontsize=8)
-            ax.set_xlabel("log10 |vᵀAv| / ‖v‖²", fontsize=8)
-    shared_legend([ax for row in axes for ax in row])
-    fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, {count_noun(len(ms), 'seed')} pooled")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
     """Per regime: a Prop 5.2 claim for G and for J_hᵀ∇²L J_h, a low-pass claim (head vs backbone), a table, figures."""
     groups = _by_regime(results)
@@ -333,7 +298,9 @@ def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
                    _lowpass_claim(config, r, groups[r])]
     tables = [("C6: median Rayleigh-quotient ratios, tangents / controls, on |q| (mean ± std over seeds)",
                _table(config, groups))]
-    figures = [(f"quotients_{r}", (lambda r=r: _figure(config, groups, r))) for r in regimes]
+    figures = [(f"quotients_{r}", (lambda r=r: plots.quotient_histograms(
+        [m["quotients"] for m in groups[r]], r, {name: METRIC_NAMES[name] for name in METRICS}, STAGES)))
+        for r in regimes]
     notes = ["ratio = median|vᵀAv/‖v‖²| over tangents / the same over controls; 1: tangents look like the control, "
              "→ 0: the metric is degenerate on V_aug. J_hᵀ∇²L J_h uses the VICReg loss of one view with the other "
              "view fixed (ambient reading, per-sample diagonal blocks, batch mean so blocks carry 1/N).",
@@ -359,4 +326,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     theory=True,
     resources=RESOURCES,
+    cell_keys={f"system.{name}": instead for name, instead in REGIME_FIELDS.items()},
 ))

@@ -1,4 +1,6 @@
-"""C7, Thm 5.3 (Fisher information rank): rank(I_h) ≤ rank(I_z) − dim V_aug on the C6 system.
+"""C7, Thm 5.3 (Fisher information rank): rank(I_h) ≤ rank(I_z) − dim V_aug on C6's system.
+
+The system per preset, its regimes and cells: :mod:`headgeom.theory.invariance_system` (shared with C6).
 
 Observation model (Gaussian, isotropic, σ = ``sigma``; ranks do not depend on σ): the data
 manifold's latent parameters θ = (c, ξ) ∈ R^{p+G} (content and group parameters, see
@@ -35,27 +37,27 @@ from typing import Any
 import torch
 from torch.func import jacrev, vmap
 
-from headgeom.experiments import c6_invariance as c6
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
-from headgeom.report.style import new_figure, series_style, shared_legend
-from headgeom.theory.invariance import InvarianceSpec, PatternManifold, invariance_gap, trained_system
+from headgeom.report.plots import c7_fisher as plots
+from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap, trained_system
+from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
-STAGES = c6.STAGES
 TOL_SWEEP = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-9)
 
 
 @dataclass(frozen=True)
 class C7Config:
-    """Every setting of C7 (see the module docstring); ``system`` matches C6's preset."""
+    """Every setting of C7 (see the module docstring); ``system``: the preset's, as C6's
+    (:data:`headgeom.theory.invariance_system.SYSTEMS`)."""
 
     preset: str = "quick"
     system: InvarianceSpec = field(default_factory=InvarianceSpec)
-    regimes: tuple[str, ...] = c6.REGIMES
+    regimes: tuple[str, ...] = REGIMES
     seeds: int = 3
     n_eval: int = 48
     sigma: float = 1.0  # observation noise; ranks are scale-free
@@ -76,7 +78,7 @@ def quick() -> C7Config:
     No GPU used. Measures numerical ranks of I_z,
     I_h, I_{u|z} and of the manifold, the inequality per point, and null-space fractions of V_aug.
     """
-    return C7Config(preset="quick", system=c6.quick().system)
+    return C7Config(preset="quick", system=preset_system("quick"))
 
 
 def small() -> C7Config:
@@ -85,7 +87,7 @@ def small() -> C7Config:
     Command: ``headgeom reproduce --only C6,C7 --preset small``. Runtime: C6 + C7 together 4.2 min wall, 68 s
     CPU time, on 2 CPU cores under load ~10 from other jobs (C6 176 s, C7 60 s).
     """
-    return C7Config(preset="small", system=c6.small().system, seeds=5, n_eval=96)
+    return C7Config(preset="small", system=preset_system("small"), seeds=5, n_eval=96)
 
 
 def paper() -> C7Config:
@@ -94,7 +96,7 @@ def paper() -> C7Config:
     Command: ``headgeom reproduce --only C6,C7 --preset paper``. Runtime: not measured
     (estimated 30-60 min for C6 + C7 on 2 CPU cores).
     """
-    return C7Config(preset="paper", system=c6.paper().system, seeds=10, n_eval=128, num_threads=None)
+    return C7Config(preset="paper", system=preset_system("paper"), seeds=10, n_eval=128, num_threads=None)
 
 
 # what one cell needs per preset (headgeom reproduce --launcher slurm; overridden on the command line):
@@ -106,7 +108,7 @@ def cells(config: C7Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per regime × seed."""
     if not 0 <= config.rel_tol < 1 or any(not 0 <= t < 1 for t in config.tol_sweep):
         raise ValueError(f"C7 tolerances must lie in [0, 1); got rel_tol={config.rel_tol}, sweep={config.tol_sweep}")
-    return c6.cells(c6.C6Config(system=config.system, regimes=config.regimes, seeds=config.seeds), seeds)
+    return regime_cells("C7", config.regimes, config.seeds if seeds is None else seeds)
 
 
 def jacobians(backbone, head, manifold: PatternManifold, theta: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -185,7 +187,7 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
 def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fisher ranks of one regime × seed, before and after training."""
     regime, seed = cell["regime"], int(cell["seed"])
-    spec = c6.regime_spec(c6.C6Config(system=config.system), regime)
+    spec = regime_spec(config.system, regime)
     system = trained_system(spec, seed)
     manifold = PatternManifold(spec, seed, torch.float64)
     out: dict[str, Any] = {"regime": regime, "dim_aug": spec.dim_aug, "n_latent": manifold.n_latent,
@@ -215,7 +217,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
         verdict = "not supported"
     else:
         verdict = "inconclusive"
-    s = c6.regime_spec(c6.C6Config(system=config.system), regime)
+    s = regime_spec(config.system, regime)
     criterion = (f"numerical rank = number of Fisher eigenvalues > {config.rel_tol:g} * lambda_max (I_z, I_h in "
                  "manifold-orthonormal coordinates). Per seed, premise: invariance gap of h∘f after training <= "
                  f"{config.premise_max:g}, the gap of f > {config.premise_max:g} (the theorem needs a backbone that still "
@@ -267,29 +269,6 @@ def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, 
              "\n".join(pixels))]
 
 
-def _figure(config: C7Config, groups: dict[str, list[dict]]):
-    regimes = [r for r in config.regimes if r in groups]
-    fig, axes = new_figure(1, len(regimes), figsize=(4.6 * len(regimes), 3.4), squeeze=False, sharey=True)
-    for ax, regime in zip(axes[0], regimes):
-        ms = groups[regime]
-        for stage, ls in zip(STAGES, ("--", "-")):
-            for k, color in (("rank_Iz", series_style(0)["color"]), ("rank_Ih", series_style(1)["color"])):
-                ys = [measured([m[f"{stage}.{k}@{t:g}"] for m in ms])["value"] for t in config.tol_sweep]
-                ax.plot(config.tol_sweep, ys, ls, color=color, marker="o", label=f"{k} ({stage})")
-        g_dim = c6.regime_spec(c6.C6Config(system=config.system), regime).dim_aug
-        bound = [measured([m[f"after.rank_Iz@{t:g}"] for m in ms])["value"] - g_dim for t in config.tol_sweep]
-        ax.plot(config.tol_sweep, bound, ":", color="k", label=f"bound rank_Iz (after) - {g_dim}")
-        ax.axvline(config.rel_tol, color="0.6", lw=0.8)
-        ax.set_xscale("log")
-        ax.set_xlabel("rel_tol (Fisher eigenvalues > rel_tol · λ_max)")
-        ax.set_title(regime)
-    axes[0][0].set_ylabel("numerical rank (mean over points and seeds)")
-    shared_legend(list(axes[0]))
-    fig.suptitle("C7: ranks of I_z and I_h against the tolerance")
-    fig.tight_layout()
-    return fig
-
-
 def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:
     """A claim per regime, the rank table and tolerance sweep, the rank-vs-tolerance figure."""
     groups: dict[str, list[dict]] = {}
@@ -306,7 +285,9 @@ def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:
              "somewhere in range(J_f) = R^d, not along V_aug: compare its 'before' row, which shows how much power "
              "that version has at this tolerance."]
     return Summary(claims=[_claim(config, r, groups[r]) for r in regimes], tables=_tables(config, groups),
-                   figures=[("ranks", lambda: _figure(config, groups))], notes=notes)
+                   figures=[("ranks", lambda: plots.ranks_vs_tolerance(
+                       {r: groups[r] for r in regimes}, STAGES, config.tol_sweep, config.rel_tol,
+                       config.system.dim_aug))], notes=notes)
 
 
 EXPERIMENT = register(Experiment(
@@ -319,4 +300,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     theory=True,
     resources=RESOURCES,
+    cell_keys={f"system.{name}": instead for name, instead in REGIME_FIELDS.items()},
 ))

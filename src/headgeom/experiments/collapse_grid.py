@@ -296,4 +296,6 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    cell_keys={"train.lr": "each run trains at its own lr, the third entry of its (activation, bn, lr) triple: "
+                           "set runs instead, e.g. --set 'runs=[[\"relu\", false, 0.1]]'"},
 ))

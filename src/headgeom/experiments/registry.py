@@ -77,6 +77,9 @@ class Experiment:
     # a training experiment: the headgeom.train.TrainConfig of a cell, (config, cell) -> TrainConfig;
     # None for an experiment that trains nothing (``headgeom reproduce --dry-run`` reads it)
     train_config: Callable[[Any, Cell], Any] | None = None
+    # config keys every cell sets itself (GRID's "train.lr": each run's lr), each with what to set instead:
+    # ``headgeom reproduce --set`` refuses them (headgeom.overrides), where the value would be silently ignored
+    cell_keys: dict[str, str] = field(default_factory=dict)
 
     def config(self, preset: str) -> Any:
         if preset not in self.presets:

@@ -41,7 +41,7 @@ from headgeom.io import atomic_write_json, json_safe
 from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
-from headgeom.overrides import apply_overrides
+from headgeom.overrides import apply_overrides, cells_ignoring
 from headgeom.report.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
@@ -50,6 +50,8 @@ from headgeom.runs.metrics import METRICS_NAME
 from headgeom.runs.provenance import environment, utc_now
 from headgeom.threads import torch_threads
 from headgeom.train.ddp import job_layout
+from headgeom.train.config import TrainConfig
+from headgeom.train.recipes import CELL_FIELDS
 
 
 
@@ -136,7 +138,7 @@ def resolve_config(exp: Experiment, preset: str, seeds: int | None,
     applied (``--set``, nested keys with dots: :mod:`headgeom.overrides`), then ``seeds`` replaced when given."""
     config = exp.config(preset)
     try:
-        config = apply_overrides(config, overrides)
+        config = apply_overrides(config, overrides, cell_keys(exp, config))
     except ValueError as err:
         raise ValueError(f"experiment {exp.id}: {err}") from err
     notes: list[str] = []
@@ -148,7 +150,26 @@ def resolve_config(exp: Experiment, preset: str, seeds: int | None,
             notes.append(f"--seeds {seeds} was given but the config of {exp.id} has no `seeds` field; "
                          f"its cells are enumerated with n_seeds={seeds}")
     n_seeds = int(config.seeds) if has_seeds else (seeds if seeds is not None else 1)
+    if overrides and exp.train_config is not None:  # a --set key the cells replace would be silently ignored
+        instead = (f"change the settings the cells are built from instead (headgeom reproduce --only {exp.id} "
+                   "--dry-run shows the cells and their training settings)")
+        try:
+            notes += cells_ignoring(config, overrides, [(c, exp.train_config(config, c))
+                                                        for c in exp.cells(config, n_seeds)], instead)
+        except ValueError as err:
+            raise ValueError(f"experiment {exp.id}: {err}") from err
     return config, n_seeds, notes
+
+
+def cell_keys(exp: Experiment, config: Any) -> dict[str, str]:
+    """The config keys every cell of ``exp`` sets itself, each with what to set instead: the experiment's
+    ``cell_keys`` and, in a training experiment, the head and seed of its nested TrainConfig (CELL_FIELDS)."""
+    keys: dict[str, str] = {}
+    if exp.train_config is not None and dataclasses.is_dataclass(config):
+        for f in dataclasses.fields(config):
+            if isinstance(getattr(config, f.name), TrainConfig):
+                keys.update({f"{f.name}.{k}": v for k, v in CELL_FIELDS.items()})
+    return {**keys, **exp.cell_keys}
 
 
 # ----------------------------------------------------------------------------- one cell

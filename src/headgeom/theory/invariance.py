@@ -35,9 +35,10 @@ from headgeom.heads.activations import get_act
 from headgeom.objectives import OBJECTIVES
 
 GROUPS: dict[str, tuple[str, ...]] = {"translation": ("x", "y"), "translation_x": ("x",)}
+STAGES = ("before", "after")  # the models of a TrainedSystem: at initialisation and after training
 
 __all__ = [
-    "GROUPS", "InvarianceSpec", "TrainedSystem", "PatternManifold", "circular_shift", "shift_family",
+    "GROUPS", "STAGES", "InvarianceSpec", "TrainedSystem", "PatternManifold", "circular_shift", "shift_family",
     "build_models", "train_invariance", "trained_system", "invariance_gap",
 ]
 
@@ -198,7 +199,7 @@ class TrainedSystem:
     spec: InvarianceSpec
     seed: int
     manifold: PatternManifold
-    models: dict[str, tuple[nn.Module, ProjectionHead]]  # "before" / "after": (backbone, head), eval mode
+    models: dict[str, tuple[nn.Module, ProjectionHead]]  # per STAGES ("before", "after"): (backbone, head), eval
     loss_first: float
     loss_last: float
 
@@ -231,7 +232,7 @@ def train_invariance(spec: InvarianceSpec, seed: int) -> TrainedSystem:
             first = float(loss.detach())
         last = float(loss.detach())
     backbone.requires_grad_(True)
-    models = {"before": before, "after": (backbone.eval(), head.eval())}
+    models = dict(zip(STAGES, (before, (backbone.eval(), head.eval()))))
     return TrainedSystem(spec, int(seed), manifold, models, first, last)
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from .config import TrainConfig
 
-__all__ = ["SIMCLR", "SIMSIAM", "on_cifar10", "paper_head", "paper_predictor", "paper_scale", "simclr_cell",
-           "simsiam_cell"]
+__all__ = ["CELL_FIELDS", "SIMCLR", "SIMSIAM", "on_cifar10", "paper_head", "paper_predictor", "paper_scale",
+           "simclr_cell", "simsiam_cell"]
 
 SIMSIAM = TrainConfig(
     method="simsiam", backbone="resnet18", backbone_options={"width": 0.125},
@@ -59,6 +59,14 @@ def paper_predictor(activation: str, hidden: int, out: int, bn: bool = False) ->
     """The collapse grid's predictor out→hidden→out (paper 2048→512→2048) with the projector's
     activation, BN on the hidden layer when the projector has BN (SimSiam's predictor), no bias."""
     return f"d-{hidden}-{out}:{activation}:nobias" + (":bn" if bn else "")
+
+
+CELL_FIELDS: dict[str, str] = {
+    "head": "each cell builds its projector from the experiment's own settings (hidden, out_dim, ...): set those",
+    "seed": "cells run seeds 0 .. n-1: set how many with --seeds N",
+}
+"""The TrainConfig fields both cell builders below always replace, each with what to set instead of
+``--set train.<field>`` (which the runner refuses for every training experiment: its cells would ignore it)."""
 
 
 def simsiam_cell(train: TrainConfig, activation: str, seed: int, *, hidden: int, out_dim: int, pred_hidden: int,
