@@ -20,12 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, check_known, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget
 from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
 from headgeom.report.plots import activation_ablation as plots
 from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell

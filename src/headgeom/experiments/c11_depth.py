@@ -42,7 +42,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.evidence import TEST
@@ -50,6 +50,7 @@ from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c11_depth as plots
 from headgeom.orbits.run_measures import measure_run
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMCLR, on_cifar10, paper_scale, simclr_cell

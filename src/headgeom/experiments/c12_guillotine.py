@@ -40,13 +40,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import PaperBudget, budget_of_cells
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c12_guillotine as plots
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMCLR, on_cifar10, paper_head, paper_scale, simclr_cell

@@ -39,7 +39,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import vmap
 
-from headgeom.experiments.registry import Experiment, Summary, check_claim, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, check_claim, measured, register
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
@@ -47,6 +47,7 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.report.evidence import IDENTITY, PREMISE
 from headgeom.report.plots import c1_whitening as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.whitening import (
     best_fit_isotropy,
     inertia_lower_bound,

@@ -42,13 +42,14 @@ from typing import Any
 import torch
 from torch.func import vmap
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import IDENTITY
 from headgeom.report.plots import c2_curvature as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.runs.cell import log_metrics
 from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
@@ -42,6 +42,7 @@ from headgeom.objectives.mse import mse_to_target
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c3_depth as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                             head_spec, init_params, isotropy, mlp_geometry)
 

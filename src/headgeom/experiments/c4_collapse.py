@@ -52,13 +52,14 @@ from typing import Any
 
 import torch
 
-from headgeom.experiments.registry import Experiment, Summary, check_known, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.report.plots import c4_collapse as plots
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 from headgeom.theory.collapse_threshold import (
     ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)

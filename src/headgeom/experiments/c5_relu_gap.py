@@ -26,11 +26,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c5_relu_gap as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")

@@ -49,7 +49,7 @@ from torch import Tensor
 
 from headgeom.data import ImageDataset, load_dataset
 from headgeom.device import resolve_device
-from headgeom.experiments.registry import Experiment, Summary, measured, register, seeded_cells
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
@@ -61,6 +61,7 @@ from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c9_orbit_compression as plots
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.runs.trained import load_trained
 from headgeom.train import TrainConfig
 from headgeom.train.cells import cell_directory, run_training

@@ -3,9 +3,9 @@
 An experiment is data (big_vision style): presets are functions returning a frozen config
 dataclass; the work is split into *cells* (one setting × one seed, JSON-able parameters), each
 run independently into its own run directory so that a re-run skips finished cells; a
-``summarize`` step turns the cells' metrics into claims, tables and figures. :func:`seeded_cells`
-makes the usual cell list (every setting × every seed, with the check of the seed count) and
-:func:`check_known` checks a config field's entries against their choices.
+``summarize`` step turns the cells' metrics into claims, tables and figures. The usual cell list
+(every setting × every seed, with the check of the seed count) is
+:func:`headgeom.runs.cell.seeded_cells`.
 
     EXPERIMENT = Experiment(
         id="C4", title="...", statement="...",                     # statement quotes docs/paper.md §2
@@ -30,7 +30,7 @@ import importlib
 import pickle
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 from headgeom.launch.resources import Resources
 from headgeom.report.budget import check_budget
@@ -38,11 +38,11 @@ from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.report.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
+from headgeom.runs.cell import Cell
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 PRESETS = ("quick", "small", "paper")
 
-Cell = dict[str, Any]
 Metrics = dict[str, Any]
 
 
@@ -108,31 +108,6 @@ class Experiment:
 
 def _import_experiment(module: str) -> Experiment:
     return importlib.import_module(module).EXPERIMENT
-
-
-def seeded_cells(experiment: str, settings: Iterable[Cell], seeds: int | None, *, default: int,
-                 seed_major: bool = False) -> list[Cell]:
-    """One cell per setting × seed: each setting's parameters followed by ``"seed"`` (0 … n-1), every
-    seed of a setting together (``seed_major``: every setting of seed 0 first). n is ``seeds`` when
-    given (``headgeom reproduce --seeds``), else ``default`` (the config's ``seeds``). Raises
-    ValueError naming ``experiment`` when n is not a whole number >= 1."""
-    n = default if seeds is None else seeds
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"{experiment} needs at least one seed; got {n!r}: give seeds >= 1 "
-                         f"(headgeom reproduce --seeds N, or --set seeds=N)")
-    settings = list(settings)
-    if seed_major:
-        return [{**setting, "seed": s} for s in range(n) for setting in settings]
-    return [{**setting, "seed": s} for setting in settings for s in range(n)]
-
-
-def check_known(what: str, entries: Iterable[Any], known: Iterable[Any]) -> None:
-    """Raise ValueError naming the entries of ``what`` (a config field, e.g. "C8 config runs") that
-    are not among ``known``, and the choices."""
-    known = tuple(known)
-    bad = [e for e in entries if e not in known]
-    if bad:
-        raise ValueError(f"{what} has unknown entries {bad}; choose from {known}")
 
 
 EXPERIMENTS: dict[str, Experiment] = {}

@@ -1,9 +1,9 @@
-"""headgeom.experiments.registry.seeded_cells and check_known: the experiments' one cell list and entry check."""
+"""headgeom.runs.cell.seeded_cells and check_known: the one cell list of the experiments and its entry check."""
 from __future__ import annotations
 
 import pytest
 
-from headgeom.experiments.registry import check_known, seeded_cells
+from headgeom.runs.cell import check_known, seeded_cells
 
 
 def test_every_setting_times_every_seed_with_the_seed_last():
