@@ -8,7 +8,7 @@ import torch
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from headgeom.eval.linear_probe import (LinearProbeConfig, fit_linear_probe,
+from headgeom.eval.linear_probe import (LinearProbeConfig, fit_linear_probe, split_class_count,
                                         linear_probe_accuracy)
 
 
@@ -102,3 +102,10 @@ def test_error_paths():
         LinearProbeConfig(weight_decay=-1.0)
     with pytest.raises(ValueError, match=r"features must have shape \(N, 3\)"):
         fit_linear_probe(x, y).predict(torch.randn(2, 5))
+
+
+def test_the_class_count_of_two_splits_covers_the_labels_of_either():
+    x = torch.zeros(4, 2)
+    assert split_class_count(x, torch.tensor([0, 1, 2, 2]), x, torch.tensor([4, 0, 0, 1]), None) == 5
+    assert split_class_count(x, torch.tensor([0, 3, 0, 0]), x, torch.tensor([1, 0, 0, 1]), None) == 4
+    assert split_class_count(x, torch.tensor([0, 3, 0, 0]), x, torch.tensor([1, 0, 0, 1]), 7) == 7

@@ -42,6 +42,8 @@ def test_the_paper_grid_has_14_runs_and_documented_presets():
     with pytest.raises(ValueError, match="at least one seed"):
         cells(TINY, 0)
     with pytest.raises(ValueError, match="triples"):
+        cells(dataclasses.replace(TINY, runs=(("relu", False),)))
+    with pytest.raises(ValueError, match=r"activations has unknown entries \['elu'\]"):
         cells(dataclasses.replace(TINY, runs=(("elu", False, 0.1),)))
 
 

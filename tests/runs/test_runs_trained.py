@@ -16,15 +16,15 @@ from headgeom.runs.trained import RunSettings, TrainedRunError, load_trained
 from headgeom.train import TrainConfig, build_method_from_config
 
 
-def test_settings_defaults_are_train_configs():
-    # an older record without a field must load as TrainConfig would have filled it
-    tc = {f.name: f for f in dataclasses.fields(TrainConfig)}
-    for f in dataclasses.fields(RunSettings):
-        if f.name == "method":
-            continue
-        ours = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        theirs = tc[f.name].default_factory() if tc[f.name].default is dataclasses.MISSING else tc[f.name].default
-        assert ours == theirs, f"RunSettings.{f.name} defaults to {ours!r}, TrainConfig to {theirs!r}"
+def test_an_older_record_loads_as_train_config_fills_it():
+    # a record written before a field existed holds only some keys: the missing ones take the
+    # defaults TrainConfig gives a new run (one declaration: TrainConfig extends RunSettings)
+    assert {f.name for f in dataclasses.fields(RunSettings)} < {f.name for f in dataclasses.fields(TrainConfig)}
+    old = RunSettings.from_config({"method": "simsiam", "data": "cifar10", "backbone_options": None})
+    assert old == TrainConfig(method="simsiam", data="cifar10").run_settings()
+    assert type(old) is RunSettings and old.backbone_options == {} and old.seed == 0 and old.normalize
+    with pytest.raises(TrainedRunError, match="lacks"):
+        RunSettings.from_config({"data": "cifar10"})
 
 
 def test_no_method_recipe_normalises_on_its_own():

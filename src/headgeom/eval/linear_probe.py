@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 __all__ = ["LinearProbe", "LinearProbeConfig", "check_features", "class_count", "fit_linear_probe",
-           "linear_probe_accuracy", "standardize_stats"]
+           "linear_probe_accuracy", "split_class_count", "standardize_stats"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,20 @@ def class_count(y: Tensor, num_classes: int | None) -> int:
     return num_classes
 
 
+def split_class_count(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y: Tensor,
+                      num_classes: int | None) -> int:
+    """Check the test split (:func:`check_features`, and the train split's feature width) and return
+    the class count a probe of both splits has: ``num_classes``, or one more than the largest label
+    of either split when None. The train split is checked where the probe is fitted."""
+    check_features(test_x, test_y, "test")
+    if train_x.ndim == 2 and test_x.shape[1] != train_x.shape[1]:
+        raise ValueError(f"train and test features have different widths: {train_x.shape[1]} "
+                         f"vs {test_x.shape[1]}; extract both at the same feature point")
+    if num_classes is None:
+        num_classes = int(max(int(train_y.max()), int(test_y.max()))) + 1
+    return num_classes
+
+
 def fit_linear_probe(x: Tensor, y: Tensor, num_classes: int | None = None,
                      config: LinearProbeConfig = LinearProbeConfig()) -> LinearProbe:
     """Fit the probe of the module recipe on features x (N, D) and labels y (N,)."""
@@ -188,12 +202,7 @@ def linear_probe_accuracy(train_x: Tensor, train_y: Tensor, test_x: Tensor, test
                           config: LinearProbeConfig = LinearProbeConfig()) -> dict:
     """Fit on train, report {"train_top1", "test_top1", "loss", "n_iter", "grad_max",
     "converged", "stopped"}."""
-    check_features(test_x, test_y, "test")
-    if train_x.ndim == 2 and test_x.shape[1] != train_x.shape[1]:
-        raise ValueError(f"train and test features have different widths: {train_x.shape[1]} "
-                         f"vs {test_x.shape[1]}; extract both at the same feature point")
-    if num_classes is None:
-        num_classes = int(max(int(train_y.max()), int(test_y.max()))) + 1
+    num_classes = split_class_count(train_x, train_y, test_x, test_y, num_classes)
     probe = fit_linear_probe(train_x, train_y, num_classes, config)
     return {"train_top1": probe.accuracy(train_x, train_y),
             "test_top1": probe.accuracy(test_x, test_y),

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from headgeom.eval.linear_probe import (ProbeClassifier, check_features, class_count, config_dict,
-                                       standardize_stats)
+                                       split_class_count, standardize_stats)
 
 __all__ = ["MLPProbe", "MLPProbeConfig", "fit_mlp_probe", "mlp_probe_accuracy"]
 
@@ -141,12 +141,7 @@ def mlp_probe_accuracy(train_x: Tensor, train_y: Tensor, test_x: Tensor, test_y:
                        num_classes: int | None = None,
                        config: MLPProbeConfig = MLPProbeConfig()) -> dict:
     """Fit on train, report {"train_top1", "test_top1", "loss", "steps", "hidden", "epochs"}."""
-    check_features(test_x, test_y, "test")
-    if train_x.ndim == 2 and test_x.shape[1] != train_x.shape[1]:
-        raise ValueError(f"train and test features have different widths: {train_x.shape[1]} "
-                         f"vs {test_x.shape[1]}; extract both at the same feature point")
-    if num_classes is None:
-        num_classes = int(max(int(train_y.max()), int(test_y.max()))) + 1
+    num_classes = split_class_count(train_x, train_y, test_x, test_y, num_classes)
     probe = fit_mlp_probe(train_x, train_y, num_classes, config)
     return {"train_top1": probe.accuracy(train_x, train_y), "test_top1": probe.accuracy(test_x, test_y),
             "loss": probe.loss, "steps": probe.steps, "hidden": config.hidden, "epochs": config.epochs}

@@ -26,9 +26,10 @@ from headgeom.report.budget import PaperBudget
 from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
 from headgeom.report.plots import activation_ablation as plots
 from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
+from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell
 
 ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "linear")
 STATEMENT = ("Activation ablation of Fig. 3 / Thm 4.1: at an equal budget, smooth heads (gelu, silu, softplus, tanh) "
@@ -84,8 +85,7 @@ def small() -> AblationConfig:
     Runtime: about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not
     run end to end).
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
-                    probe_size=64)
+    train = on_cifar10(TRAIN, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64)
     return AblationConfig(preset="small", train=train, seeds=2, hidden=512, out_dim=512, pred_hidden=256,
                           block_samples=16, eval_train=10_000, eval_test=2_000)
 
@@ -98,8 +98,7 @@ def paper() -> AblationConfig:
     Command: ``headgeom reproduce --only ABLATION --preset paper``. Runtime: roughly 1.5-3 GPU-hours on
     one H200 (18 runs of 50 epochs plus kNN; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=512, epochs=50,
-                    max_steps=None, track_every=97, probe_size=256, device="auto")
+    train = paper_scale(TRAIN, batch_size=512, epochs=50, track_every=97, probe_size=256)
     return AblationConfig(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512,
                           block_samples=32, eval_train=None, eval_test=None, num_threads=None)
 
@@ -112,13 +111,9 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=90, expected
 
 def cells(config: AblationConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per activation × seed."""
-    bad = [a for a in config.activations if a not in ACTIVATIONS]
-    if bad:
-        raise ValueError(f"ablation activations has unknown entries {bad}; choose from {ACTIVATIONS}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"the activation ablation needs at least one seed; got {n}")
-    return [{"activation": a, "seed": s} for a in config.activations for s in range(n)]
+    check_known("ablation activations", config.activations, ACTIVATIONS)
+    return seeded_cells("the activation ablation", [{"activation": a} for a in config.activations], seeds,
+                        default=config.seeds)
 
 
 def train_config(config: AblationConfig, act: str, seed: int) -> TrainConfig:

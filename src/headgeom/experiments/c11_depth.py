@@ -50,9 +50,10 @@ from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c11_depth as plots
 from headgeom.orbits.run_measures import measure_run
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMCLR, simclr_cell
+from headgeom.train.recipes import SIMCLR, on_cifar10, paper_scale, simclr_cell
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
@@ -121,7 +122,7 @@ def small() -> C11Config:
     wall measured end to end (990 s CPU, one torch thread, 2 shared cores at load 4-8; peak RSS 1.1 GB);
     about 17-20 min on the idle machine. Backbone kNN about 0.35 (chance 0.1) at this budget.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=1, max_steps=130)
+    train = on_cifar10(TRAIN, batch_size=256, epochs=1, max_steps=130)
     return C11Config(preset="small", train=train, seeds=3, hidden=512, out_dim=256, eval_train=10_000, eval_test=2_000)
 
 
@@ -133,8 +134,7 @@ def paper() -> C11Config:
     Command: ``headgeom reproduce --only C11 --preset paper``. Runtime: roughly 1.5-3 GPU-hours on one
     H200 (9 runs of 50 epochs; scaled from C12's estimate, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
-                    max_steps=None, device="auto")
+    train = paper_scale(TRAIN, batch_size=256, epochs=50)
     return C11Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, eval_train=None, eval_test=None,
                      orbit_per_class=3, num_threads=None)
 
@@ -147,15 +147,13 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C11Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per seed × depth, seed-major (every depth of seed 0 first, so pairs finish early)."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C11 needs at least one seed; got {n}")
     if len(set(config.depths)) < 2 or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
                                           for d in config.depths):
         raise ValueError(f"C11 depths must be at least two distinct ints >= 1; got {config.depths}")
     if not config.head_inputs or config.head_inputs[0] != "raw":
         raise ValueError(f"C11 head_inputs must start with 'raw' (the judged reading); got {config.head_inputs}")
-    return [{"depth": d, "seed": s} for s in range(n) for d in sorted(config.depths)]
+    return seeded_cells("C11", [{"depth": d} for d in sorted(config.depths)], seeds, default=config.seeds,
+                        seed_major=True)
 
 
 def depth_head(depth: int, hidden: int, out: int) -> str:

@@ -47,9 +47,10 @@ from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c12_guillotine as plots
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
+from headgeom.train.recipes import SIMCLR, on_cifar10, paper_head, paper_scale, simclr_cell
 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")  # judged: one claim row each
@@ -112,7 +113,7 @@ def small() -> C12Config:
     about 40 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
     to end; the MLP probe's 22 fits add a few minutes).
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=5, max_steps=None)
+    train = on_cifar10(TRAIN, batch_size=256, epochs=5, max_steps=None)
     return C12Config(preset="small", train=train, hidden=512, out_dim=256, eval_train=10_000, eval_test=2_000,
                      rotation_train=2_000, rotation_test=1_000, mlp_hidden=256, mlp_epochs=30)
 
@@ -128,8 +129,7 @@ def paper() -> C12Config:
     H200 (9 runs of 50 epochs plus probes; a rough estimate from the training stack's 5 s/epoch goal, not
     run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
-                    max_steps=None, device="auto")
+    train = paper_scale(TRAIN, batch_size=256, epochs=50)
     return C12Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, eval_train=None, eval_test=None,
                      rotation_train=10_000, rotation_test=None, num_threads=None,
                      mlp_hidden=512, mlp_epochs=50,
@@ -147,16 +147,13 @@ BACKBONES = ("resnet18", "vit_tiny")
 
 def cells(config: C12Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per seed, or per (dataset, backbone) setting × seed when ``settings`` is given."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C12 needs at least one seed; got {n}")
     if config.settings is None:
-        return [{"seed": s} for s in range(n)]
+        return seeded_cells("C12", [{}], seeds, default=config.seeds)
     bad = [b for _, b in config.settings if b not in BACKBONES]
     if bad or not config.settings:
         raise ValueError(f"C12 settings must be (dataset, backbone) pairs with a backbone among {BACKBONES}; "
                          f"got {config.settings}")
-    return [{"data": d, "backbone": b, "seed": s} for d, b in config.settings for s in range(n)]
+    return seeded_cells("C12", [{"data": d, "backbone": b} for d, b in config.settings], seeds, default=config.seeds)
 
 
 def setting_of(config: C12Config, cell: dict[str, Any]) -> tuple[str, str]:

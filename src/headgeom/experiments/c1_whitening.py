@@ -47,6 +47,7 @@ from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.report.evidence import IDENTITY, PREMISE
 from headgeom.report.plots import c1_whitening as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.whitening import (
     best_fit_isotropy,
     inertia_lower_bound,
@@ -133,10 +134,11 @@ def parse_setting(setting: str) -> tuple[str, str]:
     return obj, reading
 
 
-def cells(config: C1Config, seeds: int) -> list[dict]:
+def cells(config: C1Config, seeds: int | None = None) -> list[dict]:
+    """One cell per setting × seed."""
     for s in config.settings:
         parse_setting(s)
-    return [{"setting": s, "seed": seed} for s in config.settings for seed in range(seeds)]
+    return seeded_cells("C1", [{"setting": s} for s in config.settings], seeds, default=config.seeds)
 
 
 def _fixed_point(config: C1Config, seed: int) -> tuple[Tensor, Tensor, Tensor]:

@@ -49,6 +49,7 @@ from headgeom.objectives import analysis_loss
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import IDENTITY
 from headgeom.report.plots import c2_curvature as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
 
@@ -149,11 +150,8 @@ def _validate(config: C2Config) -> None:
 def cells(config: C2Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per setting × slice dimension m × seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C2 needs at least one seed; got {n_seeds}")
-    return [{"setting": s, "m": m, "seed": seed} for s in config.settings for m in config.slice_dims
-            for seed in range(n_seeds)]
+    return seeded_cells("C2", [{"setting": s, "m": m} for s in config.settings for m in config.slice_dims], seeds,
+                        default=config.seeds)
 
 
 def head_outputs(config: C2Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -42,6 +42,7 @@ from headgeom.objectives.mse import mse_to_target
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c3_depth as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                             head_spec, init_params, isotropy, mlp_geometry)
 
@@ -135,12 +136,9 @@ def _validate(config: C3Config) -> None:
 def cells(config: C3Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per depth × width × seed, plus the linear baseline (depth 0, width 0) per seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C3 needs at least one seed; got {n_seeds}")
-    out = [{"depth": 0, "width": 0, "seed": s} for s in range(n_seeds)] if config.linear_baseline else []
-    out += [{"depth": dp, "width": w, "seed": s} for dp in config.depths for w in config.widths for s in range(n_seeds)]
-    return out
+    baseline = [{"depth": 0, "width": 0}] if config.linear_baseline else []
+    return seeded_cells("C3", baseline + [{"depth": dp, "width": w} for dp in config.depths for w in config.widths],
+                        seeds, default=config.seeds)
 
 
 def problem(config: C3Config, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -59,6 +59,7 @@ from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import IDENTITY, TEST
 from headgeom.report.plots import c4_collapse as plots
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 from headgeom.theory.collapse_threshold import (
     ENGINE_READING, MAGNITUDE_OF_READING, NONE_IN_RANGE, OBJECTIVE_OF_READING, log_grid, threshold_sweep)
@@ -161,9 +162,7 @@ RESOURCES = {"paper": Resources(cpus=4, mem_gb=8, time_min=30, expected_min=0.5)
 def _validate(config: C4Config) -> None:
     for name, values, allowed in (("states", config.states, STATES), ("readings", config.readings, READINGS),
                                   ("sweep_states", config.sweep_states, EQUILIBRIUM_STATES)):
-        bad = [v for v in values if v not in allowed]
-        if bad:
-            raise ValueError(f"C4 config {name} has unknown entries {bad}; choose from {allowed}")
+        check_known(f"C4 config {name}", values, allowed)
     for name, (lo, hi) in (("residual_range", config.residual_range), ("angle_range", config.angle_range)):
         log_grid(lo, hi, max(config.sweep_points, 2))  # raises on a bad range
         if name == "angle_range" and hi >= math.pi:
@@ -175,11 +174,9 @@ def _validate(config: C4Config) -> None:
 def cells(config: C4Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per activation × state × reading × seed."""
     _validate(config)
-    n_seeds = config.seeds if seeds is None else seeds
-    if n_seeds < 1:
-        raise ValueError(f"C4 needs at least one seed; got {n_seeds}")
-    return [{"activation": a, "state": s, "reading": r, "seed": seed}
-            for a in config.activations for s in config.states for r in config.readings for seed in range(n_seeds)]
+    return seeded_cells("C4", [{"activation": a, "state": s, "reading": r}
+                               for a in config.activations for s in config.states for r in config.readings],
+                        seeds, default=config.seeds)
 
 
 def build_head(config: C4Config, activation: str, seed: int, weight_scale: float = 1.0) -> ProjectionHead:

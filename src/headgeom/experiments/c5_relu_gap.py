@@ -31,6 +31,7 @@ from headgeom.launch.resources import Resources
 from headgeom.report.estimates import mean_std_text
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c5_relu_gap as plots
+from headgeom.runs.cell import seeded_cells
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
@@ -81,8 +82,10 @@ def paper() -> C5Config:
 RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=120, expected_min=10)}
 
 
-def cells(config: C5Config, seeds: int) -> list[dict]:
-    return [{"head": h, "bn": b, "seed": s} for h in config.heads for b in config.bn for s in range(seeds)]
+def cells(config: C5Config, seeds: int | None = None) -> list[dict]:
+    """One cell per head × BN × seed."""
+    return seeded_cells("C5", [{"head": h, "bn": b} for h in config.heads for b in config.bn], seeds,
+                        default=config.seeds)
 
 
 def _run_record(system: dyn.System, traj: dyn.Trajectory, config: C5Config) -> dict:

@@ -59,10 +59,11 @@ from headgeom.report.evidence import TEST
 from headgeom.report.plots import c8_hessian_tracking as plots
 from headgeom.report.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm)
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMSIAM, paper_head, paper_predictor, simsiam_cell
+from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_predictor, paper_scale, simsiam_cell
 
 STATEMENT = ("Fig. 3: during training smooth heads show negative curvature and escape pseudo-collapse; "
              "ReLU and linear heads do not")
@@ -121,8 +122,7 @@ def small() -> C8Config:
     Runtime: 27.5 min measured end to end (one torch thread, 2 CPU cores shared with other jobs, load
     4-6). Measures the same quantities as quick.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
-                    probe_size=64)
+    train = on_cifar10(TRAIN, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64)
     return C8Config(preset="small", train=train, seeds=3, hidden=512, out_dim=512, pred_hidden=256, block_samples=16)
 
 
@@ -135,8 +135,7 @@ def paper() -> C8Config:
     H200 (12 runs of 100 epochs plus per-epoch tracking; a rough estimate from the training stack's
     5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=100,
-                    max_steps=None, track_every=195, probe_size=256, device="auto")
+    train = paper_scale(TRAIN, batch_size=256, epochs=100, track_every=195, probe_size=256)
     return C8Config(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512, block_samples=32,
                     num_threads=None)
 
@@ -150,13 +149,8 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C8Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per run × seed."""
-    bad = [r for r in config.runs if r not in RUNS]
-    if bad:
-        raise ValueError(f"C8 config runs has unknown entries {bad}; choose from {tuple(RUNS)}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C8 needs at least one seed; got {n}")
-    return [{"run": r, "seed": s} for r in config.runs for s in range(n)]
+    check_known("C8 config runs", config.runs, RUNS)
+    return seeded_cells("C8", [{"run": r} for r in config.runs], seeds, default=config.seeds)
 
 
 def train_config(config: C8Config, run: str, seed: int) -> TrainConfig:

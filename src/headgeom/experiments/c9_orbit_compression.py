@@ -61,10 +61,11 @@ from headgeom.report.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c9_orbit_compression as plots
 from headgeom.report.training_verdicts import pm
+from headgeom.runs.cell import seeded_cells
 from headgeom.runs.trained import load_trained
 from headgeom.train import TrainConfig
 from headgeom.train.cells import cell_directory, run_training
-from headgeom.train.recipes import SIMCLR, paper_head, simclr_cell
+from headgeom.train.recipes import SIMCLR, on_cifar10, paper_head, paper_scale, simclr_cell
 
 STATEMENT = ("Tables 1 and 5: the head compresses augmentation orbits ~21.85x (ResNet-18) and ~4015x "
              "(ViT-Tiny) while keeping classes apart")
@@ -135,7 +136,7 @@ def small() -> C9Config:
     data and orbit overhead); 2 seeds each. Expect 3-4× longer on cores shared at load 10-12.
     Without CIFAR-10 the cells fail with the loader's message saying where to put the data.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=256, epochs=2, max_steps=300)
+    train = on_cifar10(TRAIN, batch_size=256, epochs=2, max_steps=300)
     return C9Config(preset="small", train=train, vit_options=(("embed_dim", 96),), hidden=512, out_dim=256,
                     orbit_per_class=20)
 
@@ -149,8 +150,7 @@ def paper() -> C9Config:
     H200 (6 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run).
     On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=256, epochs=50,
-                    max_steps=None, device="auto")
+    train = paper_scale(TRAIN, batch_size=256, epochs=50)
     return C9Config(preset="paper", train=train, seeds=3, vit_options=(), hidden=2048, out_dim=2048,
                     orbit_per_class=40, n_boot=2000, num_threads=None)
 
@@ -163,15 +163,12 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=120, expecte
 
 def cells(config: C9Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per backbone × seed."""
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"C9 needs at least one seed; got {n}")
     unknown = [b for b in config.backbones if b not in BACKBONES]
     if unknown or not config.backbones:
         raise ValueError(f"C9 backbones must be among {BACKBONES}; got {config.backbones}")
     if config.judge_family not in config.families:
         raise ValueError(f"judge_family {config.judge_family!r} is not among the families {config.families}")
-    return [{"backbone": b, "seed": s} for b in config.backbones for s in range(n)]
+    return seeded_cells("C9", [{"backbone": b} for b in config.backbones], seeds, default=config.seeds)
 
 
 def train_config(config: C9Config, backbone: str, seed: int) -> TrainConfig:

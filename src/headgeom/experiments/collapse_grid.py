@@ -41,10 +41,11 @@ from headgeom.report.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
 from headgeom.report.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm)
+from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
-from headgeom.train.recipes import SIMSIAM, paper_head, simsiam_cell
+from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell
 
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
@@ -66,6 +67,8 @@ def run_name(act: str, bn: bool, lr: float) -> str:
 # the quick preset's training: the paper's SimSiam, pseudo-collapsed ×0.1; a cell adds its head (activation,
 # BN), its lr (the run's, which replaces train.lr) and its seed
 TRAIN = replace(SIMSIAM, pseudo_collapse=0.1, epochs=2, max_steps=60, batch_size=32, track_every=15, probe_size=32)
+# the head activations a grid run may name
+ACTIVATIONS = ("linear", "relu", "silu", "gelu", "softplus", "tanh")
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,7 @@ def small() -> GridConfig:
     about 45 min on 2 shared CPU cores with one torch thread (estimated from a measured small C8 cell: 150 steps of batch 128 with 11 tracking points took 71 s; not run end
     to end).
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, batch_size=128, epochs=1, max_steps=None, track_every=39,
-                    probe_size=64)
+    train = on_cifar10(TRAIN, batch_size=128, epochs=1, max_steps=None, track_every=39, probe_size=64)
     return GridConfig(preset="small", train=train, hidden=256, out_dim=256, pred_hidden=128, block_samples=4)
 
 
@@ -119,8 +121,7 @@ def paper() -> GridConfig:
     Command: ``headgeom reproduce --only GRID --preset paper``. Runtime: roughly 3-5 GPU-hours on one
     H200 (42 runs of 50 epochs; a rough estimate from the training stack's 5 s/epoch goal, not run). On 2 CPU cores: not feasible.
     """
-    train = replace(TRAIN, data="cifar10", data_options={}, backbone_options={"width": 1.0}, batch_size=512, epochs=50,
-                    max_steps=None, track_every=97, probe_size=256, device="auto")
+    train = paper_scale(TRAIN, batch_size=512, epochs=50, track_every=97, probe_size=256)
     return GridConfig(preset="paper", train=train, seeds=3, hidden=2048, out_dim=2048, pred_hidden=512, block_samples=8,
                       num_threads=None)
 
@@ -133,14 +134,12 @@ RESOURCES = {"paper": Resources(gpus=1, cpus=8, mem_gb=32, time_min=60, expected
 
 def cells(config: GridConfig, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per (activation, bn, lr) × seed."""
-    bad = [r for r in config.runs if len(r) != 3 or r[0] not in ("linear", "relu", "silu", "gelu", "softplus", "tanh")]
+    bad = [r for r in config.runs if len(r) != 3]
     if bad:
-        raise ValueError(f"grid runs must be (activation, bn, lr) triples with a known activation; got {bad}")
-    n = config.seeds if seeds is None else seeds
-    if n < 1:
-        raise ValueError(f"the collapse grid needs at least one seed; got {n}")
-    return [{"activation": a, "bn": bool(bn), "lr": float(lr), "seed": s}
-            for a, bn, lr in config.runs for s in range(n)]
+        raise ValueError(f"grid runs must be (activation, bn, lr) triples; got {bad}")
+    check_known("grid runs' activations", [a for a, _, _ in config.runs], ACTIVATIONS)
+    return seeded_cells("the collapse grid", [{"activation": a, "bn": bool(bn), "lr": float(lr)}
+                                              for a, bn, lr in config.runs], seeds, default=config.seeds)
 
 
 def train_config(config: GridConfig, act: str, bn: bool, lr: float, seed: int) -> TrainConfig:

@@ -3,12 +3,14 @@
 An experiment is data (big_vision style): presets are functions returning a frozen config
 dataclass; the work is split into *cells* (one setting × one seed, JSON-able parameters), each
 run independently into its own run directory so that a re-run skips finished cells; a
-``summarize`` step turns the cells' metrics into claims, tables and figures.
+``summarize`` step turns the cells' metrics into claims, tables and figures. The usual cell list
+(every setting × every seed, with the check of the seed count) is
+:func:`headgeom.runs.cell.seeded_cells`.
 
     EXPERIMENT = Experiment(
         id="C4", title="...", statement="...",                     # statement quotes docs/paper.md §2
         presets={"quick": quick, "small": small, "paper": paper},  # () -> frozen dataclass
-        cells=lambda config, seeds: [{"head": "silu", "seed": s} for s in range(seeds)],
+        cells=lambda config, seeds: seeded_cells("C4", [{"head": "silu"}], seeds, default=config.seeds),
         run_cell=lambda config, cell: {"lambda_min": -1e-3, ...},   # JSON-able metrics
         summarize=lambda config, results: Summary(...),            # results: [(cell, metrics)]
     )
@@ -36,11 +38,11 @@ from headgeom.report.evidence import VERDICTS, check_evidence
 from headgeom.report.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
+from headgeom.runs.cell import Cell
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 PRESETS = ("quick", "small", "paper")
 
-Cell = dict[str, Any]
 Metrics = dict[str, Any]
 
 

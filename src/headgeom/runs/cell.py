@@ -1,4 +1,10 @@
-"""The cell being run: which run directory, which training logger, where its curves go.
+"""An experiment's cells: the list of them (:func:`seeded_cells`, every setting × every seed, and
+:func:`check_known` for the config entries they are made from), and the cell being run: which run
+directory, which training logger, where its curves go.
+
+A cell is one setting × one seed, JSON-able parameters (``{"run": "collapsed-silu", "seed": 0}``);
+the experiments and the code below them that makes cells (e.g. a theory system's regimes) build
+their lists here, so the seed count is checked and the keys ordered (the seed last) in one place.
 
 ``headgeom reproduce`` runs each cell of an experiment into its own directory
 (:mod:`headgeom.experiments.runner`); while a cell runs, code below the experiments (the training
@@ -12,11 +18,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
 
-__all__ = ["current_run_dir", "current_train_logger", "following_cell", "log_metrics", "running_cell"]
+__all__ = ["Cell", "check_known", "current_run_dir", "current_train_logger", "following_cell", "log_metrics",
+           "running_cell", "seeded_cells"]
 
 # the metrics.jsonl of the cell being run (log_metrics appends to it)
 _LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -24,6 +31,34 @@ _LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeo
 _TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
 # the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
 _FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_followed_cell", default=None)
+
+
+Cell = dict[str, Any]
+
+
+def seeded_cells(experiment: str, settings: Iterable[Cell], seeds: int | None, *, default: int,
+                 seed_major: bool = False) -> list[Cell]:
+    """One cell per setting × seed: each setting's parameters followed by ``"seed"`` (0 … n-1), every
+    seed of a setting together (``seed_major``: every setting of seed 0 first). n is ``seeds`` when
+    given (``headgeom reproduce --seeds``), else ``default`` (the config's ``seeds``). Raises
+    ValueError naming ``experiment`` when n is not a whole number >= 1."""
+    n = default if seeds is None else seeds
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"{experiment} needs at least one seed; got {n!r}: give seeds >= 1 "
+                         f"(headgeom reproduce --seeds N, or --set seeds=N)")
+    settings = list(settings)
+    if seed_major:
+        return [{**setting, "seed": s} for s in range(n) for setting in settings]
+    return [{**setting, "seed": s} for setting in settings for s in range(n)]
+
+
+def check_known(what: str, entries: Iterable[Any], known: Iterable[Any]) -> None:
+    """Raise ValueError naming the entries of ``what`` (a config field, e.g. "C8 config runs") that
+    are not among ``known``, and the choices."""
+    known = tuple(known)
+    bad = [e for e in entries if e not in known]
+    if bad:
+        raise ValueError(f"{what} has unknown entries {bad}; choose from {known}")
 
 
 @contextlib.contextmanager

@@ -8,8 +8,9 @@ state_dict, "config": ..., "step", "epoch", ...}``), read through
 stored settings with :func:`headgeom.methods.build_method`, as training built it, and filled.
 
 The run layer sits beneath ``headgeom.train``, so the settings are read from the stored mapping
-into :class:`RunSettings` (the fields that say what was trained on what), not into TrainConfig;
-a test checks that the defaults here are TrainConfig's.
+into :class:`RunSettings` (the fields that say what was trained on what), not into TrainConfig.
+Those fields are declared once, here: ``headgeom.train.TrainConfig`` extends RunSettings with how
+the run trained, so a field and its default cannot differ between the two.
 """
 from __future__ import annotations
 
@@ -42,7 +43,18 @@ class TrainedRunError(ValueError):
 @dataclass(frozen=True)
 class RunSettings:
     """What a run trained (model) on what (data): the fields of its stored TrainConfig that
-    :func:`load_trained` needs. Defaults are TrainConfig's, for records written before a field existed."""
+    :func:`load_trained` needs, declared here once (``headgeom.train.TrainConfig`` extends this class
+    with how the run trained). The defaults fill records written before a field existed.
+
+    Model: ``method`` (headgeom.methods name), ``backbone`` (headgeom.backbones name) with
+    ``backbone_options`` (e.g. ``{"width": 0.25}``), ``head``/``predictor`` (head spec string or
+    preset, None = the method's default), ``pseudo_collapse`` (α: projector Linear weights ×α at
+    init, the paper uses 0.1), ``method_options`` (temperature, λ, EMA momentum, ...), ``seed``
+    (the run's seed: its initialisation, data order and augmentations).
+
+    Data: ``data`` (headgeom.data name), ``data_dir``, ``data_options`` (e.g. shapes ``{"n": 512}``),
+    ``image_size`` (augmented view side; None = the dataset's), ``normalize`` (append the
+    dataset's mean/std normalisation when the method's recipe has none)."""
 
     method: str
     backbone: str = "resnet18"

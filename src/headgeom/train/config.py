@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from headgeom.runs.trained import RunSettings
@@ -27,17 +27,14 @@ RESUMABLE_CHANGES = frozenset({"max_steps", "checkpoint_every", "track_every", "
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class TrainConfig(RunSettings):
     """Everything that decides a pre-training run.
 
-    Model: ``method`` (headgeom.methods name), ``backbone`` (headgeom.backbones name) with
-    ``backbone_options`` (e.g. ``{"width": 0.25}``), ``head``/``predictor`` (head spec string or
-    preset, None = the method's default), ``pseudo_collapse`` (α: projector Linear weights ×α at
-    init, the paper uses 0.1), ``method_options`` (temperature, λ, EMA momentum, ...).
-
-    Data: ``data`` (headgeom.data name), ``data_dir``, ``data_options`` (e.g. shapes ``{"n": 512}``),
-    ``image_size`` (augmented view side; None = the dataset's), ``normalize`` (append the
-    dataset's mean/std normalisation when the method's recipe has none).
+    Model and data (``method``, ``backbone``, ``backbone_options``, ``head``, ``predictor``,
+    ``pseudo_collapse``, ``method_options``, ``data``, ``data_dir``, ``data_options``,
+    ``image_size``, ``normalize``, ``seed``): the fields of :class:`RunSettings`, declared there once
+    (what a run trained on what, as every reader of its config.json needs it); the fields below are
+    how it trained.
 
     Optimisation: ``epochs`` (the schedule spans ``epochs × steps_per_epoch`` updates),
     ``max_steps`` (stop after this many updates in total, e.g. to cap or split a run; the schedule
@@ -56,27 +53,14 @@ class TrainConfig:
     ``RUN_DIR/tensorboard/``; headgeom.train.loggers).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (CUDA only), ``seed``, ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
+    ``channels_last`` (CUDA only), ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
     with more than one process, BatchNorm statistics over the global batch, as one process would
     compute them; no effect on one process or without BatchNorm; headgeom.train.ddp).
     """
 
-    method: str
-    backbone: str = "resnet18"
-    backbone_options: dict[str, Any] = field(default_factory=dict)
-    head: str | None = None
-    predictor: str | None = None
-    pseudo_collapse: float | None = None
-    method_options: dict[str, Any] = field(default_factory=dict)
-    data: str = "shapes"
-    data_dir: str | None = None
-    data_options: dict[str, Any] = field(default_factory=dict)
-    image_size: int | None = None
-    normalize: bool = True
     epochs: int = 1
     max_steps: int | None = None
     batch_size: int = 256
-    seed: int = 0
     optimizer: str = "sgd"
     lr: float = 0.06
     momentum: float = 0.9

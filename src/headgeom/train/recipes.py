@@ -11,15 +11,18 @@ head, seed (and what else the cell varies) replaced in, never a copy of its fiel
              guillotine/orbits")
 
 The bases carry the quick presets' scale (shapes data, ResNet-18 width 0.125, CPU, no progress bar);
-each experiment's presets replace what they change.
+each experiment's presets replace what they change: :func:`on_cifar10` (the small presets) and
+:func:`paper_scale` (the paper presets) say the data and scale once, the preset its own numbers.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from .config import TrainConfig
 
-__all__ = ["CELL_FIELDS", "SIMCLR", "SIMSIAM", "paper_head", "paper_predictor", "simclr_cell", "simsiam_cell"]
+__all__ = ["CELL_FIELDS", "SIMCLR", "SIMSIAM", "on_cifar10", "paper_head", "paper_predictor", "paper_scale",
+           "simclr_cell", "simsiam_cell"]
 
 SIMSIAM = TrainConfig(
     method="simsiam", backbone="resnet18", backbone_options={"width": 0.125},
@@ -32,6 +35,17 @@ SIMCLR = TrainConfig(
     method_options={"temperature": 0.1}, data="shapes", data_options={"n": 2048}, optimizer="adam", lr=1e-3,
     weight_decay=0.0, schedule="constant", device="cpu", progress=False,
 )
+
+
+def on_cifar10(train: TrainConfig, **changes: Any) -> TrainConfig:
+    """``train`` on CIFAR-10 (the bases' shapes options dropped), with ``changes``."""
+    return dataclasses.replace(train, data="cifar10", data_options={}, **changes)
+
+
+def paper_scale(train: TrainConfig, **changes: Any) -> TrainConfig:
+    """``train`` at the paper's scale: CIFAR-10, the full-width backbone, no cap on the steps, on the GPU
+    when there is one (``device="auto"``); with ``changes`` (batch size, epochs, tracking period, ...)."""
+    return on_cifar10(train, backbone_options={"width": 1.0}, max_steps=None, device="auto", **changes)
 
 
 def paper_head(activation: str, hidden: int, out: int, bn: bool = False) -> str:
