@@ -37,7 +37,7 @@ def test_tiny_run_end_to_end(tmp_path):
     out = tmp_path / "bench.json"
     done = subprocess.run([sys.executable, str(SCRIPT), "--tiny", "--images", "2",
                            "--repeats", "1", "--models", "dino_vit_s16,simsiam_resnet50",
-                           "--workdir", str(tmp_path / "work"), "--json", str(out)],
+                           "--profile", "--workdir", str(tmp_path / "work"), "--json", str(out)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     res = json.loads(out.read_text())
@@ -53,6 +53,9 @@ def test_tiny_run_end_to_end(tmp_path):
             assert run["wall_s"] > 0 and run["cpu_s"] > 0 and run["wall_s_per_image"] == pytest.approx(
                 run["wall_s"] / 2, abs=0.01)
             assert run["load_before"] and run["load_after"]
+            prof = run["profile_s"]  # cProfile's cumulative seconds of the stage functions
+            assert prof["tangent_metric_analysis"] > prof["tangent: I_h(z) = J_h^T J_h"] > 0
+            assert prof["extract_orbits (augment + backbone + head)"] > 0
     assert res["models"]["dino_vit_s16"]["runs"][0]["backbone"] == "vit"
     assert res["models"]["simsiam_resnet50"]["runs"][0]["backbone"] == "resnet50"
     ratio = res["ratios"]["dino_vit_s16/simsiam_resnet50"]
