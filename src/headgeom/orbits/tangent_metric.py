@@ -38,6 +38,7 @@ from headgeom.geometry.tangents import augmentation_tangent, random_unit_directi
 from headgeom.objectives import analysis_loss
 from headgeom.orbits.extract import as_unit_images
 from headgeom.orbits.tangent_summary import DEFINITIONS, assemble_result
+from headgeom.threads import torch_threads
 
 __all__ = ["DEFINITIONS", "LOSSES", "TOL_SWEEP", "tangent_metric_analysis"]  # DEFINITIONS re-exported
 
@@ -167,7 +168,12 @@ def _base_point(pix_to_z: Callable, head_fn: Callable | None, head_gram: Callabl
     # Per-sample loss: the declared blocks of the batch mean, times b (checked against the exact HVP).
     curv = curvature_for(analysis_loss(loss, c), u, "ambient", check=True)
     loss_r = torch.stack([(jv_r[:, j] * curv.apply(jv_r[:, j])).sum(-1) for j in range(m)], 1) * b
-    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=torch.linalg.eigh(head_gram(z)))
+    gram = head_gram(z)
+    # One thread: a batched eigh of a rank-deficient (b, d, d) Gram (a DINO head: rank <= 256 of
+    # d = 384) took 5-34 s with 2 threads on the shared 2-core machine, 0.55 s with 1 (headgeom.threads).
+    with torch_threads(1):
+        eig = torch.linalg.eigh(gram)
+    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=eig)
     return out
 
 
