@@ -9,7 +9,8 @@ with W (k, m), has J_h = W J_y; with the thin QR factorisation W = Q R (R (m, m)
 a Gram of an (m, d) matrix instead of the (k, d) Jacobian of the whole head. For DINO heads
 (k = 65,536 after the L2-normalised bottleneck m = 256) this skips forming 65,536 × d Jacobians
 per sample (d forward-mode passes through the 65,536-wide layer) and the k·d² product:
-per sample d·k·(d + m) → d·m·(d + 2m) multiply-adds, e.g. ×200 at d = 384 and ×250 at d = 2048.
+per sample d·k·(d + m) → d·m·(d + m) multiply-adds (k/m = 256× fewer at any d), besides the
+d forward-mode passes through the layers before W.
 Round-off stays that of a Gram of a formed Jacobian (Q is orthonormal). Heads whose last leaf
 module is not an ``nn.Linear`` wider than it is deep (k > m), and plain callables, take the
 direct path J_hᵀJ_h.
