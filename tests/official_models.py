@@ -1,10 +1,14 @@
 """Small re-writings of the official SSL code (DINOHead and MultiCropWrapper of facebookresearch/dino,
 VICReg's Projector, BarlowTwins, SimSiam's builder), so their state_dict keys are the official ones
 by construction; ``DDP`` adds the ``module.`` prefix as DistributedDataParallel does. Shared by the
-checkpoint loader tests, C10 and ``headgeom analyze`` on official-layout files."""
+checkpoint loader tests, C10, ``headgeom analyze`` on official-layout files and
+benchmarks/bench_analyze.py. The ``*_checkpoint`` functions return the dict each release's
+training script saves (its container keys, ``module.`` where DDP wrapped the model), ready for
+``torch.save``."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -119,3 +123,30 @@ def randomise_(model: nn.Module, seed: int) -> nn.Module:
                 m.weight.copy_(1 + 0.2 * torch.randn(m.weight.shape, generator=g))
                 m.bias.copy_(0.2 * torch.randn(m.bias.shape, generator=g))
     return model.eval()
+
+
+def _optimizer_state(n_params: int) -> dict:
+    """An optimizer state_dict's layout (no state), as the official scripts save beside the model."""
+    return {"state": {}, "param_groups": [{"lr": 0.0, "weight_decay": 1e-6, "params": list(range(n_params))}]}
+
+
+def dino_full_checkpoint(make_backbone: Callable[[], nn.Module], seeds: tuple[int, int] = (1, 2),
+                         **head_kw) -> tuple[dict, MultiCropWrapper]:
+    """facebookresearch/dino main_dino.py's ``*_full_checkpoint.pth``: the student under DDP
+    (``module.`` keys), the teacher bare (as the ViT release has it), both MultiCropWrapper(backbone,
+    DINOHead(**head_kw)) with random weights; returns (the dict, the teacher in eval mode)."""
+    nets = [randomise_(MultiCropWrapper(make_backbone(), DINOHead(**head_kw)), seed=s) for s in seeds]
+    return {"student": DDP(nets[0]).state_dict(), "teacher": nets[1].state_dict(), "epoch": 100,
+            "optimizer": _optimizer_state(1)}, nets[1]
+
+
+def method_full_checkpoint(model: nn.Module, epoch: int = 1000) -> dict:
+    """VICReg's and Barlow Twins' ``resnet50_fullckpt.pth``: {"epoch", "model" (DDP keys), "optimizer"}."""
+    return {"epoch": epoch, "model": DDP(model).state_dict(), "optimizer": _optimizer_state(2)}
+
+
+def simsiam_checkpoint(model: SimSiam, epoch: int = 100) -> dict:
+    """facebookresearch/simsiam main_simsiam.py's ``checkpoint_%04d.pth.tar``:
+    {"epoch", "arch", "state_dict" (DDP keys), "optimizer"}."""
+    return {"epoch": epoch, "arch": "resnet50", "state_dict": DDP(model).state_dict(),
+            "optimizer": _optimizer_state(len(list(model.parameters())))}

@@ -2,9 +2,9 @@
 checkpoint files at tiny widths (checked against a direct computation), and the verdict rule on
 hand-made metrics.
 
-The synthetic files use the reference re-writings of the official modules in
-test_checkpoints_loaders (DINOHead, MultiCropWrapper, VICReg, BarlowTwins; DDP adds ``module.``),
-so their keys are the official ones. No test asserts a verdict on measured tiny random models.
+The synthetic files are written by tests/official_models.py (re-writings of the official modules
+and the dicts their training scripts save), so their keys are the official ones. No test asserts
+a verdict on measured tiny random models.
 """
 import dataclasses
 import json
@@ -23,7 +23,7 @@ from headgeom.experiments.c10_pretrained import FAMILIES, C10Config, cells, run_
 from headgeom.experiments.c10_pretrained.summary import PAPER_METRIC, PRIMARY, direction
 from headgeom.experiments.registry import VERDICTS, check_claim, load_all
 from headgeom.experiments.runner import cell_key, jsonable, run_experiments
-from official_models import DDP, BarlowTwins, DINOHead, MultiCropWrapper, VICReg, randomise_
+from official_models import BarlowTwins, VICReg, dino_full_checkpoint, method_full_checkpoint, randomise_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -31,34 +31,27 @@ TINY = C10Config(preset="quick", data="shapes", data_options=(("n", 60),), n_cla
                  families=("rotation_45", "hue"), steps=3, n_boot=50, batch_size=32, device="cpu", num_threads=1)
 
 
-def _dino_pair(make_backbone, **head_kw):
-    torch.manual_seed(0)
-    nets = [randomise_(MultiCropWrapper(make_backbone(), DINOHead(**head_kw)), seed=s) for s in (1, 2)]
-    return {"student": DDP(nets[0]).state_dict(), "teacher": nets[1].state_dict(), "epoch": 100,
-            "optimizer": {"state": {}, "param_groups": [{"lr": 0.0, "params": [0]}]}}, nets[1]
-
-
 @pytest.fixture(scope="module")
 def ckpt_dir(tmp_path_factory):
     """The four official file names in one folder, at tiny widths; returns (folder, reference models)."""
     d = tmp_path_factory.mktemp("checkpoints")
     refs = {}
-    obj, refs["dino_vit"] = _dino_pair(lambda: VisionTransformer(img_size=32, patch_size=8, embed_dim=64, depth=1,
-                                                                 num_heads=1),
-                                       in_dim=64, out_dim=48, nlayers=3, hidden_dim=32, bottleneck_dim=8)
+    torch.manual_seed(0)
+    obj, refs["dino_vit"] = dino_full_checkpoint(
+        lambda: VisionTransformer(img_size=32, patch_size=8, embed_dim=64, depth=1, num_heads=1),
+        in_dim=64, out_dim=48, nlayers=3, hidden_dim=32, bottleneck_dim=8)
     torch.save(obj, d / EXPECTED_FILES["dino_vit"].filename)
-    obj, refs["dino_resnet50"] = _dino_pair(lambda: resnet50(width=0.0625), in_dim=128, out_dim=40, use_bn=True,
-                                            nlayers=2, hidden_dim=64, bottleneck_dim=12, plain_last=True)
+    torch.manual_seed(0)
+    obj, refs["dino_resnet50"] = dino_full_checkpoint(lambda: resnet50(width=0.0625), in_dim=128, out_dim=40,
+                                                      use_bn=True, nlayers=2, hidden_dim=64, bottleneck_dim=12,
+                                                      plain_last=True)
     torch.save(obj, d / EXPECTED_FILES["dino_resnet50"].filename)
-    opt = {"state": {}, "param_groups": [{"lr": 0.0, "weight_decay": 1e-6, "params": [0, 1]}]}
     torch.manual_seed(3)
     refs["vicreg"] = randomise_(VICReg(resnet50(width=0.0625), 128, "96-96-80"), seed=5)
-    torch.save({"epoch": 1000, "model": DDP(refs["vicreg"]).state_dict(), "optimizer": opt},
-               d / EXPECTED_FILES["vicreg"].filename)
+    torch.save(method_full_checkpoint(refs["vicreg"]), d / EXPECTED_FILES["vicreg"].filename)
     torch.manual_seed(4)
     refs["barlow_twins"] = randomise_(BarlowTwins(resnet50(width=0.0625), 128, "64-64-48"), seed=6)
-    torch.save({"epoch": 1000, "model": DDP(refs["barlow_twins"]).state_dict(), "optimizer": opt},
-               d / EXPECTED_FILES["barlow_twins"].filename)
+    torch.save(method_full_checkpoint(refs["barlow_twins"]), d / EXPECTED_FILES["barlow_twins"].filename)
     return d, refs
 
 

@@ -32,12 +32,13 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from headgeom.augment.families import AugmentationFamily, get_family
 from headgeom.eval.features import as_head_chain
-from headgeom.geometry.fisher import per_sample_jacobian
 from headgeom.geometry.loss_curvature import curvature_for
+from headgeom.geometry.pullback_gram import pullback_gram
 from headgeom.geometry.tangents import augmentation_tangent, random_unit_directions
 from headgeom.objectives import analysis_loss
 from headgeom.orbits.extract import as_unit_images
 from headgeom.orbits.tangent_summary import DEFINITIONS, assemble_result
+from headgeom.threads import torch_threads
 
 __all__ = ["DEFINITIONS", "LOSSES", "TOL_SWEEP", "tangent_metric_analysis"]  # DEFINITIONS re-exported
 
@@ -147,27 +148,16 @@ def _null_fractions(lam: Tensor, vecs: Tensor, v: Tensor, tol: float) -> Tensor:
     return (coeff * null.unsqueeze(1)).sum(-1) / coeff.sum(-1)
 
 
-def _head_gram(head_fn: Callable, z: Tensor, k: int, max_elements: int = 2 ** 26) -> Tensor:
-    """I_h(z) = J_hᵀJ_h (σ = 1) per image, (b, d, d), from per-sample Jacobians (k × d) formed a few
-    images at a time (at most ``max_elements`` Jacobian entries at once; a DINO head has k = 65536).
-
-    Its eigenvalues come from eigh of this formed matrix (about 10x faster than the SVD of J on
-    CPU), resolved to about d·eps·λ_max (protocol.fisher.eigen_floor)."""
-    step = max(1, max_elements // (k * z.shape[1]))
-    grams = []
-    for s in range(0, z.shape[0], step):
-        jac = per_sample_jacobian(head_fn, z[s:s + step])  # (step, k, d)
-        grams.append(jac.mT @ jac)
-    return torch.cat(grams)
-
-
-def _base_point(pix_to_z: Callable, head_fn: Callable | None, x_pt: Tensor, e_pix: Tensor,
-                e_z: Tensor | None, c: Tensor | None, loss: str, chunk: int) -> dict:
+def _base_point(pix_to_z: Callable, head_fn: Callable | None, head_gram: Callable | None, x_pt: Tensor,
+                e_pix: Tensor, e_z: Tensor | None, c: Tensor | None, loss: str, chunk: int) -> dict:
     """Everything at one base point x_pt (b, 3, H, W) that does not depend on the family.
 
     z (b, d); jb_e = J_b e (b, m, d) for the random pixel directions; with a head: jv_r =
     J_h [e_z, J_b e] (b, 2m, k), the loss-curvature blocks at u = h(z) (checked against the exact
-    HVP), the per-sample loss quotients of e_z (b, m), and the eigen-system of I_h(z) = J_hᵀJ_h.
+    HVP), the per-sample loss quotients of e_z (b, m), and the eigen-system of I_h(z) = J_hᵀJ_h
+    (``head_gram``: headgeom.geometry.pullback_gram, through the last Linear for DINO heads). Its
+    eigenvalues come from eigh of the formed matrix (about 10x faster than the SVD of J on CPU),
+    resolved to about d·eps·λ_max (protocol.fisher.eigen_floor).
     """
     z, jb_e = _jvp_rows(pix_to_z, x_pt, e_pix, chunk)
     out = {"z": z, "jb_e": jb_e}
@@ -178,7 +168,12 @@ def _base_point(pix_to_z: Callable, head_fn: Callable | None, x_pt: Tensor, e_pi
     # Per-sample loss: the declared blocks of the batch mean, times b (checked against the exact HVP).
     curv = curvature_for(analysis_loss(loss, c), u, "ambient", check=True)
     loss_r = torch.stack([(jv_r[:, j] * curv.apply(jv_r[:, j])).sum(-1) for j in range(m)], 1) * b
-    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=torch.linalg.eigh(_head_gram(head_fn, z, u.shape[1])))
+    gram = head_gram(z)
+    # One thread: a batched eigh of a rank-deficient (b, d, d) Gram (a DINO head: rank <= 256 of
+    # d = 384) took 5-34 s with 2 threads on the shared 2-core machine, 0.55 s with 1 (headgeom.threads).
+    with torch_threads(1):
+        eig = torch.linalg.eigh(gram)
+    out.update(u=u, jv_r=jv_r, curv=curv, loss_r=loss_r, eig=eig)
     return out
 
 
@@ -220,6 +215,7 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
             z = h(z)
         return z
 
+    head_gram = pullback_gram([h for _, h in chain]) if chain else None  # the last layer's QR, once
     if mean is not None:
         m_ = torch.tensor(mean, dtype=dtype, device=device).view(1, 3, 1, 1)
         s_ = torch.tensor(std, dtype=dtype, device=device).view(1, 3, 1, 1)
@@ -255,11 +251,11 @@ def tangent_metric_analysis(backbone: Callable[[Tensor], Tensor], head: Callable
                 at_identity = float((x_aug - x).abs().max()) <= IDENTITY_ULPS * torch.finfo(dtype).eps
                 if at_identity:  # within rounding: share the clean image's base point
                     if clean is None:
-                        clean = _base_point(pix_to_z, head_fn if chain else None, x, e_pix, e_z, c, loss,
+                        clean = _base_point(pix_to_z, head_fn if chain else None, head_gram, x, e_pix, e_z, c, loss,
                                             batch_size)
                     base = clean
                 else:
-                    base = _base_point(pix_to_z, head_fn if chain else None, x_aug, e_pix, e_z, c, loss,
+                    base = _base_point(pix_to_z, head_fn if chain else None, head_gram, x_aug, e_pix, e_z, c, loss,
                                        batch_size)
                 u_pix, t_z = augmentation_tangent(lambda y: (y, pix_to_z(y)), x, fam, xi)
                 h = _fd_step(fam, dtype)
