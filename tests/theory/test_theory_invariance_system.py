@@ -3,8 +3,10 @@ import dataclasses
 
 import pytest
 
-from headgeom.theory.invariance import InvarianceSpec
-from headgeom.theory.invariance_system import REGIMES, SYSTEMS, preset_system, regime_cells, regime_spec
+import torch
+
+from headgeom.theory.invariance import InvarianceSpec, PatternManifold, trained_system
+from headgeom.theory.invariance_system import REGIMES, SYSTEMS, cell_system, preset_system, regime_cells, regime_spec
 
 
 def test_regime_spec_sets_only_whether_the_backbone_trains():
@@ -35,3 +37,15 @@ def test_preset_systems_grow_from_quick_to_paper_and_unknown_presets_are_refused
     assert all(a < b for lo, hi in zip(sizes, sizes[1:]) for a, b in zip(lo, hi))
     with pytest.raises(ValueError, match="no invariance system for preset 'huge'"):
         preset_system("huge")
+
+
+def test_cell_system_is_the_regimes_trained_system_and_manifold_of_the_cells_seed():
+    tiny = InvarianceSpec(size=8, n_content=3, hidden=8, d=6, head_hidden=8, k=5, n_train=64, steps=5, batch=32)
+    for regime in REGIMES:
+        spec, system, manifold = cell_system(tiny, {"regime": regime, "seed": "1"})
+        assert spec == regime_spec(tiny, regime)
+        assert system is trained_system(spec, 1)  # cached: C6 and C7 analyse the same trained models
+        assert manifold.dtype == torch.float64
+        g1, g2 = torch.Generator().manual_seed(0), torch.Generator().manual_seed(0)
+        same = PatternManifold(spec, 1, torch.float64)
+        assert torch.equal(manifold.render(manifold.sample(3, g1)), same.render(same.sample(3, g2)))

@@ -57,9 +57,9 @@ from headgeom.theory.invariance import (
     PatternManifold,
     invariance_gap,
     shift_family,
-    trained_system,
 )
-from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
+from headgeom.theory.invariance_system import (REGIME_FIELDS, REGIMES, cell_system, preset_system, regime_cells,
+                                               regime_spec)
 
 STATEMENT = ("Prop 5.2: invariance to continuous augmentations forces vᵀG v = 0 on V_aug "
              "(the head is a geometric low-pass filter)")
@@ -169,9 +169,7 @@ def measure(backbone, head, manifold: PatternManifold, theta: torch.Tensor, xi_o
 def run_cell(config: C6Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Contrasts, gaps and the quotient distributions of one regime × seed, before and after."""
     regime, seed = cell["regime"], int(cell["seed"])
-    spec = regime_spec(config.system, regime)
-    system = trained_system(spec, seed)
-    manifold = PatternManifold(spec, seed, torch.float64)
+    spec, system, manifold = cell_system(config.system, cell)
     out: dict[str, Any] = {"regime": regime, "dim_aug": spec.dim_aug, "n_eval": config.n_eval,
                            "loss_first": system.loss_first, "loss_last": system.loss_last, "quotients": {}}
     for stage in STAGES:

@@ -43,8 +43,8 @@ from headgeom.launch.resources import Resources
 from headgeom.report.estimates import format_estimate
 from headgeom.report.evidence import TEST
 from headgeom.report.plots import c7_fisher as plots
-from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap, trained_system
-from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, preset_system, regime_cells, regime_spec
+from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap
+from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, cell_system, preset_system, regime_cells, regime_spec
 
 STATEMENT = "Thm 5.3: rank(I_h) ≤ rank(I_z) − dim V_aug for Fisher information"
 TOL_SWEEP = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-9)
@@ -187,9 +187,7 @@ def rank_metrics(jac: dict[str, torch.Tensor], dim_aug: int, rel_tol: float, tol
 def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
     """Fisher ranks of one regime × seed, before and after training."""
     regime, seed = cell["regime"], int(cell["seed"])
-    spec = regime_spec(config.system, regime)
-    system = trained_system(spec, seed)
-    manifold = PatternManifold(spec, seed, torch.float64)
+    spec, system, manifold = cell_system(config.system, cell)
     out: dict[str, Any] = {"regime": regime, "dim_aug": spec.dim_aug, "n_latent": manifold.n_latent,
                            "rel_tol": config.rel_tol,
                            "observation_model": GaussianObservation(config.sigma).describe("f(x(theta)) or h(f(x(theta)))")}

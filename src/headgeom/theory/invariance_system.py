@@ -10,9 +10,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from headgeom.theory.invariance import InvarianceSpec
+import torch
 
-__all__ = ["SYSTEMS", "REGIMES", "REGIME_FIELDS", "preset_system", "regime_spec", "regime_cells"]
+from headgeom.theory.invariance import InvarianceSpec, PatternManifold, TrainedSystem, trained_system
+
+__all__ = ["SYSTEMS", "REGIMES", "REGIME_FIELDS", "preset_system", "regime_spec", "regime_cells", "cell_system"]
 
 SYSTEMS: dict[str, InvarianceSpec] = {
     # 12×12 patterns, 6 bumps, f 144-64-16, h 16-32-16 (SiLU), VICReg 300 steps
@@ -60,3 +62,11 @@ def regime_cells(experiment: str, regimes: tuple[str, ...], seeds: int) -> list[
         if r not in REGIMES:
             raise ValueError(f"{experiment}: unknown regime {r!r}; choose from {REGIMES}")
     return [{"regime": r, "seed": s} for r in regimes for s in range(seeds)]
+
+
+def cell_system(system: InvarianceSpec, cell: dict[str, Any]) -> tuple[InvarianceSpec, TrainedSystem, PatternManifold]:
+    """What one regime × seed cell analyses: its spec, its trained system (cached per spec and
+    seed by ``trained_system``: C6 and C7 share it) and its pattern manifold in float64."""
+    spec = regime_spec(system, cell["regime"])
+    seed = int(cell["seed"])
+    return spec, trained_system(spec, seed), PatternManifold(spec, seed, torch.float64)
