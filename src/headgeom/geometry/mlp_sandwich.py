@@ -24,7 +24,8 @@ width 65,536 is formed per sample beyond the loss HVPs' tangents.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import torch
@@ -182,27 +183,21 @@ class ChainProducts:
 
     shared: Tensor
     w_tail: Tensor | None
-    kept: dict[str, Tensor] = field(default_factory=dict)  # products formed on first use
 
+    @cached_property
     def tail_gram(self) -> Tensor:
         """W_Lᵀ W_L (m, m)."""
-        if "tail" not in self.kept:
-            self.kept["tail"] = self.w_tail.T @ self.w_tail
-        return self.kept["tail"]
+        return self.w_tail.T @ self.w_tail
 
+    @cached_property
     def tail_t(self) -> Tensor | None:
         """W_Lᵀ contiguous (m, k): the rows the weighted Gram of a declared diagonal reads."""
-        if self.w_tail is None:
-            return None
-        if "tail_t" not in self.kept:
-            self.kept["tail_t"] = self.w_tail.T.contiguous()
-        return self.kept["tail_t"]
+        return None if self.w_tail is None else self.w_tail.T.contiguous()
 
+    @cached_property
     def shared_gram(self) -> Tensor:
         """P_0 P_0ᵀ (d, d)."""
-        if "shared" not in self.kept:
-            self.kept["shared"] = self.shared @ self.shared.T
-        return self.kept["shared"]
+        return self.shared @ self.shared.T
 
 
 def chain_products(layers: list[nn.Module], d: int, like: Tensor) -> ChainProducts:
@@ -247,17 +242,19 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
     if want_g and curvature is None:
         kmat = tail_curvature(w_tail, k, hvp, n, z)
     elif want_g and w_tail is not None and bool((curvature.alpha != 0).any()):  # (the DINO loss: alpha = 0)
-        gram = products.tail_gram()
+        gram = products.tail_gram
+
+    wt = products.tail_t if curvature is not None and curvature.diag is not None else None  # only a diagonal reads it
 
     def k_rows(rows: slice) -> Tensor:
-        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k, wt=products.tail_t())
+        return kmat[rows] if kmat is not None else curvature.rows(rows).sandwich(w_tail, gram, k, wt=wt)
     g_out = torch.empty(n, d, d, dtype=dtype, device=device) if want_g else None
     m_out = None
     if want_m:
         if not p:
             m_out = torch.zeros(n, d, d, dtype=dtype, device=device)
         elif 0 in vp.norms:  # the first nonlinearity's M term, with its shared Jacobian
-            m_out = vp.norms[0].interaction(shared, gram=products.shared_gram())
+            m_out = vp.norms[0].interaction(shared, gram=products.shared_gram)
         else:
             m_out = torch.empty(n, d, d, dtype=dtype, device=device)
     if not p:  # a linear head: G_i = Wᵀ [∇²L]_ii W, M = 0
@@ -314,7 +311,7 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                     mid_buf = torch.empty(min(chunk_size, n) * d1.shape[1] ** 2, dtype=dtype, device=device)
                 mid = mid_buf[:d1.shape[0] * d1.shape[1] ** 2].view(d1.shape[0], d1.shape[1], d1.shape[1])
                 if kmat is None:
-                    curvature.rows(rows).sandwich(w_tail, gram, k, scale=d1, out=mid, wt=products.tail_t())
+                    curvature.rows(rows).sandwich(w_tail, gram, k, scale=d1, out=mid, wt=wt)
                 else:
                     torch.mul(kmat[rows], d1[:, :, None], out=mid).mul_(d1[:, None, :])
                 if merged and p > 1:
