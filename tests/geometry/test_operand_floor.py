@@ -68,6 +68,26 @@ def test_near_radial_linear_head_round_off_is_zero_under_the_operand_floor():
     assert result_negatives > 0  # the result-relative floor does count round-off here: the test can fail
 
 
+def test_blocks_tiny_by_cancellation_pass_the_symmetry_check_only_with_their_operand_scale():
+    """Raw engine blocks, not symmetrised: their asymmetry is round-off of the operands (eps · S), far
+    above 1e-8 · max|H|; spectrum refuses them without the scale and takes them with it, with the
+    eigenvalues of their symmetric part. An asymmetry of the operands' own size is still refused."""
+    head, z, c = near_radial(0, 1e-5)
+    eh = effective_hessian(head, analysis_loss("negative_cosine", c), z, reading="tangential")
+    h, g, m = eh.decomposed_blocks()
+    s = eh.operand_scale().value
+    with pytest.raises(ValueError, match="not symmetric"):
+        spectrum(h)  # the result-relative check fails on round-off here: the scale is what lets it pass
+    got = spectrum(h, decomposition={"G": g, "M": m}, scale=s)
+    ref = torch.linalg.eigvalsh(0.5 * (h + h.transpose(1, 2)))
+    assert got.lambda_max == pytest.approx(float(ref.max()), rel=1e-12)
+    assert got.lambda_min == pytest.approx(float(ref.min()), rel=1e-12, abs=1e-12 * s)
+    skew = h.clone()
+    skew[:, 0, 1] += 1e-6 * s  # 1e-6 of the operands: not round-off
+    with pytest.raises(ValueError, match=r"max\(max\|A\|, scale\)"):
+        spectrum(skew, scale=s)
+
+
 def _dense_scale(head: nn.Module, loss, z: torch.Tensor, *, whole_loss: bool = False,
                  whole_jacobian: bool = False) -> float:
     """max_i ‖A_i‖₂ ‖J_i‖₂² from dense float64 autograd (whole-matrix norms where asked)."""

@@ -19,25 +19,30 @@ MatVec = Callable[[Tensor], Tensor]
 __all__ = ["SymmetricOperator", "as_operator", "check_symmetric"]
 
 
-def check_symmetric(A: Tensor, name: str = "A", rtol: float | None = None) -> None:
+def check_symmetric(A: Tensor, name: str = "A", rtol: float | None = None, scale: float | None = None) -> None:
     """Raise ValueError if the square (n, n) or batched (N, d, d) `A` is not symmetric.
 
-    Tolerance: max|A − Aᵀ| ≤ rtol · max|A| per matrix, with rtol = max(1e-8, 10 · eps(dtype))
-    by default (1e-8 for float64; float32 roundoff alone exceeds 1e-8).
+    Tolerance: max|A − Aᵀ| ≤ rtol · max(max|A|, scale) per matrix, with rtol = max(1e-8, 10 ·
+    eps(dtype)) by default (1e-8 for float64; float32 roundoff alone exceeds 1e-8). ``scale``: the
+    size of the operands A was summed from, when A is small by cancellation (the pullback metric
+    under the tangential reading, :mod:`headgeom.geometry.operand_scale`): its round-off asymmetry is
+    of order eps · scale, not eps · max|A|.
     """
     if rtol is None:
         rtol = max(1e-8, 10.0 * torch.finfo(A.dtype).eps)
     asym = (A - A.transpose(-1, -2)).abs().amax(dim=(-1, -2))
-    scale = A.abs().amax(dim=(-1, -2))
-    bad = asym > rtol * scale
+    size = A.abs().amax(dim=(-1, -2))
+    ref = size if scale is None else size.clamp_min(scale)
+    bad = asym > rtol * ref
     if bool(bad.any()):
-        rel = (asym / scale.clamp_min(torch.finfo(A.dtype).tiny)).max().item()
+        rel = (asym / ref.clamp_min(torch.finfo(A.dtype).tiny)).max().item()
         where = ""
         if A.ndim == 3:
             idx = torch.nonzero(bad).flatten().tolist()
             where = f" in blocks {idx[:10]}{' ...' if len(idx) > 10 else ''} ({len(idx)} of {A.shape[0]})"
         raise ValueError(
-            f"{name} is not symmetric{where}: max|A - A^T| / max|A| = {rel:.3e} > {rtol:.1e}. "
+            f"{name} is not symmetric{where}: max|A - A^T| / {'max|A|' if scale is None else 'max(max|A|, scale)'}"
+            f" = {rel:.3e} > {rtol:.1e}. "
             "Pass a symmetric matrix (e.g. a Hessian), or symmetrise it yourself if the "
             "asymmetry is expected."
         )

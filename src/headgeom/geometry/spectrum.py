@@ -160,8 +160,9 @@ def _summary(v: Tensor) -> dict[str, float | int | None]:
             "n_undefined": int(a.size - ok.size)}
 
 
-def _check_dense(x: Tensor, name: str) -> Tensor:
-    """Validate an (n, n) or (N, d, d) tensor; return its float64 symmetrised copy."""
+def _check_dense(x: Tensor, name: str, scale: float | None = None) -> Tensor:
+    """Validate an (n, n) or (N, d, d) tensor; return its float64 symmetrised copy (symmetry to
+    round-off of max(max|x|, scale): :func:`headgeom.geometry.operators.check_symmetric`)."""
     if not x.dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating tensor, got {x.dtype}.")
     if x.ndim not in (2, 3) or x.shape[-1] != x.shape[-2] or x.numel() == 0:
@@ -179,7 +180,7 @@ def _check_dense(x: Tensor, name: str) -> Tensor:
             )
         first = tuple(torch.nonzero(bad)[0].tolist())
         raise ValueError(f"{name} has {int(bad.sum())} non-finite entries (NaN/inf), the first at {first}.")
-    check_symmetric(x, name)
+    check_symmetric(x, name, scale=scale)
     x = x.detach().to(torch.float64)
     return 0.5 * (x + x.transpose(-1, -2))
 
@@ -188,7 +189,7 @@ def _ratio(num: float, den: float) -> float | None:
     return None if den == 0.0 else num / den
 
 
-def _decomp_dense(x: Tensor, parts: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def _decomp_dense(x: Tensor, parts: Mapping[str, Any], scale: float | None) -> dict[str, dict[str, Any]]:
     """‖part‖ / ‖x‖ in Frobenius and spectral norm for dense (n, n) or blocks (N, d, d)."""
     fro_x = torch.linalg.matrix_norm(x, "fro")
     sp_x = torch.linalg.matrix_norm(x, 2)
@@ -197,7 +198,7 @@ def _decomp_dense(x: Tensor, parts: Mapping[str, Any]) -> dict[str, dict[str, An
         if not isinstance(p, Tensor) or tuple(p.shape) != tuple(x.shape):
             got = tuple(p.shape) if isinstance(p, Tensor) else type(p).__name__
             raise ValueError(f"decomposition part {name!r} must be a tensor of shape {tuple(x.shape)} like x, got {got}.")
-        p = _check_dense(p, f"decomposition part {name!r}").to(x.device)
+        p = _check_dense(p, f"decomposition part {name!r}", scale).to(x.device)
         fro_p, sp_p = torch.linalg.matrix_norm(p, "fro"), torch.linalg.matrix_norm(p, 2)
         if x.ndim == 2:
             out[name] = {"fro": _ratio(float(fro_p), float(fro_x)), "spectral": _ratio(float(sp_p), float(sp_x))}
@@ -217,7 +218,7 @@ def _decomp_dense(x: Tensor, parts: Mapping[str, Any]) -> dict[str, dict[str, An
 def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any] | None,
                     scale: float | None) -> Spectrum:
     in_dtype = x.dtype
-    xs = _check_dense(x, "x")
+    xs = _check_dense(x, "x", scale)
     lam = torch.linalg.eigvalsh(xs)  # ascending; (n,) or (N, d)
     fl = _floor(rel_floor, float(lam.abs().max()), scale)
     floor = fl["floor"]
@@ -229,7 +230,7 @@ def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any
         n_negative=int(neg.sum()), n_zero=int(zero.sum()), n_positive=int(pos.sum()),
         condition_number=None if bool(torch.isnan(cond)) else float(cond),
         condition_definition=_COND, method=method,
-        norm_ratios=None if decomposition is None else _decomp_dense(xs, decomposition),
+        norm_ratios=None if decomposition is None else _decomp_dense(xs, decomposition, scale),
     )
     if xs.ndim == 2:
         return Spectrum(kind="dense", n=xs.shape[0], eigenvalues=lam, **common)
@@ -314,7 +315,9 @@ def spectrum(
             1e-10 by default (module docstring, docs/paper.md §4 pitfall 2).
         scale: the scale S of the operands x was computed from (e.g. ``eh.operand_scale().value``
             for H_eff or G blocks); the floor becomes rel_floor · max(max|λ|, S), and the result
-            says which applied (``floor_relative_to``). None: relative to the result alone.
+            says which applied (``floor_relative_to``), and x (with its decomposition parts) need be
+            symmetric only to round-off of max(max|x|, S): blocks tiny by cancellation carry an
+            asymmetry of order eps · S. None: relative to the result alone.
         decomposition: named parts of the same kind as x (e.g. {"G": G, "M": M} for
             x = H_eff), reported as ‖part‖ / ‖x‖ in Frobenius and spectral norm.
         k, tol, max_iter, seed: Lanczos settings (operators only), see `lanczos_extremes`.
