@@ -52,6 +52,19 @@ def test_dry_run_with_only_and_overrides(tmp_path, capsys, no_subprocess):
     assert "the quick preset is scaled down" in text and "--seeds on the command line" in text
 
 
+def test_dry_run_prints_the_notes_a_run_would_report(tmp_path, capsys, no_subprocess):
+    # C8's collapsed runs set train.pseudo_collapse themselves: a --set of it reaches only the normal runs
+    rc = main(["reproduce", "--preset", "quick", "--only", "C8", "--dry-run", "--out", str(tmp_path / "o"),
+               "--set", "train.pseudo_collapse=0.1"])
+    text = capsys.readouterr().out
+    assert rc == 0
+    notes = [line for line in text.splitlines() if line.startswith("  note: ")]
+    assert len(notes) == 1 and "--set train.pseudo_collapse=0.1: 2 of 8 cells" in notes[0], notes
+    assert text.index("\nC8 (training)") < text.index(notes[0]) < text.index("  8 cells:")
+    assert main(["reproduce", "--preset", "quick", "--only", "C8", "--dry-run", "--out", str(tmp_path / "o")]) == 0
+    assert "  note: " not in capsys.readouterr().out
+
+
 def test_dry_run_of_theory_experiments_says_there_is_no_protocol(tmp_path, capsys, no_subprocess):
     assert main(["theory", "--preset", "paper", "--only", "C1", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     text = capsys.readouterr().out

@@ -128,10 +128,11 @@ def dry_run(plan: list[tuple[Any, Any, list[dict[str, Any]], int, list[str]]], l
         lines.append("(the resources below are what --launcher slurm asks SLURM for; --launcher local runs every cell "
                      "as one process on this machine)")
     totals = {"cells": 0, "gpu": 0.0, "gpu_limit": 0.0, "cpu": 0.0, "cpu_limit": 0.0, "unknown": []}
-    for exp, config, cells, n_seeds, _ in plan:
+    for exp, config, cells, n_seeds, notes in plan:
         res = with_overrides(exp.cell_resources(preset), **overrides)
         kind = "training" if exp.train_config else "theory" if exp.theory else "measurement"
-        lines += ["", f"{exp.id} ({kind}): {exp.title}", f"  {len(cells)} cells:"] + _cells_lines(cells)
+        lines += ["", f"{exp.id} ({kind}): {exp.title}"] + [f"  note: {n}" for n in notes]
+        lines += [f"  {len(cells)} cells:"] + _cells_lines(cells)
         lines.append(_resources_line(res, len(cells)))
         rows = settings_rows(exp, config, cells, n_seeds, preset, seeds_given=seeds is not None)
         if rows:
