@@ -7,9 +7,12 @@ last weight, W_Lᵀ diag(δ_i) W_L (the DINO loss's diag p_i, with W_L 65,536 ×
 
 Formed by row tiles of the upper triangle: for rows I (|I| ≤ tile) of every block, one GEMM
 of the scaled rows [Aᵀ[I] ⊙ c_i]_i (s·|I|, w) against A[:, I₀:] (w, d − I₀); the lower
-triangle is mirrored. About half the FLOPs of N full products (36/64 of them at d = 512,
-tile 64), as many-sample GEMMs, through one scaled buffer of bounded size reused across
-tiles (a fresh large tensor per product costs its page faults, about 3× the scaling itself).
+triangle is mirrored. (1 + tile/d)/2 of the FLOPs of N full products (0.52 at d = 512, 0.53
+at the DINO bottleneck 256, tile 16), as many-sample GEMMs, through one scaled buffer of bounded
+size reused across tiles (a fresh large tensor per product costs its page faults, about 3× the
+scaling itself). Tile 16 was measured fastest of 8–128 on every shape in use (BENCHMARKS.md: 0.85–0.98×
+the time of tile 64, the FLOPs' ratio): the tiles' GEMMs keep their rate down to 16 rows because
+each multiplies all of a group's samples at once.
 Packing the outer products a_j a_jᵀ of all w rows once and multiplying C by them halves the
 FLOPs exactly but builds w·d²/2 entries whatever N is: measured 3× slower at N = 32 at the
 paper's widths (BENCHMARKS.md).
@@ -22,7 +25,7 @@ from torch import Tensor
 BUFFER_BYTES = 1 << 26  # the scaled rows held at once (64 MiB); at least one sample's tile
 
 
-def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 64) -> Tensor:
+def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 16) -> Tensor:
     """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
 
     ``out`` (N, d, d), if given, receives the blocks (a slice of a larger tensor will do).
