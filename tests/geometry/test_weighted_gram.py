@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from headgeom.geometry import weighted_gram as wg
-from headgeom.geometry.weighted_gram import weighted_gram
+from headgeom.geometry.weighted_gram import symmetric_bmm, weighted_gram
 
 from geometry_reference import assert_close
 
@@ -44,3 +44,31 @@ def test_samples_in_groups_when_the_buffer_is_bounded(monkeypatch, budget_sample
     c = torch.randn(5, 7, generator=g, dtype=DT)
     monkeypatch.setattr(wg, "BUFFER_BYTES", budget_samples * 4 * 7 * 8)
     assert_close(weighted_gram(at, c, tile=4), reference(at, c), rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("tile", [1, 3, 4, 64])
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_symmetric_bmm_against_the_full_product(tile, accumulate):
+    # X_i = P_i K_i with K_i symmetric: X_i P_iᵀ is symmetric; tiles that divide d, leave a short
+    # last tile, and cover d at once; into a slice, adding to what is there or replacing it
+    g = torch.Generator().manual_seed(4)
+    s, d, m = 3, 8, 5
+    p = torch.randn(s, d, m, generator=g, dtype=DT)
+    k = torch.randn(s, m, m, generator=g, dtype=DT)
+    x = p @ (k + k.transpose(1, 2))
+    before = torch.randn(s + 2, d, d, generator=g, dtype=DT)
+    out = before.clone()
+    symmetric_bmm(x, p, out[1:4], accumulate=accumulate, tile=tile)
+    want = x @ p.transpose(1, 2) + (before[1:4] if accumulate else 0)
+    assert_close(out[1:4], want, rtol=1e-12, atol=1e-13)
+    assert torch.equal(out[0], before[0]) and torch.equal(out[4], before[4])
+
+
+def test_symmetric_bmm_reads_only_the_upper_triangle():
+    # a product that is not symmetric comes back as its upper triangle mirrored: the lower one is never formed
+    g = torch.Generator().manual_seed(5)
+    x, p = torch.randn(2, 6, 4, generator=g, dtype=DT), torch.randn(2, 6, 4, generator=g, dtype=DT)
+    got = symmetric_bmm(x, p, torch.empty(2, 6, 6, dtype=DT), tile=1)
+    full = x @ p.transpose(1, 2)
+    upper = torch.triu(full)
+    assert_close(got, upper + torch.triu(full, 1).transpose(1, 2), rtol=1e-12, atol=1e-13)

@@ -35,7 +35,7 @@ from torch.func import vmap
 from .loss_curvature import LowRankCurvature
 from .mlp_structure import ELEMENTWISE, _activation_derivatives
 from .norm_structure import RowNorm, RowNormPass, row_norm_pass
-from .weighted_gram import weighted_gram
+from .weighted_gram import symmetric_bmm, weighted_gram
 
 
 @dataclass
@@ -298,7 +298,7 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 if j in vp.norms:
                     m_out[rows] += vp.norms[j].rows(rows).interaction(pre)
                 else:
-                    m_out[rows] += torch.bmm(pre * vp.c[j][rows][:, None, :], pre.transpose(1, 2))
+                    symmetric_bmm(pre * vp.c[j][rows][:, None, :], pre, m_out[rows], accumulate=True)
         if want_g:
             if p - 1 in vp.norms:  # Jᵀ K J (+ the norm's second derivative when merged)
                 state = vp.norms[p - 1].rows(rows)
@@ -317,7 +317,7 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
                 if merged and p > 1:
                     mid.diagonal(dim1=1, dim2=2).add_(vp.c[-1][rows])
             if pre.ndim == 3:  # into the output rows, no fresh (s, d, d) result
-                torch.bmm(torch.bmm(pre, mid), pre.transpose(1, 2), out=g_out[rows])
+                symmetric_bmm(torch.bmm(pre, mid), pre, g_out[rows])
             else:
                 g_out[rows] = torch.matmul(torch.matmul(pre, mid), pre.transpose(-1, -2))
     return g_out, m_out

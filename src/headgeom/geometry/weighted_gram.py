@@ -1,4 +1,5 @@
-"""Weighted Gram matrices Aᵀ diag(c_i) A of one shared matrix A for many weight vectors c_i.
+"""Symmetric per-sample products by row tiles of the upper triangle: weighted Gram matrices
+Aᵀ diag(c_i) A of one shared matrix A for many weight vectors c_i, and X_i P_iᵀ known to be symmetric.
 
 They appear wherever a layer's Jacobian or weight is the same for every sample and the
 per-sample factor is diagonal (docs/paper.md §1): the first Linear's M term
@@ -49,4 +50,33 @@ def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 
             os_[:, i0:i1, i0:] = blk
             if i1 < d:
                 os_[:, i1:, i0:i1] = blk[:, :, i1 - i0:].transpose(1, 2)
+    return out
+
+
+SYMMETRIC_TILE = 64  # rows per batched product in symmetric_bmm (measured against 32, 128, 256: BENCHMARKS.md)
+
+
+def symmetric_bmm(x: Tensor, p: Tensor, out: Tensor, *, accumulate: bool = False,
+                  tile: int = SYMMETRIC_TILE) -> Tensor:
+    """out (s, d, d) = X_i P_iᵀ (``accumulate``: +=) for x, p (s, d, m) whose products are symmetric
+    (P K Pᵀ as (P K) Pᵀ with K symmetric, or (P diag c) Pᵀ).
+
+    Only the upper triangle is multiplied, by row tiles (one batched product each), and mirrored:
+    (1 + tile/d)/2 of the FLOPs of the full product. ``out`` may be a slice of a larger tensor.
+    """
+    d = x.shape[1]
+    t = max(1, min(tile, d))
+    pt = p.transpose(1, 2)
+    for i0 in range(0, d, t):
+        i1 = min(i0 + t, d)
+        blk = torch.bmm(x[:, i0:i1], pt[:, :, i0:])  # (s, i1 - i0, d - i0)
+        low = blk[:, :, i1 - i0:].transpose(1, 2)
+        if accumulate:
+            out[:, i0:i1, i0:] += blk
+            if i1 < d:
+                out[:, i1:, i0:i1] += low
+        else:
+            out[:, i0:i1, i0:] = blk
+            if i1 < d:
+                out[:, i1:, i0:i1] = low
     return out
