@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from headgeom.backbones import VisionTransformer, resnet18, resnet50
-from headgeom.checkpoints import CheckpointArchitectureError, load_checkpoint, safe_load
+from headgeom.checkpoints import load_checkpoint, safe_load
 from official_models import BarlowTwins, DDP, DINOHead, MultiCropWrapper, SimSiam, VICReg, randomise_
 
 ATOL = 1e-5

@@ -105,7 +105,7 @@ def _verdicts(escapes, inert=None):
 
 
 def test_verdicts_follow_the_stated_criterion():
-    yes, no = [True] * 3, [False] * 3
+    yes = [True] * 3
     relu_routes = {("relu", True, lr): yes for lr in (0.05, 0.5, 0.005)} | {("relu", False, 0.5): yes}
     assert _verdicts({("silu", False, 0.005): yes, **relu_routes}) == ["supported", "supported"]
     # ReLU escapes at the smallest step size without BN: the gap is not there

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.objectives import AnalysisLoss, barlow_twins, info_nce, negative_cosine, nt_xent, vicreg
+from headgeom.objectives import AnalysisLoss, barlow_twins, nt_xent, vicreg
 
 from geometry_problems import ACTIVATIONS, D, DT, K, N, WIDTH, make_head, make_loss
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

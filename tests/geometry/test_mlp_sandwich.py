@@ -256,7 +256,7 @@ def test_auto_strategy_counts_a_declared_diagonal():
     layers = eh.structured_layers
     without = block_costs(layers, 2, 32, True)
     with_diag = block_costs(layers, 2, 32, True, diagonal=True)
-    assert without["sandwich"] < without["jacobian"] < with_diag["sandwich"]
+    assert without["sandwich"] <= without["jacobian"] < with_diag["sandwich"]  # (a tie takes the sandwich)
     assert eh.block_path() == "jacobian+declared-curvature"
     h_ref, _, _ = reference_parts(head, loss, z)
     assert_close(eh.blocks(), diagonal_blocks(h_ref, N, 2), what="blocks")

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from headgeom.geometry import weighted_gram as wg
-from headgeom.geometry.weighted_gram import symmetric_bmm, weighted_gram
+from headgeom.geometry.weighted_gram import symmetric_bmm, upper_fraction, weighted_gram
 
 from geometry_reference import assert_close
 
@@ -72,3 +72,10 @@ def test_symmetric_bmm_reads_only_the_upper_triangle():
     full = x @ p.transpose(1, 2)
     upper = torch.triu(full)
     assert_close(got, upper + torch.triu(full, 1).transpose(1, 2), rtol=1e-12, atol=1e-13)
+
+
+def test_upper_fraction_counts_the_entries_the_tiles_multiply():
+    # written out for d = 8, tile 3: rows 0-2 × columns 0-7, rows 3-5 × 3-7, rows 6-7 × 6-7
+    assert upper_fraction(8, 3) == (3 * 8 + 3 * 5 + 2 * 2) / 64
+    assert upper_fraction(10, 1) == 55 / 100  # the triangle with its diagonal
+    assert upper_fraction(10, 10) == upper_fraction(10, 64) == 1.0  # one tile: the full product

@@ -29,6 +29,7 @@ from .loss_discovery import discover_curvature
 from .mlp_sandwich import ChainProducts, block_costs, chain_products, is_linear_chain, sandwich_blocks, tail_width
 from .mlp_structure import chain_pass
 from .readings import loss_hvp
+from .weighted_gram import symmetric_bmm
 
 SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
 QUERY_CACHES = ("_curvature_cache", "_loss_curvature_cache", "_coupled_cache", "_hvp_closures", "_precision_cache",
@@ -215,7 +216,7 @@ class BlockStrategies:
             g = torch.empty(n, d, d, dtype=self.z.dtype, device=self.z.device)
             for start in range(0, n, self.chunk_size):
                 rows = slice(start, min(start + self.chunk_size, n))
-                g[rows] = torch.bmm(jt_all[rows], hjt[rows].transpose(1, 2)).detach()
+                symmetric_bmm(jt_all[rows].detach(), hjt[rows].detach(), g[rows])  # J_iᵀ (H_i J_i)
         return g, (torch.cat(ms) if want_m else None)
 
     def _row_jacobian(self, idx: Tensor, want_m: bool) -> tuple[Tensor, Tensor | None]:

@@ -35,7 +35,7 @@ from torch.func import vmap
 from .loss_curvature import LowRankCurvature
 from .mlp_structure import ELEMENTWISE, _activation_derivatives
 from .norm_structure import RowNorm, RowNormPass, row_norm_pass
-from .weighted_gram import symmetric_bmm, weighted_gram
+from .weighted_gram import GRAM_TILE, SYMMETRIC_TILE, symmetric_bmm, upper_fraction, weighted_gram
 
 
 @dataclass
@@ -137,7 +137,8 @@ def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged:
     declared: the loss-Hessian blocks are known in low-rank form (no HVPs on the sandwich path).
     merged: only H_eff = G + M is wanted (the last activation's M term rides in the sandwich).
     diagonal: the declared form has a diagonal diag(δ_i) (the DINO loss): on the sandwich path
-    W_Lᵀ diag(δ_i) W_L is a weighted Gram (k·m², half of 2·k·m²), on the Jacobian path a scaling.
+    W_Lᵀ diag(δ_i) W_L is a weighted Gram (about half of 2·k·m²), on the Jacobian path a scaling.
+    Symmetric products count the share of the full product their row tiles multiply.
     """
     acts = [i for i, layer in enumerate(layers) if not isinstance(layer, nn.Linear)]
     widths = [layers[i - 1].out_features if i and isinstance(layers[i - 1], nn.Linear) else None for i in acts]
@@ -148,19 +149,20 @@ def block_costs(layers: list[nn.Module], d: int, k: int, declared: bool, merged:
     act_w = [w if w is not None else d for w in widths]
     # sandwich path
     ours = jac_mid
+    gram, sym = upper_fraction(d, GRAM_TILE), upper_fraction(d, SYMMETRIC_TILE)  # symmetric products by row tiles
     if acts:
-        ours += act_w[0] * d * d  # the first term by row tiles (weighted_gram): about half of 2·w·d²
-        ours += sum(2.0 * w * d * d for w in act_w[1:-1])
+        ours += 2.0 * act_w[0] * d * d * gram  # the first term (weighted_gram)
+        ours += sum(2.0 * w * d * d * sym for w in act_w[1:-1])
         if len(acts) > 1 and not merged:
-            ours += 2.0 * act_w[-1] * d * d
-        ours += 2.0 * m * m * d + 2.0 * m * d * d
+            ours += 2.0 * act_w[-1] * d * d * sym
+        ours += 2.0 * m * m * d + 2.0 * m * d * d * sym
     ours += 4.0 * m * m if declared else 2.0 * k * m * m + HVP_COST_PER_ELEMENT * k * m
     if declared and diagonal and tail:
-        ours += k * m * m
+        ours += 2.0 * k * m * m * upper_fraction(m, GRAM_TILE)
     # Jacobian path
     theirs = jac_mid + sum(2.0 * d * lin.in_features * lin.out_features for lin in tail if acts)
-    theirs += sum(2.0 * w * d * d for w in act_w)
-    theirs += 2.0 * k * d * d + HVP_COST_PER_ELEMENT * k * d
+    theirs += sum(2.0 * w * d * d * sym for w in act_w)
+    theirs += 2.0 * k * d * d * sym + HVP_COST_PER_ELEMENT * k * d
     if declared and diagonal:
         theirs += 2.0 * k * d
     return {"sandwich": ours, "jacobian": theirs}

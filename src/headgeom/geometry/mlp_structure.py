@@ -32,6 +32,7 @@ from torch.nn.utils.weight_norm import WeightNorm
 from headgeom.heads.build import L2Normalize
 
 from .norm_structure import ChannelAffine, RowNorm, row_norm_pass
+from .weighted_gram import symmetric_bmm
 
 ELEMENTWISE: tuple[type[nn.Module], ...] = (
     nn.ReLU, nn.GELU, nn.SiLU, nn.Softplus, nn.Tanh, nn.ELU, nn.LeakyReLU, nn.Sigmoid,
@@ -246,6 +247,6 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
             d1, d2, at = pending.pop(idx)
             c = d2 * g  # (s, width)
             if bool((c != 0).any()):
-                interaction = interaction + torch.bmm(at * c[:, None, :], at.transpose(1, 2))
+                interaction = symmetric_bmm(at * c[:, None, :], at, interaction, accumulate=True)
             g = g * d1
     return ChainPass(u=x, jt=jt, interaction=interaction)

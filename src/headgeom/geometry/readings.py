@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-import torch
 from torch import Tensor
 from torch.func import grad, jvp, vjp
 

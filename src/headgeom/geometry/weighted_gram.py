@@ -24,9 +24,10 @@ import torch
 from torch import Tensor
 
 BUFFER_BYTES = 1 << 26  # the scaled rows held at once (64 MiB); at least one sample's tile
+GRAM_TILE = 16  # rows per tile of weighted_gram (measured against 8-128: BENCHMARKS.md)
 
 
-def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 16) -> Tensor:
+def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = GRAM_TILE) -> Tensor:
     """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
 
     ``out`` (N, d, d), if given, receives the blocks (a slice of a larger tensor will do).
@@ -54,6 +55,12 @@ def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 
 
 
 SYMMETRIC_TILE = 64  # rows per batched product in symmetric_bmm (measured against 32, 128, 256: BENCHMARKS.md)
+
+
+def upper_fraction(d: int, tile: int) -> float:
+    """The share of a full d × d product's FLOPs that row tiles of the upper triangle multiply."""
+    t = max(1, min(tile, d))
+    return sum(min(t, d - i0) * (d - i0) for i0 in range(0, d, t)) / (d * d)
 
 
 def symmetric_bmm(x: Tensor, p: Tensor, out: Tensor, *, accumulate: bool = False,

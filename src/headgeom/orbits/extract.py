@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from headgeom.augment.families import AugmentationFamily, get_family, orbit, orbit_values
 from headgeom.eval.features import Heads, as_head_chain, eval_mode, feature_points, point_names
