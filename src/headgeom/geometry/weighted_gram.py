@@ -11,9 +11,10 @@ of the scaled rows [Aᵀ[I] ⊙ c_i]_i (s·|I|, w) against A[:, I₀:] (w, d −
 triangle is mirrored. (1 + tile/d)/2 of the FLOPs of N full products (0.52 at d = 512, 0.53
 at the DINO bottleneck 256, tile 16), as many-sample GEMMs, through one scaled buffer of bounded
 size reused across tiles (a fresh large tensor per product costs its page faults, about 3× the
-scaling itself). Tile 16 was measured fastest of 8–128 on every shape in use (BENCHMARKS.md: 0.85–0.98×
-the time of tile 64, the FLOPs' ratio): the tiles' GEMMs keep their rate down to 16 rows because
-each multiplies all of a group's samples at once.
+scaling itself). Tile 16 was measured fastest of 8–128 on the costliest products, the first layer's
+term at N = 256 and the DINO loss's W_Lᵀ diag(p_i) W_L (0.76× and 0.86× the time of tile 64), and
+within 1.2 % of tile 64 where tile 32 was faster (BENCHMARKS.md): the tiles' GEMMs keep their rate
+down to 16 rows because each multiplies all of a group's samples at once.
 Packing the outer products a_j a_jᵀ of all w rows once and multiplying C by them halves the
 FLOPs exactly but builds w·d²/2 entries whatever N is: measured 3× slower at N = 32 at the
 paper's widths (BENCHMARKS.md).
@@ -47,11 +48,20 @@ def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 
             i1 = min(i0 + t, d)
             scaled = buf[:(s1 - s0) * (i1 - i0) * w].view(s1 - s0, i1 - i0, w)
             torch.mul(at[None, i0:i1], cs[:, None, :], out=scaled)
-            blk = (scaled.view(-1, w) @ a[:, i0:]).view(s1 - s0, i1 - i0, d - i0)
-            os_[:, i0:i1, i0:] = blk
-            if i1 < d:
-                os_[:, i1:, i0:i1] = blk[:, :, i1 - i0:].transpose(1, 2)
+            _put_rows(os_, (scaled.view(-1, w) @ a[:, i0:]).view(s1 - s0, i1 - i0, d - i0), i0, i1)
     return out
+
+
+def _put_rows(out: Tensor, blk: Tensor, i0: int, i1: int, accumulate: bool = False) -> None:
+    """Write (or add) the upper-triangle rows i0:i1 of symmetric blocks, blk = out[:, i0:i1, i0:],
+    and their mirror out[:, i1:, i0:i1]."""
+    low = blk[:, :, i1 - i0:].transpose(1, 2)
+    if accumulate:
+        out[:, i0:i1, i0:] += blk
+        out[:, i1:, i0:i1] += low
+    else:
+        out[:, i0:i1, i0:] = blk
+        out[:, i1:, i0:i1] = low
 
 
 SYMMETRIC_TILE = 64  # rows per batched product in symmetric_bmm (measured against 32, 128, 256: BENCHMARKS.md)
@@ -76,14 +86,5 @@ def symmetric_bmm(x: Tensor, p: Tensor, out: Tensor, *, accumulate: bool = False
     pt = p.transpose(1, 2)
     for i0 in range(0, d, t):
         i1 = min(i0 + t, d)
-        blk = torch.bmm(x[:, i0:i1], pt[:, :, i0:])  # (s, i1 - i0, d - i0)
-        low = blk[:, :, i1 - i0:].transpose(1, 2)
-        if accumulate:
-            out[:, i0:i1, i0:] += blk
-            if i1 < d:
-                out[:, i1:, i0:i1] += low
-        else:
-            out[:, i0:i1, i0:] = blk
-            if i1 < d:
-                out[:, i1:, i0:i1] = low
+        _put_rows(out, torch.bmm(x[:, i0:i1], pt[:, :, i0:]), i0, i1, accumulate)  # (s, i1 - i0, d - i0)
     return out
