@@ -13,7 +13,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headgeom"
 
-BELOW_EXPERIMENTS = ("train", "eval", "orbits", "checkpoints", "geometry", "methods", "data", "augment",
+BELOW_EXPERIMENTS = ("train", "eval", "orbits", "checkpoints", "geometry", "methods", "data", "augment", "claims",
                      "heads", "objectives", "backbones", "runs")
 """Packages that experiments are built from: none of them may import headgeom.experiments."""
 
@@ -190,3 +190,13 @@ def test_a_figure_built_in_any_package_but_report_is_found(tmp_path):
     finally:
         globals()["SRC"] = saved
     assert bad == ["headgeom/orbits/figures.py:3 calls new_figure"]
+
+
+def test_claim_rules_import_nothing_that_renders_and_no_runner_imports_them():
+    # verdict rules are pure functions apart from rendering: headgeom.claims imports neither report/ nor
+    # matplotlib, and where cells run or geometry is tracked (launch/, tracking/) no rule is imported
+    bad = arrows_into(("claims",), ("report", "experiments", "launch", "tracking", "train"))
+    bad += arrows_into(("launch", "tracking"), ("claims",))
+    bad += [f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in sorted((SRC / "claims").rglob("*.py"))
+            for line, module in imported_modules(path) if module.split(".")[0] == "matplotlib"]
+    assert not bad, "verdict rules mixed with rendering or running:\n" + "\n".join(bad)

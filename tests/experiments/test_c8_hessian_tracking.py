@@ -10,7 +10,7 @@ import pytest
 from headgeom.experiments.c8_hessian_tracking import (
     RUNS, TRAIN, C8Config, cells, estimator_disagreement, run_cell, summarize, train_config)
 from headgeom.experiments.registry import VERDICTS, check_claim
-from headgeom.report.training_verdicts import dead_head, escape, negative_fraction
+from headgeom.claims.training_verdicts import dead_head, escape, negative_fraction
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 

@@ -1,6 +1,6 @@
 """The one-screen summary that opens report.md: exactly one line per claim present, its parts, and
 the details grouped under each claim."""
-from headgeom.report.budget import PaperBudget, budget
+from headgeom.claims.budget import PaperBudget, budget
 from headgeom.report.markdown import format_measured, render_report
 from headgeom.report.summary import CLAIMS, headline, summary_table
 

@@ -13,7 +13,7 @@ head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's
 
 The claim (id C8, extended to six activations): smooth activations (gelu, silu, softplus, tanh)
 show negative curvature during training, relu and linear do not — judged with C8's rule, whose rows
-are ``test`` evidence (:mod:`headgeom.report.evidence`; the reason is in C8's docstring).
+are ``test`` evidence (:mod:`headgeom.claims.evidence`; the reason is in C8's docstring).
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import PaperBudget
-from headgeom.report.curvature_verdict import curvature_claim, deciding_reading
+from headgeom.claims.budget import PaperBudget
+from headgeom.claims.curvature_verdict import curvature_claim, deciding_reading
 from headgeom.report.plots import activation_ablation as plots
-from headgeom.report.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
+from headgeom.claims.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training

@@ -33,7 +33,7 @@ spread covers the difference), or with fewer than two paired seeds. The accuracy
 inconclusive when no depth's mean backbone accuracy exceeds chance (1 / classes) by ``learned_floor``:
 a backbone that has not learned the classes has nothing to protect.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether compression and
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether compression and
 probe accuracy grow with head depth could come out either way.
 """
 from __future__ import annotations
@@ -44,12 +44,12 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.evidence import TEST
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c11_depth as plots
 from headgeom.orbits.run_measures import measure_run
-from headgeom.report.training_verdicts import pm
+from headgeom.claims.training_verdicts import pm
 from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training

@@ -30,7 +30,7 @@ Claim per setting and probe type: acc(z) − acc(h(z)) > t (h(z) = the head outp
 seeds → supported; < −t in >= majority → not supported; else inconclusive.
 Whether z beats every head layer is reported beside it.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether z beats the head
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether z beats the head
 output on each probe could come out either way.
 """
 from __future__ import annotations
@@ -42,11 +42,11 @@ from typing import Any
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.estimates import format_estimate
-from headgeom.report.evidence import TEST
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.estimates import format_estimate
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c12_guillotine as plots
-from headgeom.report.training_verdicts import pm
+from headgeom.claims.training_verdicts import pm
 from headgeom.runs.cell import seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training

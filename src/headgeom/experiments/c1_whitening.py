@@ -18,7 +18,7 @@ Also measured: where A has negative eigenvalues, ε_S of the |Λ| construction o
 best fit of W; for dim S = r₊ + 1 ε_S of the natural construction (W whitens r₊ of the
 directions) and of a best fit. Both are held against the inertia bound ε_S ≥ 1.
 
-Evidence kinds of the rows (:mod:`headgeom.report.evidence`); no C1 row is a ``test``, because
+Evidence kinds of the rows (:mod:`headgeom.claims.evidence`); no C1 row is a ``test``, because
 Thm 3.1 is a construction that cannot fail in exact arithmetic:
 
 - per loss × reading, "r = rank A₊": ``identity``. W = U_r Λ_r^{-1/2} Bᵀ gives WᵀAW = BBᵀ by
@@ -45,7 +45,7 @@ from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
-from headgeom.report.evidence import IDENTITY, PREMISE
+from headgeom.claims.evidence import IDENTITY, PREMISE
 from headgeom.report.plots import c1_whitening as plots
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.whitening import (

@@ -27,7 +27,7 @@ u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Báµ€ â
   coordinates varies too); curvature, a coordinate invariant, is what rules out every head,
   linear or not. Both are reported.
 
-Evidence kind of every row: ``identity`` (:mod:`headgeom.report.evidence`). That a constant linear
+Evidence kind of every row: ``identity`` (:mod:`headgeom.claims.evidence`). That a constant linear
 map cannot flatten a curved metric is a mathematical fact (curvature is invariant under a change of
 coordinates, and a constant W only changes coordinates), so the rows check the code's curvature
 routes and isotropy error, never the paper: a "not supported" here would be a bug.
@@ -46,8 +46,8 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
-from headgeom.report.estimates import format_estimate
-from headgeom.report.evidence import IDENTITY
+from headgeom.claims.estimates import format_estimate
+from headgeom.claims.evidence import IDENTITY
 from headgeom.report.plots import c2_curvature as plots
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,

@@ -21,7 +21,7 @@ Runtime of ``headgeom reproduce --only C3 --preset quick --out /tmp/c3out`` (mea
 59 s wall in two runs, 16 s CPU time, on 2 CPU cores shared with ~7 other jobs (load average 8-12); at idle
 expect roughly the CPU time plus start-up (~20 s). The small preset took 8 min wall (466 s of cells).
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether fitted heads of
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether fitted heads of
 growing depth reach ε-isotropy along the curve, and whether ε falls with depth, depends on the fit
 and the curve: it could come out either way.
 """
@@ -39,8 +39,8 @@ from headgeom.geometry import effective_hessian
 from headgeom.launch.resources import Resources
 from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
-from headgeom.report.estimates import format_estimate
-from headgeom.report.evidence import TEST
+from headgeom.claims.estimates import format_estimate
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c3_depth as plots
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,

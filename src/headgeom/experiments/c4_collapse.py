@@ -32,7 +32,7 @@ to a factor 1 + ``threshold_rel_tol`` ("below range" if the first grid point is 
 (MSE) or angle ∠(u_i, c_i) (cosine) of its point, so the thresholds can be set against the magnitude
 at the paper's pseudo-collapsed initialisation (same weight scale as ``scaled-equilibrium``).
 
-Evidence kinds of the rows (:mod:`headgeom.report.evidence`):
+Evidence kinds of the rows (:mod:`headgeom.claims.evidence`):
 
 - per equilibrium state × reading, "smooth heads have a finite threshold past which M's negative
   directions outweigh G": ``test`` (on the sweep; on the design point alone for a state not swept).
@@ -56,8 +56,8 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.geometry import effective_hessian, spectrum
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
-from headgeom.report.estimates import mean_std_text
-from headgeom.report.evidence import IDENTITY, TEST
+from headgeom.claims.estimates import mean_std_text
+from headgeom.claims.evidence import IDENTITY, TEST
 from headgeom.report.plots import c4_collapse as plots
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point

@@ -16,7 +16,7 @@ L = −½cos(p1, sg(u2)), ambient reading, dense float64): ‖M‖_F/‖H_eff‖
 BN heads are escape-checked on the backbone by default because train-mode BN rescales the tiny
 deviations of a collapsed batch to unit variance, inflating the projector spread from t = 0.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: M = 0 for a ReLU head is a
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: M = 0 for a ReLU head is a
 fact, but whether the simulated flow and GD runs escape collapse is an outcome of the dynamics: it
 could come out either way.
 """
@@ -28,8 +28,8 @@ import numpy as np
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.report.estimates import mean_std_text
-from headgeom.report.evidence import TEST
+from headgeom.claims.estimates import mean_std_text
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c5_relu_gap as plots
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory import dynamics as dyn

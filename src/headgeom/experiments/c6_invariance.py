@@ -23,7 +23,7 @@ float64:
 Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
 CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the tangent quotients of a
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: the tangent quotients of a
 trained head could come out either way; Prop 5.2's premise (an invariant h∘f) is measured beside
 (the invariance gap), not judged in a row of its own.
 """
@@ -47,8 +47,8 @@ from headgeom.geometry.tangents import (
 )
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss
-from headgeom.report.estimates import format_estimate
-from headgeom.report.evidence import TEST
+from headgeom.claims.estimates import format_estimate
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c6_invariance as plots
 from headgeom.theory.invariance import (
     GROUPS,

@@ -23,7 +23,7 @@ very models C6 measures (the same cached training when both run in one process).
 Measured runtime of ``headgeom reproduce --only C6,C7 --preset quick``: 50-72 s wall (17-20 s
 CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); details in :func:`quick`.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: whether the numerical Fisher
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether the numerical Fisher
 rank drops by dim V_aug after training could come out either way; the theorem's premise (h∘f
 invariant, f not) is checked per seed inside the criterion, and seeds that miss it leave the row
 inconclusive.
@@ -40,8 +40,8 @@ from torch.func import jacrev, vmap
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
-from headgeom.report.estimates import format_estimate
-from headgeom.report.evidence import TEST
+from headgeom.claims.estimates import format_estimate
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c7_fisher as plots
 from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap
 from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, cell_system, preset_system, regime_cells, regime_spec

@@ -40,7 +40,7 @@ H_eff at every tracking point. A point disagrees when the signs differ (one belo
 not) or |estimate − exact| > power_rel_tol · max|λ|; the count of such points is reported per run and
 reading (not judged).
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: smooth runs' negative
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: smooth runs' negative
 curvature and escape during training could come out either way. Under the tangential reading a
 linear head's H_eff is PSD wherever cos(p1, u2) > 0 (G = Jᵀ(s/‖u‖²)PJ, M = 0), which holds only
 while the predictor's output points towards its target; the smooth half decides the row, so it stays
@@ -53,11 +53,11 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
-from headgeom.report.evidence import TEST
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c8_hessian_tracking as plots
-from headgeom.report.training_verdicts import (
+from headgeom.claims.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm)
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init

@@ -36,7 +36,7 @@ supported / not supported when >= ``majority`` of the seeds support / refute; el
 Rows of the paper's protocol (h(z/‖z‖)) carry the out-of-distribution flag with the measured mean
 pairwise cosine at the head (headgeom.report.ood).
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: orbit compression, class
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: orbit compression, class
 separation and the controls of a trained head could come out either way.
 """
 from __future__ import annotations
@@ -56,11 +56,11 @@ from headgeom.orbits import analyze_orbit_features, extract_orbits
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import DEFINITIONS, compression_measures, interval_side
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.evidence import TEST
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c9_orbit_compression as plots
-from headgeom.report.training_verdicts import pm
+from headgeom.claims.training_verdicts import pm
 from headgeom.runs.cell import seeded_cells
 from headgeom.runs.trained import load_trained
 from headgeom.train import TrainConfig

@@ -26,7 +26,7 @@ C5 (ReLU gap) predicts: without BN and at a small step size (the closest to grad
 head (M = 0) stays collapsed while a smooth head escapes; ReLU escapes only through BN or a large
 step size. The claims below judge exactly these two statements from the escape flags.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: both rows judge escape flags
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: both rows judge escape flags
 of trained runs, which could come out either way.
 """
 from __future__ import annotations
@@ -36,10 +36,10 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.evidence import TEST
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
-from headgeom.report.training_verdicts import (
+from headgeom.claims.training_verdicts import (
     DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm)
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init

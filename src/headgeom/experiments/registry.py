@@ -19,8 +19,8 @@ run independently into its own run directory so that a re-run skips finished cel
 Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statement, setting
 (objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
 verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) and evidence
-(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.report.evidence`).
-Training experiments add ``budget`` (:mod:`headgeom.report.budget`). Optional: ``headline`` (the
+(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.claims.evidence`).
+Training experiments add ``budget`` (:mod:`headgeom.claims.budget`). Optional: ``headline`` (the
 measured key that decided the verdict, quoted in report.md's summary, :mod:`headgeom.report.summary`)
 and ``out_of_distribution`` (the head was read on inputs it was not trained on, :mod:`headgeom.report.ood`).
 """
@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from headgeom.launch.resources import Resources
-from headgeom.report.budget import check_budget
-from headgeom.report.evidence import VERDICTS, check_evidence
-from headgeom.report.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
+from headgeom.claims.budget import check_budget
+from headgeom.claims.evidence import VERDICTS, check_evidence
+from headgeom.claims.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
 from headgeom.report.ood import check_ood
 from headgeom.report.summary import check_headline
 from headgeom.runs.cell import Cell

@@ -42,7 +42,7 @@ from headgeom.launch.cells import CellTask
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
-from headgeom.report.evidence import counts_text
+from headgeom.claims.evidence import counts_text
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
 from headgeom.runs.cell import following_cell, running_cell

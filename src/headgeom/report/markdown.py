@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from headgeom.io import atomic_write_text
-from headgeom.report.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
-from headgeom.report.estimates import SPREAD_KIND, format_estimate
-from headgeom.report.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
+from headgeom.claims.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
+from headgeom.claims.estimates import SPREAD_KIND, format_estimate
+from headgeom.claims.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
 from headgeom.report.ood import ood_text
 from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
 
-DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.report.estimates.measured: not repeated per value
+DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.claims.estimates.measured: not repeated per value
 
 
 def _num(x: Any) -> str:
@@ -46,7 +46,7 @@ def _cell(text: Any) -> str:
 
 
 def format_measured(m: Any) -> str:
-    """``value ± spread (n=…)`` for a :func:`headgeom.report.estimates.measured` entry, the claims
+    """``value ± spread (n=…)`` for a :func:`headgeom.claims.estimates.measured` entry, the claims
     table's long form (4 significant digits, the spread kind when not the default); other values as text."""
     if not isinstance(m, dict) or "value" not in m:
         return _num(m)
@@ -144,7 +144,7 @@ def _short_verdict(c: dict[str, Any]) -> str:
 
 
 def _limited(c: dict[str, Any]) -> str:
-    """", budget-limited" for a verdict reached below the budget threshold of headgeom.report.budget."""
+    """", budget-limited" for a verdict reached below the budget threshold of headgeom.claims.budget."""
     return f", {LIMITED_LABEL}" if (c.get("budget") or {}).get("limited") else ""
 
 

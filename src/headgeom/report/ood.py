@@ -9,7 +9,7 @@ report.md says so beside it. A claim row that read such a head carries
 
     out_of_distribution = {"why": str, "mean_pairwise_cosine_h": measured entry}
 
-(``measured entry``: {"value", "n", "spread", ...} as ``headgeom.report.estimates.measured``
+(``measured entry``: {"value", "n", "spread", ...} as ``headgeom.claims.estimates.measured``
 returns), built by :func:`ood_flag`; a row on heads fed raw z carries none. The measurement side
 is ``headgeom.orbits.analyze.out_of_distribution``; this module only says it. It imports nothing
 heavy, so reports can be rendered without torch.

@@ -4,8 +4,8 @@ Each line gives a short statement, the paper's number (docs/paper.md §3; "proof
 which the paper proves rather than measures), ours (one headline measured value with its spread
 and n: the ``headline`` a row names, i.e. the measure that decided its verdict, else the first key
 matching the claim's patterns below; from the claim's first ``test`` row that has it, else its first
-row), the verdict counts by evidence kind (headgeom.report.evidence) and the least training budget of its rows
-(headgeom.report.budget). The paper's numbers are quoted for comparison, never tuned toward.
+row), the verdict counts by evidence kind (headgeom.claims.evidence) and the least training budget of its rows
+(headgeom.claims.budget). The paper's numbers are quoted for comparison, never tuned toward.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from headgeom.report.budget import budget_text
-from headgeom.report.evidence import TEST, counts_text
+from headgeom.claims.budget import budget_text
+from headgeom.claims.evidence import TEST, counts_text
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 It wires :func:`headgeom.train.train` and :class:`headgeom.tracking.GeometryTracker` into one
 cell and reads the run's metrics.jsonl back as a typed trajectory
 (:func:`headgeom.tracking.read_tracking`); the rules the verdicts apply to those trajectories
-(negative-curvature fraction, collapse escape, dead head) are :mod:`headgeom.report.training_verdicts`.
+(negative-curvature fraction, collapse escape, dead head) are :mod:`headgeom.claims.training_verdicts`.
 
 Where a cell trains: inside ``headgeom reproduce`` the run directory of the cell (the runner's
 ``<cell-key>/``) gets a ``train/`` sub-directory holding the ``headgeom train`` run (config.json,
@@ -73,7 +73,7 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
     message, "final_loss": None}, its tracked steps up to the stop, and {} (``after`` is not called).
     Either way done["train_budget"] = {"steps", "batch"}: the steps the run was given (its stop step)
     and the global batch, which the experiments put in their cells' metrics for the verdict's budget
-    (headgeom.report.budget). ``power_iterations`` also tracks the paper's float32 shifted-power
+    (headgeom.claims.budget). ``power_iterations`` also tracks the paper's float32 shifted-power
     λ_min estimate beside the exact one (GeometryTracker's option of that name).
     The training run's metrics.jsonl is the one record of the steps (written once by the loop); under
     the runner the run logs as ``headgeom reproduce --logger`` says (TrainConfig.logger; outside it,

@@ -16,7 +16,7 @@ flag (they read the head fed raw z, the trained map); the tables show the mean p
 the head for both inputs and mark z/‖z‖ in as out of distribution. Computation lives in
 the experiment (headgeom.experiments.c10_pretrained); this module only reads the cells' metrics.
 
-Evidence kind of every row (:mod:`headgeom.report.evidence`): ``test``: the orbit ratios of the
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: the orbit ratios of the
 official checkpoints could come out either way; the dichotomy rows combine the method rows.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_d
                                                    placement_table)
 from headgeom.experiments.registry import Summary
 from headgeom.io import json_number
-from headgeom.report.evidence import TEST
+from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c10_pretrained as plots
 
 __all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "direction",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from headgeom.report.estimates import measured
+from headgeom.claims.estimates import measured
 from headgeom.report.style import chance_line, legend_outside, new_figure, series_style
 from headgeom.report.trajectories import trajectory_figure
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from headgeom.report.estimates import measured
+from headgeom.claims.estimates import measured
 from headgeom.report.style import legend_outside, new_figure, series_style
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any, Sequence
 
-from headgeom.report.estimates import measured
+from headgeom.claims.estimates import measured
 from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
 
 Groups = dict[tuple[str, str, str], list[dict]]

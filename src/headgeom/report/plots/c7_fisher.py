@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from headgeom.report.estimates import measured
+from headgeom.claims.estimates import measured
 from headgeom.report.style import new_figure, series_style, shared_legend
 
 

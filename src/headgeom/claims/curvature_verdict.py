@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from headgeom.report.budget import PaperBudget, budget_of_cells
-from headgeom.report.estimates import measured
-from headgeom.report.evidence import TEST
-from headgeom.report.training_verdicts import DEAD_DEFINITION, contrast_rule, contrast_verdict
+from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.estimates import measured
+from headgeom.claims.evidence import TEST
+from headgeom.claims.training_verdicts import DEAD_DEFINITION, contrast_rule, contrast_verdict
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL
 
 __all__ = ["DECIDING_READING", "NON_SMOOTH", "curvature_claim", "deciding_reading", "why_reading"]

@@ -1,11 +1,11 @@
-"""Estimates over seeds (headgeom.report.estimates): the measured entry against the statistics
+"""Estimates over seeds (headgeom.claims.estimates): the measured entry against the statistics
 module, and the one text form "mean ± std" with its options."""
 import math
 import statistics
 
 import pytest
 
-from headgeom.report.estimates import SPREAD_KIND, format_estimate, mean_std_text, measured
+from headgeom.claims.estimates import SPREAD_KIND, format_estimate, mean_std_text, measured
 
 
 def test_measured_matches_the_statistics_module_and_counts_non_finite_values_in_n():

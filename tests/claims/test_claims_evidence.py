@@ -13,7 +13,7 @@ import pytest
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, check_claim, measured
 from headgeom.experiments.runner import run_experiments
-from headgeom.report.evidence import (EVIDENCE, VERDICTS, check_evidence, count_verdicts, counts_text,
+from headgeom.claims.evidence import (EVIDENCE, VERDICTS, check_evidence, count_verdicts, counts_text,
                                       support_counts, verdict_text)
 from headgeom.report.markdown import claims_table, format_claims_short
 

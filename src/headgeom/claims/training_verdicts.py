@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from headgeom.report.estimates import measured
+from headgeom.claims.estimates import measured
 
 ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
                      "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "

@@ -4,7 +4,7 @@ import pytest
 from headgeom.experiments.c8_hessian_tracking import PAPER_BUDGET as C8
 from headgeom.experiments.collapse_grid import PAPER_BUDGET as GRID
 from headgeom.experiments.registry import check_claim
-from headgeom.report.budget import LIMITED_BELOW, PaperBudget, budget, budget_of_cells, budget_text
+from headgeom.claims.budget import LIMITED_BELOW, PaperBudget, budget, budget_of_cells, budget_text
 from headgeom.report.markdown import claims_table, format_claims_short
 
 

@@ -56,7 +56,7 @@ def check_budget(claim: dict[str, Any]) -> None:
     missing = [k for k in BUDGET_KEYS if k not in b] if isinstance(b, dict) else list(BUDGET_KEYS)
     if missing:
         raise ValueError(f"claim row {claim.get('id', '?')}: budget {b!r} lacks {missing}; build it with "
-                         "headgeom.report.budget.budget(steps, batch, paper)")
+                         "headgeom.claims.budget.budget(steps, batch, paper)")
     if bool(b["limited"]) != (b["fraction"] < LIMITED_BELOW):
         raise ValueError(f"claim row {claim.get('id', '?')}: budget limited={b['limited']} but fraction "
                          f"{b['fraction']:.3g} is {'below' if b['fraction'] < LIMITED_BELOW else 'at or above'} "
