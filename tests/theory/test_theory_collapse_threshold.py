@@ -61,6 +61,9 @@ def test_threshold_matches_the_closed_form_within_the_stated_tolerance():
     out = threshold_sweep(_head(nn.Tanh()), Z_BAR, N, "mse", grid, seed=SEED, rel_floor=1e-10, rel_tol=REL_TOL)
     assert out["status"] == BRACKETED and out["magnitude"] == "residual"
     assert t_star * (1 - 1e-8) <= out["threshold"] <= t_star * (1 + REL_TOL) * (1 + 1e-8), (out["threshold"], t_star)
+    # the closed form is the exact crossing (no grid): t* itself, to round-off
+    assert out["closed_form_status"] == "closed form"
+    assert out["threshold_closed_form"] == pytest.approx(t_star, rel=1e-9)
     # the curve: λ_min(t) = min_i (‖J‖² + t r_iᵀW2q)/N is positive below t*, negative above
     for x, lam in zip(grid, out["lambda_min"]):
         assert (lam < 0) == (x > t_star)
@@ -70,6 +73,7 @@ def test_linear_head_has_no_threshold_under_mse():
     out = threshold_sweep(_head(nn.Identity()), Z_BAR, N, "mse", log_grid(1e-3, 1e3, 8), seed=SEED,
                           rel_floor=1e-10, rel_tol=REL_TOL)
     assert out["status"] == NONE_IN_RANGE and out["threshold"] is None
+    assert out["threshold_closed_form"] is None and out["closed_form_status"] == "no crossing"
     assert all(lam >= -fl for lam, fl in zip(out["lambda_min"], out["floor"]))
 
 
@@ -104,3 +108,21 @@ def test_the_two_term_sweep_matches_direct_evaluations(reading):
     for x, lam in zip(grid, out["lambda_min"]):
         direct = lambda_min_at(head, z, 2, reading, x, seed=SEED, rel_floor=1e-10)["lambda_min"]
         assert lam == pytest.approx(direct, rel=1e-9, abs=1e-12 * max(abs(v) for v in out["lambda_min"]))
+
+
+@pytest.mark.parametrize("activation,reading", [(a, r) for a in ("silu", "gelu", "tanh") for r in ("mse", "ambient")])
+def test_the_closed_form_agrees_with_the_bisection_sweep(activation, reading):
+    # the sweep needs lambda_min < -floor (floor = 1e-10 max|lambda|), so it sits at or above the exact crossing,
+    # by the bisection's factor 1 + rel_tol plus the floor's shift (relative 6e-4 for the flat tanh curve)
+    cfg = C4Config(d=4, hidden=12, k=9)
+    head = build_head(cfg, activation, 2, 0.1)
+    z = torch.randn(4, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    grid = log_grid(1e-3, 10.0, 12) if reading == "mse" else log_grid(1e-3, 0.99 * math.pi / 2, 12)
+    out = threshold_sweep(head, z, 3, reading, grid, seed=SEED, rel_floor=1e-10, rel_tol=1e-4)
+    assert out["status"] == BRACKETED and out["closed_form_status"] == "closed form"
+    closed, swept = out["threshold_closed_form"], out["threshold"]
+    assert closed * (1 - 1e-9) <= swept <= closed * 1.01, (closed, swept)
+    # and directly: just below the closed form H_eff is PSD, just above it is not
+    below = lambda_min_at(head, z, 3, reading, closed * (1 - 1e-3), seed=SEED, rel_floor=1e-10)
+    above = lambda_min_at(head, z, 3, reading, closed * (1 + 1e-3), seed=SEED, rel_floor=1e-10)
+    assert below["lambda_min"] > 0 > above["lambda_min"]

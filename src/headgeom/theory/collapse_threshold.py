@@ -20,8 +20,15 @@ A and B are solved from the two anchors; :func:`lambda_min_at` evaluates one mag
 the cross-check of the two-term form in the tests. "Negative" is the engine's rule: λ_min < −floor, floor =
 rel_floor · max|λ| of the whole block-diagonal H_eff (:func:`headgeom.geometry.spectrum`).
 
-The threshold is the first grid point whose λ_min is negative, refined by bisection in log
-magnitude between it and the grid point before it until hi/lo ≤ 1 + ``rel_tol``; the returned
+The threshold is given in closed form (:func:`headgeom.geometry.threshold.crossing`): with A ≻ 0 the
+first t at which λ_min(A + tB) reaches 0 is t* = 1/λ_max(−A^{-1/2} B A^{-1/2}) per block, the minimum over
+blocks for the batch; under MSE that is the residual, under the cosine readings cos θ A + sin θ B turns
+indefinite at tan θ* = t*, so θ* = arctan t* (below π/2 by construction). No grid and no range decide it.
+``threshold_closed_form`` holds it (None when no block crosses; status ``A singular`` when A is not
+positive definite, where the form does not apply and the sweep's value stands).
+
+The sweep stays as the cross-check the tests compare with: the first grid point whose λ_min is
+negative, refined by bisection in log magnitude between it and the grid point before it until hi/lo ≤ 1 + ``rel_tol``; the returned
 threshold is the upper end of the final bracket (negative there), so it lies within a factor
 1 + rel_tol above the crossing. Status ``below range``: the first grid point is already negative;
 ``none in range``: no grid point is.
@@ -35,6 +42,7 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian, spectrum
+from headgeom.geometry.threshold import crossing
 from headgeom.theory.collapse import collapsed_equilibrium
 
 # C4's analyses, each a loss and a reading of its Hessian (headgeom.geometry.readings): "mse" is the
@@ -43,10 +51,11 @@ OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_co
 ENGINE_READING = {"ambient": "ambient", "tangential": "tangential", "mse": "ambient"}
 MAGNITUDE_OF_READING = {"ambient": "angle", "tangential": "angle", "mse": "residual"}
 BRACKETED, BELOW_RANGE, NONE_IN_RANGE = "bracketed", "below range", "none in range"
+CLOSED, NO_CROSSING, A_SINGULAR = "closed form", "no crossing", "A singular"
 ANCHORS = {"residual": (1.0, 2.0), "angle": (math.pi / 6, math.pi / 3)}  # exact evaluations of a sweep
 
 __all__ = ["OBJECTIVE_OF_READING", "ENGINE_READING", "MAGNITUDE_OF_READING", "BRACKETED", "BELOW_RANGE",
-           "NONE_IN_RANGE", "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
+           "NONE_IN_RANGE", "CLOSED", "NO_CROSSING", "A_SINGULAR", "closed_form_threshold", "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
 
 
 def log_grid(lo: float, hi: float, n: int) -> list[float]:
@@ -106,6 +115,20 @@ def first_negative(is_negative: Callable[[float], bool], grid: list[float], rel_
     return hi, BRACKETED, flags
 
 
+def closed_form_threshold(a: Tensor, b: Tensor, magnitude: str) -> tuple[float | None, str]:
+    """(threshold, status) of the family A + t·B (``residual``) or cos θ·A + sin θ·B (``angle``) from its
+    two terms (module docstring): the smallest per-block crossing, as a residual or as θ* = arctan t*;
+    (None, ``no crossing``) when no block turns indefinite at any magnitude, (None, ``A singular``) when
+    some block of A is not positive definite."""
+    t = crossing(a, b)
+    if bool(t.isnan().any()):
+        return None, A_SINGULAR
+    first = float(t.min())
+    if not math.isfinite(first):
+        return None, NO_CROSSING
+    return (first if magnitude == "residual" else math.atan(first)), CLOSED
+
+
 def threshold_sweep(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
                     grid: list[float], *, seed: int, rel_floor: float, rel_tol: float) -> dict[str, Any]:
     """λ_min(H_eff) over the grid and the threshold where it first drops below −floor (two exact
@@ -132,6 +155,8 @@ def threshold_sweep(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tenso
         return cache[x]
 
     thr, status, _ = first_negative(is_negative, grid, rel_tol)
+    closed, closed_status = closed_form_threshold(a, b, magnitude)
     return {"magnitude": MAGNITUDE_OF_READING[reading], "grid": list(grid),
+            "threshold_closed_form": closed, "closed_form_status": closed_status,
             "lambda_min": [c["lambda_min"] for c in curve], "floor": [c["floor"] for c in curve],
             "threshold": thr, "status": status, "rel_tol": rel_tol}
