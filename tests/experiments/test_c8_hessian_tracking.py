@@ -114,92 +114,123 @@ def test_disagreements_reach_the_claim_and_the_table():
     assert "4/8 (sign 2)" in s.tables[0][1]
 
 
-def _fake(frac_neg, escaped=False, dead=False, ambient=None, inert=None):
-    """frac_neg under every reading (``ambient`` overrides the ambient one); inert: the pseudo-collapse flag."""
-    m = {"steps": [0, 1], "spread_projector": [0.1, 0.1], "spread_z": [0.1, 0.1], "spread_initial": 0.1,
-         "spread_final": 0.2 if escaped else 0.1, "spread_ratio": 2.0 if escaped else 1.0, "escaped": escaped,
-         "dead_head": dead, "final_loss": -0.5}
+def _fake(frac_neg, escaped=False, dead=False, ambient=None, collapsed=True, m_ratio=0.1, past=None):
+    """frac_neg under every reading (``ambient`` overrides the ambient one); collapsed: spread at step 0 under the
+    calibrated level (reference 0.2, fraction 0.5); past: lambda_min at the collapsed points (G PSD there)."""
+    start = 0.05 if collapsed else 0.15
+    m = {"steps": [0, 1], "spread_projector": [start, 0.15 if escaped else start], "spread_z": [0.1, 0.1],
+         "spread_initial": start, "spread_final": 0.15 if escaped else start, "spread_ratio": 1.0,
+         "spread_reference": 0.2, "collapse_level": 0.1, "collapsed_initially": collapsed,
+         "escaped": escaped, "dead_head": dead, "final_loss": -0.5}
     for r in READ:
         f = ambient if (r == "ambient" and ambient is not None) else frac_neg
+        lmin = -1.0 if (past if past is not None else f) else 1.0
         m.update({f"frac_points_negative[{r}]": f, f"lambda_min_min[{r}]": -1.0 if f else 0.0,
-                  f"lambda_min[{r}]": [-1.0, 0.0], f"M_ratio_fro[{r}]": [0.1, 0.2]})
-    if inert is not None:
-        m.update(inert_pseudo_collapse=inert, pseudo_collapse_gap={r: 0.0 if inert else 0.5 for r in READ})
+                  f"lambda_min[{r}]": [lmin, lmin], f"floor[{r}]": [1e-10, 1e-10], f"lambda_min_G[{r}]": [0.5, 0.5],
+                  f"threshold_ratio[{r}]": [2.0 if lmin < 0 else 0.5] * 2, f"M_ratio_fro[{r}]": [m_ratio, m_ratio]})
     return m
 
 
 READ = ("ambient", "tangential")
+GOOD = {"normal-silu": [_fake(0.8, collapsed=False)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
+        "collapsed-relu": [_fake(0.0, m_ratio=0.0)] * 5, "collapsed-linear": [_fake(0.1, m_ratio=0.0)] * 5}
 
 
-def _claims(per_run):
+def _rows(per_run):
     cfg = dataclasses.replace(TINY, readings=READ, seeds=len(next(iter(per_run.values()))))
     results = [({"run": run, "seed": s}, m) for run, ms in per_run.items() for s, m in enumerate(ms)]
     s = summarize(cfg, results)
     for c in s.claims:
         check_claim(c)
-        assert c["verdict"] in VERDICTS and c["criterion"]
+        assert c["verdict"] in VERDICTS and c["criterion"] and "budget" in c
     json.dumps(s.claims)
-    assert len(s.claims) == 2 and s.claims[0]["setting"]["reading"] == "tangential"  # one curvature row decides
-    assert "tangential reading" in s.claims[0]["criterion"]
-    return s.claims[0]["verdict"], s.claims[1]["verdict"]
+    return {(c["id"], c["setting"]["part"], c["setting"]["reading"], c["evidence"]): c for c in s.claims}
+
+
+def _verdicts(per_run):
+    rows = _rows(per_run)
+    return {k: c["verdict"] for k, c in rows.items()}
+
+
+CURV_T = ("C8", "curvature", "tangential", "test")
+CURV_A = ("C8", "curvature", "ambient", "test")
+IDENT = ("C8", "curvature, ReLU/linear half", "tangential", "identity")
+ESC = ("C8", "escape", "n/a (spread)", "test")
+
+
+def test_each_reading_has_its_own_row_and_the_tangential_relu_linear_half_is_an_identity():
+    rows = _rows(GOOD)
+    assert set(rows) == {CURV_A, CURV_T, IDENT, ESC, ("C4", "collapsed states", "ambient", "test"),
+                         ("C4", "collapsed states", "tangential", "test")}
+    assert all(c["headline"] in c["measured"] for c in rows.values())
+    assert "ambient Hessian of a cosine loss is indefinite" in rows[CURV_A]["criterion"]
+    assert {k: c["verdict"] for k, c in rows.items() if k[0] == "C8"} == {
+        CURV_A: "supported", CURV_T: "supported", IDENT: "supported", ESC: "supported"}
 
 
 def test_verdict_follows_the_stated_criterion():
-    good = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
-            "collapsed-relu": [_fake(0.0)] * 5, "collapsed-linear": [_fake(0.1)] * 5}
-    assert _claims(good) == ("supported", "supported")
-    # a ReLU run showing negative curvature at most points in every seed
-    assert _claims({**good, "collapsed-relu": [_fake(0.9, True)] * 5}) == ("not supported", "not supported")
+    # a ReLU run negative at most points in every seed: the ambient contrast fails; under the tangential reading
+    # its half is an identity (M = 0 holds), so the smooth test is untouched
+    v = _verdicts({**GOOD, "collapsed-relu": [_fake(0.9, True, m_ratio=0.0)] * 5})
+    assert (v[CURV_A], v[CURV_T], v[IDENT]) == ("not supported", "supported", "supported")
     # a smooth run with negative curvature in 3 of 5 seeds: below the 80% majority
-    mixed = [_fake(0.8)] * 3 + [_fake(0.2)] * 2
-    assert _claims({**good, "normal-silu": mixed})[0] == "inconclusive"
+    mixed = [_fake(0.8, collapsed=False)] * 3 + [_fake(0.2, collapsed=False)] * 2
+    assert _verdicts({**GOOD, "normal-silu": mixed})[CURV_T] == "inconclusive"
     # smooth never negative
-    assert _claims({**good, "collapsed-silu": [_fake(0.0)] * 5}) == ("not supported", "not supported")
-    # dead ReLU seeds are left out: all dead -> no usable seed -> inconclusive
-    assert _claims({**good, "collapsed-relu": [_fake(0.0, dead=True)] * 5}) == ("inconclusive", "inconclusive")
+    v = _verdicts({**GOOD, "collapsed-silu": [_fake(0.0, True)] * 5})
+    assert (v[CURV_A], v[CURV_T]) == ("not supported", "not supported")
+    # a ReLU head with M != 0 breaks the identity: a bug
+    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, m_ratio=1e-3)] * 5})[IDENT] == "not supported"
+    # dead ReLU seeds are left out of the contrast: all dead -> no usable seed -> inconclusive
+    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, dead=True, m_ratio=0.0)] * 5})[CURV_A] == "inconclusive"
 
 
-def test_tangential_reading_decides_and_ambient_is_reported_beside():
-    good = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
-            "collapsed-relu": [_fake(0.0)] * 5, "collapsed-linear": [_fake(0.1)] * 5}
-    # a linear head negative under the ambient reading only (through G, the cosine's own curvature)
-    linear_ambient = {**good, "collapsed-linear": [_fake(0.0, ambient=0.9)] * 5}
-    assert _claims(linear_ambient)[0] == "supported"
-    s = summarize(dataclasses.replace(TINY, readings=READ, seeds=5),
-                  [({"run": r, "seed": i}, m) for r, ms in linear_ambient.items() for i, m in enumerate(ms)])
-    meas = s.claims[0]["measured"]
-    assert meas["frac_points_negative[collapsed-linear, ambient]"]["value"] == pytest.approx(0.9)
-    assert meas["frac_points_negative[collapsed-linear]"]["value"] == 0.0
-    # and the other way round: the tangential reading negative for the linear head decides against
-    assert _claims({**good, "collapsed-linear": [_fake(0.9, ambient=0.0)] * 5})[0] == "not supported"
+def test_a_linear_head_negative_only_under_the_ambient_reading_fails_that_row_alone():
+    v = _verdicts({**GOOD, "collapsed-linear": [_fake(0.0, ambient=0.9, m_ratio=0.0)] * 5})
+    assert (v[CURV_A], v[CURV_T], v[IDENT]) == ("not supported", "supported", "supported")
 
 
-def test_inert_pseudo_collapse_is_left_out_of_the_escape_row():
-    base = {"normal-silu": [_fake(0.8)] * 5, "collapsed-silu": [_fake(0.6, True, inert=False)] * 5}
-    non_inert = {**base, "collapsed-relu": [_fake(0.0, inert=False)] * 5,
-                 "collapsed-linear": [_fake(0.1, inert=False)] * 5}
-    assert _claims(non_inert) == ("supported", "supported")
-    inert = {**base, "collapsed-relu": [_fake(0.0, inert=True)] * 5, "collapsed-linear": [_fake(0.1, inert=True)] * 5}
-    # no pseudo-collapsed ReLU/linear seed is collapsed in geometry: the escape contrast has no "not expected" side
-    assert _claims(inert) == ("supported", "inconclusive")
-    s = summarize(dataclasses.replace(TINY, readings=READ, seeds=5),
-                  [({"run": r, "seed": i}, m) for r, ms in inert.items() for i, m in enumerate(ms)])
-    escape_row = s.claims[1]
-    assert "geometrically inert (10 seeds)" in escape_row["criterion"]
-    assert escape_row["measured"]["inert_seeds[collapsed-relu]"]["value"] == 5
-    assert any("collapsed-relu" in n and "geometrically inert" in n for n in s.notes)
-    assert "inert pseudo-collapse" in s.tables[0][1]
+def test_escape_is_judged_on_seeds_collapsed_at_step_0_with_one_rule_for_every_run():
+    # ReLU/linear never collapsed (an inert pseudo-collapse: spread at step 0 = the reference): left out and
+    # counted; the contrast has no "not expected" side
+    never = {**GOOD, "collapsed-relu": [_fake(0.0, collapsed=False, m_ratio=0.0)] * 5,
+             "collapsed-linear": [_fake(0.1, collapsed=False, m_ratio=0.0)] * 5}
+    rows = _rows(never)
+    assert rows[ESC]["verdict"] == "inconclusive"
+    assert rows[ESC]["measured"]["never_collapsed_seeds[collapsed-relu]"]["value"] == 5
+    # a smooth side that never escapes fails, whatever the other side holds (no "inconclusive" first)
+    stuck = {**never, "collapsed-silu": [_fake(0.6, escaped=False)] * 5}
+    assert _rows(stuck)[ESC]["verdict"] == "not supported"
+    # ReLU collapsed and escaping in every seed: the contrast fails
+    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, escaped=True, m_ratio=0.0)] * 5})[ESC] == "not supported"
+
+
+def test_c4_at_the_collapsed_states_training_reaches():
+    key = ("C4", "collapsed states", "tangential", "test")
+    # collapsed-silu collapsed at both points with G PSD and lambda_min < -floor: past its threshold
+    assert _verdicts(GOOD)[key] == "supported"
+    # not past at its collapsed points
+    assert _verdicts({**GOOD, "collapsed-silu": [_fake(0.6, past=False)] * 5})[key] == "not supported"
+    # no smooth run ever collapsed: nothing to judge
+    none = {**GOOD, "collapsed-silu": [_fake(0.6, True, collapsed=False)] * 5}
+    for m in none["collapsed-silu"]:
+        m["spread_projector"] = [0.15, 0.15]
+    assert _verdicts(none)[key] == "inconclusive"
 
 
 def test_rules_on_constructed_trajectories():
     assert negative_fraction([-1.0, -1e-12, 0.5, None], [1e-10, 1e-10, 1e-10, 1e-10]) == pytest.approx(1 / 3)
     assert negative_fraction([None], [None]) is None
-    e = escape([0.01, None, 0.05], 16, 0.5)  # level 0.5 / sqrt(16) = 0.125
+    e = escape([0.01, None, 0.05], 0.2, 0.5)  # level 0.5 * 0.2 = 0.1
     assert not e["escaped"] and e["collapsed_initially"] and e["spread_ratio"] == pytest.approx(5.0)
-    e = escape([0.01, 0.2], 16, 0.5)
+    assert e["collapse_level"] == pytest.approx(0.1)
+    e = escape([0.01, 0.2], 0.2, 0.5)
     assert e["escaped"] and e["collapsed_initially"]
-    assert escape([0.2, 0.13], 16, 0.5) == {"spread_initial": 0.2, "spread_final": 0.13, "spread_ratio": pytest.approx(0.65),
-                                            "escaped": True, "collapsed_initially": False}
+    never = escape([0.2, 0.13], 0.2, 0.5)  # at the reference: never collapsed, whatever follows
+    assert never["escaped"] and not never["collapsed_initially"]
+    assert escape([0.01, 0.2], None, 0.5)["escaped"] is None  # no reference: undecided, not guessed
+    with pytest.raises(ValueError, match="collapse_fraction"):
+        escape([0.01], 0.2, 1.5)
     assert dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.1])
     assert not dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.2])  # variance moves
     assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present
@@ -215,7 +246,7 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     cfg = dataclasses.replace(TINY, runs=("collapsed-linear",), readings=("tangential",), power_iterations=None)
     monkeypatch.setitem(mod.EXPERIMENT.presets, "quick", lambda: cfg)
     out = run_experiments(["C8"], "quick", tmp_path, progress=False)
-    assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8"}
+    assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8", "C4"}  # C4 at its collapsed states
     (cell_dir,) = (tmp_path / "runs" / "C8").iterdir()
     assert (cell_dir / "train" / "config.json").exists() and (cell_dir / "train" / "checkpoints" / "last.pt").exists()
     assert not (cell_dir / "metrics.jsonl").exists()  # no second copy under another schema

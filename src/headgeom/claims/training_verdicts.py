@@ -11,11 +11,14 @@ from typing import Any, Sequence
 
 from headgeom.claims.estimates import measured
 
-ESCAPE_DEFINITION = ("escaped = spread_final >= escape_level / sqrt(k) and collapsed_initially = spread_initial < "
-                     "escape_level / sqrt(k), spread = mean per-dimension std (ddof=1) of the L2-normalised projector "
-                     "outputs (width k) on the fixed probe batch (docs/paper.md §3; isotropic outputs give about 1/sqrt(k), "
-                     "a collapsed head 0), initial = step 0, final = last tracking point; spread_ratio = final / initial "
-                     "is reported beside it")
+ESCAPE_DEFINITION = ("collapse level = collapse_fraction * spread_reference, spread_reference = the spread of the same "
+                     "head and backbone at normal initialisation (the pseudo-collapse undone) on the same probe batch, "
+                     "measured at step 0; collapsed_initially = spread_initial < level, escaped = spread_final >= level; "
+                     "spread = mean per-dimension std (ddof=1) of the L2-normalised projector outputs on the fixed probe "
+                     "batch (docs/paper.md §3), initial = step 0, final = last tracking point; spread_ratio = final / "
+                     "initial is reported beside it. Inclusion, the same for every activation and BatchNorm setting: "
+                     "only runs collapsed at step 0 can escape or stay collapsed; a run never collapsed is left out of "
+                     "the escape rows and counted")
 DEAD_DEFINITION = ("dead head (docs/paper.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
                    "point and the projector spread frozen (relative change <= 1e-9) over the second half of the "
                    "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
@@ -30,17 +33,21 @@ def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float 
     return sum(l < -f for l, f in pairs) / len(pairs)
 
 
-def escape(spread: Sequence[float | None], k: int, escape_level: float) -> dict[str, Any]:
-    """Initial/final projector spread, their ratio, and the collapse flags of ESCAPE_DEFINITION."""
+def escape(spread: Sequence[float | None], reference: float | None, collapse_fraction: float) -> dict[str, Any]:
+    """Initial/final projector spread, their ratio, the calibrated level and the collapse flags of
+    ESCAPE_DEFINITION (flags None when the reference or the series is missing)."""
+    if not 0 < collapse_fraction <= 1:
+        raise ValueError(f"collapse_fraction must lie in (0, 1] (a fraction of the normal-init spread); got {collapse_fraction!r}")
     vals = [s for s in spread if s is not None]
-    if not vals:
-        return {"spread_initial": None, "spread_final": None, "spread_ratio": None, "escaped": None,
+    if not vals or reference is None or not reference > 0:
+        return {"spread_initial": vals[0] if vals else None, "spread_final": vals[-1] if vals else None,
+                "spread_ratio": None, "spread_reference": reference, "collapse_level": None, "escaped": None,
                 "collapsed_initially": None}
     first, last = vals[0], vals[-1]
-    level = escape_level / math.sqrt(k)
+    level = collapse_fraction * reference
     ratio = last / first if first > 0 else (math.inf if last > 0 else 1.0)
-    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "escaped": bool(last >= level),
-            "collapsed_initially": bool(first < level)}
+    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "spread_reference": reference,
+            "collapse_level": level, "escaped": bool(last >= level), "collapsed_initially": bool(first < level)}
 
 
 def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
@@ -58,14 +65,21 @@ def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | N
 
 
 def collapse_outcome(out: dict[str, Any], config: Any, done: dict[str, Any],
-                     lambda_min: Sequence[float | None], lambda_max: Sequence[float | None]) -> None:
-    """Write a run's escape flags (ESCAPE_DEFINITION), dead-head flag and divergence into ``out``;
-    a run stopped by a non-finite loss leaves escape undecided."""
-    out.update(escape(out["spread_projector"], config.out_dim, config.escape_level))
+                     lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
+                     reference: float | None) -> None:
+    """Write a run's escape flags (ESCAPE_DEFINITION, against ``reference``, the run's normal-init spread),
+    dead-head flag and divergence into ``out``; a run stopped by a non-finite loss leaves escape undecided."""
+    out.update(escape(out["spread_projector"], reference, config.collapse_fraction))
     out["dead_head"] = dead_head(lambda_min, lambda_max, out["spread_projector"])
     out["diverged"] = done.get("diverged")
     if out["diverged"]:
         out["escaped"] = None
+
+
+def usable_escape(m: dict[str, Any]) -> bool:
+    """The one inclusion rule of every escape row (ESCAPE_DEFINITION): collapsed at step 0 against the calibrated
+    level, escape decided (not diverged), not a dead head."""
+    return bool(m.get("collapsed_initially")) and m.get("escaped") is not None and not m.get("dead_head")
 
 
 def fraction(flags: Sequence[bool]) -> float | None:
@@ -78,22 +92,25 @@ def contrast_verdict(positive: dict[str, list[bool]], negative: dict[str, list[b
 
     Each group maps to one flag per seed (effect seen or not; dead or undefined seeds already
     removed). Returns (verdict, reason)."""
-    empty = [g for g, flags in {**positive, **negative}.items() if not flags]
-    if not positive or not negative or empty:
-        return "inconclusive", f"groups without usable seeds: {empty or 'a side has no group'}"
-    pos = {g: fraction(f) for g, f in positive.items()}
-    neg = {g: fraction(f) for g, f in negative.items()}
+    pos = {g: fraction(f) for g, f in positive.items() if f}
+    neg = {g: fraction(f) for g, f in negative.items() if f}
+    seen = f"effect fractions: expected {pos}, not expected {neg}"
+    # what failed is decided on the groups that have usable seeds, before asking whether every group has some
     if any(v == 0 for v in pos.values()) or any(v >= majority for v in neg.values()):
-        return "not supported", f"effect fractions: expected {pos}, not expected {neg}"
+        return "not supported", seen
+    empty = [g for g, flags in {**positive, **negative}.items() if not flags]
+    if not pos or not neg or empty:
+        return "inconclusive", f"{seen}; groups without usable seeds: {empty or 'a side has no group'}"
     if all(v >= majority for v in pos.values()) and all(v <= 1 - majority for v in neg.values()):
-        return "supported", f"effect fractions: expected {pos}, not expected {neg}"
-    return "inconclusive", f"effect fractions: expected {pos}, not expected {neg}"
+        return "supported", seen
+    return "inconclusive", seen
 
 
-CONTRAST_RULE = ("supported if every group where the effect is expected shows it in >= {maj:.0%} of its seeds and "
-                 "every group where it is not expected shows it in <= {rest:.0%} of its seeds; not supported if an "
-                 "expected group never shows it or a not-expected group shows it in >= {maj:.0%} of its seeds; "
-                 "inconclusive otherwise or when a group has no usable seed")
+CONTRAST_RULE = ("not supported if an expected group with usable seeds never shows the effect or a not-expected group "
+                 "shows it in >= {maj:.0%} of its seeds (decided first, whatever the other groups hold); supported if "
+                 "every group where the effect is expected shows it in >= {maj:.0%} of its seeds and every group where "
+                 "it is not expected shows it in <= {rest:.0%} of its seeds; inconclusive otherwise or when a group "
+                 "has no usable seed")
 
 
 def contrast_rule(majority: float) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import PaperBudget
-from headgeom.claims.curvature_verdict import curvature_claim, deciding_reading
+from headgeom.claims.curvature_verdict import curvature_claims
 from headgeom.report.plots import activation_ablation as plots
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.runs.cell import check_known, seeded_cells
@@ -57,7 +57,7 @@ class AblationConfig:
     block_samples: int | None = 8
     rel_floor: float = 1e-10
     negative_points: float = 0.5
-    escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
+    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
     knn_k: int = 200
     knn_temperature: float = 0.1
@@ -165,7 +165,7 @@ def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{r}]"] = min(defined) if defined else None
         first = first or (lmin, lmax)
-    collapse_outcome(out, config, done, *(first or ([], [])))
+    collapse_outcome(out, config, done, *(first or ([], [])), traj.logged("spread_reference")[0])
     knn = ev.get("knn", {})  # empty when the run diverged
     points = list(knn)
     out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
@@ -206,9 +206,8 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
                "head": paper_head("{act}", config.hidden, config.out_dim), "data": train.data,
                "init": "default" if train.pseudo_collapse is None else f"pseudo-collapsed x{train.pseudo_collapse:g}",
                "steps": train.max_steps or f"{train.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
-    decide = deciding_reading(config.readings)
-    claims = [curvature_claim(config, groups, decide, setting, {a: a for a in groups}, statement=STATEMENT,
-                              paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
+    claims = [row for r in config.readings for row in curvature_claims(
+        config, groups, r, setting, {a: a for a in groups}, statement=STATEMENT, paper=PAPER_BUDGET)]
     figures = [("lambda_min", lambda: plots.lambda_min(groups, config.readings, config.rel_floor)),
                ("spread", lambda: plots.spread(groups)),
                ("knn", lambda: plots.knn(groups, config.activations, config.knn_k))]

@@ -11,11 +11,12 @@ Measured every ``track_every`` steps on the run's fixed probe batch (headgeom.tr
 per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for the first
 ``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
 (headgeom.geometry.readings): "ambient", the paper's full Hessian of the batch loss, and
-"tangential", its Riemannian Hessian on the sphere. The tangential reading decides the curvature
-row: the loss is a cosine, which does not see ‖u‖, and the tangential H_eff is unchanged by the
-scale of the head output, whereas under the ambient reading the cosine's own curvature is
-indefinite (scale 1/‖u‖²), so a linear head can show negative eigenvalues through G alone, with no
-M, which is not the mechanism the claim is about. The ambient numbers are reported beside it.
+"tangential", its Riemannian Hessian on the sphere. Each reading has its own curvature row, with equal
+prominence (:mod:`headgeom.claims.curvature_verdict`): under the ambient reading the cosine's own
+curvature is indefinite whenever u is not parallel to its target (scale 1/‖u‖²), so a linear head can
+show negative eigenvalues through G alone and the contrast can fail for that reason; under the
+tangential reading a bias-free ReLU/linear head has M ≡ 0 and G ⪰ 0 wherever cos θ > 0, so that half is
+an identity and only the smooth half is a test.
 λ < −floor counts as negative, floor = rel_floor · max(max|λ|, S) at that point, S the scale of the terms
 G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.operand_scale`; docs/paper.md §4 pitfall
 2): a collapsed head's Jacobian is almost radial, so the tangential projection cancels terms far
@@ -40,11 +41,15 @@ H_eff at every tracking point. A point disagrees when the signs differ (one belo
 not) or |estimate − exact| > power_rel_tol · max|λ|; the count of such points is reported per run and
 reading (not judged).
 
-Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: smooth runs' negative
-curvature and escape during training could come out either way. Under the tangential reading a
-linear head's H_eff is PSD wherever cos(p1, u2) > 0 (G = Jᵀ(s/‖u‖²)PJ, M = 0), which holds only
-while the predictor's output points towards its target; the smooth half decides the row, so it stays
-a test.
+Collapse escape is calibrated (:data:`headgeom.claims.training_verdicts.ESCAPE_DEFINITION`): the collapse
+level is ``collapse_fraction`` × the spread of the same head and backbone at normal init on the same probe
+batch, measured at step 0; only seeds collapsed at step 0 enter the escape row, the same rule for every run.
+C4 is judged at the collapsed states these runs reach (:mod:`headgeom.claims.collapsed_states`): at the
+tracking points under the collapse level, is a smooth head past its own threshold?
+
+Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: the smooth half of each curvature
+row, the ambient contrast, escape and the collapsed-state rows could come out either way; ``identity``: the
+ReLU/linear half under the tangential reading (M ≡ 0, checked).
 """
 from __future__ import annotations
 
@@ -54,11 +59,13 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import PaperBudget, budget_of_cells
-from headgeom.claims.curvature_verdict import NON_SMOOTH, curvature_claim, deciding_reading, why_reading
+from headgeom.claims.collapsed_states import collapsed_state_claim
+from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c8_hessian_tracking as plots
 from headgeom.claims.training_verdicts import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm)
+    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm,
+    usable_escape)
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
@@ -95,7 +102,7 @@ class C8Config:
     block_samples: int | None = 8
     rel_floor: float = 1e-10
     negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
-    escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
+    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
     power_iterations: int | None = 20  # the paper's λ_min estimator beside the exact one (None: not run)
     power_rel_tol: float = 1e-3  # |estimate − exact| > this · max|λ| counts as a disagreement
@@ -193,6 +200,8 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
         out[f"heff_source[{reading}]"] = source
         out[f"n_negative[{reading}]"], _ = traj.heff(reading, "n_negative")
         out[f"M_ratio_fro[{reading}]"], _ = traj.heff(reading, "M_ratio_fro")
+        out[f"lambda_min_G[{reading}]"], _ = traj.heff(reading, "lambda_min_G")
+        out[f"threshold_ratio[{reading}]"], _ = traj.heff(reading, "threshold_ratio")
         out[f"frac_points_negative[{reading}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{reading}]"] = min(defined) if defined else None
@@ -202,7 +211,7 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
             out[f"power_lambda_min[{reading}]"] = est
             out[f"power_disagreement[{reading}]"] = estimator_disagreement(lmin, lmax, floor, est,
                                                                           config.power_rel_tol)
-    collapse_outcome(out, config, done, lmin0 or [], lmax0 or [])
+    collapse_outcome(out, config, done, lmin0 or [], lmax0 or [], traj.logged("spread_reference")[0])
     alpha = RUNS[run][1]
     if alpha is not None:
         gaps = _pseudo_collapse_gap(config, run, seed)
@@ -247,35 +256,33 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
                  activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
-    """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not.
-    A seed whose pseudo-collapse is geometrically inert (``inert_pseudo_collapse``) is left out: its
-    head was never collapsed in geometry, so its escape or not is no evidence."""
+    """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not. One
+    inclusion rule for every run (:func:`headgeom.claims.training_verdicts.usable_escape`): only seeds collapsed
+    at step 0 against the calibrated level count; the others (a geometrically inert pseudo-collapse among them)
+    are left out and counted."""
     pos: dict[str, list[bool]] = {}
     neg: dict[str, list[bool]] = {}
     meas: dict[str, Any] = {}
-    inert_total = 0
     for run, ms in groups.items():
-        meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
+        meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None]
+                                                or float("nan"))
         if not collapsed[run]:
             continue
-        inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
-        inert_total += inert
-        if any("inert_pseudo_collapse" in m for m in ms):
-            meas[f"inert_seeds[{run}]"] = measured(float(inert), n=len(ms),
-                                                   what="seeds left out: pseudo-collapse geometrically inert")
-        flags = [bool(m["escaped"]) for m in ms if m.get("escaped") is not None and not m.get("dead_head")
-                 and not m.get("inert_pseudo_collapse")]
-        if flags or not inert:
-            (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
+        flags = [bool(m["escaped"]) for m in ms if usable_escape(m)]
+        meas[f"escaped[{run}]"] = measured([float(f) for f in flags] or float("nan"), n=len(flags),
+                                           what="fraction of the seeds collapsed at step 0 that end escaped")
+        meas[f"never_collapsed_seeds[{run}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
+                                                         n=len(ms), what="seeds left out: not collapsed at step 0")
+        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
     verdict, reason = contrast_verdict(pos, neg, config.majority)
-    criterion = (f"{ESCAPE_DEFINITION}, escape_level = {config.escape_level:g} (k = {config.out_dim}); judged on "
-                 f"the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
-                 + f"; dead seeds left out; seeds whose x{RUNS['collapsed-relu'][1]:g} pseudo-collapse leaves H_eff "
-                 f"unchanged (relative gap <= {INERT_REL_TOL:g}: a bias-free ReLU or linear head under a cosine loss) "
-                 f"are left out as geometrically inert ({inert_total} seeds). Outcome: {reason}")
+    criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; judged on the pseudo-collapsed "
+                 f"runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
+                 + f"; dead seeds left out. Outcome: {reason}")
+    head = next((f"escaped[{r}]" for r in groups if collapsed[r] and activation_of[r] not in NON_SMOOTH), None)
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion}
+            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
+            **({"headline": head} if head else {})}
 
 
 def _disagreements(ms: list[dict], reading: str) -> str:
@@ -330,21 +337,22 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                "backbone": f"resnet18 width {config.train.backbone_options['width']}",
                "steps": config.train.max_steps or f"{config.train.epochs} epochs",
                "reduction": "batch mean (blocks carry 1/N)", "block_samples": config.block_samples}
-    decide = deciding_reading(config.readings)
-    claims = [curvature_claim(config, groups, decide, setting, activation_of, statement=STATEMENT,
-                              paper=PAPER_BUDGET, beside=tuple(r for r in config.readings if r != decide))]
+    claims = [row for r in config.readings for row in curvature_claims(
+        config, groups, r, setting, activation_of, statement=STATEMENT, paper=PAPER_BUDGET)]
     claims.append(escape_claim(config, groups, setting, activation_of, collapsed))
+    smooth = {r: activation_of[r] not in NON_SMOOTH for r in groups}
+    claims += [collapsed_state_claim(config, groups, r, setting, smooth, paper=PAPER_BUDGET) for r in config.readings]
     figures = [("lambda_min", lambda: plots.lambda_min(groups, config.readings, config.rel_floor)),
                ("spread", lambda: plots.spread(groups)),
                ("grad_norm", lambda: plots.grad_norm(groups))]
     notes = [f"{DEAD_DEFINITION}.", f"{ESCAPE_DEFINITION}.",
-             "ambient reading: the exact Hessian of the batch loss (the paper's HVP operator, here exact per-sample "
-             "blocks); under it G can be indefinite (cosine loss near small |u|), so a linear head may show "
-             "negative eigenvalues through G alone (M = 0). tangential reading: the Riemannian Hessian of the cosine "
-             "loss on the sphere, unchanged by the head output's scale; a linear head's G is PSD where cos > 0. "
-             + why_reading(decide).capitalize() + "."]
+             "The curvature row is judged under each reading, with equal prominence, and the two can differ: ambient "
+             f"(the exact Hessian of the batch loss, the paper's HVP operator, here exact per-sample blocks): {AMBIENT_WHY}. "
+             "tangential (the Riemannian Hessian of the cosine loss on the sphere, unchanged by the head output's "
+             "scale): a bias-free ReLU or linear head has h(z) = Jz, so z is an exact null vector of PJ, M = 0 and G is "
+             "PSD wherever cos theta > 0, so its half of the row is an identity and only the smooth half is a test."]
     notes += _inert_notes(groups)
-    notes += _tiny_negative_notes(groups, decide)
+    notes += [n for r in config.readings for n in _tiny_negative_notes(groups, r)]
     if config.power_iterations is not None:
         notes.append(f"power-iteration disagrees: tracking points (summed over seeds) where the paper's estimator "
                      f"(float32 shifted power iteration, {config.power_iterations} steps per run, on the same blocks) "

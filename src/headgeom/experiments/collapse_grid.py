@@ -12,15 +12,18 @@ representations (not of H_eff, docs/paper.md §4 pitfall 7), head/backbone relat
 λ_min and ‖M‖/‖H‖ of H_eff (ambient reading): exact per-sample blocks for heads without BN; BN heads
 in train mode couple samples, and the tracker then reports its estimate on the whole coupled operator
 (``heff_source`` says which, ``M_ratio_norm`` which norm). Per run: initial (step 0) and
-final spread, their ratio and whether the run ends escaped (final ≥ escape_level/√k; BN heads
-start at about 1/√k since BN is scale-invariant: the ×0.1 init does not collapse them).
+final spread, their ratio, the reference spread of the same head at normal init on the same probe
+batch (headgeom.tracking.reference) and, against collapse_fraction × that reference, whether the run
+started collapsed and whether it ends escaped (:data:`headgeom.claims.training_verdicts.ESCAPE_DEFINITION`).
+One inclusion rule for every activation and BN setting: only runs collapsed at step 0 enter the escape
+rows; the others (BN heads, which BN's scale invariance keeps from collapsing, and bias-free ReLU/linear
+heads, whose ×0.1 only scales the output) are left out and counted.
 
 Each run without BN also measures whether its pseudo-collapse is visible to the geometry
 (:mod:`headgeom.theory.pseudo_collapse`: the per-sample H_eff blocks at init with and without
 the ×α). For bias-free ReLU and linear heads the cosine loss cannot see the scaling: the gap is
-round-off, the run is geometrically a normal-init run, and its seeds are left out of the escape
-rows rather than counted as a collapsed head that stayed collapsed (BN heads are not measured: the
-note below says why they are not collapsed either).
+round-off and the run is geometrically a normal-init run (reported in the notes; the inclusion rule
+leaves such runs out because their spread at step 0 is the reference itself).
 
 C5 (ReLU gap) predicts: without BN and at a small step size (the closest to gradient flow) a ReLU
 head (M = 0) stays collapsed while a smooth head escapes; ReLU escapes only through BN or a large
@@ -40,7 +43,7 @@ from headgeom.claims.budget import PaperBudget, budget_of_cells
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
 from headgeom.claims.training_verdicts import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm)
+    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm, usable_escape)
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
@@ -86,7 +89,7 @@ class GridConfig:
     pred_hidden: int = 64
     block_samples: int | None = 4
     rel_floor: float = 1e-10
-    escape_level: float = 0.5  # escaped: final spread >= escape_level / sqrt(out_dim)
+    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
@@ -169,7 +172,9 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out["floor"], _ = traj.heff("ambient", "floor")  # the engine's zero band, drawn in the λ figure
     out["operand_scale"], _ = traj.heff("ambient", "operand_scale")  # what the floor is relative to
     out["M_ratio"], out["M_ratio_norm"] = traj.m_ratio("ambient")
-    collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"])
+    out["lambda_min_G"], _ = traj.heff("ambient", "lambda_min_G")
+    out["threshold_ratio"], _ = traj.heff("ambient", "threshold_ratio")
+    collapse_outcome(out, config, done, out["lambda_min"], out["lambda_max"], traj.logged("spread_reference")[0])
     if not bn and config.train.pseudo_collapse is not None:
         tc = train_config(config, act, bn, lr, seed)
         gaps = gap_at_init(lambda: build_method_from_config(tc), tc.pseudo_collapse, config.block_samples or 8, seed,
@@ -188,40 +193,32 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def _flags(groups: dict[str, list[dict]], name: str) -> list[bool]:
-    """Escape flags of the usable seeds: not dead, and not geometrically inert pseudo-collapses."""
-    return [bool(m["escaped"]) for m in groups.get(name, []) if m.get("escaped") is not None
-            and not m.get("dead_head") and not m.get("inert_pseudo_collapse")]
+    return [bool(m["escaped"]) for m in groups.get(name, []) if usable_escape(m)]
 
 
 def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> dict[str, Any]:
     verdict, reason = contrast_verdict({g: _flags(groups, g) for g in positive},
                                        {g: _flags(groups, g) for g in negative}, config.majority)
     meas = {}
-    inert_total = 0
     for g in positive + negative:
         ms = groups.get(g, [])
-        if any("inert_pseudo_collapse" in m for m in ms):
-            inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
-            inert_total += inert
-            meas[f"inert_seeds[{g}]"] = measured(float(inert), n=len(ms),
-                                                 what="seeds left out: pseudo-collapse geometrically inert")
-        meas[f"escaped[{g}]"] = measured([float(bool(m["escaped"])) for m in ms if m.get("escaped") is not None])
+        flags = _flags(groups, g)
+        meas[f"escaped[{g}]"] = measured([float(f) for f in flags] or float("nan"), n=len(flags),
+                                         what="fraction of the seeds collapsed at step 0 that end escaped")
+        meas[f"never_collapsed_seeds[{g}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
+                                                       n=len(ms), what="seeds left out: not collapsed at step 0")
         meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
         meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
-    criterion = (f"{ESCAPE_DEFINITION}; escape_level = {config.escape_level:g} (k = {config.out_dim}); a run that never "
-                 f"collapsed (BN heads) counts as escaped: the question is whether it ends non-collapsed; "
-                 f"escape expected in {positive}, not "
-                 f"expected in {negative}; " + contrast_rule(config.majority) + f"; dead seeds left out "
-                 f"({DEAD_DEFINITION}); seeds whose x{config.train.pseudo_collapse:g} pseudo-collapse leaves H_eff unchanged "
-                 f"(relative gap <= {INERT_REL_TOL:g}, measured at init for heads without BN: a bias-free ReLU or linear "
-                 f"head under the cosine loss) are left out as geometrically inert ({inert_total} seeds). "
-                 f"Outcome: {reason}")
+    criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; "
+                 f"escape expected in {positive}, not expected in {negative}; " + contrast_rule(config.majority)
+                 + f"; dead seeds left out ({DEAD_DEFINITION}). Outcome: {reason}")
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
                "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
                "reading": "n/a (spread of normalised projector outputs)", "data": config.train.data,
                "init": f"pseudo-collapsed (projector Linear weights x{config.train.pseudo_collapse:g})",
                "steps": config.train.max_steps or f"{config.train.epochs} epochs", "batch": config.train.batch_size}
     return {"id": "C5", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
+            "headline": f"escaped[{positive[0]}]",
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
             "evidence": TEST, "criterion": criterion}
 
@@ -283,7 +280,8 @@ def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
             inert = sum(bool(m.get("inert_pseudo_collapse")) for m in ms)
             notes.append(f"{name}: relative change of the per-sample H_eff blocks at init from the pseudo-collapse "
                          f"<= {max(gaps):.2e} over {len(gaps)} seeds; {inert}/{len(ms)} seeds geometrically inert "
-                         f"(within {INERT_REL_TOL:g}): " + ("left out of the escape rows." if inert else "counted."))
+                         f"(within {INERT_REL_TOL:g}): " + ("its spread at step 0 equals the reference, so the inclusion rule "
+                         "leaves it out of the escape rows as never collapsed." if inert else "not inert."))
     return notes
 
 

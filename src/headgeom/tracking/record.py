@@ -73,6 +73,8 @@ class HeffReading:
     operand_scale: float | None = None
     M_ratio_fro: float | None = None
     M_ratio_spectral: float | None = None
+    lambda_min_G: float | None = None
+    threshold_ratio: float | None = None
     power_lambda_min: float | None = None
     power_shift: float | None = None
     converged: float | None = None

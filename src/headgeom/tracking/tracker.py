@@ -47,6 +47,7 @@ from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
+from headgeom.geometry.threshold import threshold_ratio
 from headgeom.io import atomic_write_json
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
@@ -64,6 +65,16 @@ COV_DEFINITION = (
     "(headgeom.eval.rankme.covariance_condition; docs/paper.md §4 pitfall 3). It is the representation "
     "covariance's condition number, not H_eff's (pitfall 7)"
 )
+
+
+def _pullback_and_ratio(g: Tensor, m: Tensor, floor: float) -> tuple[float | None, float | None]:
+    """(λ_min of the G blocks, the state's threshold ratio max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) when every
+    G_i is positive definite beyond ``floor``, else None): r > 1 means the state is past the threshold of its
+    own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.threshold`)."""
+    lam_g = float(torch.linalg.eigvalsh(g.to(torch.float64)).min())
+    if not lam_g > floor:
+        return finite_or_none(lam_g), None
+    return finite_or_none(lam_g), finite_or_none(threshold_ratio(g, m).max())
 
 
 def _check_views(views: Any) -> list[Tensor]:
@@ -283,6 +294,7 @@ class GeometryTracker:
         self.last_info["engine"] = info
         self._u = u
         ratios = spec.norm_ratios["M"]
+        lambda_min_g, ratio = _pullback_and_ratio(h - m, m, spec.floor)
         power: dict[str, float | None] = {}
         if self.power_iterations is not None:  # the same blocks, in float32, as the paper's estimator sees them
             h32 = h.to(torch.float32)
@@ -296,7 +308,8 @@ class GeometryTracker:
             frac_samples_negative=finite_or_none((spec.per_block["n_negative"] > 0).double().mean()),
             floor=finite_or_none(spec.floor), operand_scale=finite_or_none(scale * operands.value),
             M_ratio_fro=finite_or_none(ratios["fro"]),
-            M_ratio_spectral=finite_or_none(ratios["spectral"]), **power)
+            M_ratio_spectral=finite_or_none(ratios["spectral"]), lambda_min_G=lambda_min_g, threshold_ratio=ratio,
+            **power)
 
     def _engine(self, head: Any, loss: Any, z: Tensor):
         return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
@@ -400,6 +413,11 @@ class GeometryTracker:
                 "cancellation, leaving round-off of order eps * S that a floor relative to the result would "
                 "count as curvature",
                 p + "M_ratio_fro / M_ratio_spectral": "|M| / |H_eff| of the block-diagonal matrices",
+                p + "lambda_min_G": "smallest eigenvalue of the analysed G = H_eff - M blocks (G PSD: any negative "
+                "curvature of H_eff is M's doing)",
+                p + "threshold_ratio": "max over blocks of lambda_max(-G^-1/2 M G^-1/2) when every G block is positive "
+                "definite beyond the floor (else absent): the state sits at that multiple of the threshold of its own "
+                "ray G + tM, past it when > 1 (headgeom.geometry.threshold)",
                 p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
                 "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "
                 "lambda_min estimate and its shift (the dominant eigenvalue's estimate)",

@@ -23,6 +23,7 @@ import torch
 
 from headgeom.runs.cell import current_run_dir, current_train_logger
 from headgeom.tracking.record import combine
+from headgeom.tracking.reference import reference_spread
 from headgeom.tracking.tracker import GeometryTracker
 from headgeom.tracking.trajectory import Trajectory, read_tracking
 
@@ -50,15 +51,21 @@ def training_directory() -> Iterator[tuple[Path, bool]]:
 class Trackers:
     """Several GeometryTrackers called as one ``tracker(step, method, probe_views)``: their records
     merged into one (one HeffReading per reading; the shared statistics are the same numbers),
-    logged as its metrics.jsonl keys."""
+    logged as its metrics.jsonl keys. At step 0 it also logs ``spread_reference``, the spread of the
+    same method with its pseudo-collapse ``alpha`` undone on the same probe batch
+    (:func:`headgeom.tracking.reference.reference_spread`), which the escape rule calibrates against."""
 
-    def __init__(self, trackers: Sequence[Any]) -> None:
+    def __init__(self, trackers: Sequence[Any], alpha: float | None = None) -> None:
         if not trackers:
             raise ValueError("Trackers needs at least one GeometryTracker")
         self.trackers = list(trackers)
+        self.alpha = alpha
 
     def __call__(self, step: int, method: torch.nn.Module, probe_views: Sequence[torch.Tensor]) -> dict[str, float]:
-        return combine([tracker.measure(step, method, probe_views) for tracker in self.trackers]).metrics()
+        out = combine([tracker.measure(step, method, probe_views) for tracker in self.trackers]).metrics()
+        if step == 0:
+            out["spread_reference"] = reference_spread(method, probe_views, self.alpha, self.trackers[0].head_mode)
+        return out
 
 
 def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-10, block_samples: int | None = 8,
@@ -85,7 +92,8 @@ def run_training(config: Any, readings: Sequence[str], *, rel_floor: float = 1e-
                                 power_iterations=power_iterations) for r in readings]
     with training_directory() as (run_dir, resume):
         try:  # an attempt killed before its first checkpoint starts again from step 0
-            done = train(config, run_dir, resume_or_start=resume, tracker=Trackers(trackers) if trackers else None)
+            done = train(config, run_dir, resume_or_start=resume,
+                         tracker=Trackers(trackers, config.pseudo_collapse) if trackers else None)
         except NonFiniteLossError as err:  # a diverged run is a result (e.g. lr 0.5 in the grid), not a crash
             done = {"diverged": str(err), "final_loss": None}
         planned = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
