@@ -27,7 +27,7 @@ def check_table(checks: list) -> str:
 def run_check(args: argparse.Namespace) -> int:
     """Print the table of a copy; raise (exit 2) naming the first missing or bad file."""
     root = resolve_released_dir(args.dir, option="DIR")
-    checks = check_copy(root)
+    checks = check_copy(root, MANIFEST)
     print(f"released results at {root} (pinned: {MANIFEST.source} @ {MANIFEST.commit[:12]})")
     print(check_table(checks))
     bad = [c for c in checks if c.status != "ok"]
@@ -42,7 +42,7 @@ def run_check(args: argparse.Namespace) -> int:
 def run_fetch(args: argparse.Namespace) -> int:
     """Download the pinned files into ``args.dir``."""
     progress = None if args.quiet else (lambda msg: print(msg, file=sys.stderr))
-    result = fetch_released(args.dir, progress=progress)
+    result = fetch_released(args.dir, MANIFEST, progress=progress)
     print(f"{len(result.downloaded)} file(s) downloaded, {len(result.kept)} already intact, in {result.root}; "
           f"use it with --released {result.root} or HEADGEOM_RELEASED={result.root}")
     return 0
