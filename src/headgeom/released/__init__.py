@@ -14,16 +14,17 @@ from headgeom.released.fetch import FetchResult, fetch_released
 from headgeom.released.hessian import HESSIAN_RUNS, HessianTrack, read_hessian
 from headgeom.released.layout import FileCheck, check_copy, read_file
 from headgeom.released.log import ExperimentLog, LogSession, read_log
+from headgeom.released.measures import DepthRow, ProbeGap, depth_trend, guillotine_gaps, orbit_measures
 from headgeom.released.manifest import (MANIFEST, RELEASED_ENV, Manifest, ManifestEntry, ReleasedFileError,
                                         load_manifest, resolve_released_dir, verify_file)
 from headgeom.released.orbits import ORBIT_BACKBONES, OrbitGrid, Orbits, read_orbits
 from headgeom.released.probes import PROBE_RUNS, Curvature, Guillotine, read_curvature, read_guillotine
 
 __all__ = [
-    "DEPTHS", "HESSIAN_RUNS", "MANIFEST", "ORBIT_BACKBONES", "PROBE_RUNS", "RELEASED_ENV",
-    "CollapseGrid", "CollapseRun", "Curvature", "DepthAblation", "ExperimentLog", "FetchResult", "FileCheck",
+    "DEPTHS", "HESSIAN_RUNS", "MANIFEST", "ORBIT_BACKBONES", "PROBE_RUNS", "RELEASED_ENV", "CollapseGrid",
+    "CollapseRun", "Curvature", "DepthAblation", "DepthRow", "ExperimentLog", "FetchResult", "FileCheck",
     "Guillotine", "HessianTrack", "LogSession", "Manifest", "ManifestEntry", "OrbitGrid", "Orbits",
-    "ReleasedFileError", "check_copy", "fetch_released", "load_manifest", "read_collapse", "read_curvature",
-    "read_depth", "read_file", "read_guillotine", "read_hessian", "read_log", "read_orbits",
-    "resolve_released_dir", "verify_file",
+    "ProbeGap", "ReleasedFileError", "check_copy", "depth_trend", "fetch_released", "guillotine_gaps",
+    "load_manifest", "orbit_measures", "read_collapse", "read_curvature", "read_depth", "read_file",
+    "read_guillotine", "read_hessian", "read_log", "read_orbits", "resolve_released_dir", "verify_file",
 ]
