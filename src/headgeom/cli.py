@@ -19,6 +19,7 @@ from headgeom.commands.heads import add_parser as add_heads
 from headgeom.commands.hessian import add_hessian, add_version
 from headgeom.commands.options import HelpFormatter, examples_epilog
 from headgeom.commands.outputs import check_output, os_error_message
+from headgeom.commands.released import add_parser as add_released
 from headgeom.commands.reproduce import add_reproduce, add_theory
 from headgeom.commands.train import add_parser as add_train
 
@@ -57,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval(sub)
     add_analyze(sub)
     add_checkpoint(sub)
+    add_released(sub)
     add_heads(sub)
     return p
 

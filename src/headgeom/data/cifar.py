@@ -89,6 +89,9 @@ def _allowed_globals() -> dict[tuple[str, str], Any]:
 class SafeUnpickler(pickle.Unpickler):
     """An unpickler that resolves only numpy array/dtype reconstruction and builtin containers.
 
+    headgeom's one unpickler for pickles of plain data: CIFAR's python batches here, and the
+    authors' released result files (headgeom.released.files).
+
     Any other global (``os.system``, ``builtins.eval``, a class) raises
     :class:`UnsafePickleError` before anything is called.
     """
@@ -102,9 +105,10 @@ class SafeUnpickler(pickle.Unpickler):
             return SafeUnpickler._allowed[(module, name)]
         except KeyError:
             raise UnsafePickleError(
-                f"refusing to load the global {module}.{name}: CIFAR batches hold only dicts, "
-                f"lists and numpy arrays, so this is not an official CIFAR file (and loading "
-                f"it could run code)"
+                f"refusing to load the global {module}.{name}: the files read this way (CIFAR "
+                f"batches, the authors' released results) hold only dicts, lists and numpy "
+                f"arrays, so this one is not such a file, and loading it could run code; "
+                f"nothing was executed"
             ) from None
 
 

@@ -95,9 +95,11 @@ def _unreachable(url: str, err: BaseException, hint: str) -> RuntimeError:
 
 
 def fetch_url(url: str, dest: str | os.PathLike[str], md5: str | None = None, *,
-              timeout: float = 60.0, hint: str = "") -> Path:
-    """Stream ``url`` to ``dest``: temp file in the same folder, md5 check, atomic rename.
+              timeout: float = 60.0, hint: str = "", sha256: str | None = None) -> Path:
+    """Stream ``url`` to ``dest``: temp file in the same folder, checksum, atomic rename.
 
+    The checksum is ``sha256`` when given (the authors' released results,
+    headgeom.released.fetch), else ``md5`` (the CIFAR archives), else none.
     Raises RuntimeError (with ``hint`` appended) when the URL cannot be reached, ValueError
     when the checksum differs; in both cases nothing is left at ``dest``.
     """
@@ -106,7 +108,8 @@ def fetch_url(url: str, dest: str | os.PathLike[str], md5: str | None = None, *,
     fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
     tmp = Path(tmp_name)
     try:
-        digest = hashlib.md5()
+        algorithm, expected = ("sha256", sha256) if sha256 is not None else ("md5", md5)
+        digest = hashlib.new(algorithm)
         with os.fdopen(fd, "wb") as out:
             try:
                 response = urllib.request.urlopen(url, timeout=timeout)
@@ -122,10 +125,10 @@ def fetch_url(url: str, dest: str | os.PathLike[str], md5: str | None = None, *,
                         break
                     digest.update(chunk)
                     out.write(chunk)
-        if md5 is not None and digest.hexdigest() != md5.lower():
+        if expected is not None and digest.hexdigest() != expected.lower():
             raise ValueError(
-                f"checksum mismatch for {url}: md5 {digest.hexdigest()} (size "
-                f"{tmp.stat().st_size} bytes), expected {md5}; the download is corrupt or "
+                f"checksum mismatch for {url}: {algorithm} {digest.hexdigest()} (size "
+                f"{tmp.stat().st_size} bytes), expected {expected}; the download is corrupt or "
                 f"the file changed upstream. Nothing was written to {dest}; try again."
             )
         os.replace(tmp, dest)
