@@ -1,4 +1,5 @@
 """report.md rendering from a hand-written results dict, and figure saving (PNG, Agg, closed)."""
+import re
 import io
 
 import matplotlib.pyplot as plt
@@ -43,13 +44,28 @@ def test_format_measured():
 def test_claims_table_rows_and_escaping():
     text = claims_table([CLAIM])
     lines = text.splitlines()
-    assert lines[0] == "| id | statement | setting | measured | evidence | verdict | criterion |"
+    assert lines[0] == "| row | id | statement | setting | measured | evidence | verdict | criterion |"
     row = lines[2]
-    assert row.startswith("| C9 | orbits \\| shrink | head=relu; preset=quick | ")
+    assert row.startswith("| 1 | C9 | orbits \\| shrink | head=relu; preset=quick | ")
     assert "ratio: 21.85 ± 1.5 (n=3)<br>ci: 2 ± 0.1 (n=50) [95% CI half-width]<br>count: 7" in row
     assert row.endswith("| test | **supported** | ratio > 1 for every seed |")
-    assert row.count(" | ") == 6  # seven cells: the escaped pipe does not open a new column
+    assert row.count(" | ") == 7  # eight cells: the escaped pipe does not open a new column
     assert "No claim entries" in claims_table([])
+
+
+def test_a_rows_headline_leads_and_values_per_group_form_a_small_table():
+    claim = dict(CLAIM, headline="count", measured={
+        "ratio": {"value": 2.0, "n": 3, "spread": 0.1}, "count": 7,
+        "threshold[gelu]": {"value": 0.3, "n": 5, "spread": 0.01}, "threshold[silu]": {"value": 0.2, "n": 5, "spread": 0.02},
+        "lambda_min_H[silu]": {"value": -1e-4, "n": 5, "spread": 1e-5}})
+    text = claims_table([claim])
+    row = text.splitlines()[2]
+    assert "**count: 7**<br>ratio: 2 ± 0.1 (n=3)<br>per 2 groups: table 1 below" in row
+    assert "threshold" not in row  # not one cell of many values
+    table = text[text.index("Table 1 (C9"):].splitlines()
+    assert table[2] == "| | threshold | lambda_min_H |"
+    assert table[4] == "| gelu | 0.3 ± 0.01 (n=5) | - |"
+    assert table[5] == "| silu | 0.2 ± 0.02 (n=5) | -0.0001 ± 1e-05 (n=5) |"
 
 
 def test_report_is_readable_on_its_own():
@@ -161,7 +177,7 @@ def test_the_out_of_distribution_flag_appears_in_the_report_only_when_set():
     plain = dict(CLAIM, setting={"head": "relu", "head_input": "raw"})
     check_claim(flagged)
     md = render_report(_results(**{}) | {"claims": [plain, flagged]})
-    row_plain, row_flagged = [line for line in md.splitlines() if line.startswith("| C9 |")]
+    row_plain, row_flagged = [line for line in md.splitlines() if re.match(r"\| \d+ \| C9 \|", line)]
     assert "out of distribution" not in row_plain
     assert "out of distribution: head trained on raw z but fed z/‖z‖" in row_flagged
     assert "mean pairwise cosine at the head 0.994 ± 0.002 (n=2)" in row_flagged

@@ -68,23 +68,67 @@ def evidence_legend() -> str:
     return "\n".join(f"- `{k}`: {MEANING[k]}." for k in EVIDENCE) + "\n"
 
 
+GROUPED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<group>[^\[\]]+)\]$")
+
+
+def split_measured(measured: dict[str, Any]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """(plain entries, {group: {name: entry}}) of a row's ``measured``: keys ``name[group]`` (one value per
+    activation, run or depth) are gathered into a small table instead of one cell of many values."""
+    plain: dict[str, Any] = {}
+    grouped: dict[str, dict[str, Any]] = {}
+    for key, value in measured.items():
+        match = GROUPED.match(key)
+        if match:
+            grouped.setdefault(match["group"], {})[match["name"]] = value
+        else:
+            plain[key] = value
+    return plain, grouped
+
+
+def group_table(grouped: dict[str, dict[str, Any]]) -> str:
+    """One line per group (activation, run, ...), one column per measured name."""
+    names = list(dict.fromkeys(n for row in grouped.values() for n in row))
+    lines = ["| | " + " | ".join(_cell(n) for n in names) + " |", "|---|" + "---|" * len(names)]
+    lines += ["| " + _cell(g) + " | " + " | ".join(_cell(format_measured(row[n])) if n in row else "-" for n in names)
+              + " |" for g, row in grouped.items()]
+    return "\n".join(lines)
+
+
 def claims_table(claims: list[dict[str, Any]]) -> str:
-    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion."""
+    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion. A row's
+    headline (the measure its verdict quotes) comes first in its measured cell; values per group
+    (``name[group]`` keys) follow the table as one small table per row."""
     if not claims:
         return "_No claim entries were produced._\n"
-    lines = ["| id | statement | setting | measured | evidence | verdict | criterion |", "|---|---|---|---|---|---|---|"]
-    for c in claims:
-        meas = "<br>".join(f"{k}: {format_measured(v)}" for k, v in (c.get("measured") or {}).items())
+    lines = ["| row | id | statement | setting | measured | evidence | verdict | criterion |",
+             "|---|---|---|---|---|---|---|---|"]
+    details: list[str] = []
+    for i, c in enumerate(claims, 1):
+        plain, grouped = split_measured(c.get("measured") or {})
+        head = c.get("headline")
+        parts = [f"**{head}: {format_measured(c['measured'][head])}**"] if head in (c.get("measured") or {}) else []
+        parts += [f"{k}: {format_measured(v)}" for k, v in plain.items() if k != head]
+        if grouped:
+            parts.append(f"per {len(grouped)} groups: table {i} below")
+            details += [f"Table {i} ({c['id']}, {_setting_short(c)}):", "", group_table(grouped), ""]
+        meas = "<br>".join(parts)
         verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
         if c.get("budget"):
             verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
         if c.get("out_of_distribution"):
             verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
+            i, c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
     return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
-            f"{counts_text(claims)}; only `test` rows count as support.\n")
+            f"{counts_text(claims)}; only `test` rows count as support.\n"
+            + ("\n" + "\n".join(details) if details else ""))
+
+
+def _setting_short(c: dict[str, Any]) -> str:
+    s = c.get("setting") or {}
+    keys = ("state", "reading", "part", "preset")
+    return ", ".join(f"{k} {s[k]}" for k in keys if isinstance(s, dict) and s.get(k)) or str(c.get("statement", ""))[:60]
 
 
 def count_noun(n: int, noun: str, plural: str | None = None) -> str:
