@@ -7,7 +7,7 @@ out→pred_hidden→out with the run's activation, no BN, SGD momentum 0.9, no w
 pseudo-collapsed init when the config sets it; only the head activation changes.
 
 Measured per run: the λ_min trajectory of the per-sample H_eff blocks (ambient and tangential
-readings, relative floor, as in C8; the tangential reading decides, for C8's reason) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
+readings, relative floor, as in C8, with a curvature row per reading) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
 final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone output z and of every
 head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
 
@@ -196,7 +196,7 @@ def _table(config: AblationConfig, groups: dict[str, list[dict]]) -> str:
 
 
 def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summary:
-    """C8's curvature claim over the six activations (decided under C8's deciding reading, the others
+    """C8's curvature claim over the six activations (a row per reading, as in C8; the others
     reported beside it), the table, λ_min / spread / kNN figures."""
     train = config.train
     groups: dict[str, list[dict]] = {}
