@@ -103,10 +103,10 @@ def _verdicts(escapes, never=()):
     summary = summarize(cfg, results)
     for c in summary.claims:
         check_claim(c)
-        assert c["id"] == "C5" and c["verdict"] in VERDICTS and c["headline"] in c["measured"]
+        assert c["id"] in ("C5", "C4") and c["verdict"] in VERDICTS and c["headline"] in c["measured"]
     json.dumps(summary.claims)
     assert summary.tables[0][1].count("\n") == 1 + 14
-    return [c["verdict"] for c in summary.claims]
+    return [c["verdict"] for c in summary.claims if c["id"] == "C5"]
 
 
 def test_verdicts_follow_the_stated_criterion():

@@ -34,7 +34,7 @@ def collapsed_points(m: dict[str, Any], reading: str) -> dict[str, list[float]]:
     if level is None:
         return out
     for i, s in enumerate(spread):
-        if s is None or s >= level or i >= len(lmin) or None in (lmin[i], floor[i]):
+        if s is None or s >= level or i >= min(len(lmin), len(floor)) or None in (lmin[i], floor[i]):
             continue
         out["collapsed"].append(1.0)
         g = lmin_g[i] if i < len(lmin_g) else None

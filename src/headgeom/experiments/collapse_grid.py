@@ -40,6 +40,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
 from headgeom.claims.training_verdicts import (
@@ -91,6 +92,7 @@ class GridConfig:
     rel_floor: float = 1e-10
     collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
+    negative_points: float = 0.5  # C4 at collapsed states: a seed is past its threshold at >= this fraction of them
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -261,6 +263,14 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
                [run_name("relu", True, lr) for lr in lrs] + [run_name("relu", False, hi)],
                [run_name("relu", False, lo)]),
     ]
+    # C4 at the collapsed states the grid's runs reach (ambient reading, the one the grid tracks)
+    views = {g: [{**m, **{f"{k}[ambient]": m.get(k) for k in ("lambda_min", "floor", "lambda_min_G", "threshold_ratio")}}
+                 for m in ms] for g, ms in groups.items()}
+    smooth = {g: g.split("/")[0] not in ("relu", "linear") for g in groups}
+    claims.append(collapsed_state_claim(config, views, "ambient", {
+        "objective": "simsiam (negative cosine, stop-gradient)", "data": config.train.data,
+        "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
+        "steps": config.train.max_steps or f"{config.train.epochs} epochs"}, smooth, paper=PAPER_BUDGET))
     figures = [("spread", lambda: plots.spread(groups, config.rel_floor))]
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "
