@@ -6,7 +6,7 @@ def _run(spread, lmin, lmin_g, level=0.1):
     n = len(spread)
     return {"collapse_level": level, "spread_projector": spread, "lambda_min[tangential]": lmin,
             "floor[tangential]": [1e-10] * n, "lambda_min_G[tangential]": lmin_g,
-            "threshold_ratio[tangential]": [2.0 if x < 0 else 0.5 for x in lmin]}
+            "threshold_ratio[tangential]": [2.0 if x is not None and x < 0 else 0.5 for x in lmin]}
 
 
 def test_only_collapsed_points_with_a_psd_g_are_judged():
