@@ -28,3 +28,20 @@ def cifar10_jpeg_archive() -> Path:
     if not archive.is_file():
         pytest.skip(f"real CIFAR-10 not available: {ENV}={value!r}, but {archive} is not a file")
     return archive
+
+
+RELEASED_ENV = "HEADGEOM_RELEASED"
+
+
+def released_results() -> Path:
+    """The authors' released result arrays, ``$HEADGEOM_RELEASED`` (the folder holding MANIFEST.json
+    and results/); skips the calling test when it is unset or holds no such folder. CI sets it (.ci/run)."""
+    value = os.environ.get(RELEASED_ENV)
+    if not value:
+        pytest.skip(f"the authors' released results not available: set {RELEASED_ENV} to the folder holding "
+                    "MANIFEST.json and results/ (the authors' published result arrays)")
+    path = Path(value)
+    if not (path / "results").is_dir():
+        pytest.skip(f"the authors' released results not available: {RELEASED_ENV}={value!r}, but {path / 'results'} "
+                    "is not a folder")
+    return path

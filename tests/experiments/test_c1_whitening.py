@@ -14,6 +14,7 @@ from headgeom.experiments.c1_whitening import (
     DEFAULT_SETTINGS,
     C1Config,
     cells,
+    literal_rank_verdict,
     paper,
     quick,
     run_cell,
@@ -107,9 +108,12 @@ def test_summarize_claims_tables_figure(results, tmp_path):
             if "positive part" in c["statement"]}
     assert len(main) == len(DEFAULT_SETTINGS)
     assert main[("mse", "ambient")]["verdict"] == "supported"
-    literal = [c for c in summary.claims if "read literally" in c["statement"]]
-    assert {c["setting"]["objective"] for c in literal} >= {"negative_cosine", "info_nce"}
-    assert all(c["verdict"] == "not supported" for c in literal)  # inertia: no W reaches round-off
+    literal = {(c["setting"]["objective"], c["setting"]["reading"]): c for c in summary.claims
+               if "as stated, r = rank A" in c["statement"]}
+    assert len(literal) == len(DEFAULT_SETTINGS) and all(c["evidence"] == "test" for c in literal.values())
+    assert literal[("mse", "ambient")]["verdict"] == "supported"  # A = I/N ⪰ 0: rank A = rank A₊
+    for key in (("negative_cosine", "ambient"), ("info_nce", "ambient")):  # A indefinite: counterexamples
+        assert literal[key]["verdict"] == "not supported" and literal[key]["measured"]["n_negative"]["value"] > 0
     dim = [c for c in summary.claims if "dimension condition" in c["statement"]]
     assert len(dim) == 1 and dim[0]["verdict"] == "supported"
     (title, table), = summary.tables
@@ -139,6 +143,36 @@ def test_verdict_logic_on_edited_metrics(results):
     _by(fake, "negative_cosine:ambient")["oversize_fit_error"][0] = 1e-12  # would contradict inertia
     dim = next(c for c in summarize(TINY, fake).claims if "dimension condition" in c["statement"])
     assert dim["verdict"] == "not supported"
+
+
+def test_literal_rank_rule_on_built_cases():
+    # n₋(A) = 0 in every trial: A ⪰ 0, the construction whitens dim S = rank A
+    assert literal_rank_verdict([0, 0, 0], [], 3e-14, 1e-10)[0] == "supported"
+    # n₋(A) > 0 in one trial, every W at the inertia bound: a counterexample to the theorem as stated
+    verdict, why = literal_rank_verdict([0, 2, 0], [1.0], 3e-14, 1e-10)
+    assert verdict == "not supported" and "1 of 3 trials" in why
+    # a W below the bound where n₋ > 0 contradicts Sylvester: a bug, not evidence
+    assert literal_rank_verdict([1], [1e-12], 3e-14, 1e-10)[0] == "inconclusive"
+    # A ⪰ 0 but the construction failed, or nothing measured: undecided
+    assert literal_rank_verdict([0], [], 1e-3, 1e-10)[0] == "inconclusive"
+    assert literal_rank_verdict([], [], float("nan"), 1e-10)[0] == "inconclusive"
+
+
+def test_literal_row_is_decided_by_n_negative(results):
+    def literal(res, setting):
+        obj, reading = setting.split(":")
+        return next(c for c in summarize(TINY, res).claims if "as stated, r = rank A" in c["statement"]
+                    and (c["setting"]["objective"], c["setting"]["reading"]) == (obj, reading))
+
+    assert literal(results, "mse:ambient")["verdict"] == "supported"
+    edited = copy.deepcopy(results)
+    m = _by(edited, "mse:ambient")
+    m["n_negative"][0], m["literal_best"] = 1, [1.0]  # the same row, now with a negative eigenvalue
+    assert literal(edited, "mse:ambient")["verdict"] == "not supported"
+    m = _by(edited, "negative_cosine:ambient")
+    m["n_negative"] = [0] * len(m["n_negative"])  # no negative eigenvalue left: the literal reading holds
+    m["literal_best"] = []
+    assert literal(edited, "negative_cosine:ambient")["verdict"] == "supported"
 
 
 def test_seed_changes_the_point_and_is_reproducible():

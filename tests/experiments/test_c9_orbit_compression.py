@@ -73,6 +73,10 @@ def test_seed_outcome():
     assert seed_outcome({**good, "class_orbit_change": e(0.5, 0.8)}, MAIN_RULE)[0] == "refutes"
     assert seed_outcome({**good, "vs_fresh_head_selectivity": e(0.8, 1.2)}, MAIN_RULE)[0] == "undecided"
     assert seed_outcome({**good, "selectivity": e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
+    # a bias-dominated bootstrap gives no interval (headgeom.orbits.bootstrap): that measure decides nothing
+    none = {"value": 1.2, "ci": [float("nan")] * 2, "ci_undefined": "bias-dominated: ..."}
+    assert seed_outcome({**good, "class_orbit_change": none}, MAIN_RULE) == (
+        "undecided", {"selectivity": "above", "class_orbit_change": "undefined", "vs_fresh_head_selectivity": "above"})
     # the paper's compression does not enter the rule: far above 1 or far below, the outcome is selectivity's
     assert seed_outcome({**good, "compression": e(0.1, 0.5)}, MAIN_RULE)[0] == "supports"
     with pytest.raises(KeyError, match="older headgeom.*fresh --out"):  # cells measured before the rule changed

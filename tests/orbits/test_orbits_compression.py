@@ -3,6 +3,7 @@ replicate by replicate, on synthetic orbits."""
 import pytest
 import torch
 
+from bootstrap_reference import bca_by_hand
 from headgeom.orbits import metrics as M
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import compression_measures, interval_side
@@ -54,19 +55,21 @@ def test_compression_measures_values_replicates_and_intervals_match_direct_compu
     ctrl_sel = _direct(ctrl_feats, labels, "head.1")["selectivity"]
     assert out["fresh_head_selectivity"]["value"] == pytest.approx(ctrl_sel, rel=1e-10)
     assert out["vs_fresh_head_selectivity"]["value"] == pytest.approx(ref["selectivity"] / ctrl_sel, rel=1e-10)
-    # percentile intervals of replicates recomputed image set by image set (numerator and denominator jointly)
-    reps = {k: [] for k in ("compression", "selectivity", "compression_centred", "class_orbit_change",
-                            "vs_fresh_head_selectivity")}
-    for b in range(200):
-        sub = {p: f[idx[b]] for p, f in feats.items()}
-        r = _direct(sub, labels[idx[b]], "head.1")
+    # BCa intervals of replicates and leave-one-out values recomputed image set by image set
+    # (numerator and denominator jointly), the acceleration's jackknife within each class
+    keys = ("compression", "selectivity", "compression_centred", "class_orbit_change", "vs_fresh_head_selectivity")
+    reps, jack = {k: [] for k in keys}, {k: [] for k in keys}
+    sets = [(reps, idx[b]) for b in range(200)] + [(jack, torch.arange(8)[torch.arange(8) != j]) for j in range(8)]
+    for into, rows in sets:
+        r = _direct({p: f[rows] for p, f in feats.items()}, labels[rows], "head.1")
         r["vs_fresh_head_selectivity"] = r["selectivity"] / _direct(
-            {p: f[idx[b]] for p, f in ctrl_feats.items()}, labels[idx[b]], "head.1")["selectivity"]
-        for k in reps:
-            reps[k].append(r[k])
-    for k, values in reps.items():
-        q = torch.quantile(torch.tensor(values, dtype=torch.float64), torch.tensor([0.05, 0.95], dtype=torch.float64))
-        assert out[k]["ci"] == pytest.approx(q.tolist(), rel=1e-9), k
+            {p: f[rows] for p, f in ctrl_feats.items()}, labels[rows], "head.1")["selectivity"]
+        for k in keys:
+            into[k].append(r[k])
+    for k in keys:
+        want, z0, a = bca_by_hand(ref[k] if k in ref else out[k]["value"], reps[k], jack[k], labels.numpy(), 0.9)
+        assert out[k]["ci"] == pytest.approx(want, rel=1e-9, nan_ok=True), k
+        assert out[k]["z0"] == pytest.approx(z0, rel=1e-9) and out[k]["acceleration"] == pytest.approx(a, rel=1e-7), k
     with pytest.raises(KeyError, match="head.9"):
         compression_measures(feats, labels, bootstrap_counts(idx, 8), "head.9")
 

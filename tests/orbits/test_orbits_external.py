@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from bootstrap_reference import bca_by_hand
 from headgeom.cli import main
 from headgeom.orbits.bootstrap import bootstrap_indices
 from headgeom.orbits.external import load_orbit_npz
@@ -93,18 +94,20 @@ def test_npz_metrics_match_numpy_and_the_report_matches_the_json(tmp_path, capsy
     z = arrays["z"].astype(np.float64)
     labels = arrays["labels"]
     idx = bootstrap_indices(12, 60, 4, strata=torch.from_numpy(labels)).numpy()
+    drop = [np.arange(12)[np.arange(12) != j] for j in range(12)]  # the BCa acceleration's leave-one-out sets
     for p in ("h1", "h2"):
         want = ratios(z, arrays[p], labels)
         reps = [ratios(z[i], arrays[p][i], labels[i]) for i in idx]
+        jack = [ratios(z[i], arrays[p][i], labels[i]) for i in drop]
         for key, value in want.items():
             est = fam["ratios"][p][key]
             assert est["value"] == pytest.approx(value, rel=1e-9), (p, key)
-            assert est["ci"] == pytest.approx(np.quantile([r[key] for r in reps], [0.05, 0.95]).tolist(),
-                                              rel=1e-8), (p, key)
+            ci, _, _ = bca_by_hand(value, [r[key] for r in reps], [r[key] for r in jack], labels, 0.9)
+            assert est["ci"] == pytest.approx(ci, rel=1e-8), (p, key)
     src = res["source"]
     assert src["kind"] == "npz" and src["arrays"]["z"] == {"shape": [12, 5, 8], "dtype": "float32"}
     assert res["data"]["per_class"] == {"0": 4, "1": 4, "2": 4}
-    assert "stratified by class" in res["orbits"]["protocol"]["bootstrap"]
+    assert res["orbits"]["protocol"]["bootstrap"] == "BCa, over images, stratified by class"
     assert res["tangent_metric"]["skipped"].startswith("needs the model")
     md = (out / "report.md").read_text()
     assert md.startswith(f"# headgeom analyze: {path}") and "Controls: the fresh-head" in md

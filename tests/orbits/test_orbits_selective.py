@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from bootstrap_reference import bca_by_hand
 from headgeom.orbits import analyze_orbit_features
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.extract import OrbitFeatures
@@ -166,10 +167,11 @@ def test_selectivity_and_centred_compression_in_the_analysis():
         assert list(r)[:4] == ["compression", "global_ratio", "selectivity", "compression_centred"]
         want = _ratios_np(feats["z"], feats[p])
         reps = [_ratios_np(feats["z"][i], feats[p][i]) for i in idx.numpy()]
+        jack = [_ratios_np(feats["z"][i], feats[p][i]) for i in (np.delete(np.arange(10), j) for j in range(10))]
         for key, value in want.items():
             assert r[key]["value"] == pytest.approx(value, rel=1e-10), (p, key)
-            lo, hi = np.quantile([x[key] for x in reps], [0.1, 0.9])
-            assert r[key]["ci"] == pytest.approx([lo, hi], rel=1e-9), (p, key)
+            ci, _, _ = bca_by_hand(value, [x[key] for x in reps], [x[key] for x in jack], labels.numpy(), 0.8)
+            assert r[key]["ci"] == pytest.approx(ci, rel=1e-9), (p, key)
         pts = res["points"][p]
         assert pts["mean_pairwise_cosine"]["value"] == pytest.approx(pairwise_cos_np(feats[p]), rel=1e-12)
         assert pts["spread_centred"]["value"] == pytest.approx(centred_np(feats[p]).mean(), rel=1e-12)

@@ -408,7 +408,7 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
              "compression verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).",
              "trace ratio = trace of the within-orbit covariance of L2-normalised z over that of h(z); it equals the "
              "paper's spread compression (the factor K/(K-1) cancels); per-dim and raw-feature ratios are in the cell "
-             "table (pitfall 4). CIs in the cell table: percentile bootstrap over orbit images, stratified by class.",
+             "table (pitfall 4). CIs in the cell table: BCa bootstrap over orbit images, stratified by class.",
              "fresh head: the same architecture freshly initialised (eval-mode BN at its initial statistics) on the "
              "same z orbits; compression it shows comes from the architecture, not from training. Random "
              "directions: each z orbit replaced by isotropic displacements of the same size; a head that compresses "

@@ -18,16 +18,18 @@ Also measured: where A has negative eigenvalues, ε_S of the |Λ| construction o
 best fit of W; for dim S = r₊ + 1 ε_S of the natural construction (W whitens r₊ of the
 directions) and of a best fit. Both are held against the inertia bound ε_S ≥ 1.
 
-Evidence kinds of the rows (:mod:`headgeom.claims.evidence`); no C1 row is a ``test``, because
-Thm 3.1 is a construction that cannot fail in exact arithmetic:
+Evidence kinds of the rows (:mod:`headgeom.claims.evidence`):
 
 - per loss × reading, "r = rank A₊": ``identity``. W = U_r Λ_r^{-1/2} Bᵀ gives WᵀAW = BBᵀ by
   construction, so ε_S ≤ iso_tol fails only through a bug (in the construction, the loss Hessian
   block or the engine's H_eff), never through the paper being wrong.
-- per indefinite loss × reading, "r = rank A read literally": ``premise``. It checks whether the
-  premise of the literal reading, A = ∇²_u L ⪰ 0 (so that rank A = rank A₊), holds; the row only
-  exists where A has negative eigenvalues, and there Sylvester's law of inertia forces ε_S ≥ 1 for
-  every W, so its verdict reads "premise fails", not "not supported".
+- per loss × reading, "Thm 3.1 as stated, r = rank A": ``test`` (:func:`literal_rank_verdict`).
+  The paper's statement takes r = rank ∇²_u L and states no premise A ⪰ 0 (docs/paper.md#c1),
+  so the row tests the theorem as stated, decided by the measured inertia of A: supported when
+  n₋(A) = 0 (no eigenvalue below −rel_tol · max|λ|) in every trial, where rank A = rank A₊ and
+  the construction whitens S; not supported when n₋(A) > 0 in some trial, a counterexample: by
+  Sylvester's law of inertia no W makes WᵀAW = I on an S of dim rank A > n₊(A) (ε_S ≥ 1 for every
+  W), which the |Λ| construction and the best fit of W confirm numerically.
 - the dimension condition (dim S = r + 1 cannot be whitened): ``identity``. rank(WᵀAW) ≤ rank A₊
   positive directions (Sylvester again), so ε_S ≥ 1 for every W; the row checks the code.
 """
@@ -45,7 +47,7 @@ from headgeom.geometry.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
-from headgeom.claims.evidence import IDENTITY, PREMISE
+from headgeom.claims.evidence import IDENTITY, TEST
 from headgeom.report.plots import c1_whitening as plots
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.whitening import (
@@ -294,9 +296,38 @@ def _mx(xs: list[float]) -> str:
     return f"{max(xs):.2e}" if xs else "–"
 
 
+INERTIA_BOUND = 1 - 1e-6  # ε_S every W must reach where n₋(A) > 0 (Sylvester: 1), less round-off
+
+
+def literal_rank_verdict(n_negative: list[int], best_error: list[float], worst_positive_part: float,
+                         tol: float) -> tuple[str, str]:
+    """(verdict, reason) of Thm 3.1 as stated, r = rank A, from n₋(A) of every trial.
+
+    n_negative: n₋(A) per trial (eigenvalues below the sign floor); best_error: the lowest ε_S any W
+    reached on dim S = rank A in each trial with n₋(A) > 0; worst_positive_part: the largest ε_S of
+    W = U_r Λ_r^{-1/2} Bᵀ over the trials (NaN when none ran). Supported iff n₋(A) = 0 in every trial
+    and that construction reaches ε_S ≤ tol; not supported iff n₋(A) > 0 in some trial and every W
+    tried there stays at the inertia bound (a counterexample); else inconclusive.
+    """
+    n, neg = len(n_negative), sum(x > 0 for x in n_negative)
+    if not n:
+        return "inconclusive", "no trial"
+    if neg:
+        if any(x < INERTIA_BOUND for x in best_error):
+            return "inconclusive", (f"n₋(A) > 0 in {neg} of {n} trials, but a W reached ε_S = {min(best_error):.3g} "
+                                    "< 1, which contradicts the inertia bound (a bug)")
+        return "not supported", (f"n₋(A) > 0 in {neg} of {n} trials (n₋ up to {max(n_negative)}): no W whitens "
+                                 f"dim S = rank A there (best ε_S any W reached: "
+                                 f"{min(best_error) if best_error else float('nan'):.3f})")
+    if not worst_positive_part <= tol:
+        return "inconclusive", (f"A ⪰ 0 in all {n} trials, but the construction's ε_S = {worst_positive_part:.3g} "
+                                f"> {tol:g} (see the positive-part row)")
+    return "supported", f"A ⪰ 0 in all {n} trials; the construction's largest ε_S = {worst_positive_part:.2e}"
+
+
 def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
-    """Claims per loss/reading (positive-part construction), an entry per indefinite
-    loss/reading (the paper's r = rank A read literally), one for the dimension condition."""
+    """Claims per loss/reading: the positive-part construction (identity) and Thm 3.1 as stated,
+    r = rank A (a test decided by n₋(A)); one for the dimension condition."""
     order = list(config.settings) + sorted({m["setting"] for _, m in results} - set(config.settings))
     groups = {s: [m for _, m in results if m["setting"] == s] for s in order}
     groups = {s: ms for s, ms in groups.items() if ms}
@@ -336,35 +367,34 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                           f"inconclusive if A₊ = 0 everywhere ({len(iso)} trials)"),
         }))
         lit = _values(ms, "literal_best")
-        if any(nneg):
-            if not lit:
-                v2 = "inconclusive"
-            elif all(x > tol for x in lit):
-                v2 = "not supported"
-            elif all(x <= tol for x in lit):
-                v2 = "supported"
-            else:
-                v2 = "inconclusive"
-            claims.append(check_claim({
-                "id": "C1",
-                "statement": STATEMENT + " — read literally, r = rank A (all non-zero eigenvalues), whose premise "
-                             "is A = ∇²_u L ⪰ 0; checked where A has negative eigenvalues",
-                "setting": {**setting, "construction": "W = U |Λ|^{-1/2} Bᵀ over all non-zero eigenvalues, "
-                                                       "and an L-BFGS best fit of W"},
-                "measured": {
-                    "n_negative": measured([x for x in nneg if x > 0]),
-                    "abs_isotropy_error": measured(_values(ms, "abs_iso_error")),
-                    "directions_with_vHv_minus_1": measured(_values(ms, "abs_minus_one")),
-                    "signs_match_inertia": measured(_values(ms, "abs_signs_ok"),
-                                                    definition="1 if BᵀHB has n₋ eigenvalues −1 and n₊ at +1"),
-                    "best_fit_error": measured(_values(ms, "literal_fit_error")),
-                    "best_error_any_W": measured(lit),
-                },
-                "verdict": v2, "evidence": PREMISE,
-                "criterion": (f"supported if some tried W (|Λ| construction on each S, best fit per row) reaches "
-                              f"ε_S ≤ {tol:g} on dim S = rank A in every indefinite row; not supported if none "
-                              "does in any; Sylvester's inertia bound gives ε_S ≥ 1 for every W when rank A > n₊"),
-            }))
+        v2, why = literal_rank_verdict(nneg, lit, worst, tol)
+        claims.append(check_claim({
+            "id": "C1",
+            "statement": STATEMENT + " — as stated, r = rank A (all non-zero eigenvalues of A = ∇²_u L); the "
+                         "paper states no premise A ⪰ 0 (docs/paper.md#c1)",
+            "setting": {**setting, "construction": "W = U_r Λ_r^{-1/2} Bᵀ where A ⪰ 0; where n₋(A) > 0, "
+                                                   "W = U |Λ|^{-1/2} Bᵀ over all non-zero eigenvalues and an "
+                                                   "L-BFGS best fit of W",
+                        "sign_floor": f"an eigenvalue of A counts as negative below −{config.rel_tol:g} · max|λ|"},
+            "measured": {
+                "n_negative": measured(nneg, definition=f"n₋(A): eigenvalues below −{config.rel_tol:g} · max|λ|"),
+                "trials_with_negative_A": measured([float(x > 0) for x in nneg],
+                                                   definition="1 if n₋(A) > 0 in the trial"),
+                "abs_isotropy_error": measured(_values(ms, "abs_iso_error")),
+                "directions_with_vHv_minus_1": measured(_values(ms, "abs_minus_one")),
+                "signs_match_inertia": measured(_values(ms, "abs_signs_ok"),
+                                                definition="1 if BᵀHB has n₋ eigenvalues −1 and n₊ at +1"),
+                "best_fit_error": measured(_values(ms, "literal_fit_error")),
+                "best_error_any_W": measured(lit),
+            },
+            "verdict": v2, "evidence": TEST,
+            "criterion": (f"decided by n₋(A) measured in each of the {len(nneg)} trials: supported if n₋(A) = 0 "
+                          f"in every trial (A ⪰ 0 up to the floor {config.rel_tol:g} · max|λ|, so rank A = rank A₊ "
+                          f"and W = U_r Λ_r^{{-1/2}} Bᵀ reaches ε_S ≤ {tol:g}); not supported if n₋(A) > 0 in some "
+                          "trial: a counterexample, since Sylvester's law of inertia gives ε_S ≥ 1 for every W on "
+                          "dim S = rank A > n₊(A), and every W tried confirms it (ε_S ≥ 1 − 1e-6); inconclusive "
+                          f"otherwise (no trial, or a W tried contradicts the bound). Here: {why}"),
+        }))
         on, of = _values(ms, "oversize_iso_error"), _values(ms, "oversize_fit_error")
         over_nat += on
         over_fit += of
@@ -381,7 +411,8 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
         if any(nneg):
             notes.append(
                 f"{obj}/{reading}: A has negative eigenvalues in {sum(x > 0 for x in nneg)} of {len(nneg)} rows "
-                f"(n₋ = {_rng([x for x in nneg if x > 0])}). The construction whitens only A₊, so ε_S stays at "
+                f"(n₋ = {_rng([x for x in nneg if x > 0])}): counterexamples to Thm 3.1 as stated (r = rank A), "
+                "which states no premise A ⪰ 0. The construction whitens only A₊, so ε_S stays at "
                 f"round-off on dim S = n₊; directions mapped into A's negative eigenspace are unreachable: the "
                 f"|Λ| construction on dim S = rank A gives vᵀH_eff v = −‖v‖² on n₋ of them "
                 f"(ε_S = {_mx(abs_err)}), and no W found does better than {_mn(lit)} (inertia bound: 1).")

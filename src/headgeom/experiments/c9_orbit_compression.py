@@ -14,8 +14,9 @@ reading, h(raw z); for each the compression (= trace ratio), the per-dimension r
 D_intra/D_inter ratios, the class/orbit ratio before and after the head, the global spread ratio
 (near-global collapse: the paper's 4015× for ViT-Tiny came with D_inter shrinking 56×), the
 selectivity = compression / global ratio, and the two controls (fresh head of the same
-architecture; random-direction orbits of equal size). Every measure has a percentile bootstrap CI
-over images (stratified by class, one resample matrix for everything of a family).
+architecture; random-direction orbits of equal size). Every measure has a BCa bootstrap CI
+over images (stratified by class, one resample matrix for everything of a family; headgeom.orbits.bootstrap),
+NaN with its reason when the bootstrap is bias-dominated (then the measure's side is "undefined").
 
 Claims (per backbone and head input; CI = 95% interval of one seed; majority over seeds). Both
 are decided by selectivity = compression / global ratio, not by the paper's compression, which
@@ -285,9 +286,10 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
     statement = STATEMENT if kind == "main" else (
         "the head's orbit compression is selective (orbits shrink more than the whole representation cloud "
         "and more than random directions of equal size), not global collapse")
-    criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed (95% percentile bootstrap "
+    criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed (95% BCa bootstrap "
                  f"CIs over images): supports if {_rule_text(rule)}; refutes if any of those CIs lies below 1; else "
-                 f"undecided. supported if >= {config.majority:.0%} of the {n} seeds support, not supported if "
+                 f"undecided (so is a CI left undefined by a bias-dominated bootstrap). supported if >= "
+                 f"{config.majority:.0%} of the {n} seeds support, not supported if "
                  f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "
                  f"refute; sides per seed: {[s for _, s in outcomes]})")
     setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.train.data,
@@ -377,8 +379,9 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
              "ratio multiplies it by D_h/D_z (docs/paper.md §4 pitfall 4). Every cell's full analysis (every metric at "
              "every head layer) is in its run directory's orbits.json.",
              "class/orbit intervals: D_inter of a bootstrap resample (repeated images) is biased upward, so with few "
-             "images per class the interval of class_orbit_z/h can sit above its estimate (headgeom.orbits "
-             "DEFINITIONS); class_orbit_change resamples both sides jointly, so the bias largely cancels there.",
+             "images per class the bootstrap of class_orbit_z/h can be bias-dominated (fewer than 2.5% of the "
+             "replicates below the estimate): no interval is then given, with the reason (headgeom.orbits.bootstrap); "
+             "class_orbit_change resamples both sides jointly, so the bias largely cancels there.",
              "the fresh head (no-bias Linears, BN at its initial running statistics, ReLU) is positively homogeneous, "
              "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
              "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]

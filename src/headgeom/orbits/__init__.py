@@ -3,7 +3,8 @@
 - :mod:`~headgeom.orbits.metrics`: pure metrics on orbit features (N, K, D).
 - :mod:`~headgeom.orbits.selective`: global spread, selectivity, centred spreads and the mean
   pairwise cosine, as statistics of bootstrap-weighted images.
-- :mod:`~headgeom.orbits.bootstrap`: percentile bootstrap over images, ratios resampled jointly.
+- :mod:`~headgeom.orbits.bootstrap`: BCa bootstrap over images (stratified jackknife for the
+  acceleration), ratios resampled jointly; no interval when the bootstrap is bias-dominated.
 - :mod:`~headgeom.orbits.extract`: orbit features of a backbone and its heads (raw or l2 z).
 - :mod:`~headgeom.orbits.controls`: fresh-head and random-direction controls.
 - :mod:`~headgeom.orbits.analyze`: ``analyze_orbits`` -> JSON-able dict with CIs.

@@ -18,7 +18,8 @@ Layout of the result::
                            "out_of_distribution": {...},   # heads fed z/‖z‖, trained on raw z
                            "controls": {"fresh_head": {...}, "random_directions": {...}}}}}
 
-An estimate is {"value", "ci": [lo, hi], "level", "n_boot", "n_boot_undefined"}.
+An estimate is {"value", "ci": [lo, hi], "level", "n_boot", "n_boot_undefined", "method", "z0",
+"acceleration"} (BCa, headgeom.orbits.bootstrap; "ci_undefined" says why when ci is NaN).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from headgeom.augment.families import get_family
 from headgeom.eval.features import Heads, as_head_chain
 from headgeom.orbits import metrics as M
 from headgeom.orbits import selective as S
-from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices, estimate, replicate_means
+from headgeom.orbits.bootstrap import METHOD, Resamples, bootstrap_counts, bootstrap_indices, replicate_means
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.orbits.extract import OrbitFeatures, extract_orbits, torch_threads
 
@@ -50,7 +51,8 @@ DEFINITIONS = {
     "d_intra": "mean pairwise distance ‖u_ik − u_il‖ within an orbit, mean over images",
     "d_inter": "mean distance between class centroids of u over class pairs (a distance between "
                "noisy centroids is biased upward, and more so in resamples with repeated images: "
-               "the percentile interval can sit above the estimate with few images per class)",
+               "with few images per class the bootstrap can be bias-dominated: its interval is then "
+               "undefined, see headgeom.orbits.bootstrap)",
     "class_orbit_ratio": "d_inter / d_intra",
     "orbit_effective_rank": "exp(entropy of the normalised eigenvalues of each orbit's "
                             "covariance of u), mean over images (at most K − 1)",
@@ -100,10 +102,12 @@ def _div(a: float, b: float) -> float:
 
 def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
                      counts: Tensor) -> tuple[dict[str, float], dict[str, Tensor], dict]:
-    """(values, bootstrap replicates (B,), per-image extras) of every metric at one point.
+    """(values, replicates (R,), per-image extras) of every metric at one point.
 
     Values are the statistics of all images (the means of per-image values, NaN images left
-    out); replicates are the same statistics at each row of ``counts`` (B, N).
+    out); replicates are the same statistics at each row of ``counts`` (R, N): bootstrap
+    multiplicities, or :attr:`headgeom.orbits.bootstrap.Resamples.weights` (bootstrap and
+    leave-one-out rows).
     """
     per = M.per_image_metrics(f, anchor)
     values, reps = {}, {}
@@ -130,22 +134,22 @@ def point_replicates(f: Tensor, anchor: Tensor | None, labels: Tensor | None,
 
 
 def _analyze_points(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
-                    labels: Tensor | None, counts: Tensor, level: float, ref: str = "z",
+                    labels: Tensor | None, rs: Resamples, level: float, ref: str = "z",
                     threads: int | None = 1) -> dict:
     with torch_threads(threads):
-        return _analyze_points_now(features, anchors, labels, counts, level, ref)
+        return _analyze_points_now(features, anchors, labels, rs, level, ref)
 
 
 def _analyze_points_now(features: dict[str, Tensor], anchors: dict[str, Tensor] | None,
-                        labels: Tensor | None, counts: Tensor, level: float, ref: str) -> dict:
+                        labels: Tensor | None, rs: Resamples, level: float, ref: str) -> dict:
     vals, reps, profile = {}, {}, {}
     for p, f in features.items():
         vals[p], reps[p], per = point_replicates(f, None if anchors is None else anchors[p],
-                                                 labels, counts)
+                                                 labels, rs.weights)
         if "alignment_steps" in per:
             profile[p] = per["alignment_steps"].mean(dim=0).tolist()
     res = {"dims": {p: int(f.shape[-1]) for p, f in features.items()},
-           "points": {p: {m: estimate(vals[p][m], reps[p][m], level) for m in vals[p]}
+           "points": {p: {m: rs.estimate(vals[p][m], reps[p][m], level) for m in vals[p]}
                       for p in features},
            "ratios": {}}
     for p in features:
@@ -155,10 +159,10 @@ def _analyze_points_now(features: dict[str, Tensor], anchors: dict[str, Tensor] 
                  for name, m in _RATIOS.items()}
         (c, c_reps), (g, g_reps) = ratio["compression"], ratio["global_ratio"]
         ratio["selectivity"] = (_div(c, g), c_reps / g_reps)  # the same resamples: jointly
-        r = {name: estimate(*ratio[name], level) for name in _RATIO_ORDER}
+        r = {name: rs.estimate(*ratio[name], level) for name in _RATIO_ORDER}
         if labels is not None:
             m = "class_orbit_ratio"
-            r["class_orbit_change"] = estimate(_div(vals[p][m], vals[ref][m]),
+            r["class_orbit_change"] = rs.estimate(_div(vals[p][m], vals[ref][m]),
                                                reps[p][m] / reps[ref][m], level)
         res["ratios"][p] = r
     if profile:
@@ -212,12 +216,12 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
     n = next(iter(of.features.values())).shape[0]
     if labels is not None:
         labels = M._labels(labels, n)
-    counts = bootstrap_counts(bootstrap_indices(n, n_boot, seed, strata=labels), n)
+    rs = Resamples(bootstrap_counts(bootstrap_indices(n, n_boot, seed, strata=labels), n), labels)
     anchor = ("orbit step %d" % of.anchor_step if of.anchor_step is not None
               else "clean image (identity not on the grid)" if of.anchors
               else "none given (alignment not computed)")
     res = {"xi": of.xi, "units": of.units, "identity_value": of.identity_value, "anchor": anchor}
-    res.update(_analyze_points(of.features, of.anchors or None, labels, counts, level,
+    res.update(_analyze_points(of.features, of.anchors or None, labels, rs, level,
                                threads=metric_threads))
     if l2_fed_points is None:
         l2_fed_points = [p for p in of.features if p.startswith("l2z/")]
@@ -233,12 +237,12 @@ def analyze_orbit_features(of: OrbitFeatures, labels: Tensor | None = None, *,
         rnd = head_points_on(rnd_z, chain, variants, device=device)
         res["controls"] = {
             "fresh_head": {"what": f"freshly initialised heads of the same architecture (seed {seed})",
-                           **_analyze_points(fresh, None, labels, counts, level,
+                           **_analyze_points(fresh, None, labels, rs, level,
                                              threads=metric_threads)},
             "random_directions": {"what": "z orbits replaced by isotropic random displacements with "
                                           "each orbit's mean and within-orbit sum of squares kept "
                                           f"(seed {seed}); ratios are z̃ over h(z̃)",
-                                  **_analyze_points(rnd, None, labels, counts, level,
+                                  **_analyze_points(rnd, None, labels, rs, level,
                                                     threads=metric_threads)},
         }
     return res
@@ -251,7 +255,7 @@ def orbit_protocol(n_images: int, steps: int, families: Sequence[str], head_inpu
     return {"n_images": n_images, "steps": steps, "families": list(families),
             "head_input": [head_input] if isinstance(head_input, str) else list(head_input),
             "n_boot": n_boot, "seed": seed, "level": level,
-            "bootstrap": "percentile, over images" + (", stratified by class" if stratified else ""),
+            "bootstrap": f"{METHOD}, over images" + (", stratified by class" if stratified else ""),
             "normalisation": {"mean": None if mean is None else list(mean),
                               "std": None if std is None else list(std),
                               "order": "augment on [0, 1] pixels, then normalise"},

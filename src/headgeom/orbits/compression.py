@@ -4,7 +4,9 @@
 Pure computation on stored orbit features (headgeom.orbits.extract): point name -> (N, K, D).
 Every measure of one family is resampled with ONE (B, N) matrix of image multiplicities, so the
 numerator and denominator of each ratio, and a trained head against its controls, move
-together in every replicate (percentile intervals, headgeom.orbits.bootstrap).
+together in every replicate, and the same holds for the leave-one-out samples that give the BCa
+acceleration (BCa intervals, headgeom.orbits.bootstrap; NaN with the reason in ``ci_undefined``
+when the bootstrap is bias-dominated).
 
 For the head output h (raw z into the head, or the paper's z/‖z‖) against z, all on
 L2-normalised features u = f/‖f‖ unless said otherwise:
@@ -43,7 +45,7 @@ from collections.abc import Mapping
 from torch import Tensor
 
 from headgeom.orbits.analyze import point_replicates
-from headgeom.orbits.bootstrap import estimate
+from headgeom.orbits.bootstrap import Resamples
 
 __all__ = ["DEFINITIONS", "compression_measures", "interval_side"]
 
@@ -80,15 +82,15 @@ DEFINITIONS = {
 class _Stats:
     """Values and replicates of every point metric (headgeom.orbits.analyze), per feature set."""
 
-    def __init__(self, labels: Tensor, counts: Tensor) -> None:
-        self.labels, self.counts = labels, counts
+    def __init__(self, labels: Tensor, rs: Resamples) -> None:
+        self.labels, self.rs = labels, rs
         self.vals: dict[tuple[str, str], dict[str, float]] = {}
         self.reps: dict[tuple[str, str], dict[str, Tensor]] = {}
 
     def add(self, key: tuple[str, str], f: Tensor) -> None:
         if key in self.vals:
             return
-        vals, reps, _ = point_replicates(f, None, self.labels, self.counts)
+        vals, reps, _ = point_replicates(f, None, self.labels, self.rs.weights)
         self.vals[key], self.reps[key] = vals, reps
 
     def ratio(self, a: tuple[str, str], b: tuple[str, str], metric: str) -> tuple[float, Tensor]:
@@ -101,14 +103,16 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
     """Every C9 measure of the module docstring for the head output ``head_point`` against "z".
 
     features: point -> (N, K, D) orbits of the trained model; labels: (N,) class ids (>= 2
-    classes); counts: (B, N) bootstrap multiplicities shared by everything here; controls:
+    classes); counts: (B, N) bootstrap multiplicities (drawn within ``labels``) shared by
+    everything here, with the N leave-one-out samples (:class:`Resamples`); controls:
     name -> features of the control (its own "z" and ``head_point``), e.g. "fresh_head",
     "random_directions". Returns measure -> estimate {value, ci, level, n_boot, ...}.
     """
     for p in ("z", head_point):
         if p not in features:
             raise KeyError(f"feature point {p!r} missing; have {sorted(features)}")
-    st = _Stats(labels, counts)
+    rs = Resamples(counts, labels)
+    st = _Stats(labels, rs)
     z, h = ("model", "z"), ("model", head_point)
     st.add(z, features["z"])
     st.add(h, features[head_point])
@@ -116,7 +120,7 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
     out: dict[str, dict] = {}
 
     def put(name: str, pair: tuple[float, Tensor]) -> None:
-        out[name] = estimate(pair[0], pair[1], level)
+        out[name] = rs.estimate(pair[0], pair[1], level)
 
     comp = st.ratio(z, h, "spread")
     put("compression", comp)
@@ -134,7 +138,7 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
     put("compression_centred", st.ratio(z, h, "spread_centred"))
     out["global_spread_z"] = {"value": st.vals[z]["global_spread"]}
     out["global_spread_h"] = {"value": st.vals[h]["global_spread"]}
-    out["mean_pairwise_cosine_h"] = estimate(st.vals[h]["mean_pairwise_cosine"],
+    out["mean_pairwise_cosine_h"] = rs.estimate(st.vals[h]["mean_pairwise_cosine"],
                                              st.reps[h]["mean_pairwise_cosine"], level)
     for name, feats in (controls or {}).items():
         cz, ch = (name, "z"), (name, head_point)

@@ -49,9 +49,12 @@ def fmt(x: Any) -> str:
 
 
 def fmt_estimate(e: dict[str, Any] | None) -> str:
-    """``value [lo, hi]`` of an estimate dict; "–" when absent."""
+    """``value [lo, hi]`` of an estimate dict; "–" when absent; ``value [no CI: why]`` when the
+    bootstrap gave no interval (``ci_undefined``, headgeom.orbits.bootstrap)."""
     if not e:
         return "–"
+    if e.get("ci_undefined"):
+        return f"{fmt(e.get('value'))} [no CI: {e['ci_undefined'].split(':')[0]}]"
     ci = e.get("ci") or [None, None]
     return f"{fmt(e.get('value'))} [{fmt(ci[0])}, {fmt(ci[1])}]"
 

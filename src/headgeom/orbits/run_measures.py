@@ -9,8 +9,8 @@ run directory.
 - Orbits: :func:`headgeom.orbits.analyze_orbits` on ``per_class`` test images of each of the
   first ``classes`` classes (a seeded choice, the same for every depth and seed), rotation
   0-330° in ``steps`` steps, heads fed raw z (the trained map) and, with ``"l2"`` in
-  ``head_inputs``, the paper's z/‖z‖ (pitfall 5). Each ratio is z over h(z) with a percentile
-  bootstrap CI over images (stratified by class), beside the same ratio for a freshly
+  ``head_inputs``, the paper's z/‖z‖ (pitfall 5). Each ratio is z over h(z) with a BCa
+  bootstrap CI over images (stratified by class; headgeom.orbits.bootstrap), beside the same ratio for a freshly
   initialised head of the same depth (the control that separates training from architecture).
 """
 from __future__ import annotations

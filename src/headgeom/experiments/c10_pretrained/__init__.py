@@ -13,7 +13,7 @@ Protocol (docs/paper.md §3 "Pretrained", §4 pitfalls 4-6): CIFAR-10 test image
 parameters are in 224-px units; orbits of ``steps`` values of each family on [0, 1] pixels; then
 ImageNet mean/std normalisation; features of the backbone z and of every head layer, the head
 fed raw z (default, the trained map) and the paper's z/‖z‖ (pitfall 5). Metrics
-(headgeom.orbits.analyze_orbits, percentile bootstrap over images stratified by class) at the
+(headgeom.orbits.analyze_orbits, BCa bootstrap over images stratified by class) at the
 head's output h(z), all as z over h(z) (> 1: the orbit variance falls through the head):
 
 - ``per_dim_ratio_raw``: (tr Σ_z / D_z) / (tr Σ_h / D_h), the paper's per-dimension variance ratio;

@@ -271,7 +271,7 @@ def _notes(config: Any, measured: dict, missing: list[str], directory: str | Non
                  "the augmentation, colour operations on [0, 1] pixels, then ImageNet mean/std (docs/paper.md §4 "
                  "pitfall 6). "
                  f"DINO: the {config.which}. Ratios are z over the head output h(z): > 1 means the orbit variance "
-                 "falls through the head. CIs: percentile bootstrap over images, stratified by class.")
+                 "falls through the head. CIs: BCa bootstrap over images, stratified by class.")
     notes.append("per_dim_ratio = trace_ratio x D_h / D_z exactly (D_z, D_h: backbone and head-output dimensions), "
                  "so the paper's per-dimension ratio inflates a head wider than the backbone by D_h / D_z "
                  "(docs/paper.md §4 pitfall 4).")
