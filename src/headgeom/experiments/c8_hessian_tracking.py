@@ -273,6 +273,9 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
                                            what="fraction of the seeds collapsed at step 0 that end escaped")
         meas[f"never_collapsed_seeds[{run}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
                                                          n=len(ms), what="seeds left out: not collapsed at step 0")
+        meas[f"init_over_reference[{run}]"] = measured(
+            [m["spread_initial"] / m["spread_reference"] for m in ms if m.get("spread_reference")] or float("nan"),
+            what="spread at step 0 over the same head's spread at normal init (collapsed below collapse_fraction)")
         (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
     verdict, reason = contrast_verdict(pos, neg, config.majority)
     criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; judged on the pseudo-collapsed "

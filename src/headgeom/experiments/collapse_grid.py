@@ -209,6 +209,9 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                                          what="fraction of the seeds collapsed at step 0 that end escaped")
         meas[f"never_collapsed_seeds[{g}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
                                                        n=len(ms), what="seeds left out: not collapsed at step 0")
+        meas[f"init_over_reference[{g}]"] = measured(
+            [m["spread_initial"] / m["spread_reference"] for m in ms if m.get("spread_reference")] or float("nan"),
+            what="spread at step 0 over the same head's spread at normal init (collapsed below collapse_fraction)")
         meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
         meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
     criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; "
