@@ -1,8 +1,12 @@
-"""Checks on drawn figures shared by the figure tests: legends off the data area, y tick labels
-apart, the styles of the labelled lines, the round-off band (headgeom.report.style)."""
+"""Checks on drawn figures shared by the figure tests: every drawn text apart from every other and
+on the canvas, legends off the data area, y tick labels apart, the styles of the labelled lines,
+the round-off band (headgeom.report.style)."""
+from unittest import mock
+
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.container import ErrorbarContainer
+from matplotlib.text import Text
 
 from headgeom.report import style
 
@@ -23,6 +27,74 @@ def draw(fig):
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
     canvas.draw()
     return canvas.get_renderer()
+
+
+def drawn_texts(fig) -> tuple[object, list[Text]]:
+    """Draw ``fig`` (Agg) and return (renderer, the Text artists that drew): titles, suptitle,
+    axis labels, tick labels, legend texts, annotations, each once, in drawing order.
+
+    Only what is really drawn counts: a Text asked to draw but hidden or empty, a tick outside the
+    view limits (its Axis does not draw it) or an annotation whose point lies outside its axes
+    (matplotlib skips it) is left out. Recorded by wrapping ``Text.draw`` during the draw, which
+    Annotation's ``draw`` also ends in."""
+    drawn: dict[int, Text] = {}
+    original = Text.draw
+
+    def record(self, renderer):
+        if self.get_visible() and self.get_text():
+            drawn.setdefault(id(self), self)
+        return original(self, renderer)
+
+    with mock.patch.object(Text, "draw", record):
+        renderer = draw(fig)
+    return renderer, list(drawn.values())
+
+
+def _owners(fig) -> dict[int, str]:
+    """id of each axis label and tick label -> which axis of which panel it labels."""
+    owners = {}
+    for n, ax in enumerate(fig.axes):
+        panel = repr(ax.get_title()) if ax.get_title() else f"axes {n}"
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            for t in axis.get_ticklabels(which="both") + [axis.label, axis.get_offset_text()]:
+                owners[id(t)] = f"{'label' if t is axis.label else 'tick label'} of {name} in {panel}"
+    return owners
+
+
+def _describe(text: Text, owners: dict[int, str]) -> str:
+    where = owners.get(id(text)) or (f"in {text.axes.get_title() or 'untitled axes'!r}" if text.axes else "")
+    return f"{type(text).__name__} {text.get_text()!r} ({where or 'on the figure'})"
+
+
+def text_collisions(fig, tol: float = 0.5) -> tuple[int, list[str]]:
+    """Every problem with the drawn texts of ``fig``: two text boxes (matplotlib's own extents,
+    ``get_window_extent(renderer)``) that overlap by more than ``tol`` pixels in both directions,
+    and any box that reaches more than ``tol`` pixels beyond the canvas. Tick labels of one axis
+    are held to the same rule. Returns (how many texts, the problems: none when the figure reads)."""
+    renderer, texts = drawn_texts(fig)
+    boxes = [(t, t.get_window_extent(renderer)) for t in texts]
+    owners = _owners(fig)
+    canvas = fig.bbox
+    problems = []
+    for i, (ta, a) in enumerate(boxes):
+        if a.x0 < canvas.x0 - tol or a.y0 < canvas.y0 - tol or a.x1 > canvas.x1 + tol or a.y1 > canvas.y1 + tol:
+            problems.append(f"{_describe(ta, owners)} at {a.extents.round(1).tolist()} leaves the canvas "
+                            f"{canvas.extents.round(1).tolist()}")
+        for tb, b in boxes[i + 1:]:
+            width = min(a.x1, b.x1) - max(a.x0, b.x0)
+            height = min(a.y1, b.y1) - max(a.y0, b.y0)
+            if width > tol and height > tol:
+                problems.append(f"{_describe(ta, owners)} and {_describe(tb, owners)} overlap by "
+                                f"{width:.1f} x {height:.1f} px")
+    return len(boxes), problems
+
+
+def assert_texts_apart(fig) -> int:
+    """No two drawn texts of ``fig`` overlap and none leaves the canvas (:func:`text_collisions`);
+    returns how many texts were checked."""
+    n, problems = text_collisions(fig)
+    assert not problems, "texts collide:\n" + "\n".join(problems)
+    return n
 
 
 def assert_legends_outside(fig) -> int:

@@ -7,8 +7,9 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
-from headgeom.report import (claims_table, figure_file_name, format_claims_short, format_measured, make_figure,
-                             render_report, save_figure, use_agg, write_report)
+from headgeom.report import (claims_table, figure_file_name, figure_png_bytes, format_claims_short, format_measured,
+                             make_figure, render_report, save_figure, use_agg, write_report)
+from headgeom.report.figures import DPI
 
 CLAIM = {"id": "C9", "experiment": "C9", "statement": "orbits | shrink", "setting": {"head": "relu", "preset": "quick"},
          "measured": {"ratio": {"value": 21.85, "n": 3, "spread": 1.5, "spread_kind": "std over n (ddof=1)"},
@@ -150,7 +151,7 @@ def test_make_figure_both_builder_forms_and_bad_return():
 
 def test_save_figure_writes_png_and_closes(tmp_path):
     use_agg()
-    fig = plt.figure(figsize=(2, 1.5))
+    fig = plt.figure(figsize=(2, 1.5), layout="constrained")  # a pyplot figure laid out as style's are
     fig.add_subplot().plot([0, 1], [1, 0])
     num = fig.number
     path = save_figure(fig, tmp_path / "figs" / "C1_a.png")
@@ -158,6 +159,18 @@ def test_save_figure_writes_png_and_closes(tmp_path):
     img = Image.open(io.BytesIO(path.read_bytes()))
     assert img.format == "PNG" and img.size[0] > 50 and img.size[1] > 50
     assert [p.name for p in (tmp_path / "figs").iterdir()] == ["C1_a.png"]  # no temporary file left
+
+
+def test_a_laid_out_figure_is_saved_as_its_canvas_and_another_cropped_to_its_content():
+    from headgeom.report.style import new_figure
+
+    laid_out, ax = new_figure(figsize=(4, 3))
+    ax.plot([0, 1], [1, 0])
+    plain = Figure(figsize=(4, 3))  # no layout engine: default margins, cropped away by "tight"
+    plain.add_subplot().plot([0, 1], [1, 0])
+    sizes = [Image.open(io.BytesIO(figure_png_bytes(f))).size for f in (laid_out, plain)]
+    assert sizes[0] == (4 * DPI, 3 * DPI)  # the canvas the figure tests check, wrapped suptitle and all
+    assert sizes[1][0] < 4 * DPI and sizes[1][1] < 3 * DPI
 
 
 def test_count_noun_agrees_with_the_count():

@@ -58,14 +58,12 @@ def test_chance_line_at_one_over_c():
 
 def test_legend_outside_right_and_below_with_many_entries():
     for where in ("right", "below"):
-        fig = Figure(figsize=(4, 3))
-        ax = fig.add_subplot()
+        fig, ax = style.new_figure(figsize=(4, 3))
         for i, s in enumerate(style.series_styles(N_SERIES)):
             ax.plot([0, 1, 2], [i, i + 1, i], label=f"series {i}", **s)
             ax.plot([0, 1, 2], [i, i, i], label=f"series {i}", **s)  # duplicates are merged
         leg = style.legend_outside(ax, where)
         assert len(leg.get_texts()) == N_SERIES
-        fig.tight_layout()
         assert assert_legends_outside(fig) == 1
     with pytest.raises(ValueError, match="'right' or 'below'"):
         style.legend_outside(ax, "left")
@@ -78,8 +76,7 @@ def test_legend_outside_right_and_below_with_many_entries():
     ([0.0, 0.0], 1e-14),                             # every value in the band
 ])
 def test_signed_log_axis_ticks_do_not_collide(values, floor):
-    fig = Figure(figsize=(4, 3))
-    ax = fig.add_subplot()
+    fig, ax = style.new_figure(figsize=(4, 3))
     ax.plot(range(len(values)), values)
     linthresh = style.signed_log_axis(ax, values, floor=floor)
     nonzero = [abs(v) for v in values if v]
@@ -188,8 +185,7 @@ def test_library_imports_leave_matplotlib_unloaded():
 def test_signed_log_axis_labels_each_side_up_to_its_own_values():
     # large negative curvature beside small positive values just above the floor (λ_min of a linear head)
     values = [-0.3, -1e-4, -1e-9, 2e-12, 8e-13]
-    fig = Figure(figsize=(4, 3))
-    ax = fig.add_subplot()
+    fig, ax = style.new_figure(figsize=(4, 3))
     ax.plot(range(len(values)), values)
     style.signed_log_axis(ax, values, floor=1e-14)
     lo, hi = ax.get_ylim()

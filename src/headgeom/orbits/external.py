@@ -237,7 +237,7 @@ def analyze_external(ext: ExternalOrbits, family: str = "external", *, n_boot: i
     fig = plot_orbit_pca(orbit_pca_panels(ext.features, ext.labels, points=list(ext.features)),
                          title=f"{family} orbits ({of.units}), 2-D PCA of L2-normalised features")
     return ({"protocol": protocol, "definitions": DEFINITIONS, "families": {family: fam}},
-            {f"orbits_{family}.png": figure_png_bytes(fig, bbox_inches=None)})  # laid out by tight_layout
+            {f"orbits_{family}.png": figure_png_bytes(fig, bbox_inches=None)})  # constrained layout
 
 
 def analyze_npz(path: str | Path, family: str = "external", *, n_boot: int = 1000, seed: int = 0,

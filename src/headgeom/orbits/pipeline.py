@@ -151,7 +151,7 @@ def run_analysis(mi: ModelInput, data: ImageDataset, indices: Tensor, opts: Anal
             controls=opts.controls, device=device)
         fig = plot_orbit_pca(orbit_pca_panels(of.features, labels, points=figure_points(of.points)),
                              title=f"{fam} orbits ({of.units}), 2-D PCA of L2-normalised features")
-        figures[f"orbits_{fam}.png"] = figure_png_bytes(fig, bbox_inches=None)  # laid out by tight_layout
+        figures[f"orbits_{fam}.png"] = figure_png_bytes(fig, bbox_inches=None)  # constrained layout
         seconds[f"orbits_{fam}"] = time.perf_counter() - t0
     if bar is not None:
         bar.close()

@@ -51,9 +51,16 @@ def make_figure(build: Callable[..., Any], results: list[tuple[dict, dict]]) -> 
     return fig
 
 
-def figure_png_bytes(fig: Any, bbox_inches: str | None = "tight") -> bytes:
+def figure_png_bytes(fig: Any, bbox_inches: str | None = "auto") -> bytes:
     """PNG bytes of ``fig`` at :data:`DPI`; the figure is closed after (a figure of
-    :func:`headgeom.report.style.new_figure` belongs to no backend: nothing to close)."""
+    :func:`headgeom.report.style.new_figure` belongs to no backend: nothing to close).
+
+    ``bbox_inches="auto"``: a figure with a layout engine (every figure of headgeom.report.style)
+    is saved as laid out, its whole canvas, which is what the figure tests check (its suptitle wraps
+    to that canvas; cropping to the drawn content would undo the wrap); any other figure is cropped
+    to its drawn content (``"tight"``). Other values go to ``savefig``."""
+    if bbox_inches == "auto":
+        bbox_inches = None if fig.get_layout_engine() is not None else "tight"
     buf = io.BytesIO()
     try:
         fig.savefig(buf, format="png", dpi=DPI, bbox_inches=bbox_inches)

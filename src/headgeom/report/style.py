@@ -17,10 +17,17 @@ chance lines and the round-off band of signed eigenvalues.
 - :func:`new_figure` (:func:`blank_figure`: the same without axes): ``plt.subplots`` without
   pyplot: the figure belongs to no backend, so a builder never switches the user's backend (a
   notebook keeps its own), opens no window and leaves nothing in pyplot's registry; PNGs are
-  written through Agg (headgeom.report.figures.save_figure).
+  written through Agg (headgeom.report.figures.save_figure). The figure is a
+  :class:`headgeom.report.layout.LaidOutFigure`: matplotlib's constrained layout, redone at every
+  draw, gives titles, suptitle, axis and tick labels and the legends outside the axes room, and
+  the suptitle wraps to the canvas, so no text runs into another or off the canvas (the figure
+  tests check every builder: tests/report/conftest.py). Builders do not call ``tight_layout``,
+  which would replace the layout.
+- :func:`shared_ylabel`: one y label for panels that share it (``fig.supylabel``), instead of
+  the same label per row, each as tall as its row allows.
 
-matplotlib is imported inside :func:`new_figure`, :func:`blank_figure` and :func:`signed_log_axis`,
-on the first figure: ``import headgeom.tracking`` and the experiment modules import this module,
+matplotlib (and :mod:`headgeom.report.layout`) is imported inside the functions that draw, on the
+first figure: ``import headgeom.tracking`` and the experiment modules import this module,
 and training processes and cluster cells should not pay matplotlib's import (1-2 s) for figures
 they never draw. Only headgeom.report imports matplotlib (tests/test_layering.py checks it).
 """
@@ -43,19 +50,26 @@ LEGEND_FONTSIZE = 7
 def blank_figure(figsize: tuple[float, float] | None = None) -> Any:
     """A Figure outside pyplot with no axes yet (add them with ``fig.add_subplot``), as
     :func:`new_figure` for layouts that leave grid cells empty."""
-    from matplotlib.figure import Figure  # heavy: imported on the first figure (module docstring)
+    from headgeom.report.layout import LaidOutFigure  # heavy: imported on the first figure (module docstring)
 
-    return Figure(figsize=figsize)
+    return LaidOutFigure(figsize=figsize)
 
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None,
                **subplots_kw: Any) -> tuple[Any, Any]:
     """(figure, axes) like ``plt.subplots(nrows, ncols, figsize=..., **subplots_kw)``, on a Figure
     outside pyplot (``squeeze``, ``sharex``, ``sharey`` pass through to ``Figure.subplots``)."""
-    from matplotlib.figure import Figure  # heavy: imported on the first figure (module docstring)
+    from headgeom.report.layout import LaidOutFigure  # heavy: imported on the first figure (module docstring)
 
-    fig = Figure(figsize=figsize)
+    fig = LaidOutFigure(figsize=figsize)
     return fig, fig.subplots(nrows, ncols, **subplots_kw)
+
+
+def shared_ylabel(fig: Any, text: str, fontsize: float | str = "medium") -> Any:
+    """One y label at the left edge of ``fig`` for all its panels (``fig.supylabel``); the
+    constrained layout keeps it clear of the tick labels. Use it where every row would carry the
+    same label: drawn per row, a label taller than its row runs into the next one."""
+    return fig.supylabel(text, fontsize=fontsize)
 
 
 def series_style(i: int, variant: int = 0) -> dict[str, Any]:
@@ -83,9 +97,11 @@ def legend_outside(ax: Any, where: str = "right", handles: Sequence[Any] | None 
     """A legend right of ``ax`` (``where="right"``) or below it (``"below"``), outside the data area.
 
     Duplicate labels are merged (a series drawn in several calls shows once); None when nothing is
-    labelled. ``fig.tight_layout()`` and ``savefig(bbox_inches="tight")`` make room for it.
-    Many entries are split into columns (right: a column per 20; below: two beyond 4 entries, so
-    panels side by side keep their legends apart)."""
+    labelled. The constrained layout of :func:`new_figure` makes room for it. Below the axes it
+    hangs under the x axis's tick labels and label wherever they end at draw time (a fixed offset
+    in axes fraction would run into the label of a short axes). Many entries are split into
+    columns (right: a column per 20; below: two beyond 4 entries, so panels side by side keep their
+    legends apart)."""
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     elif labels is None:
@@ -100,11 +116,38 @@ def legend_outside(ax: Any, where: str = "right", handles: Sequence[Any] | None 
     if where == "right":
         kw = {"loc": "upper left", "bbox_to_anchor": (1.02, 1.0), "ncol": max(1, math.ceil(n / 20))}
     elif where == "below":
-        kw = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.22), "ncol": 1 if n <= 4 else 2}
+        from matplotlib.transforms import IdentityTransform  # heavy: see the module docstring
+
+        kw = {"loc": "upper center", "bbox_to_anchor": _under_x_axis(ax), "bbox_transform": IdentityTransform(),
+              "ncol": 1 if n <= 4 else 2}
     else:
         raise ValueError(f"legend position must be 'right' or 'below'; got {where!r}")
     return ax.legend(list(seen.values()), list(seen), borderaxespad=0.0, fontsize=fontsize, title=title,
                      title_fontsize=fontsize, frameon=False, **kw)
+
+
+def _under_x_axis(ax: Any, gap_pt: float = 4.0) -> Any:
+    """A zero-height box in display coordinates under ``ax``'s x axis (its tick labels and label),
+    ``gap_pt`` points below them and as wide as the axes: a legend anchored there (with an identity
+    transform) follows the axis wherever the layout moves the axes. It is recomputed on every read;
+    as a child of ``ax.bbox`` it marks what was derived from it stale whenever the axes moves."""
+    import numpy as np  # heavy: see the module docstring
+    from matplotlib.transforms import BboxBase
+
+    class UnderXAxis(BboxBase):
+        def __init__(self) -> None:
+            super().__init__(shorthand_name="under_x_axis")
+            self.set_children(ax.bbox)
+
+        def get_points(self) -> Any:
+            area = ax.bbox
+            axis = ax.xaxis.get_tightbbox()  # with the figure's renderer; None when the axis is hidden
+            bottom = min(area.y0, axis.y0) if axis is not None else area.y0
+            y = bottom - gap_pt * ax.get_figure(root=True).dpi / 72.0
+            self._invalid = 0  # valid again: the next move of the axes invalidates what derives from it
+            return np.array([[area.x0, y], [area.x1, y]])
+
+    return UnderXAxis()
 
 
 def shared_legend(axes: Sequence[Any], title: str | None = None, fontsize: float = LEGEND_FONTSIZE) -> Any:

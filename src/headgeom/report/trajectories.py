@@ -90,5 +90,4 @@ def trajectory_figure(groups: dict[str, list[dict]], keys: Sequence[tuple[str, s
         _panel(ax, groups, key, label, rel_floor, log_y)
     shared_legend(axes)  # the runs and the floor band, once, right of the last panel
     fig.suptitle(title)
-    fig.tight_layout()
     return fig

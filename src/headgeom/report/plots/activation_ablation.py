@@ -46,5 +46,4 @@ def knn(groups: dict[str, list[dict]], activations: Sequence[str], k: int) -> An
     ax.set_ylabel(f"kNN top-1 (k={k}), mean ± std over seeds")
     ax.set_title("Activation ablation: kNN accuracy along the head")
     legend_outside(ax)
-    fig.tight_layout()
     return fig

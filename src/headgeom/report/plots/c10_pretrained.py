@@ -40,5 +40,4 @@ def ratios(checkpoints: Sequence[tuple[str, dict]], families: Sequence[str]) -> 
     axes[0][0].set_ylabel("z / h(z) orbit variance ratio (CI)")
     shared_legend(list(axes[0]))
     fig.suptitle("C10: orbit variance through the official heads (> 1: compress)")
-    fig.tight_layout()
     return fig

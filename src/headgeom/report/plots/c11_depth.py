@@ -57,5 +57,4 @@ def depth(panels: Sequence[Panel], by_key: dict[str, dict[int, dict[int, float]]
             ax.set_yscale("log")
         legend_outside(ax, "below")
     fig.suptitle(f"C11: depth ablation ({setting}); lines: mean over seeds, dots: seeds")
-    fig.tight_layout()
     return fig

@@ -38,5 +38,4 @@ def probes(metrics: list[dict], titles: dict[str, str]) -> Any:
         ax.set_ylabel("test accuracy (mean ± std over seeds)")
     shared_legend(list(axes[0]))
     fig.suptitle("C12: probe accuracy along the head (z, then each head layer)")
-    fig.tight_layout()
     return fig

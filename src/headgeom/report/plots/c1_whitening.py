@@ -37,5 +37,4 @@ def isotropy_error(values: dict[str, dict[str, list[float]]], tol: float) -> Any
     ax.set_ylabel("isotropy error  ‖BᵀH_eff B − I‖₂")
     ax.set_title("C1 (Thm 3.1): local subspace whitening; exact zeros drawn at 1e-18")
     legend_outside(ax)
-    fig.tight_layout()
     return fig

@@ -30,5 +30,4 @@ def isotropy_vs_distance(by: dict[str, list[dict[str, Any]]], radii: Sequence[fl
            ylabel="‖Wᵀ g W − I‖₂, max over directions")
     ax.set_title("C2: isotropy error of W = g(x0)^(-1/2); mean over cells, band min-max", fontsize=9)
     legend_outside(ax)
-    fig.tight_layout()
     return fig

@@ -39,8 +39,7 @@ def eps_vs_width(eps: dict[tuple[int, int], list[float]], depths: Sequence[int],
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("width")
-    ax.set_ylabel("ε = max_j κ(H_eff) − 1  (mean, min-max over seeds)")
+    ax.set_ylabel("ε = max_j κ(H_eff) − 1\n(mean, min-max over seeds)")  # one line is taller than the axes
     ax.set_title(f"C3: fitted isotropy along γ, {loss} loss, d={d}, k={k}", fontsize=9)
     legend_outside(ax)
-    fig.tight_layout()
     return fig

@@ -10,7 +10,8 @@ import statistics
 from typing import Any, Sequence
 
 from headgeom.claims.estimates import measured
-from headgeom.report.style import new_figure, series_style, shared_legend, signed_log_axis, zero_within_floor
+from headgeom.report.style import (new_figure, series_style, shared_legend, shared_ylabel, signed_log_axis,
+                                   zero_within_floor)
 
 Groups = dict[tuple[str, str, str], list[dict]]
 
@@ -43,7 +44,6 @@ def lambda_min(groups: Groups, states: Sequence[str], readings: Sequence[str], a
                           f"|value| ≤ {rel_floor:g} drawn as 0)", fontsize=8)
     shared_legend(list(axes[0]), title="reading")
     fig.suptitle(f"C4: λ_min of H_eff at collapsed states, heads {heads}")
-    fig.tight_layout()
     return fig
 
 
@@ -78,7 +78,7 @@ def lambda_min_sweep(groups: Groups, states: Sequence[str], readings: Sequence[s
             signed_log_axis(ax, [v for line in ax.get_lines() for v in line.get_ydata()], floor=rel_floor)
             ax.set_xlabel("‖u − c_i‖ (residual)" if magnitude_of[r] == "residual" else "∠(u, c_i) [rad]")
             ax.set_title(f"{st}, {r}", fontsize=9)
-        row[0].set_ylabel("λ_min(H_eff) / max|λ| (median over seeds)")
+    shared_ylabel(fig, "λ_min(H_eff) / max|λ| (median over seeds)")
     shared_legend([axes[0][-1]], title="activation (dotted: pseudo-collapsed init)")
     fig.suptitle(f"C4: where H_eff turns indefinite, heads {heads}")
     return fig

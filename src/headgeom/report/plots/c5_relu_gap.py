@@ -36,5 +36,4 @@ def spread_vs_time(by_head: dict[str, dict[bool, list[dict]]], kinds: list[str],
         ax.set_xlabel("time t (GD: step × lr)")
     axes[0][0].set_ylabel(f"{escape_on} spread (mean over {count_noun(seeds, 'seed')})")
     shared_legend(list(axes[0]))
-    fig.tight_layout()
     return fig

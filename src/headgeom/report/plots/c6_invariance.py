@@ -43,5 +43,4 @@ def quotient_histograms(quotients: list[dict[str, dict[str, list[float]]]], regi
     shared_legend([ax for row in axes for ax in row])
     fig.suptitle(f"C6 ({regime}): Rayleigh quotients on augmentation tangents vs controls, "
                  f"{count_noun(len(quotients), 'seed')} pooled")
-    fig.tight_layout()
     return fig

@@ -35,5 +35,4 @@ def ranks_vs_tolerance(by_regime: dict[str, list[dict]], stages: tuple[str, ...]
     axes[0][0].set_ylabel("numerical rank (mean over points and seeds)")
     shared_legend(list(axes[0]))
     fig.suptitle("C7: ranks of I_z and I_h against the tolerance")
-    fig.tight_layout()
     return fig

@@ -50,5 +50,4 @@ def compression(by_backbone: dict[str, list[dict]], families: Sequence[str]) -> 
     for row in axes:  # each row plots its own measures: a legend beside each row, off the points
         shared_legend(list(row))
     fig.suptitle("C9: orbits at the head output per family (one point per seed); > 1 = compressed / selective")
-    fig.tight_layout()
     return fig

@@ -3,8 +3,8 @@
 (docs/paper.md §2 C6).
 
 - :func:`plot_orbit_pca` draws the panels :func:`headgeom.orbits.pca.orbit_pca_panels` computes;
-  these are laid out by ``tight_layout`` and saved without the tight bounding box
-  (``figure_png_bytes(fig, bbox_inches=None)`` of :mod:`headgeom.report.figures`).
+  these are laid out by the constrained layout of headgeom.report.style and saved without the
+  tight bounding box (``figure_png_bytes(fig, bbox_inches=None)`` of :mod:`headgeom.report.figures`).
 - :func:`plot_tangent_spectra` reads only the JSON result of
   :func:`headgeom.orbits.tangent_metric.tangent_metric_analysis` (the per-image ``log10_tangent``
   / ``log10_random`` lists), so a saved result can be re-plotted.
@@ -43,7 +43,6 @@ def plot_orbit_pca(panels: Sequence[Mapping[str, Any]], title: str = "") -> Any:
         ax.tick_params(labelsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -90,5 +89,4 @@ def plot_tangent_spectra(result: dict) -> Any:
                 ax.annotate(_LABELS[metric], (0.5, 1.22), xycoords="axes fraction", ha="center",
                             fontsize=8)
             ax.tick_params(labelsize=7)
-    fig.tight_layout()
     return fig

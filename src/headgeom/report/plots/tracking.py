@@ -71,5 +71,4 @@ def metrics_grid(series: Mapping[str, Series], floors: Mapping[str, Series] | No
     fig = blank_figure(figsize=(4 * cols, 2.8 * rows))
     for i, (key, (steps, values)) in enumerate(series.items()):
         draw_metric(fig.add_subplot(rows, cols, i + 1), key, steps, values, floor=floors.get(key))
-    fig.tight_layout()
     return fig
