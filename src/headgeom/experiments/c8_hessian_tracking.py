@@ -58,7 +58,8 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
@@ -80,7 +81,7 @@ RUNS: dict[str, tuple[str, float | None]] = {
     "collapsed-relu": ("relu", 0.1), "collapsed-linear": ("linear", 0.1),
 }
 READINGS = ("ambient", "tangential")
-PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
+PAPER_BUDGET = HESSIAN_TRACKING
 # the quick preset's training: the paper's SimSiam at a constant lr 0.05 (every run's recipe; a cell adds
 # its head, pseudo-collapse and seed)
 TRAIN = replace(SIMSIAM, schedule="constant", epochs=4, max_steps=100, batch_size=32, track_every=10, probe_size=32)

@@ -37,13 +37,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
-from headgeom.claims.training_verdicts import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm, usable_escape)
+from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, escape_row
+from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
@@ -53,7 +54,7 @@ from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale,
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
 LRS = (0.05, 0.5, 0.005)
-PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
+PAPER_BUDGET = COLLAPSE_GRID
 
 
 def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ...]:
@@ -89,8 +90,8 @@ class GridConfig:
     pred_hidden: int = 64
     block_samples: int | None = 4
     rel_floor: float = 1e-10
-    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
-    majority: float = 0.8
+    collapse_fraction: float = COLLAPSE_FRACTION  # collapse level = this x the spread of the same head at normal init
+    majority: float = MAJORITY
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -192,26 +193,9 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
-def _flags(groups: dict[str, list[dict]], name: str) -> list[bool]:
-    return [bool(m["escaped"]) for m in groups.get(name, []) if usable_escape(m)]
-
-
 def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> dict[str, Any]:
-    verdict, reason = contrast_verdict({g: _flags(groups, g) for g in positive},
-                                       {g: _flags(groups, g) for g in negative}, config.majority)
-    meas = {}
-    for g in positive + negative:
-        ms = groups.get(g, [])
-        flags = _flags(groups, g)
-        meas[f"escaped[{g}]"] = measured([float(f) for f in flags] or float("nan"), n=len(flags),
-                                         what="fraction of the seeds collapsed at step 0 that end escaped")
-        meas[f"never_collapsed_seeds[{g}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
-                                                       n=len(ms), what="seeds left out: not collapsed at step 0")
-        meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
-        meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
-    criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; "
-                 f"escape expected in {positive}, not expected in {negative}; " + contrast_rule(config.majority)
-                 + f"; dead seeds left out ({DEAD_DEFINITION}). Outcome: {reason}")
+    verdict, meas, criterion = escape_row(groups, positive, negative, collapse_fraction=config.collapse_fraction,
+                                          majority=config.majority)
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
                "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
                "reading": "n/a (spread of normalised projector outputs)", "data": config.train.data,
