@@ -18,10 +18,28 @@ from headgeom.claims.estimates import measured
 from headgeom.claims.training_verdicts import (DEAD_DEFINITION, ESCAPE_DEFINITION, contrast_rule, contrast_verdict,
                                                usable_escape)
 
-__all__ = ["COLLAPSE_FRACTION", "MAJORITY", "escape_flags", "escape_row"]
+__all__ = ["COLLAPSE_FRACTION", "MAJORITY", "c5_parts", "escape_flags", "escape_row", "run_name"]
 
 COLLAPSE_FRACTION = 0.5  # collapse level = this x the spread of the same head at normal init
 MAJORITY = 0.8
+
+
+def run_name(act: str, bn: bool, lr: float) -> str:
+    """The name of a grid run, e.g. "relu/nobn/lr=0.005" (a group of the contrast)."""
+    return f"{act}/{'bn' if bn else 'nobn'}/lr={lr:g}"
+
+
+def c5_parts(lrs: list[float]) -> list[tuple[str, list[str], list[str]]]:
+    """C5's two contrasts as (part, groups where escape is expected, groups where it is not), from the
+    grid's learning rates: without BN at the smallest step size (the gradient-flow proxy) a smooth (SiLU)
+    head escapes and a ReLU head does not; ReLU escapes through BN (at every step size) or the largest
+    step size, not without BN at the smallest."""
+    lrs = sorted(set(lrs))
+    lo, hi = lrs[0], lrs[-1]
+    return [(f"smallest step size without BN (lr {lo:g}, the gradient-flow proxy)",
+             [run_name("silu", False, lo)], [run_name("relu", False, lo)]),
+            ("ReLU escapes through BN or a large step size",
+             [run_name("relu", True, lr) for lr in lrs] + [run_name("relu", False, hi)], [run_name("relu", False, lo)])]
 
 
 def escape_flags(runs: list[dict[str, Any]]) -> list[bool]:

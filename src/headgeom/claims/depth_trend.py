@@ -10,7 +10,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["RULE", "increase_test", "learned_floor_check"]
+__all__ = ["ACCURACY_MARGIN", "COMPRESSION_MARGIN", "LEARNED_FLOOR", "RULE", "increase_test", "learned_floor_check"]
+
+COMPRESSION_MARGIN = 1.1  # ratio of compressions (depth max / depth min) counted as an increase
+ACCURACY_MARGIN = 0.01  # accuracy difference (fraction) counted as an increase
+LEARNED_FLOOR = 0.05  # backbone accuracy above chance needed before "protection" is judged
 
 
 def increase_test(by_depth: dict[int, dict[int, float]], *, log: bool, margin: float,

@@ -42,7 +42,7 @@ from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluat
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
-from headgeom.claims.paper_budgets import SIMCLR
+from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.probe_gap import MARGIN, gap_verdict, tie_band
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
@@ -56,7 +56,7 @@ from headgeom.train.recipes import SIMCLR, on_cifar10, paper_head, paper_scale, 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")  # judged: one claim row each
 CONTEXT_PROBES = ("mlp",)  # reported beside them with the same statistics, no verdict (module docstring)
-PAPER_BUDGET = SIMCLR
+PAPER_BUDGET = SIMCLR_PRETRAINING
 
 # the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
 # its dataset and backbone (from settings), the ReLU+BN head and its seed

@@ -59,6 +59,7 @@ from typing import Any
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
@@ -102,7 +103,7 @@ class C8Config:
     pred_hidden: int = 64  # predictor hidden width (paper 512)
     block_samples: int | None = 8
     rel_floor: float = 1e-10
-    negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
+    negative_points: float = NEGATIVE_POINTS  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
     collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
     power_iterations: int | None = 20  # the paper's λ_min estimator beside the exact one (None: not run)

@@ -58,7 +58,7 @@ from headgeom.orbits.compression import DEFINITIONS, compression_measures
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.orbit_verdicts import MAIN_RULE, SELECTIVE_RULE, rule_text, seed_outcome, seeds_verdict
-from headgeom.claims.paper_budgets import SIMCLR
+from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c9_orbit_compression as plots
@@ -84,7 +84,7 @@ DECIDED_BY = ("decided by selectivity = compression / global ratio (orbit spread
               "whole cloud (a BN head trained on raw z and fed z/|z| maps every input near one point) and, on raw "
               "z, reads BN centring of h against the non-centred post-ReLU z as expansion; compression is kept "
               "beside it with its CI")
-PAPER_BUDGET = SIMCLR
+PAPER_BUDGET = SIMCLR_PRETRAINING
 # the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
 # its backbone (ResNet-18 with train.backbone_options, or ViT-Tiny with vit_options), the ReLU+BN head, its seed
 TRAIN = replace(SIMCLR, batch_size=64, epochs=5, max_steps=120)

@@ -43,7 +43,7 @@ from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
-from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, escape_row
+from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, c5_parts, escape_row, run_name
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
@@ -62,10 +62,6 @@ def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ..
     return ((("linear", False, lrs[0]),)
             + tuple((a, bn, lr) for a in ("silu", "relu") for bn in (True, False) for lr in lrs)
             + (("gelu", False, lrs[0]),))
-
-
-def run_name(act: str, bn: bool, lr: float) -> str:
-    return f"{act}/{'bn' if bn else 'nobn'}/lr={lr:g}"
 
 
 # the quick preset's training: the paper's SimSiam, pseudo-collapsed ×0.1; a cell adds its head (activation,
@@ -236,15 +232,8 @@ def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
 def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     """Two C5 claims (gradient-flow proxy; ReLU's BN / large-step routes), the grid table, spread figure."""
     groups = _groups(results)
-    lrs = sorted({float(lr) for _, _, lr in config.runs})
-    lo, hi = lrs[0], lrs[-1]
-    claims = [
-        _claim(config, groups, f"smallest step size without BN (lr {lo:g}, the gradient-flow proxy)",
-               [run_name("silu", False, lo)], [run_name("relu", False, lo)]),
-        _claim(config, groups, "ReLU escapes through BN or a large step size",
-               [run_name("relu", True, lr) for lr in lrs] + [run_name("relu", False, hi)],
-               [run_name("relu", False, lo)]),
-    ]
+    claims = [_claim(config, groups, part, positive, negative)
+              for part, positive, negative in c5_parts([float(lr) for _, _, lr in config.runs])]
     figures = [("spread", lambda: plots.spread(groups, config.rel_floor))]
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "
