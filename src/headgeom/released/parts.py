@@ -24,7 +24,7 @@ from headgeom.released.collapse import read_collapse
 from headgeom.released.depth import DEPTHS, read_depth
 from headgeom.released.hessian import HESSIAN_RUNS, read_hessian
 from headgeom.released.log import ExperimentLog, LogSession, read_log
-from headgeom.released.manifest import Manifest, ReleasedFileError
+from headgeom.released.manifest import Manifest
 from headgeom.released.measures import orbit_measures
 from headgeom.released.orbits import ORBIT_BACKBONES, read_orbits
 from headgeom.released.probes import PROBE_RUNS, read_curvature, read_guillotine
@@ -109,11 +109,15 @@ def _hessian(root: Path, manifest: Manifest) -> dict[str, Any]:
 
 
 def _logged_budget(root: Path, cell: dict[str, Any], manifest: Manifest, file_name: str) -> dict[str, Any]:
-    """The SimCLR pre-training budget of the log session that saved ``file_name``."""
+    """The SimCLR pre-training budget of the log session that saved ``file_name``; the paper's protocol
+    when no session of the log says it saved it."""
     log = read_log(root, cell["dataset"], cell["backbone"], manifest)
     s = _session_saving(log, file_name)
     if s is None:
-        raise ReleasedFileError(f"{log.path}: no session saved {file_name}; the log does not match its files")
+        return _budget(SIMCLR_PRETRAINING.epochs, SIMCLR_PRETRAINING.batch,
+                       f"no session of the log ({log.path.name}) saved {file_name}: the paper's SimCLR protocol "
+                       f"assumed (docs/paper.md §3.5), {SIMCLR_PRETRAINING.epochs} epochs at batch "
+                       f"{SIMCLR_PRETRAINING.batch}")
     return _budget(int(s.guillotine_epochs), int(s.batch_size),
                    f"the log ({log.path.name}, session {s.log_name}, which saved {file_name}): SimCLR pre-training "
                    f"of {s.guillotine_epochs} epochs at batch {s.batch_size}")

@@ -121,12 +121,11 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
             verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
             if c["budget"].get("basis"):
                 verdict += f" ({c['budget']['basis']})"
-        if c.get("source"):
-            verdict += f"<br>source: {c['source']}"
         if c.get("out_of_distribution"):
             verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            i, c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
+            i, c["id"], c["statement"], _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else ""),
+            meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
     return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
             f"{counts_text(claims)}; only `test` rows count as support.\n"
