@@ -118,7 +118,7 @@ def test_the_runner_skips_released_without_a_copy_and_runs_only_it_under_its_pre
 
 def test_reproduce_preset_released_end_to_end(synthetic, tmp_path, capsys, monkeypatch):
     copy, manifest = synthetic
-    monkeypatch.delenv(RELEASED_ENV, raising=False)
+    monkeypatch.setenv(RELEASED_ENV, "")  # --released sets the variable for the cells: restored after the test
     out = tmp_path / "out"
     assert main(["reproduce", "--preset", "released", "--released", str(copy.root), "--set", f"manifest={manifest}",
                  "--out", str(out), "--quiet"]) == 0
@@ -164,3 +164,10 @@ def test_the_real_copy_re_judged(tmp_path, capsys):
     sel = [by["C11"][0]["measured"][f"selectivity[depth {d}]"]["value"] for d in (1, 2, 3)]
     assert sel == sorted(sel) and math.isclose(sel[2] / sel[0], by["C11"][0]["measured"][
         "selectivity depth 3 / depth 1"]["value"])
+
+
+@needs_copy
+def test_the_default_preset_includes_the_released_rows_when_a_copy_is_set():
+    runner._load()
+    plan, _ = plan_experiments(None, "quick", None)
+    assert "RELEASED" in [e.id for e, *_ in plan] and not plan.skipped and not plan.without_preset
