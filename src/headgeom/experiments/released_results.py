@@ -209,7 +209,7 @@ def _c11(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
         else:
             meas = {f"{k}[depth {d}]": measured(v[k]) for k in ("acc_backbone_linear", "acc_head_linear")
                     for d, v in sorted(depths.items())}
-        ratio = f"{what} depth {hi} / depth {lo}"
+        ratio = f"{what} depth {hi} / depth {lo}" if log else f"{what} depth {hi} - depth {lo}"
         meas[ratio] = measured(by[hi][0] / by[lo][0] if log else by[hi][0] - by[lo][0],
                                what="observed, one model per depth (" + ("ratio" if log else "difference") + ")")
         criterion = (RULE.format(g="log" if log else "", dmax=hi, dmin=lo, level=config.level,
