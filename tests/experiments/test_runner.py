@@ -114,6 +114,7 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     (claim,) = data["claims"]
     assert set(CLAIM_KEYS) <= set(claim) and claim["verdict"] in VERDICTS
     assert claim["setting"] == {"objective": "none", "head": "fake", "preset": "quick"}
+    assert claim["source"] == "ours (quick)"  # every own row says where it comes from (headgeom.claims.sources)
     vals = [1.0, 2.0]  # scale * (seed + 1)
     assert claim["measured"]["v"]["value"] == pytest.approx(statistics.mean(vals))
     assert claim["measured"]["v"]["spread"] == pytest.approx(statistics.stdev(vals))

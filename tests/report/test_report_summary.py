@@ -43,7 +43,7 @@ def test_the_least_budget_and_its_label():
     (line,) = _summary_lines(summary_table(rows, format_measured, str))
     assert "24.8% of the paper's budget (1 steps × 99 vs 4 × 100), budget-limited" in line
     (theory,) = _summary_lines(summary_table([_row("C3")], format_measured, str))
-    assert theory.endswith("| - |")
+    assert theory.endswith("| - |")  # no budget in ours, no row from the authors
 
 
 def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim():
@@ -85,3 +85,21 @@ def test_a_headline_must_name_a_measured_key():
     check_claim(_row("C9", headline="x"))
     with pytest.raises(ValueError, match="headline 'selectivity' is not one of its measured keys"):
         check_claim(_row("C9", headline="selectivity"))
+
+
+def test_ours_and_the_authors_runs_side_by_side():
+    from headgeom.claims.sources import AUTHORS
+
+    ours = _row("C12", measured={"gap_z_minus_head_output": {"value": 0.02, "n": 2, "spread": 0.01}},
+                budget=budget(1, 99, PAPER), source="ours (quick)")
+    theirs = _row("C12", verdict="inconclusive", source=AUTHORS, budget=budget(4, 100, PAPER),
+                  measured={"gap_z_minus_head_output": {"value": 0.147, "n": 1, "spread": 0.0}})
+    text = summary_table([ours, theirs], format_measured, str, preset="quick")
+    assert "| ours (quick, budget) | authors' runs, re-judged (their budget) |" in text
+    (line,) = _summary_lines(text)
+    mine, authors = line.split(" | ")[3:5]
+    assert "tests: 1 supported" in mine and "0.02 ± 0.01 (n=2)" in mine and "24.8% of the paper's budget" in mine
+    assert "tests: 1 inconclusive" in authors and "0.147" in authors and "100% of the paper's budget" in authors
+    # a claim only one source has: the other column is "-"
+    (only,) = _summary_lines(summary_table([theirs], format_measured, str, preset="released"))
+    assert only.split(" | ")[3] == "-"

@@ -20,7 +20,8 @@ def _outputs(args: argparse.Namespace) -> list[Output]:
 def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a = p.add_argument
     a("--preset", choices=PRESETS, default="quick",
-      help="experiment sizes: quick (minutes on 2 CPU cores, default), small, paper")
+      help="experiment sizes: quick (minutes on 2 CPU cores, default), small, paper; released: only the authors' "
+      "released paper-scale runs re-judged by headgeom's rules (seconds; needs --released DIR)")
     a("--only", default=None, metavar="ID[,ID...]",
       help=f"run only these experiments, comma-separated; ids: {', '.join(ids)}")
     a("--out", default="reproduce-out", metavar="DIR",
@@ -33,6 +34,9 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     quiet = a("--quiet", action="store_true", help="no progress bar")
     a("--checkpoints", default=None, metavar="DIR",
       help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
+    a("--released", default=None, metavar="DIR",
+      help="folder holding the authors' released results (default $HEADGEOM_RELEASED; download with `headgeom "
+      "released fetch DIR`): their rows are judged beside ours; without a copy the RELEASED rows are skipped")
     a("--logger", choices=LOGGERS, default="jsonl",
       help="how the training cells log: jsonl (default) or tensorboard (also TensorBoard scalars under each "
       "cell's train/tensorboard/; needs pip install -e \".[tensorboard]\")")
@@ -49,6 +53,7 @@ def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
         examples=["headgeom reproduce                     # quick preset of every experiment, offline",
                   "headgeom reproduce --only C1,C4 --preset small --seeds 5 --out results",
                   "headgeom reproduce --only C10 --checkpoints ~/checkpoints   # the official files",
+                  "headgeom reproduce --preset released --released ~/released  # the authors' runs re-judged, seconds",
                   "headgeom reproduce --preset paper --dry-run    # cells, settings vs the paper, GPU-hours",
                   "headgeom reproduce --preset paper --launcher slurm --partition gpu --time 12:00:00",
                   "headgeom reproduce --preset paper --launcher slurm --status"])

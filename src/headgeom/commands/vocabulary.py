@@ -32,10 +32,11 @@ ACTIVATIONS = ("relu", "gelu", "silu", "softplus", "tanh", "elu", "linear")
 ACTIVATION_ALIASES = {"identity": "linear", "swish": "silu"}
 # headgeom.experiments.registry.EXPERIMENTS after load_all(), in reading order; THEORY_IDS are
 # those with theory=True (what `headgeom theory` runs)
-EXPERIMENT_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11", "C12", "GRID", "ABLATION")
+EXPERIMENT_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9", "C10", "C11", "C12", "GRID", "ABLATION",
+                  "RELEASED")
 THEORY_IDS = ("C1", "C2", "C3", "C4", "C5", "C6", "C7")
 # headgeom.experiments.registry.PRESETS
-PRESETS = ("quick", "small", "paper")
+PRESETS = ("quick", "small", "paper", "released")
 # The defaults of headgeom.train.TrainConfig that `headgeom train --help` states
 TRAIN_DEFAULTS = {"epochs": 1, "batch_size": 256, "seed": 0, "optimizer": "sgd", "lr": 0.06, "momentum": 0.9,
                   "weight_decay": 0.0005, "lars_eta": 0.001, "schedule": "cosine", "probe_size": 256,

@@ -24,7 +24,7 @@ and tables with its spread; it is not the decider because it also counts shrinka
 centring of h against the non-centred post-ReLU z as expansion (docs/paper.md §4 pitfall 5). The row of
 the paper's protocol (z/‖z‖ in) is flagged out of distribution with the mean pairwise cosine at h(z).
 
-Claims, each "the quantity increases with depth" with one rule (:func:`increase_test`): per seed, the
+Claims, each "the quantity increases with depth" with one rule (:func:`headgeom.claims.depth_trend.increase_test`): per seed, the
 difference g(depth max) − g(depth min) (g = log for the compression, identity for accuracies), a
 Student-t CI over seeds at ``level``; supported if the CI's lower end is > 0, the mean difference
 exceeds the margin and the depth means increase monotonically; not supported if the CI's upper end is
@@ -44,7 +44,10 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.depth_trend import (ACCURACY_MARGIN, COMPRESSION_MARGIN, LEARNED_FLOOR, RULE, increase_test,
+                                         learned_floor_check)
+from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c11_depth as plots
@@ -57,7 +60,7 @@ from headgeom.train.recipes import SIMCLR, on_cifar10, paper_scale, simclr_cell
 
 STATEMENT = "Depth ablation: deeper heads compress more and protect the backbone better"
 PAPER_COMPRESSION = {1: 49.1, 2: 57.2, 3: 78.5}  # docs/paper.md#c11, reported; never tuned toward
-PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
+PAPER_BUDGET = SIMCLR_PRETRAINING
 DECIDER = "selectivity"  # the measure the compression claim decides on (module docstring)
 DECIDED_BY = ("decided by selectivity = compression / global ratio (orbits against the whole cloud, each space "
               "against itself), not by the paper's compression (the trace ratio, shown beside it with its spread): "
@@ -93,9 +96,9 @@ class C11Config:
     orbit_seed: int = 0
     n_boot: int = 1000
     level: float = 0.95  # of the seed-level t interval
-    compression_margin: float = 1.1  # ratio of compressions (depth max / depth min) counted as an increase
-    accuracy_margin: float = 0.01  # accuracy difference (fraction) counted as an increase
-    learned_floor: float = 0.05  # backbone accuracy above chance needed before "protection" is judged
+    compression_margin: float = COMPRESSION_MARGIN  # ratio of compressions (depth max / min) counted as an increase
+    accuracy_margin: float = ACCURACY_MARGIN  # accuracy difference (fraction) counted as an increase
+    learned_floor: float = LEARNED_FLOOR  # backbone accuracy above chance needed before "protection" is judged
     num_threads: int | None = 1
 
 
@@ -187,64 +190,6 @@ def run_cell(config: C11Config, cell: dict[str, Any]) -> dict[str, Any]:
             "train_budget": done["train_budget"]}
 
 
-# ---------------------------------------------------------------- the rule
-def increase_test(by_depth: dict[int, dict[int, float]], *, log: bool, margin: float,
-                  level: float = 0.95) -> dict[str, Any]:
-    """Does a per-seed quantity increase with depth? ``by_depth``: depth -> {seed: value}.
-
-    Seeds present (finite, and > 0 when ``log``) at every depth are paired; diff = g(v at the
-    largest depth) − g(v at the smallest), g = log or identity; ``margin`` is on the same scale as
-    diff (pass log(ratio) for ratios). Returns the verdict (module docstring rule), the reason, and
-    the numbers: n, mean_diff, ci, means per depth, monotone, spearman (pooled over every point),
-    per-seed monotone fraction."""
-    import numpy as np
-    from scipy import stats
-
-    depths = sorted(by_depth)
-
-    def ok(v: Any) -> bool:
-        return isinstance(v, (int, float)) and math.isfinite(v) and (v > 0 or not log)
-
-    seeds = sorted(set.intersection(*[{s for s, v in by_depth[d].items() if ok(v)} for d in depths])) if depths else []
-    g = (lambda v: math.log(v)) if log else (lambda v: float(v))
-    out: dict[str, Any] = {"depths": depths, "paired_seeds": seeds, "n": len(seeds), "log": log, "margin": margin,
-                           "level": level}
-    if len(depths) < 2 or len(seeds) < 2:
-        out.update(verdict="inconclusive", reason=f"{len(seeds)} seed(s) measured at every depth {depths}; "
-                                                  "the rule needs >= 2 paired seeds")
-        return out
-    table = np.array([[g(by_depth[d][s]) for d in depths] for s in seeds])  # (seeds, depths)
-    diff = table[:, -1] - table[:, 0]
-    n, mean = len(diff), float(diff.mean())
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * diff.std(ddof=1) / math.sqrt(n))
-    means = table.mean(axis=0)
-    monotone = bool(np.all(np.diff(means) > 0))
-    pooled = (stats.spearmanr(np.repeat([depths], n, axis=0).ravel(), table.ravel()).statistic
-              if np.ptp(table) > 0 else math.nan)  # undefined for constant values
-    out.update(mean_diff=mean, ci=[mean - half, mean + half], diffs=diff.tolist(),
-               means={d: float(m) for d, m in zip(depths, means)}, monotone=monotone,
-               spearman=None if not math.isfinite(pooled) else float(pooled),
-               seeds_monotone=float(np.mean(np.all(np.diff(table, axis=1) > 0, axis=1))))
-    lo, hi = out["ci"]
-    if lo > 0 and mean > margin and monotone:
-        verdict = "supported"
-    elif hi < margin:
-        verdict = "not supported"
-    else:
-        verdict = "inconclusive"
-    out.update(verdict=verdict, reason=(f"paired difference depth {depths[-1]} - depth {depths[0]} = {mean:.3g}, "
-                                        f"{level:.0%} t-CI [{lo:.3g}, {hi:.3g}] over {n} seeds, margin {margin:.3g}, "
-                                        f"depth means {'' if monotone else 'not '}monotone increasing"))
-    return out
-
-
-RULE = ("per seed, diff = {g}(value at depth {dmax}) - {g}(value at depth {dmin}); {level:.0%} Student-t CI of the "
-        "mean diff over the seeds measured at every depth; supported if the CI's lower end > 0, the mean diff > "
-        "{margin} and the per-depth means increase monotonically; not supported if the CI's upper end < {margin} "
-        "(an increase of at least the margin is excluded); inconclusive otherwise (the seed spread covers the "
-        "difference) or with < 2 paired seeds")
-
-
 # ---------------------------------------------------------------- summary
 def _value(m: dict[str, Any], key: str) -> float:
     """A cell's number under ``key`` (the value of an estimate), NaN when absent."""
@@ -269,13 +214,7 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
     extra = ""
     if not log:
         chance = 1.0 / max(int(m.get("num_classes") or 1) for _, m in results) if results else 1.0
-        means = [measured(list(by[d].values()))["value"] for d in by]
-        best = max((v for v in means if math.isfinite(v)), default=math.nan)
-        extra = (f"; chance accuracy {chance:.3g}, best depth mean {best:.3g}, needed > chance + "
-                 f"{config.learned_floor:g} before the rule applies")
-        if not best > chance + config.learned_floor:  # NaN (nothing measured) counts as not met
-            t["verdict"] = "inconclusive"
-            extra += " (not met: the backbone has not learned the classes, nothing to protect)"
+        extra = learned_floor_check(t, by, chance, config.learned_floor)
     meas = {f"{what}[depth {d}]": measured(list(by[d].values())) for d in sorted(by)}
     lo_d, hi_d = min(config.depths), max(config.depths)
     if log and t.get("diffs"):  # the decided ratio in the units of the measure: value(depth max) / value(depth min)

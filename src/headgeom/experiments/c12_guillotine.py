@@ -25,7 +25,7 @@ Settings: one (dataset, backbone) by default (``data``, ResNet-18); ``settings``
 the paper's three rotation-probe runs, CIFAR-10/ResNet-18, CIFAR-10/ViT-Tiny and CIFAR-100/ResNet-18
 (one cell per setting × seed; each setting judged on its own).
 
-Claim per setting and probe type: acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
+Claim per setting and probe type (the rule: headgeom.claims.probe_gap): acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
 ``margin`` and two standard errors of the difference on the probe's test examples) in >= majority of the
 seeds → supported; < −t in >= majority → not supported; else inconclusive.
 Whether z beats every head layer is reported beside it.
@@ -35,14 +35,15 @@ output on each probe could come out either way.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
+from headgeom.claims.probe_gap import MARGIN, gap_verdict, tie_band
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c12_guillotine as plots
@@ -55,7 +56,7 @@ from headgeom.train.recipes import SIMCLR, on_cifar10, paper_head, paper_scale, 
 STATEMENT = "Guillotine: the backbone beats the head on downstream probes"
 PROBES = ("knn", "linear", "rotation")  # judged: one claim row each
 CONTEXT_PROBES = ("mlp",)  # reported beside them with the same statistics, no verdict (module docstring)
-PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR: 50 epochs, batch 256")
+PAPER_BUDGET = SIMCLR_PRETRAINING
 
 # the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
 # its dataset and backbone (from settings), the ReLU+BN head and its seed
@@ -82,7 +83,7 @@ class C12Config:
     mlp: bool = True  # the class MLP probe beside the linear one (context, module docstring)
     mlp_hidden: int = 128  # its hidden units (headgeom.eval default 512)
     mlp_epochs: int = 20  # its AdamW epochs (headgeom.eval default 50)
-    margin: float = 0.01  # accuracy difference (fraction) below which z and h(z) count as tied
+    margin: float = MARGIN  # accuracy difference (fraction) below which z and h(z) count as tied
     majority: float = 0.8
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
     # (dataset, backbone) pairs, one cell each per seed; None: the one setting (train.data, "resnet18")
@@ -216,14 +217,6 @@ def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def tie_band(acc_a: float, acc_b: float, n: int, margin: float) -> float:
-    """Half-width of the band where two test accuracies on n examples count as tied: the larger of
-    ``margin`` and two standard errors of an (unpaired, so conservative) difference of proportions,
-    2·sqrt(2 p(1−p)/n) with p their mean."""
-    p = 0.5 * (acc_a + acc_b)
-    return max(margin, 2.0 * math.sqrt(2.0 * p * (1.0 - p) / max(n, 1)))
-
-
 # ---------------------------------------------------------------- summary
 def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> tuple[dict, float, float]:
     """The statistics of one probe over the seeds (a claim's ``measured``), and the fractions of seeds
@@ -231,9 +224,7 @@ def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: s
     gaps = [m[f"gap[{probe}]"] for _, m in results]
     bands = [m.get(f"tie_band[{probe}]", config.margin) for _, m in results]
     best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
-    n = len(gaps)
-    above = sum(g > b for g, b in zip(gaps, bands)) / n
-    below = sum(g < -b for g, b in zip(gaps, bands)) / n
+    _, above, below = gap_verdict(gaps, bands, config.majority)
     head_out = results[0][1]["head_output_point"]
     meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
             f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
@@ -248,8 +239,8 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
            setting: tuple[str, str] | None = None) -> dict[str, Any]:
     meas, above, below = gap_statistics(config, results, probe)
     n = len(results)
-    verdict = ("supported" if above >= config.majority
-               else "not supported" if below >= config.majority else "inconclusive")
+    verdict, _, _ = gap_verdict([m[f"gap[{probe}]"] for _, m in results],
+                                [m.get(f"tie_band[{probe}]", config.margin) for _, m in results], config.majority)
     data, backbone = setting or (config.train.data, "resnet18")
     head_out = results[0][1]["head_output_point"]
     criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "

@@ -58,7 +58,9 @@ from typing import Any
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
+from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
@@ -80,7 +82,7 @@ RUNS: dict[str, tuple[str, float | None]] = {
     "collapsed-relu": ("relu", 0.1), "collapsed-linear": ("linear", 0.1),
 }
 READINGS = ("ambient", "tangential")
-PAPER_BUDGET = PaperBudget(epochs=100, batch=256, source="docs/paper.md §3, Hessian tracking: 100 epochs, batch 256")
+PAPER_BUDGET = HESSIAN_TRACKING
 # the quick preset's training: the paper's SimSiam at a constant lr 0.05 (every run's recipe; a cell adds
 # its head, pseudo-collapse and seed)
 TRAIN = replace(SIMSIAM, schedule="constant", epochs=4, max_steps=100, batch_size=32, track_every=10, probe_size=32)
@@ -101,7 +103,7 @@ class C8Config:
     pred_hidden: int = 64  # predictor hidden width (paper 512)
     block_samples: int | None = 8
     rel_floor: float = 1e-10
-    negative_points: float = 0.5  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
+    negative_points: float = NEGATIVE_POINTS  # a run "shows negative curvature" when >= this fraction of points has λ_min < -floor
     collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
     majority: float = 0.8
     power_iterations: int | None = 20  # the paper's λ_min estimator beside the exact one (None: not run)

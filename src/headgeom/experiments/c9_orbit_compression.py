@@ -55,9 +55,11 @@ from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
-from headgeom.orbits.compression import DEFINITIONS, compression_measures, interval_side
+from headgeom.orbits.compression import DEFINITIONS, compression_measures
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
+from headgeom.claims.orbit_verdicts import MAIN_RULE, SELECTIVE_RULE, rule_text, seed_outcome, seeds_verdict
+from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.report.ood import ood_flag
 from headgeom.report.plots import c9_orbit_compression as plots
@@ -75,16 +77,15 @@ VARIANTS = {"l2": "paper protocol: h(z/|z|)", "raw": "corrected: h(raw z)"}
 PAPER_NUMBERS = {"resnet18": {"compression": 21.85, "d_intra_ratio": 4.76, "class_orbit_z": 2.04,
                               "class_orbit_h": 2.50},
                  "vit_tiny": {"compression": 4015.0, "d_inter_ratio": 56.0}}
-# every rule decides on selectivities (module docstring); HEADLINE is the measure the summary quotes
-MAIN_RULE = {"selectivity": "above", "class_orbit_change": "not below", "vs_fresh_head_selectivity": "above"}
-SELECTIVE_RULE = {"selectivity": "above", "vs_random_directions_selectivity": "above"}
+# every rule decides on selectivities (module docstring; the rules: headgeom.claims.orbit_verdicts);
+# HEADLINE is the measure the summary quotes
 HEADLINE = "selectivity"
 DECIDED_BY = ("decided by selectivity = compression / global ratio (orbit spread relative to the whole cloud, "
               "each in its own space), not by the paper's compression: compression also counts shrinkage of the "
               "whole cloud (a BN head trained on raw z and fed z/|z| maps every input near one point) and, on raw "
               "z, reads BN centring of h against the non-centred post-ReLU z as expansion; compression is kept "
               "beside it with its CI")
-PAPER_BUDGET = PaperBudget(epochs=50, batch=256, source="docs/paper.md §3, SimCLR for orbits: 50 epochs, batch 256")
+PAPER_BUDGET = SIMCLR_PRETRAINING
 # the quick preset's training: the paper's SimCLR (T = 0.1, Adam 1e-3, constant schedule) on shapes; a cell adds
 # its backbone (ResNet-18 with train.backbone_options, or ViT-Tiny with vit_options), the ReLU+BN head, its seed
 TRAIN = replace(SIMCLR, batch_size=64, epochs=5, max_steps=120)
@@ -250,34 +251,13 @@ def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- verdicts
-def seed_outcome(measures: dict[str, dict], rule: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """("supports" | "refutes" | "undecided", side of each measure's CI) for one seed under ``rule``
-    (measure -> "above": CI above 1 holds, below 1 refutes; "not below": CI below 1 refutes, else holds)."""
-    absent = [m for m in rule if m not in measures]
-    if absent:
-        raise KeyError(f"C9 cell results lack {absent} (measured by an older headgeom, before the verdicts read "
-                       "selectivity); rerun C9 into a fresh --out folder, or delete its runs/C9 cells")
-    sides = {m: interval_side(measures[m]) for m in rule}
-    fails = any(s == "below" for s in sides.values())
-    holds = all(sides[m] == "above" if need == "above" else sides[m] in ("above", "straddles")
-                for m, need in rule.items())
-    return ("refutes" if fails else "supports" if holds else "undecided"), sides
-
-
-def _rule_text(rule: dict[str, str]) -> str:
-    return " and ".join(f"{m} CI {'above 1' if need == 'above' else 'not below 1'}" for m, need in rule.items())
-
-
 def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) -> dict[str, Any]:
     rule = MAIN_RULE if kind == "main" else SELECTIVE_RULE
     fam = config.judge_family
     per_seed = [m["families"][fam][variant] for c, m in results if c["backbone"] == backbone]
     outcomes = [seed_outcome(ms, rule) for ms in per_seed]
     n = len(outcomes)
-    sup = sum(o == "supports" for o, _ in outcomes) / n if n else 0.0
-    ref = sum(o == "refutes" for o, _ in outcomes) / n if n else 0.0
-    verdict = ("inconclusive" if not n else "supported" if sup >= config.majority
-               else "not supported" if ref >= config.majority else "inconclusive")
+    verdict, sup, ref = seeds_verdict([o for o, _ in outcomes], config.majority)
     keys = list(rule) + ["compression", "global_ratio", "compression_centred", "mean_pairwise_cosine_h"] + (
         ["vs_fresh_head"] if kind == "main" else ["vs_random_directions", "d_inter_ratio"])
     meas = {k: measured([ms[k]["value"] for ms in per_seed], per_seed_ci=[ms[k].get("ci") for ms in per_seed])
@@ -287,7 +267,7 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
         "the head's orbit compression is selective (orbits shrink more than the whole representation cloud "
         "and more than random directions of equal size), not global collapse")
     criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed (95% BCa bootstrap "
-                 f"CIs over images): supports if {_rule_text(rule)}; refutes if any of those CIs lies below 1; else "
+                 f"CIs over images): supports if {rule_text(rule)}; refutes if any of those CIs lies below 1; else "
                  f"undecided (so is a CI left undefined by a bias-dominated bootstrap). supported if >= "
                  f"{config.majority:.0%} of the {n} seeds support, not supported if "
                  f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "

@@ -14,6 +14,7 @@ from pathlib import Path
 from headgeom.experiments.runner import cell_status, plan_experiments, run_experiments
 from headgeom.launch.cli import launcher_from_args, print_submission
 from headgeom.launch.dry_run import dry_run
+from headgeom.released.manifest import RELEASED_ENV, resolve_released_dir
 from headgeom.report.markdown import count_noun, format_claims_short
 from headgeom.train.loggers import check_logger
 
@@ -29,6 +30,8 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
             raise FileNotFoundError(f"--checkpoints {args.checkpoints!r} is not a directory; create it and place "
                                     f"the official checkpoint files there (see the C10 section of the report)")
         os.environ["HEADGEOM_CHECKPOINTS"] = str(Path(args.checkpoints).resolve())
+    if args.released is not None:  # as --checkpoints: the cells (maybe in other processes) read the variable
+        os.environ[RELEASED_ENV] = str(resolve_released_dir(args.released).resolve())
     if args.dry_run:
         plan, load_errors = plan_experiments(ids, args.preset, args.seeds, theory_only, tuple(args.overrides))
         print(dry_run(plan, load_errors, preset=args.preset, seeds=args.seeds, launcher=args.launcher,

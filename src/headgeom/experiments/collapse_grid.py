@@ -37,14 +37,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from headgeom.experiments.registry import Experiment, Summary, measured, register
+from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.collapsed_states import collapsed_state_claim
+from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
-from headgeom.claims.training_verdicts import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, pm, usable_escape)
+from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, c5_parts, escape_row, run_name
+from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
@@ -54,7 +55,7 @@ from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale,
 STATEMENT = ("ReLU gap: ReLU heads have M = 0, so they escape collapse only through finite step size and "
              "BatchNorm, not under gradient flow (empirical side: the 14-run collapse grid)")
 LRS = (0.05, 0.5, 0.005)
-PAPER_BUDGET = PaperBudget(epochs=50, batch=512, source="docs/paper.md §3, collapse grid: 50 epochs, batch 512")
+PAPER_BUDGET = COLLAPSE_GRID
 
 
 def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ...]:
@@ -62,10 +63,6 @@ def grid_runs(lrs: tuple[float, ...] = LRS) -> tuple[tuple[str, bool, float], ..
     return ((("linear", False, lrs[0]),)
             + tuple((a, bn, lr) for a in ("silu", "relu") for bn in (True, False) for lr in lrs)
             + (("gelu", False, lrs[0]),))
-
-
-def run_name(act: str, bn: bool, lr: float) -> str:
-    return f"{act}/{'bn' if bn else 'nobn'}/lr={lr:g}"
 
 
 # the quick preset's training: the paper's SimSiam, pseudo-collapsed ×0.1; a cell adds its head (activation,
@@ -90,8 +87,8 @@ class GridConfig:
     pred_hidden: int = 64
     block_samples: int | None = 4
     rel_floor: float = 1e-10
-    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
-    majority: float = 0.8
+    collapse_fraction: float = COLLAPSE_FRACTION  # collapse level = this x the spread of the same head at normal init
+    majority: float = MAJORITY
     negative_points: float = 0.5  # C4 at collapsed states: a seed is past its threshold at >= this fraction of them
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
@@ -194,29 +191,9 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
-def _flags(groups: dict[str, list[dict]], name: str) -> list[bool]:
-    return [bool(m["escaped"]) for m in groups.get(name, []) if usable_escape(m)]
-
-
 def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> dict[str, Any]:
-    verdict, reason = contrast_verdict({g: _flags(groups, g) for g in positive},
-                                       {g: _flags(groups, g) for g in negative}, config.majority)
-    meas = {}
-    for g in positive + negative:
-        ms = groups.get(g, [])
-        flags = _flags(groups, g)
-        meas[f"escaped[{g}]"] = measured([float(f) for f in flags] or float("nan"), n=len(flags),
-                                         what="fraction of the seeds collapsed at step 0 that end escaped")
-        meas[f"never_collapsed_seeds[{g}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
-                                                       n=len(ms), what="seeds left out: not collapsed at step 0")
-        meas[f"init_over_reference[{g}]"] = measured(
-            [m["spread_initial"] / m["spread_reference"] for m in ms if m.get("spread_reference")] or float("nan"),
-            what="spread at step 0 over the same head's spread at normal init (collapsed below collapse_fraction)")
-        meas[f"spread_ratio[{g}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None])
-        meas[f"dead_seeds[{g}]"] = measured(float(sum(bool(m.get("dead_head")) for m in ms)), n=len(ms))
-    criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; "
-                 f"escape expected in {positive}, not expected in {negative}; " + contrast_rule(config.majority)
-                 + f"; dead seeds left out ({DEAD_DEFINITION}). Outcome: {reason}")
+    verdict, meas, criterion = escape_row(groups, positive, negative, collapse_fraction=config.collapse_fraction,
+                                          majority=config.majority)
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
                "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
                "reading": "n/a (spread of normalised projector outputs)", "data": config.train.data,
@@ -257,15 +234,8 @@ def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
 def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     """Two C5 claims (gradient-flow proxy; ReLU's BN / large-step routes), the grid table, spread figure."""
     groups = _groups(results)
-    lrs = sorted({float(lr) for _, _, lr in config.runs})
-    lo, hi = lrs[0], lrs[-1]
-    claims = [
-        _claim(config, groups, f"smallest step size without BN (lr {lo:g}, the gradient-flow proxy)",
-               [run_name("silu", False, lo)], [run_name("relu", False, lo)]),
-        _claim(config, groups, "ReLU escapes through BN or a large step size",
-               [run_name("relu", True, lr) for lr in lrs] + [run_name("relu", False, hi)],
-               [run_name("relu", False, lo)]),
-    ]
+    claims = [_claim(config, groups, part, positive, negative)
+              for part, positive, negative in c5_parts([float(lr) for _, _, lr in config.runs])]
     # C4 at the collapsed states the grid's runs reach (ambient reading, the one the grid tracks)
     views = {g: [{**m, **{f"{k}[ambient]": m.get(k) for k in ("lambda_min", "floor", "lambda_min_G", "threshold_ratio")}}
                  for m in ms] for g, ms in groups.items()}
@@ -273,7 +243,7 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     claims.append(collapsed_state_claim(config, views, "ambient", {
         "objective": "simsiam (negative cosine, stop-gradient)", "data": config.train.data,
         "head": paper_head("{act}", config.hidden, config.out_dim) + " [:bn:last=bn]",
-        "steps": config.train.max_steps or f"{config.train.epochs} epochs"}, smooth, paper=PAPER_BUDGET))
+        "steps": config.train.max_steps or f"{config.train.epochs} epochs"}, smooth, paper=COLLAPSE_GRID))
     figures = [("spread", lambda: plots.spread(groups, config.rel_floor))]
     notes = [f"{ESCAPE_DEFINITION}.", f"{DEAD_DEFINITION}.",
              "the ×0.1 init leaves the spread of L2-normalised outputs unchanged for positively homogeneous heads "

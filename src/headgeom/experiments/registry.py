@@ -23,6 +23,11 @@ verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) a
 Training experiments add ``budget`` (:mod:`headgeom.claims.budget`). Optional: ``headline`` (the
 measured key that decided the verdict, quoted in report.md's summary, :mod:`headgeom.report.summary`)
 and ``out_of_distribution`` (the head was read on inputs it was not trained on, :mod:`headgeom.report.ood`).
+The runner adds ``source`` (:mod:`headgeom.claims.sources`: "ours (<preset>)") to every row that does not
+name its own (the authors' released runs re-judged name theirs).
+
+An experiment lacking the preset asked for is skipped when every experiment runs (``--preset released``
+runs only those that have it) and is an error when named with ``--only``.
 """
 from __future__ import annotations
 
@@ -41,7 +46,8 @@ from headgeom.report.summary import check_headline
 from headgeom.runs.cell import Cell
 
 CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
-PRESETS = ("quick", "small", "paper")
+SHARED_PRESETS = ("quick", "small", "paper")  # every experiment of headgeom's own runs has these
+PRESETS = SHARED_PRESETS + ("released",)  # "released": only the re-judged released runs (RELEASED) have it
 
 Metrics = dict[str, Any]
 
@@ -80,6 +86,11 @@ class Experiment:
     # config keys every cell sets itself (GRID's "train.lr": each run's lr), each with what to set instead:
     # ``headgeom reproduce --set`` refuses them (headgeom.overrides), where the value would be silently ignored
     cell_keys: dict[str, str] = field(default_factory=dict)
+    # an experiment whose inputs may be absent (RELEASED: a copy of the authors' results), config -> None when
+    # it can run, else why not (one line, e.g. the fetch command); inputs present but bad raise instead.
+    # Absent inputs skip it (the reason printed once) unless it was asked for (--only, or a preset only some
+    # experiments have), where they are an error
+    available: Callable[[Any], str | None] | None = None
 
     def config(self, preset: str) -> Any:
         if preset not in self.presets:

@@ -43,6 +43,7 @@ from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
 from headgeom.claims.evidence import counts_text
+from headgeom.claims.sources import ours
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
 from headgeom.runs.cell import following_cell, running_cell
@@ -288,7 +289,9 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         except (ValueError, TypeError) as err:
             errors.append(f"invalid claim entry: {err}")
             continue
-        claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
+        if "source" not in claim:  # headgeom's own runs; the authors' runs re-judged name their source
+            claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
+            claim["source"] = ours(preset)
         claim["experiment"] = exp.id
         if n_failed:
             claim["incomplete"] = f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others"
@@ -324,7 +327,15 @@ def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, t
 
 
 # ----------------------------------------------------------------------------- the runner
-Plan = list[tuple[Experiment, Any, list[dict[str, Any]], int, list[str]]]  # (exp, config, cells, n_seeds, notes)
+class Plan(list):
+    """The selected experiments as (exp, config, cells, n_seeds, notes); ``without_preset``: the ids of the
+    experiments left out for want of the preset; ``skipped``: {experiment id: why not} for those left out
+    because their inputs are absent (:attr:`Experiment.available`)."""
+
+    def __init__(self, items: Any = (), without_preset: list[str] | None = None) -> None:
+        super().__init__(items)
+        self.without_preset: list[str] = list(without_preset or [])
+        self.skipped: dict[str, str] = {}
 
 
 def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
@@ -332,7 +343,7 @@ def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
     """(the selected experiments with their resolved configs (``overrides``: :func:`resolve_config`) and
     cells, {module: import error}). Raises ValueError for an unknown preset/id, bad seeds, an override
     the config does not have, or nothing to run."""
-    from headgeom.experiments.registry import PRESETS
+    from headgeom.experiments.registry import PRESETS, SHARED_PRESETS
 
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
@@ -345,9 +356,21 @@ def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
         if load_errors:
             raise ValueError(f"{err}\nexperiment modules that failed to import: {load_errors}") from err
         raise
-    plan = []
+    without = []
+    if not ids:  # every experiment: those without the preset sit it out (--only names them: an error)
+        without = [e.id for e in selected if preset not in e.presets]
+        selected = [e for e in selected if preset in e.presets]
+        if not selected:
+            raise ValueError(f"no {'theory ' if theory_only else ''}experiment has the preset {preset!r}")
+    plan = Plan(without_preset=without)
     for exp in selected:
         config, n_seeds, notes = resolve_config(exp, preset, seeds, tuple(overrides))
+        reason = exp.available(config) if exp.available is not None else None
+        if reason is not None:
+            if ids or preset not in SHARED_PRESETS:  # asked for: absent inputs are an error
+                raise ValueError(f"experiment {exp.id}: {reason}")
+            plan.skipped[exp.id] = reason
+            continue
         plan.append((exp, config, list(exp.cells(config, n_seeds)), n_seeds, notes))
     return plan, load_errors
 
@@ -433,6 +456,8 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     launcher = LocalLauncher(jobs=1) if launcher is None else launcher
     use_agg()
     plan, load_errors = plan_experiments(ids, preset, seeds, theory_only, overrides)
+    for exp_id, reason in plan.skipped.items():  # once each; the experiments without the preset are listed in results.json
+        print(f"{exp_id} skipped: {reason}", file=sys.stdout, flush=True)
     env = environment()
     tasks = cell_tasks(plan, out, preset, env, train_logger)
     bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
@@ -478,7 +503,8 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         "preset": preset, "seeds": seeds,
         "command": _command(ids, preset, out, seeds, theory_only, train_logger, overrides),
         "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
-        "load_errors": load_errors, "finished": utc_now(),
+        "load_errors": load_errors, "skipped": plan.skipped, "without_preset": plan.without_preset,
+        "finished": utc_now(),
     }
     atomic_write_json(out / "results.json", results_json)
     write_report(out / "report.md", results_json)

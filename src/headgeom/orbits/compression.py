@@ -46,6 +46,7 @@ from torch import Tensor
 
 from headgeom.orbits.analyze import point_replicates
 from headgeom.orbits.bootstrap import Resamples
+from headgeom.claims.orbit_verdicts import interval_side  # re-exported: C9's reading of an interval
 
 __all__ = ["DEFINITIONS", "compression_measures", "interval_side"]
 
@@ -152,16 +153,3 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
         put(f"{name}_selectivity", ctrl_sel)
         put(f"vs_{name}_selectivity", (sel[0] / ctrl_sel[0], sel[1] / ctrl_sel[1]))
     return out
-
-
-def interval_side(est: Mapping, threshold: float = 1.0) -> str:
-    """Where an estimate's interval lies against ``threshold``: "above" (lo > t), "below"
-    (hi < t), "straddles", or "undefined" (a bound missing or NaN). Infinite bounds count (a
-    head output with zero spread in every resample has compression +inf, above any threshold)."""
-    ci = est.get("ci") if isinstance(est, Mapping) else None
-    if not ci or ci[0] is None or ci[1] is None:
-        return "undefined"
-    lo, hi = float(ci[0]), float(ci[1])
-    if math.isnan(lo) or math.isnan(hi):
-        return "undefined"
-    return "above" if lo > threshold else "below" if hi < threshold else "straddles"

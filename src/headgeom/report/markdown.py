@@ -50,7 +50,11 @@ def format_measured(m: Any) -> str:
     table's long form (4 significant digits, the spread kind when not the default); other values as text."""
     if not isinstance(m, dict) or "value" not in m:
         return _num(m)
-    text = format_estimate(m, _num, _num) + f" (n={m.get('n', '?')})"
+    text = format_estimate(m, _num, _num)
+    ci = m.get("ci")
+    if m.get("spread") is None and isinstance(ci, (list, tuple)) and len(ci) == 2 and None not in ci:
+        text += f" [{_num(ci[0])}, {_num(ci[1])}]"  # an interval where there is no spread (one model, bootstrap)
+    text += f" (n={m.get('n', '?')})"
     kind = m.get("spread_kind")
     if kind and kind != DEFAULT_SPREAD_KIND:
         text += f" [{kind}]"
@@ -115,10 +119,13 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
         verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
         if c.get("budget"):
             verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
+            if c["budget"].get("basis"):
+                verdict += f" ({c['budget']['basis']})"
         if c.get("out_of_distribution"):
             verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            i, c["id"], c["statement"], _setting(c.get("setting")), meas or "-", check_evidence(c), verdict,
+            i, c["id"], c["statement"], _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else ""),
+            meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
     return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
             f"{counts_text(claims)}; only `test` rows count as support.\n"
@@ -277,11 +284,13 @@ def render_report(results: dict[str, Any]) -> str:
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
-             "## Summary", "", summary_table(claims, format_measured, _cell),
+             "## Summary", "", summary_table(claims, format_measured, _cell, results.get("preset")),
              "Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
              "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
              f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
-             "which the paper proves rather than measures.", ""]
+             "which the paper proves rather than measures. \"ours\" are headgeom's runs at this preset; \"authors' runs, "
+             "re-judged\" are the paper's own released runs (docs/paper.md §3.8) judged by the same rules, at their budget.",
+             ""]
     if n_failed or n_errors:
         lines += [f"**Warning:** {count_noun(n_failed, 'cell')} failed and {count_noun(n_errors, 'summary step')} "
                   "raised; see the "

@@ -1,11 +1,14 @@
 """The one-screen summary that opens report.md: one line per claim C1…C12 present in the results.
 
 Each line gives a short statement, the paper's number (docs/paper.md §3; "proof" for the theorems,
-which the paper proves rather than measures), ours (one headline measured value with its spread
-and n: the ``headline`` a row names, i.e. the measure that decided its verdict, else the first key
-matching the claim's patterns below; from the claim's first ``test`` row that has it, else its first
-row), the verdict counts by evidence kind (headgeom.claims.evidence) and the least training budget of its rows
-(headgeom.claims.budget). The paper's numbers are quoted for comparison, never tuned toward.
+which the paper proves rather than measures), then side by side the two sources of rows
+(headgeom.claims.sources): ours, headgeom's own runs at the preset, and the authors' released runs
+re-judged by the same rules. Each source's cell holds its verdict counts by evidence kind
+(headgeom.claims.evidence), one headline measured value with its spread and n (the ``headline`` a row
+names, i.e. the measure that decided its verdict, else the first key matching the claim's patterns
+below; from the source's first ``test`` row that has it, else its first row) and the least training
+budget of its rows (headgeom.claims.budget). The paper's numbers are quoted for comparison, never tuned
+toward.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from typing import Any
 
 from headgeom.claims.budget import budget_text
 from headgeom.claims.evidence import TEST, counts_text
+from headgeom.claims.sources import AUTHORS, is_authors
 
 
 @dataclass(frozen=True)
@@ -110,19 +114,34 @@ def by_claim(claims: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {k: groups[k] for k in sorted(groups, key=natural_key)}
 
 
-def summary_table(claims: list[dict[str, Any]], format_measured: Any, cell: Any) -> str:
-    """The markdown summary: one line per claim id present in ``claims``.
+def source_cell(rows: list[dict[str, Any]], info: ClaimLine, format_measured: Any) -> str:
+    """One source's cell of a claim: verdict counts, the headline value, the least budget; "-" without rows."""
+    if not rows:
+        return "-"
+    found = headline(rows, info.headline)
+    parts = [counts_text(rows)]
+    if found:
+        parts.append(f"{found[0]}: {format_measured(found[1])}")
+    b = least_budget(rows)
+    if b:
+        parts.append(budget_text(b))
+    return "<br>".join(parts)
 
-    ``format_measured`` and ``cell`` are the markdown writer's value formatter and cell escaper."""
+
+def summary_table(claims: list[dict[str, Any]], format_measured: Any, cell: Any, preset: str | None = None) -> str:
+    """The markdown summary: one line per claim id present in ``claims``, ours (at ``preset``) and the
+    authors' runs re-judged side by side.
+
+    ``format_measured`` and ``cell`` are the markdown writer's value formatter and cell escaper. ``cell``
+    is applied to the text of each column; line breaks inside a source's cell are ``<br>``."""
     if not claims:
         return "_No claim entries were produced._\n"
-    lines = ["| claim | statement | paper | ours | verdicts by evidence kind | budget |",
-             "|---|---|---|---|---|---|"]
+    ours_head = f"ours ({preset}, budget)" if preset else "ours (budget)"
+    lines = [f"| claim | statement | paper | {ours_head} | {AUTHORS} (their budget) |", "|---|---|---|---|---|"]
     for cid, rows in by_claim(claims).items():
         info = CLAIMS.get(cid, ClaimLine(str(rows[0].get("statement", "")), "-"))
-        found = headline(rows, info.headline)
-        ours = f"{found[0]}: {format_measured(found[1])}" if found else "-"
-        b = least_budget(rows)
-        lines.append("| " + " | ".join(cell(x) for x in (
-            f"**{cid}**", info.short, info.paper, ours, counts_text(rows), budget_text(b) if b else "-")) + " |")
+        mine = [r for r in rows if not is_authors(r)]
+        theirs = [r for r in rows if is_authors(r)]
+        lines.append("| " + " | ".join(cell(x) for x in (f"**{cid}**", info.short, info.paper)) + " | "
+                     + " | ".join(cell(source_cell(r, info, format_measured)) for r in (mine, theirs)) + " |")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,112 @@
+"""The rules the authors' released runs are re-judged by, on built cases: each gives the verdict its stated
+criterion implies (headgeom.claims.estimated_curvature, probe_gap, orbit_verdicts, collapse_escape,
+depth_trend)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from headgeom.claims.collapse_escape import c5_parts, escape_row, run_name
+from headgeom.claims.depth_trend import increase_test, learned_floor_check
+from headgeom.claims.estimated_curvature import NO_FLOOR, estimated_curvature
+from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, seed_outcome, seeds_verdict
+from headgeom.claims.probe_gap import gap_verdict, smallest_deciding_n, tie_band
+from headgeom.claims.sources import AUTHORS, is_authors, ours
+from headgeom.claims.training_verdicts import escape
+
+
+def _runs(smooth, relu, floor=None):
+    return {"normal-silu": {"activation": "silu", "lambda_min": smooth, "floor": floor},
+            "collapsed-relu": {"activation": "relu", "lambda_min": relu, "floor": floor}}
+
+
+def test_estimates_without_a_floor_are_inconclusive_whatever_their_signs():
+    verdict, meas, criterion, face = estimated_curvature(_runs([-1e-6] * 7 + [1e-7] * 3, [0.0] * 10),
+                                                         negative_points=0.5, majority=0.8, estimator="float32")
+    assert verdict == "inconclusive" and face == "supported"  # at face value the contrast would hold
+    assert NO_FLOOR in criterion and "float32" in criterion
+    assert meas["frac_epochs_estimate_below_0[normal-silu]"]["value"] == pytest.approx(0.7)
+    assert meas["frac_epochs_estimate_exactly_0[collapsed-relu]"]["value"] == 1.0
+    assert meas["median_abs_estimate[normal-silu]"]["value"] == pytest.approx(1e-6)
+    # a ReLU run negative at face value: the face-value reading fails, the verdict is still undecided
+    verdict, _, _, face = estimated_curvature(_runs([-1e-6] * 10, [-1e-6] * 10), negative_points=0.5, majority=0.8,
+                                              estimator="e")
+    assert (verdict, face) == ("inconclusive", "not supported")
+
+
+def test_estimates_with_a_floor_are_judged_by_c8s_rule():
+    floor = [1e-7] * 10
+    assert estimated_curvature(_runs([-1e-6] * 10, [0.0] * 10, floor), negative_points=0.5, majority=0.8,
+                               estimator="e")[0] == "supported"
+    assert estimated_curvature(_runs([-1e-6] * 10, [-1e-6] * 10, floor), negative_points=0.5, majority=0.8,
+                               estimator="e")[0] == "not supported"
+    # below zero but above -floor is not negative: the smooth run never shows it
+    assert estimated_curvature(_runs([-1e-8] * 10, [0.0] * 10, floor), negative_points=0.5, majority=0.8,
+                               estimator="e")[0] == "not supported"
+
+
+def test_the_smallest_deciding_test_set_is_where_two_standard_errors_fall_below_the_gap():
+    for a, b in ((0.5227, 0.3755), (0.4075, 0.3492), (0.30, 0.31)):
+        n = smallest_deciding_n(a, b)
+        p = (a + b) / 2
+        assert 2 * math.sqrt(2 * p * (1 - p) / n) < abs(a - b) <= 2 * math.sqrt(2 * p * (1 - p) / (n - 1))
+    assert smallest_deciding_n(0.4, 0.4) is None
+    assert tie_band(0.5, 0.3, None, 0.01) == 0.01 and tie_band(0.5, 0.3, 100, 0.01) > 0.1
+
+
+def test_gap_verdict():
+    assert gap_verdict([0.1], [0.01], 0.8)[0] == "supported"
+    assert gap_verdict([-0.1], [0.01], 0.8)[0] == "not supported"
+    assert gap_verdict([0.005], [0.01], 0.8)[0] == "inconclusive"
+    assert gap_verdict([0.1, -0.1], [0.01, 0.01], 0.8) == ("inconclusive", 0.5, 0.5)
+    assert gap_verdict([], [], 0.8)[0] == "inconclusive"
+
+
+def _e(lo, hi):
+    return {"value": (lo + hi) / 2, "ci": [lo, hi]}
+
+
+def test_a_control_not_formed_can_refute_but_never_support():
+    good = {"selectivity": _e(1.2, 1.5), "class_orbit_change": _e(1.1, 1.3)}
+    out, sides = seed_outcome(good, MAIN_RULE, not_formed=("vs_fresh_head_selectivity",))
+    assert out == "undecided" and sides["vs_fresh_head_selectivity"] == NOT_FORMED
+    bad = {**good, "selectivity": _e(0.5, 0.8)}
+    assert seed_outcome(bad, MAIN_RULE, not_formed=("vs_fresh_head_selectivity",))[0] == "refutes"
+    assert seed_outcome(good, SELECTIVE_RULE, not_formed=("vs_random_directions_selectivity",))[0] == "undecided"
+    with pytest.raises(KeyError):  # a measure missing without being declared not formed is an error
+        seed_outcome(good, MAIN_RULE)
+    assert seeds_verdict(["undecided"], 0.8)[0] == "inconclusive"
+    assert seeds_verdict(["refutes"], 0.8)[0] == "not supported"
+    assert seeds_verdict(["supports", "supports"], 0.8) == ("supported", 1.0, 0.0)
+
+
+def test_escape_without_a_reference_gives_no_flag_and_an_inconclusive_contrast():
+    (_, pos, neg), _ = c5_parts([0.5, 0.005, 0.05])
+    assert pos == [run_name("silu", False, 0.005)] and neg == [run_name("relu", False, 0.005)]
+    escaping = [1e-4, 1e-3, 2e-3]
+    staying = [1e-4, 1e-4, 1e-4]
+    no_ref = {pos[0]: [escape(escaping, None, 0.5) | {"dead_head": None}],
+              neg[0]: [escape(staying, None, 0.5) | {"dead_head": None}]}
+    verdict, meas, criterion = escape_row(no_ref, pos, neg, collapse_fraction=0.5, majority=0.8)
+    assert verdict == "inconclusive" and "groups without usable seeds" in criterion
+    assert meas[f"escaped[{pos[0]}]"]["n"] == 0
+    # the same trajectories with a calibrated reference (normal-init spread 2e-3) decide the contrast
+    ref = {pos[0]: [escape(escaping, 2e-3, 0.5) | {"dead_head": False}],
+           neg[0]: [escape(staying, 2e-3, 0.5) | {"dead_head": False}]}
+    assert escape_row(ref, pos, neg, collapse_fraction=0.5, majority=0.8)[0] == "supported"
+
+
+def test_one_model_per_depth_is_inconclusive_and_the_learned_floor():
+    t = increase_test({1: {0: 0.8}, 2: {0: 1.5}, 3: {0: 2.0}}, log=True, margin=math.log(1.1))
+    assert t["verdict"] == "inconclusive" and t["n"] == 1
+    t = {"verdict": "supported"}
+    text = learned_floor_check(t, {1: {0: 0.26}, 3: {0: 0.28}}, chance=0.25, floor=0.05)
+    assert t["verdict"] == "inconclusive" and "not met" in text
+    t = {"verdict": "supported"}
+    learned_floor_check(t, {1: {0: 0.45}, 3: {0: 0.52}}, chance=0.25, floor=0.05)
+    assert t["verdict"] == "supported"
+
+
+def test_sources():
+    assert ours("quick") == "ours (quick)" and is_authors({"source": AUTHORS}) and not is_authors({})

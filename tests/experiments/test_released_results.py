@@ -1,0 +1,173 @@
+"""RELEASED: the authors' released runs re-judged by headgeom's rules, on a synthetic copy of their layout
+(tests/released_copy.py) and on the real copy (skipped without HEADGEOM_RELEASED); the runner's skip rules
+and ``headgeom reproduce --preset released`` end to end."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+
+from released_copy import write_copy
+from headgeom.cli import main
+from headgeom.claims.sources import AUTHORS
+from headgeom.experiments import runner
+from headgeom.experiments.registry import check_claim
+from headgeom.experiments.released_results import ReleasedConfig, available, cells, run_cell, summarize
+from headgeom.experiments.runner import plan_experiments, run_experiments
+from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError
+from headgeom.released.parts import NO_REFERENCE
+
+REAL = os.environ.get(RELEASED_ENV, "")
+needs_copy = pytest.mark.skipif(not REAL, reason="HEADGEOM_RELEASED is unset: the real released copy is not checked "
+                                "(`headgeom released fetch DIR`); the synthetic copy's tests ran")
+
+
+def _manifest_file(copy, path):
+    m = copy.manifest
+    path.write_text(json.dumps({"source": m.source, "commit": m.commit, "raw_url_pattern": m.raw_url_pattern,
+                                "files": [{"path": e.path, "bytes": e.bytes, "sha256": e.sha256} for e in m.files]}))
+    return path
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    copy = write_copy(tmp_path / "copy")
+    return copy, _manifest_file(copy, tmp_path / "manifest.json")
+
+
+def _config(copy, manifest, **kw):
+    return ReleasedConfig(released_dir=str(copy.root), manifest=str(manifest), n_boot=200, **kw)
+
+
+def _summary(config):
+    return summarize(config, [(c, run_cell(config, c)) for c in cells(config)])
+
+
+def _side(est):
+    lo, hi = est["ci"]
+    return "above" if lo > 1 else "below" if hi < 1 else "straddles"
+
+
+def test_rows_on_a_synthetic_copy_follow_the_stated_criteria(synthetic):
+    copy, manifest = synthetic
+    config = _config(copy, manifest)
+    claims = [check_claim(c) for c in _summary(config).claims]
+    assert {c["id"] for c in claims} == {"C5", "C8", "C9", "C11", "C12"}
+    assert all(c["source"] == AUTHORS and c["evidence"] == "test" for c in claims)
+    c5 = [c for c in claims if c["id"] == "C5"]  # two contrasts per CIFAR-10 grid, none for CIFAR-100
+    assert len(c5) == 4 and all(c["verdict"] == "inconclusive" and NO_REFERENCE in c["criterion"] for c in c5)
+    assert [c["verdict"] for c in claims if c["id"] in ("C8", "C11")] == ["inconclusive"] * 3
+    for c in (c for c in claims if c["id"] == "C9"):
+        sides = [_side(c["measured"]["selectivity"])]
+        if c["setting"]["part"] == "main":
+            sides += [_side(c["measured"]["class_orbit_change"])]
+        assert c["verdict"] == ("not supported" if "below" in sides else "inconclusive")  # controls not formed
+    for c in (c for c in claims if c["id"] == "C12"):
+        acc = copy.expected[("guillotine", c["setting"]["data"], c["setting"]["backbone"])]
+        gap = acc["backbone_acc_linear"] - acc["head_acc_linear"]
+        assert c["measured"]["gap_z_minus_head_output"]["value"] == pytest.approx(gap)
+        assert c["verdict"] == ("supported" if gap > 0.01 else "not supported" if gap < -0.01 else "inconclusive")
+        # the synthetic log saved no guillotine file: the paper's protocol, said so
+        assert c["budget"]["fraction"] == 1.0 and "no session of the log" in c["budget"]["basis"]
+
+
+@pytest.mark.parametrize("z, h, verdict", [(0.6, 0.3, "supported"), (0.3, 0.6, "not supported"),
+                                           (0.40, 0.395, "inconclusive")])
+def test_c12_verdicts_on_built_accuracies(synthetic, z, h, verdict):
+    copy, _ = synthetic
+    for d, b in (("cifar10", "resnet18"),):
+        np.save(copy.file(f"results/{d}/{b}/guillotine_results.npy"),
+                {"backbone_acc_linear": z, "head_acc_linear": h, "backbone_acc_mlp": z, "head_acc_mlp": h,
+                 "gap_backbone": 0.0, "gap_head": 0.0, "dataset": d})
+    copy.repin()
+    config = _config(copy, _manifest_file(copy, copy.root.parent / "repinned.json"))
+    cell = next(c for c in cells(config) if c["part"] == "C12" and c["dataset"] == "cifar10"
+                and c["backbone"] == "resnet18")
+    (row,) = [r for r in summarize(config, [(cell, run_cell(config, cell))]).claims]
+    assert row["verdict"] == verdict
+
+
+def test_available_without_a_copy_names_the_fetch_command_and_a_bad_copy_raises(synthetic, monkeypatch):
+    copy, manifest = synthetic
+    monkeypatch.delenv(RELEASED_ENV, raising=False)
+    reason = available(ReleasedConfig())
+    assert "headgeom released fetch DIR" in reason and "--released DIR" in reason
+    assert available(_config(copy, manifest)) is None
+    copy.file("results/cifar10/resnet18/guillotine_results.npy").write_bytes(b"damaged")
+    with pytest.raises(ReleasedFileError, match="guillotine_results.npy"):
+        available(_config(copy, manifest))
+
+
+def test_the_runner_skips_released_without_a_copy_and_runs_only_it_under_its_preset(synthetic, monkeypatch):
+    copy, manifest = synthetic
+    monkeypatch.delenv(RELEASED_ENV, raising=False)
+    runner._load()
+    plan, _ = plan_experiments(None, "quick", None)
+    assert "RELEASED" not in [e.id for e, *_ in plan] and "headgeom released fetch" in plan.skipped["RELEASED"]
+    with pytest.raises(ValueError, match="RELEASED: no copy"):  # asked for by name: an error
+        plan_experiments(["RELEASED"], "quick", None)
+    with pytest.raises(ValueError, match="RELEASED: no copy"):  # asked for by its preset
+        plan_experiments(None, "released", None)
+    monkeypatch.setenv(RELEASED_ENV, str(copy.root))
+    plan, _ = plan_experiments(None, "released", None, overrides=(f"manifest={manifest}",))
+    assert [e.id for e, *_ in plan] == ["RELEASED"] and "C1" in plan.without_preset and not plan.skipped
+
+
+def test_reproduce_preset_released_end_to_end(synthetic, tmp_path, capsys, monkeypatch):
+    copy, manifest = synthetic
+    monkeypatch.setenv(RELEASED_ENV, "")  # --released sets the variable for the cells: restored after the test
+    out = tmp_path / "out"
+    assert main(["reproduce", "--preset", "released", "--released", str(copy.root), "--set", f"manifest={manifest}",
+                 "--out", str(out), "--quiet"]) == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["preset"] == "released" and data["claims"]
+    assert all(c["source"] == AUTHORS for c in data["claims"])
+    assert "C1" in data["without_preset"] and list(data["experiments"]) == ["RELEASED"]
+    report = (out / "report.md").read_text()
+    assert "| ours (released, budget) | authors' runs, re-judged (their budget) |" in report
+
+
+def test_reproduce_preset_released_without_a_copy_is_one_line_exit_2_nothing_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(RELEASED_ENV, raising=False)
+    out = tmp_path / "out"
+    assert main(["reproduce", "--preset", "released", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "headgeom released fetch DIR" in err
+    assert not out.exists()
+
+
+@needs_copy
+def test_the_real_copy_re_judged(tmp_path, capsys):
+    res = run_experiments(["RELEASED"], preset="released", out=tmp_path / "out", progress=False)
+    assert res["n_failed"] == 0
+    rows = res["claims"]
+    assert all(r["source"] == AUTHORS for r in rows)
+    by = {}
+    for r in rows:
+        by.setdefault(r["id"], []).append(r)
+    assert [r["verdict"] for r in by["C12"]] == ["supported"] * 3  # 52.27 vs 37.55, 40.75 vs 34.92, 42.01 vs 31.19
+    assert [r["measured"]["acc_z"]["value"] for r in by["C12"]] == [0.5227, 0.4075, 0.4201]
+    # the logs' sessions that saved them: SimCLR 50 epochs at batch 512 against the paper's 50 epochs at batch 256
+    assert all(r["budget"]["fraction"] == pytest.approx(50 * (50_000 // 512) * 512 / (50 * (50_000 // 256) * 256))
+               and "session" in r["budget"]["basis"] for r in by["C12"])
+    (c8,) = by["C8"]
+    assert c8["verdict"] == "inconclusive"  # the float32 estimates cannot form C8's sign floor
+    assert c8["measured"]["frac_epochs_estimate_below_0[normal-silu]"]["value"] == pytest.approx(0.69)  # the paper's 69/100
+    assert [r["verdict"] for r in by["C5"]] == ["inconclusive"] * 4
+    resnet = [r for r in by["C9"] if r["setting"]["backbone"] == "resnet18"]
+    assert all(r["verdict"] == "inconclusive" and r["measured"]["selectivity"]["ci"][0] > 1 for r in resnet)
+    assert resnet[0]["measured"]["compression"]["value"] == pytest.approx(21.85, abs=0.01)  # the paper's Table 1
+    assert [r["verdict"] for r in by["C11"]] == ["inconclusive"] * 2  # one model per depth
+    sel = [by["C11"][0]["measured"][f"selectivity[depth {d}]"]["value"] for d in (1, 2, 3)]
+    assert sel == sorted(sel) and math.isclose(sel[2] / sel[0], by["C11"][0]["measured"][
+        "selectivity depth 3 / depth 1"]["value"])
+
+
+@needs_copy
+def test_the_default_preset_includes_the_released_rows_when_a_copy_is_set():
+    runner._load()
+    plan, _ = plan_experiments(None, "quick", None)
+    assert "RELEASED" in [e.id for e, *_ in plan] and not plan.skipped and not plan.without_preset
