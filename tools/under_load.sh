@@ -34,7 +34,9 @@ echo "under_load.sh: $BUSY busy loop(s) running (pids ${loops[*]}); $RUNS run(s)
 
 failed=0
 for run in $(seq "$RUNS"); do
-  "$PYTHON" -m pytest -q "$@" &  # in the background, so that a signal to this script is handled at once
+  # in the background, so that a signal to this script is handled at once; a script's background job starts
+  # with SIGINT ignored, which its tests would inherit, so pytest gets Python's usual SIGINT handler back
+  "$PYTHON" -c 'import signal, sys, pytest; signal.signal(signal.SIGINT, signal.default_int_handler); sys.exit(pytest.main(sys.argv[1:]))' -q "$@" &
   tests=$!
   wait "$tests"
   status=$?

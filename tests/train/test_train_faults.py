@@ -90,8 +90,10 @@ def reference(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_signal_mid_run_checkpoints_the_last_step_and_resume_continues_exactly(signum, reference, tmp_path):
     run, held = tmp_path / "run", tmp_path / "held"
+    # SIGINT as a terminal's foreground process has it, however pytest was started (a background job ignores it)
     proc = subprocess.Popen([sys.executable, str(WORKER), "6", str(held), "train", *TINY, *EPOCHS, "--out", str(run)],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         while not held.exists():  # the run waits at step 6 (mid-epoch: no checkpoint of its own there)
             assert proc.poll() is None, proc.communicate()
@@ -117,7 +119,8 @@ def test_a_signal_mid_run_checkpoints_the_last_step_and_resume_continues_exactly
 
 def test_stop_signals_ask_once_and_hand_a_second_signal_to_the_handler_before():
     seen = []
-    before = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    record = lambda signum, frame: seen.append(signum)  # noqa: E731
+    before = signal.signal(signal.SIGTERM, record), signal.signal(signal.SIGINT, record)
     try:
         with StopSignals() as stop:
             assert stop() is None
@@ -125,9 +128,23 @@ def test_stop_signals_ask_once_and_hand_a_second_signal_to_the_handler_before():
             assert stop() == signal.SIGTERM and seen == []  # the first one is a request
             signal.raise_signal(signal.SIGTERM)
             assert seen == [signal.SIGTERM]  # the second reaches the handler that was there before
-        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            assert signal.getsignal(signal.SIGINT) is record  # and both are put back at once
+        assert signal.getsignal(signal.SIGTERM) is record and signal.getsignal(signal.SIGINT) is record
     finally:
-        signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
+
+
+def test_a_signal_the_process_ignores_stays_ignored():
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a script, or nohup
+    try:
+        with StopSignals() as stop:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGINT)
+            assert stop() is None
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 # ----------------------------------------------------------------------------- a torn metrics line

@@ -9,7 +9,8 @@ for bit; the metrics lines of the finished steps are all there, none twice).
 
 A second signal while the step finishes is not caught again: it gets the handler that was there
 before (SIGINT raises KeyboardInterrupt, SIGTERM ends the process); the previous checkpoint is
-written atomically, so it stays whole either way. Only a single-process run installs the handlers:
+written atomically, so it stays whole either way. A signal the process was started ignoring (``nohup``,
+a background job of a script) stays ignored. Only a single-process run installs the handlers:
 under torchrun or srun every rank would have to stop at the same step (the launcher's own signal
 handling applies there), and a SLURM cell's job is handled by submitit (:mod:`headgeom.launch.slurm`).
 """
@@ -67,6 +68,8 @@ class StopSignals:
         if threading.current_thread() is not threading.main_thread():
             return self  # Python delivers signals to the main thread only; nothing to install
         for signum in self.signals:
+            if signal.getsignal(signum) is signal.SIG_IGN:
+                continue  # ignored by whoever started us (nohup, a background job): it stays ignored
             self._before[signum] = signal.signal(signum, self._handle)
         return self
 
