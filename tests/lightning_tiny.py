@@ -93,7 +93,7 @@ def main(out: str) -> None:
     geometry = HeadGeometryCallback(loss=nt_xent, probe=probe, every_n_train_steps=1)
     sync_head = nn.SyncBatchNorm.convert_sync_batchnorm(head(bn=True)).train()
     sync = SyncHeadProbe(GeometryMonitor(sync_head, "backbone", nt_xent, probe))
-    trainer = Trainer(devices=2, strategy=DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=60)),
+    trainer = Trainer(devices=2, strategy=DDPStrategy(process_group_backend="gloo", timeout=timedelta(seconds=120)),
                       logger=CSVLogger(out, name="csv", version=0), callbacks=[geometry, sync], **trainer_options(3))
     trainer.fit(model, loader())
     record = {"rank": trainer.global_rank, "world": trainer.world_size, "last_step": geometry.last_step,

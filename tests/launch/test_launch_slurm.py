@@ -3,7 +3,7 @@
 The cluster tests skip with the reason when submitit, sbatch or a SLURM controller is missing;
 CI starts the local cluster, so they run there. Test experiments: tests/launch_values_experiment.py
 (v = 10 * (seed + 1); a cell fails while OUT/fail-seed-<s> exists) and tests/launch_train_experiment.py
-(one tiny training cell, a checkpoint every step, at least 1 s per step).
+(one tiny training cell, a checkpoint every step, held at a step while a file the test makes exists).
 """
 import importlib
 import json
@@ -27,6 +27,7 @@ from headgeom.experiments.registry import EXPERIMENTS
 from headgeom.launch.status import read_queue
 from headgeom.runs.metrics import read_metrics
 from headgeom.threads import torch_threads
+from headgeom.train.checkpoint import load_checkpoint
 
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -78,7 +79,9 @@ def _job(cell_dir):
     return json.loads((cell_dir / "slurm.json").read_text())["job_id"]
 
 
-def _until(predicate, what, timeout=300.0):
+def _until(predicate, what, timeout=1800.0):
+    """Wait for an event; the deadline only keeps a broken cluster from hanging the suite (it is far
+    above any wait of a working one, however loaded the machine)."""
     t0 = time.monotonic()
     while not predicate():
         if time.monotonic() - t0 > timeout:
@@ -170,42 +173,47 @@ def test_a_failing_cell_is_reported_with_its_log_and_is_the_only_one_resubmitted
 @pytest.mark.cluster
 def test_an_interrupted_training_cell_resumes_from_its_checkpoint(test_experiments, tmp_path, capsys):
     """Preempted (submitit's USR2: checkpoint and requeue), then cancelled (scancel), then
-    resubmitted by rerunning the command: the run ends as an uninterrupted one, each step once."""
+    resubmitted by rerunning the command: the run ends as an uninterrupted one, each step once.
+    The job is held at a step (tests/launch_train_experiment.py's hold files) whenever it is
+    signalled, so where it stops does not depend on how fast the machine is."""
     cmd = ["reproduce", "--only", training.ID]
     with torch_threads(1):  # a SLURM job of one core runs one thread: the same arithmetic
-        assert main([*cmd, "--preset", "small", "--out", str(tmp_path / "ref"), "--quiet", "--jobs", "1"]) == 0
+        assert main([*cmd, "--out", str(tmp_path / "ref"), "--quiet", "--jobs", "1"]) == 0
     (ref,) = _cells(tmp_path / "ref", training.ID).values()
     reference = json.loads((ref / "done.json").read_text())["metrics"]
     assert reference["logged_steps"] == list(range(1, 17)) and reference["resumed_from_step"] is None
 
     out = tmp_path / "slurm"
+    out.mkdir()
+    training.hold_file(out, 3).touch()
     assert main([*cmd, *_slurm(out)]) == 0
     cell = next((out / "runs" / training.ID).iterdir())
     job = _job(cell)
     train_dir = cell / "train"
 
-    def steps():
-        path = train_dir / "metrics.jsonl"
-        lines = path.read_text().splitlines() if path.exists() else []
-        return [json.loads(x)["step"] for x in lines if '"loss"' in x]
-
     def resumed():
         path = train_dir / "config.json"
         return json.loads(path.read_text()).get("resumed_from_step") if path.exists() else None
 
-    _until(lambda: len(steps()) >= 3, "step 3 of the first attempt")
+    _until(training.held_file(out, 3).exists, "the first attempt to hold at step 3")
+    training.hold_file(out, 6).touch()  # where the requeued attempt will hold
     subprocess.run(["scancel", "--signal=USR2", job], check=True)  # what SLURM sends before a timeout
-    _until(lambda: (resumed() or 0) >= 3 and len(steps()) > resumed(), "the requeued job to resume")
+    _until(lambda: resumed() == 2, "the requeued job to resume from step 2, the last checkpoint")
+    training.hold_file(out, 3).unlink()
+    _until(training.held_file(out, 6).exists, "the requeued attempt to hold at step 6")
+    # step 5's checkpoint is written on a thread while the cell holds: on disk before the SIGKILL
+    _until(lambda: load_checkpoint(train_dir / "checkpoints" / "last.pt")["step"] == 5, "the checkpoint of step 5")
     subprocess.run(["scancel", job], check=True)  # SIGTERM (ignored by submitit), SIGKILL 5 s later
     _until(lambda: job not in read_queue(), "the cancelled job to leave the queue")
     capsys.readouterr()
     assert main([*cmd, "--out", str(out), "--status"]) == 0
     assert "left the queue without a result" in capsys.readouterr().out
 
+    training.hold_file(out, 6).unlink()
     assert main([*cmd, *_slurm(out, "--wait")]) == 0
     assert _job(cell) != job
     final = json.loads((cell / "done.json").read_text())["metrics"]
-    assert final["resumed_from_step"] > 4
+    assert final["resumed_from_step"] == 5  # the last checkpoint before the hold at step 6
     assert final["logged_steps"] == reference["logged_steps"]
     assert final["final_loss"] == reference["final_loss"]
 

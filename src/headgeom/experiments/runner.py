@@ -364,15 +364,31 @@ def plan_experiments(ids: list[str] | None, preset: str, seeds: int | None,
             raise ValueError(f"no {'theory ' if theory_only else ''}experiment has the preset {preset!r}")
     plan = Plan(without_preset=without)
     for exp in selected:
-        config, n_seeds, notes = resolve_config(exp, preset, seeds, tuple(overrides))
-        reason = exp.available(config) if exp.available is not None else None
-        if reason is not None:
-            if ids or preset not in SHARED_PRESETS:  # asked for: absent inputs are an error
-                raise ValueError(f"experiment {exp.id}: {reason}")
-            plan.skipped[exp.id] = reason
-            continue
-        plan.append((exp, config, list(exp.cells(config, n_seeds)), n_seeds, notes))
+        try:
+            config, n_seeds, notes = resolve_config(exp, preset, seeds, tuple(overrides))
+            reason = exp.available(config) if exp.available is not None else None
+            if reason is not None:
+                if ids or preset not in SHARED_PRESETS:  # asked for: absent inputs are an error
+                    raise ValueError(f"experiment {exp.id}: {reason}")
+                plan.skipped[exp.id] = reason
+                continue
+            cells = list(exp.cells(config, n_seeds))
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as err:
+            if not overrides or str(err).startswith(f"experiment {exp.id}: "):
+                raise
+            raise ValueError(_blame_overrides(exp.id, overrides, err)) from err
+        plan.append((exp, config, cells, n_seeds, notes))
     return plan, load_errors
+
+
+def _blame_overrides(exp_id: str, overrides: tuple[str, ...], err: BaseException) -> str:
+    """One line for a preset that its own checks accepted with ``--set`` values but whose seeds or cells
+    could not be formed from them (a value of the wrong type or range that no field check caught): the
+    assignments, what failed, and where to see the preset's values."""
+    what = " ".join(str(err).split()) or type(err).__name__
+    return (f"experiment {exp_id}: --set {' '.join(repr(o) for o in overrides)}: its cells cannot be formed "
+            f"with this value ({type(err).__name__}: {what}); headgeom reproduce --only {exp_id} --dry-run "
+            f"shows the preset's values and their types")
 
 
 def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any], train_logger: str = "jsonl") -> list[CellTask]:

@@ -87,6 +87,8 @@ class CheckpointWriter:
                 save_checkpoint(path, state)
                 for extra in copies:
                     atomic_write_bytes(extra, Path(path).read_bytes())
+            except OSError as err:  # a full disk: name the checkpoint (a write to the temporary file names none)
+                self._error = err if err.filename else OSError(err.errno, err.strerror, str(path))
             except BaseException as err:  # handed to the training thread by wait()
                 self._error = err
 

@@ -1,13 +1,18 @@
 """``headgeom train``: pre-train an SSL method into a run directory.
 
 The parser is :func:`headgeom.commands.train.add_parser` (torch-free, so ``--help`` is instant); it
-names :func:`run` as the command's work.
+names :func:`run` as the command's work. A single process stops on SIGTERM or SIGINT after the step
+it is taking, with a checkpoint of that step, one line on stderr and exit status 128 + the signal
+(:mod:`.interrupt`); a disk that fills while it writes ends it with one line and exit status 2, the
+previous checkpoint kept.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import json
 import os
 import sys
@@ -18,8 +23,11 @@ from headgeom.commands.train import add_parser  # the parser lives with the torc
 from headgeom.tracking import GeometryTracker, plot_run
 
 from .config import TrainConfig
+from .checkpoint import CheckpointError, load_checkpoint
 from .ddp import job_layout
+from .interrupt import StopSignals, TrainingInterrupted
 from .loop import train
+from .save import last_checkpoint
 
 __all__ = ["add_parser", "config_from_args", "run"]
 
@@ -58,13 +66,23 @@ def run(args: argparse.Namespace) -> int:
     if config.track_every:
         tracker = GeometryTracker(every=config.track_every, reading=config.track_reading,
                                   block_samples=config.track_block_samples)
+    layout = job_layout(os.environ)
+    stop = StopSignals() if layout is None else None  # several processes: the launcher signals every rank
     try:
-        done = train(config, args.out, resume=args.resume, tracker=tracker,
-                     resume_or_start=args.resume_or_start, overwrite=args.overwrite)
+        with stop if stop is not None else contextlib.nullcontext():
+            done = train(config, args.out, resume=args.resume, tracker=tracker,
+                         resume_or_start=args.resume_or_start, overwrite=args.overwrite, should_stop=stop)
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2
-    layout = job_layout(os.environ)
+    except TrainingInterrupted as err:
+        print(f"headgeom train: {err}", file=sys.stderr)
+        return 128 + err.signum
+    except OSError as err:
+        if err.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        print(f"headgeom train: error: {disk_full_message(Path(args.out), err)}", file=sys.stderr)
+        return 2
     if layout is not None and int(layout["rank"]) != 0:
         return 0  # under torchrun or srun rank 0 reports for the job
     if tracker is not None:
@@ -76,3 +94,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"headgeom train: {state}, final loss {done['final_loss']:.4f}, "
           f"{done['seconds']:.1f} s{'' if ips is None else f', {ips:.0f} images/s'}; run directory {args.out}")
     return 0
+
+
+def disk_full_message(out: Path, err: OSError) -> str:
+    """One line for a disk that filled while the run wrote ``out``: what was being written and the
+    checkpoint it can resume from (which an atomic write never touches)."""
+    where = f" {err.filename}" if err.filename else f" under {out}"
+    last = last_checkpoint(out)
+    try:
+        kept = f"its checkpoint of step {int(load_checkpoint(last)['step'])} ({last}) is intact"
+    except FileNotFoundError:
+        kept = "it had written no checkpoint yet"
+    except CheckpointError as bad:
+        kept = f"its checkpoint cannot be read ({bad})"
+    return (f"no space left on the disk while writing{where}; the run stopped and {kept}: free some space, then "
+            f"continue with: headgeom train --resume --out {out}")

@@ -18,6 +18,7 @@ says so in one line before any work, and only :class:`TensorBoardLogger` imports
 """
 from __future__ import annotations
 
+import errno
 import importlib.util
 import json
 from pathlib import Path
@@ -52,14 +53,26 @@ def check_logger(name: str) -> None:
 
 class JsonlLogger:
     """One JSON line ``{"step": step, **scalars}`` per call, appended to ``path`` and flushed;
-    NaN becomes null and ±inf "inf"/"-inf" (headgeom.io's convention)."""
+    NaN becomes null and ±inf "inf"/"-inf" (headgeom.io's convention).
+
+    Unbuffered: each line goes to the file as it is logged, and a failed write (a full disk) raises
+    at once, naming the file, with nothing left in a buffer for ``close`` to fail on again. What a
+    crash or a full disk cuts off is a torn last line, which a resume drops and reports."""
 
     def __init__(self, path: str | Path) -> None:
-        self._fh = open(path, "a", encoding="utf-8")
+        self.path = Path(path)
+        self._fh = open(path, "ab", buffering=0)
 
     def log(self, step: int, scalars: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(json_safe({"step": step, **scalars}), allow_nan=False) + "\n")
-        self._fh.flush()
+        view = memoryview((json.dumps(json_safe({"step": step, **scalars}), allow_nan=False) + "\n").encode("utf-8"))
+        try:
+            while view:
+                written = self._fh.write(view)
+                if not written:
+                    raise OSError(errno.EIO, "the file took no bytes")
+                view = view[written:]
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(self.path)) from err
 
     def close(self) -> None:
         self._fh.close()

@@ -15,6 +15,10 @@ directory ``out_dir`` holds::
     done.json          at the end: steps, epochs, final loss, seconds, images/s
     stopped.json       instead, when a non-finite loss stopped the run
 
+``should_stop`` (the ``headgeom train`` command passes :class:`.interrupt.StopSignals`) is read after each
+finished step: once it returns a signal number, the loop checkpoints that step, waits for the file
+and raises :class:`.interrupt.TrainingInterrupted` (no done.json: the run is resumable).
+
 The loss is read back from the device only at steps that log, track or checkpoint (so a GPU runs
 ahead in between); a non-finite loss is caught there, before anything is saved.
 
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,6 +48,7 @@ from .checkpoint import CheckpointWriter
 from .config import TrainConfig
 from .ddp import job_layout
 from .grad_norms import gradient_groups, gradient_norms
+from .interrupt import TrainingInterrupted
 from .loggers import check_logger, open_loggers
 from .progress import paused
 from .resume import check_resumable, keep_metrics, last_loss, restore
@@ -50,7 +56,8 @@ from .save import NonFiniteLossError, begin_records, last_checkpoint, save, stop
 from .schedules import lr_at
 from .setup import Setup, set_up
 
-__all__ = ["NonFiniteLossError", "Tracker", "build_method_from_config", "resolve_device", "train"]
+__all__ = ["NonFiniteLossError", "Tracker", "TrainingInterrupted", "build_method_from_config", "resolve_device",
+           "train"]
 
 Tracker = Callable[[int, torch.nn.Module, list[torch.Tensor]], dict[str, float]]
 
@@ -63,7 +70,8 @@ def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
 
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
           build_method: Callable[[TrainConfig], torch.nn.Module] | None = None, *,
-          resume_or_start: bool = False, overwrite: bool = False) -> dict[str, Any]:
+          resume_or_start: bool = False, overwrite: bool = False,
+          should_stop: Callable[[], int | None] | None = None) -> dict[str, Any]:
     """Pre-train ``build_method(config)`` on ``config.data`` into ``out_dir``; returns done.json's dict.
 
     ``out_dir`` is locked while the run writes it (:mod:`headgeom.runs`). ``resume=True`` continues
@@ -83,8 +91,12 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     Under torchrun (``WORLD_SIZE`` > 1) it joins the job and trains with DDP (see :mod:`.ddp`);
     only rank 0 writes files.
 
+    ``should_stop() -> signal number | None`` is asked after every finished step (single process only: every
+    rank would have to agree); a number stops the run there with a checkpoint of that step.
+
     Raises:
         NonFiniteLossError: NaN/inf loss (or parameters); checkpoints/last.pt stays the last good one.
+        TrainingInterrupted: ``should_stop`` asked to stop; checkpoints/last.pt holds the last finished step.
         FileExistsError: ``out_dir`` already holds a trained run and neither resume nor overwrite is set.
         ValueError: ``resume`` with nothing to resume, or settings that differ from the stored run's.
         RunLockedError: another process is writing ``out_dir``.
@@ -92,16 +104,21 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     out = Path(out_dir)
     check_logger(config.logger)  # a missing optional writer fails now, before the folder is touched
     layout = job_layout(os.environ)  # torchrun's or srun's ranks: only rank 0 writes
+    if should_stop is not None and layout is not None:
+        raise ValueError("train(should_stop=...) stops a single process; under torchrun or srun the launcher "
+                         "signals every rank")
     with claim_run_folder(out, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite,
                           writer=layout is None or int(layout["rank"]) == 0) as start:
         if start.from_checkpoint:
             check_resumable(out, config)
         # the builder is looked up when train runs, so a script may wrap build_method_from_config
-        return _train(config, out, start.from_checkpoint, tracker, build_method or build_method_from_config)
+        return _train(config, out, start.from_checkpoint, tracker, build_method or build_method_from_config,
+                      should_stop)
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
-           build_method: Callable[[TrainConfig], torch.nn.Module]) -> dict[str, Any]:
+           build_method: Callable[[TrainConfig], torch.nn.Module],
+           should_stop: Callable[[], int | None] | None = None) -> dict[str, Any]:
     """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
     last, metrics_path = last_checkpoint(out), out / "metrics.jsonl"
     s = set_up(config, build_method, with_probe=tracker is not None)
@@ -109,7 +126,10 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     resumed = resume and last.exists()
     step = restore(last, s, config, tracker) if resumed else 0
     if ctx.main:
-        keep_metrics(metrics_path, step if resumed else -1)  # drop lines after the checkpoint
+        if keep_metrics(metrics_path, step if resumed else -1) and resumed:  # drop lines after the checkpoint
+            print(f"note: {metrics_path} ended in a half-written line (the last session stopped while writing "
+                  f"it); repaired: it holds the lines up to step {step}, the checkpoint it resumes from",
+                  file=sys.stderr)
         begin_records(out, config, s, step, resume)
     model = ctx.wrap(method, s.device, sync_bn=config.sync_bn)
     grad_groups = gradient_groups(method) if ctx.main else None  # rank 0 records (.grad_norms)
@@ -127,6 +147,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     loss_value = last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
     warm_step = step
+    interrupted: TrainingInterrupted | None = None
     try:
         while step < s.stop:
             pos = step % s.steps_per_epoch
@@ -174,16 +195,22 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
                     record = {**record, **_track(tracker, step, method, s.probe, s.device)}
             if record and log is not None:
                 log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
-            if save_now:
+            signum = should_stop() if should_stop is not None and step < s.stop else None
+            if save_now or signum is not None:
                 with paused(bar, f"saving checkpoint at step {step}"):
                     save(out, step, s, config, tracker, writer, epoch_state)
             if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
                 t_warm, warm_step = time.perf_counter(), step
+            if signum is not None:  # raised once the checkpoint is on disk (the writer is joined below)
+                interrupted = TrainingInterrupted(signum, step, s.stop, last, out)
+                break
     finally:
         bar.close()
         if log is not None:
             log.close()
         writer.wait()  # the last checkpoint is on disk before train returns or raises
+    if interrupted is not None:
+        raise interrupted
     t_end = time.perf_counter()
     done = write_done(out, s, step, start_step, loss_value, t_end - t0,
                       (step - warm_step) * B / (t_end - t_warm) if t_warm is not None and step > warm_step else None)

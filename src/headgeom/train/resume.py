@@ -62,11 +62,20 @@ def restore(last: Path, s: Setup, config: TrainConfig, tracker: Any) -> int:
     return step
 
 
-def keep_metrics(path: Path, upto_step: int) -> None:
-    """Rewrite ``path`` with its lines of ``step <= upto_step`` only (-1: none; a torn last line
-    from a kill is dropped), atomically."""
+def keep_metrics(path: Path, upto_step: int) -> bool:
+    """Rewrite ``path`` with its lines of ``step <= upto_step`` only (-1: none), atomically; returns
+    whether it dropped a torn last line (a file not ending in a newline: a session killed, or a disk
+    filled, while it wrote that line, always the line of a step after its last checkpoint)."""
+    torn = path.is_file() and path.stat().st_size > 0 and not _ends_in_newline(path)
     kept = [rec.to_line() for rec in read_metrics(path) if rec.step <= upto_step]
     atomic_write_bytes(path, "".join(line + "\n" for line in kept).encode())
+    return torn
+
+
+def _ends_in_newline(path: Path) -> bool:
+    with path.open("rb") as fh:
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
 
 
 def last_loss(path: Path) -> float:
