@@ -110,6 +110,9 @@ def test_short_claims_table():
     assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
     assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
     assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
+    # the headline (the measure that decided) comes first, whatever its place in measured
+    row = format_claims_short([dict(CLAIM, headline="count")], width=200).splitlines()[1]
+    assert row.startswith("  [test] supported  count=7; ratio=21.85")
 
 
 def test_short_claims_table_tells_entries_and_experiments_apart():
