@@ -28,7 +28,8 @@ class Config:
 
 
 def _row(kind, verdict, statement, values=()):
-    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"}, "measured": {"v": measured(list(values))},
+    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"},
+            "measured": {"v": measured(list(values))},
             "verdict": verdict, "criterion": "see the statement", "evidence": kind, "headline": "v"}
 
 

@@ -438,7 +438,8 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
             "statement": "Thm 3.1's dimension condition: for dim S > r = rank A₊ no linear W makes H_eff isotropic on S",
             "setting": {"objective": "all", "reading": "all", **base, "dim_S": "r + 1"},
             "measured": {"error_any_W": any_w,
-                         "natural_construction_error": measured(over_nat, definition="W whitens r of the r+1 directions"),
+                         "natural_construction_error": measured(over_nat,
+                                                                definition="W whitens r of the r+1 directions"),
                          "best_fit_error": measured(over_fit, definition="L-BFGS on ‖VᵀAV − I‖_F², spectral error")},
             "verdict": v3, "evidence": IDENTITY, "headline": "error_any_W",
             "criterion": ("supported if every W tried has ε_S ≥ 1 − 1e-6 (the inertia bound: the error is never zero); "

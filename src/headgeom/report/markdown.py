@@ -180,7 +180,8 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
             verdict = _short_verdict(c)
             entries = c.get("measured") or {}
             first = [c["headline"]] if c.get("headline") in entries else []  # the measure that decided, first
-            meas = "; ".join(f"{k}={format_measured(entries[k])}" for k in first + [k for k in entries if k not in first])
+            meas = "; ".join(f"{k}={format_measured(entries[k])}"
+                             for k in first + [k for k in entries if k not in first])
             columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
             lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
     lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + " (only tests count as support):",
