@@ -40,7 +40,7 @@ def summarize(config: Config, results: list) -> Summary:
     vals = [m["v"] for _, m in results]
     claim = {"id": ID, "statement": "v is positive", "setting": {"objective": "none", "head": "none"},
              "measured": {"v": measured(vals)}, "verdict": "supported" if vals and min(vals) > 0 else "inconclusive",
-             "criterion": "every v > 0", "evidence": "test"}
+             "criterion": "every v > 0", "evidence": "test", "headline": "v"}
     return Summary(claims=[claim])
 
 

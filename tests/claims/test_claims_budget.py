@@ -55,8 +55,8 @@ def test_the_report_labels_budget_limited_verdicts():
 
 
 def test_a_malformed_budget_is_rejected_with_the_row():
-    row = {"id": "C8", "statement": "s", "setting": {}, "measured": {}, "verdict": "supported", "criterion": "c",
-           "evidence": "test", "budget": budget(100, 32, C8)}
+    row = {"id": "C8", "statement": "s", "setting": {}, "measured": {"x": {"value": 1.0, "n": 1, "spread": 0.0}},
+           "verdict": "supported", "criterion": "c", "evidence": "test", "budget": budget(100, 32, C8), "headline": "x"}
     assert check_claim(row) is row and check_claim(dict(row, budget=None))
     with pytest.raises(ValueError, match="lacks \\['paper_steps'\\]"):
         check_claim(dict(row, budget={k: v for k, v in row["budget"].items() if k != "paper_steps"}))

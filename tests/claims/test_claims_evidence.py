@@ -27,18 +27,19 @@ class Config:
     bug: bool = False
 
 
-def _row(kind, verdict, statement):
-    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"}, "measured": {},
-            "verdict": verdict, "criterion": "see the statement", "evidence": kind}
+def _row(kind, verdict, statement, values=()):
+    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"},
+            "measured": {"v": measured(list(values))},
+            "verdict": verdict, "criterion": "see the statement", "evidence": kind, "headline": "v"}
 
 
 def _summarize(config, results):
     vals = [m["v"] for _, m in results]
     mean = measured(vals)["value"] + (1.0 if config.bug else 0.0)
     return Summary(claims=[
-        _row("test", "supported" if min(vals) > config.threshold else "not supported", "v exceeds the threshold"),
-        _row("identity", "supported" if mean == sum(vals) / len(vals) else "not supported", "mean = sum / n"),
-        _row("premise", "supported" if len(vals) >= 2 else "not supported", "at least two seeds"),
+        _row("test", "supported" if min(vals) > config.threshold else "not supported", "v exceeds the threshold", vals),
+        _row("identity", "supported" if mean == sum(vals) / len(vals) else "not supported", "mean = sum / n", vals),
+        _row("premise", "supported" if len(vals) >= 2 else "not supported", "at least two seeds", vals),
     ])
 
 

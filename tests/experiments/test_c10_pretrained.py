@@ -85,6 +85,10 @@ def test_no_files_every_claim_inconclusive_with_placement_message(tmp_path, monk
         assert m["status"] == "absent" and str(folder / c["file"]) in m["message"]
     s = summarize(config, results)
     assert len(s.claims) == 5 and all(check_claim(c)["verdict"] == "inconclusive" for c in s.claims)
+    for claim in s.claims[:3]:  # no file measured decided the method rows
+        assert claim["headline"] == "checkpoints_measured" and claim["measured"]["checkpoints_measured"]["value"] == 0
+    for claim in s.claims:
+        assert claim["headline"] in claim["measured"]
     for claim in s.claims[:3]:  # one per method: names that method's files and where they go
         method = {"DINO": "dino", "VICReg": "vicreg", "Barlow Twins": "barlow_twins"}[claim["setting"]["method"]]
         msg = claim["setting"]["missing_files"]
@@ -233,10 +237,20 @@ def test_verdicts_follow_the_stated_rule():
     assert verdicts[4] == "not supported"
     assert any("VICReg: not supported under the paper's per-dimension ratio, supported under the trace ratio" in n
                for n in s.notes)
+    assert [c["headline"] for c in s.claims] == [
+        "selectivity[dino_vit/rotation_45]", "selectivity[vicreg/rotation_45]",
+        "selectivity[barlow_twins/rotation_45]", "methods_supported", "methods_not_supported"]
+    assert s.claims[3]["measured"]["methods_supported"]["value"] == 1.0
+    assert s.claims[4]["measured"]["methods_not_supported"]["value"] == pytest.approx(2 / 3)  # VICReg, Barlow Twins
     straddle = {**GOOD, "vicreg": {**GOOD["vicreg"], "hue": (0.9, 0.7, 1.1)}}
-    assert _verdicts(straddle)[0][:4] == ["supported", "inconclusive", "supported", "inconclusive"]
+    verdicts, s = _verdicts(straddle)
+    assert verdicts[:4] == ["supported", "inconclusive", "supported", "inconclusive"]
+    assert s.claims[1]["headline"] == "selectivity[vicreg/hue]"  # the pair whose CI holds 1 decided
     wrong = {**GOOD, "barlow_twins": {**GOOD["barlow_twins"], "rotation_45": (1.5, 1.2, 1.9)}}
-    assert _verdicts(wrong)[0][:4] == ["supported", "supported", "not supported", "not supported"]
+    verdicts, s = _verdicts(wrong)
+    assert verdicts[:4] == ["supported", "supported", "not supported", "not supported"]
+    assert s.claims[2]["headline"] == "selectivity[barlow_twins/rotation_45]"
+    assert s.claims[3]["headline"] == "methods_not_supported"
     dino_expands = {**GOOD, "dino_resnet50": {**GOOD["dino_resnet50"], "hue": (1e-5, 1e-6, 5e-5)}}
     assert _verdicts(dino_expands)[0][0] == "not supported"
     partial = {k: v for k, v in GOOD.items() if k != "dino_vit"}

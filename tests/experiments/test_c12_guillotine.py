@@ -83,7 +83,7 @@ def test_verdict_follows_the_stated_criterion():
     verdicts = {c["setting"]["probe"]: c["verdict"] for c in summary.claims}
     for c in summary.claims:
         check_claim(c)
-        assert c["id"] == "C12" and c["verdict"] in VERDICTS
+        assert c["id"] == "C12" and c["verdict"] in VERDICTS and c["headline"] in c["measured"]
     # knn: z ahead in 5/5 seeds; linear: behind in 5/5; rotation: ahead in 4/5 = 80% (the tie counts as neither)
     assert verdicts == {"knn": "supported", "linear": "not supported", "rotation": "supported"}
     per_seed = [{"knn": 0.05, "linear": 0.005, "rotation": -0.05}] * 3 + [{"knn": -0.05, "linear": 0.0, "rotation": 0.05}] * 2

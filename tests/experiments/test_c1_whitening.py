@@ -101,6 +101,7 @@ def test_summarize_claims_tables_figure(results, tmp_path):
     for claim in summary.claims:
         check_claim(claim)
         assert claim["id"] == "C1" and claim["verdict"] in VERDICTS and claim["criterion"]
+        assert claim["headline"] in claim["measured"]
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
     json.dumps(summary.claims)
@@ -114,8 +115,16 @@ def test_summarize_claims_tables_figure(results, tmp_path):
     assert literal[("mse", "ambient")]["verdict"] == "supported"  # A = I/N ⪰ 0: rank A = rank A₊
     for key in (("negative_cosine", "ambient"), ("info_nce", "ambient")):  # A indefinite: counterexamples
         assert literal[key]["verdict"] == "not supported" and literal[key]["measured"]["n_negative"]["value"] > 0
+        # the headline is what decided: the fraction of trials with n₋(A) > 0
+        assert literal[key]["headline"] == "trials_with_negative_A"
+        assert literal[key]["measured"]["trials_with_negative_A"]["value"] > 0
+    assert literal[("mse", "ambient")]["measured"]["trials_with_negative_A"]["value"] == 0
+    # the identity rows quote the worst ε_S over both routes (max decides), the dimension row every W's ε_S (min)
+    pos = main[("mse", "ambient")]["measured"]["isotropy_error_both_routes"]
+    assert main[("mse", "ambient")]["headline"] == "isotropy_error_both_routes" and pos["n"] == 2 * TINY.subspaces
     dim = [c for c in summary.claims if "dimension condition" in c["statement"]]
     assert len(dim) == 1 and dim[0]["verdict"] == "supported"
+    assert dim[0]["headline"] == "error_any_W" and dim[0]["measured"]["error_any_W"]["min"] >= 1 - 1e-6
     (title, table), = summary.tables
     assert table.count("\n") == 1 + len(DEFAULT_SETTINGS)
     assert any("negative eigenvalues" in n for n in summary.notes)
@@ -147,14 +156,14 @@ def test_verdict_logic_on_edited_metrics(results):
 
 def test_literal_rank_rule_on_built_cases():
     # n₋(A) = 0 in every trial: A ⪰ 0, the construction whitens dim S = rank A
-    assert literal_rank_verdict([0, 0, 0], [], 3e-14, 1e-10)[0] == "supported"
+    assert literal_rank_verdict([0, 0, 0], [], 3e-14, 1e-10)[:2] == ("supported", "trials_with_negative_A")
     # n₋(A) > 0 in one trial, every W at the inertia bound: a counterexample to the theorem as stated
-    verdict, why = literal_rank_verdict([0, 2, 0], [1.0], 3e-14, 1e-10)
-    assert verdict == "not supported" and "1 of 3 trials" in why
+    verdict, key, why = literal_rank_verdict([0, 2, 0], [1.0], 3e-14, 1e-10)
+    assert verdict == "not supported" and key == "trials_with_negative_A" and "1 of 3 trials" in why
     # a W below the bound where n₋ > 0 contradicts Sylvester: a bug, not evidence
-    assert literal_rank_verdict([1], [1e-12], 3e-14, 1e-10)[0] == "inconclusive"
+    assert literal_rank_verdict([1], [1e-12], 3e-14, 1e-10)[:2] == ("inconclusive", "best_error_any_W")
     # A ⪰ 0 but the construction failed, or nothing measured: undecided
-    assert literal_rank_verdict([0], [], 1e-3, 1e-10)[0] == "inconclusive"
+    assert literal_rank_verdict([0], [], 1e-3, 1e-10)[:2] == ("inconclusive", "construction_isotropy_error")
     assert literal_rank_verdict([], [], float("nan"), 1e-10)[0] == "inconclusive"
 
 

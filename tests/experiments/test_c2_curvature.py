@@ -76,6 +76,7 @@ def test_summarize_claims_table_and_figure(results):
     for claim in summary.claims:
         check_claim(claim)
         assert claim["id"] == "C2" and claim["verdict"] in VERDICTS
+        assert claim["headline"] == c2.iso_key(TINY) and claim["headline"] in claim["measured"]
         assert all({"value", "n", "spread"} <= set(v) for v in claim["measured"].values())
     title, table = summary.tables[0]
     assert "negative_cosine:tangential" in table and "mse:ambient" in table
@@ -94,16 +95,19 @@ def test_criterion_reacts_to_flat_control_and_route_disagreement(results):
             m["iso_error_max"] = [0.0, 1e-3, 1e-2]
     claim = c2.summarize(TINY, broken).claims[0]
     assert claim["verdict"] == "inconclusive" and "flat control" in claim["reason"]
+    assert claim["headline"] == "flat_control_iso_error"  # the gate that ended the judgement names its measure
     disagree = copy.deepcopy(results)
     for cell, m in disagree:
         if m["objective"] != "mse":
             m["route_rel_diff"] = 1e-2
-    assert c2.summarize(TINY, disagree).claims[0]["verdict"] == "inconclusive"
+    claim = c2.summarize(TINY, disagree).claims[0]
+    assert (claim["verdict"], claim["headline"]) == ("inconclusive", "route_rel_diff")
     stuck = copy.deepcopy(results)
     for cell, m in stuck:
         if m["objective"] != "mse":
             m["iso_error_max"] = [0.0, 1e-5, 1e-4]
-    assert c2.summarize(TINY, stuck).claims[0]["verdict"] == "not supported"
+    claim = c2.summarize(TINY, stuck).claims[0]
+    assert (claim["verdict"], claim["headline"]) == ("not supported", c2.iso_key(TINY))
     no_control = [(c, m) for c, m in results if m["objective"] != "mse"]
     assert c2.summarize(TINY, no_control).claims[0]["verdict"] == "inconclusive"
 

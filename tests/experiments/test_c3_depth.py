@@ -81,6 +81,7 @@ def test_summarize_claim_table_and_figure(tiny_results):
     (claim,) = s.claims
     check_claim(claim)
     assert claim["id"] == "C3" and claim["verdict"] in VERDICTS and "ε" in claim["criterion"]
+    assert claim["headline"] in claim["measured"]
     assert {"objective", "head", "reading", "preset"} <= set(claim["setting"])
     for value in claim["measured"].values():
         assert {"value", "n", "spread"} <= set(value)
@@ -115,18 +116,24 @@ def _verdict(eps_by_depth, converged=True, threshold=0.1):
 
 def test_verdict_follows_the_stated_criterion():
     down = {0: [5.0] * 5, 1: [0.5] * 5, 2: [0.2] * 5, 3: [0.05] * 5}
-    assert _verdict(down)[0] == "supported"
-    # the deepest misses the threshold in 2 of 5 seeds (60% < 80%)
-    assert _verdict({**down, 3: [0.05, 0.05, 0.05, 0.15, math.inf]})[0] == "not supported"
+    verdict, claim = _verdict(down)
+    assert (verdict, claim["headline"]) == ("supported", "frac_seeds_deepest_below_threshold")
+    # the deepest misses the threshold in 2 of 5 seeds (60% < 80%): that fraction is the headline
+    verdict, claim = _verdict({**down, 3: [0.05, 0.05, 0.05, 0.15, math.inf]})
+    assert (verdict, claim["headline"]) == ("not supported", "frac_seeds_deepest_below_threshold")
+    assert claim["measured"]["frac_seeds_deepest_below_threshold"]["value"] == pytest.approx(0.6)
+    assert claim["measured"]["frac_seeds_deepest_below_threshold"]["n"] == 5
     # depth does not lower ε: every pair ties or rises
     flat = {1: [0.05] * 5, 2: [0.05] * 5, 3: [0.05] * 5}
     verdict, claim = _verdict(flat)
     assert verdict == "not supported" and claim["measured"]["frac_depth_pairs_decreasing"]["value"] == 0
+    assert claim["headline"] == "frac_depth_pairs_decreasing"
     # the same, but the fits did not converge: nothing is decided
     assert _verdict(flat, converged=False)[0] == "inconclusive"
     # non-converged fits measure the optimisation budget, not capacity: nothing is decided either way
     verdict, claim = _verdict(down, converged=False)
     assert verdict == "inconclusive" and "do reach the threshold" in claim["criterion"]
+    assert claim["headline"] == "frac_fits_converged"
     # 4 of 5 seeds decrease at each step: 8/10 pairs = 80%
     mixed = {1: [0.5] * 5, 2: [0.2, 0.2, 0.2, 0.2, 0.9], 3: [0.05, 0.05, 0.05, 0.05, 0.95]}
     v, claim = _verdict(mixed)

@@ -1,7 +1,8 @@
 """C5 experiment wiring: registration, presets, run_cell keys on a tiny config, claims format.
 
-No verdict and no paper number is asserted: only the documented structure and facts that hold
-whatever the dynamics do (M = 0 for ReLU/linear heads without BN, escape-time definition).
+No verdict of a real run and no paper number is asserted: only the documented structure and facts that hold
+whatever the dynamics do (M = 0 for ReLU/linear heads without BN, escape-time definition), and the verdict
+rule with its headline on built metrics.
 """
 from __future__ import annotations
 
@@ -78,6 +79,7 @@ def test_summarize_claims_tables_and_figure(results):
     assert len(summary.claims) == 1
     claim = check_claim(summary.claims[0])
     assert claim["id"] == "C5" and claim["verdict"] in VERDICTS and claim["criterion"]
+    assert claim["headline"] in claim["measured"]
     for name, value in claim["measured"].items():
         assert {"value", "n", "spread"} <= set(value), name
     titles = [t for t, _ in summary.tables]
@@ -98,3 +100,33 @@ def test_summarize_reads_metrics_back_from_json(results):
 def test_bad_escape_target_is_rejected():
     with pytest.raises(ValueError, match="escape_on"):
         c5.run_cell(dataclasses.replace(TINY, escape_on="head"), {"head": "relu", "bn": False, "seed": 0})
+
+
+def _built(head, bn, flow_escapes, gd_escapes=False, m_over_h=0.0):
+    """Metrics of one built cell: escape (or not) under the flow and one GD lr, M/H along the flow."""
+    run = lambda esc: {"escape_time": 1.0 if esc else None, "diverged": False, "success": True}  # noqa: E731
+    return {"head": head, "bn": bn, "runs": {"flow": run(flow_escapes), "gd_lr=0.05": run(gd_escapes)},
+            "geometry": [{"dead": False, "M_over_H": m_over_h}]}
+
+
+def test_verdict_rule_names_the_measure_that_decided():
+    def judge(cells):
+        verdict, meas, _, headline = c5._verdict(TINY, [({}, m) for m in cells])
+        assert headline in meas
+        return verdict, headline
+
+    relu_stuck = [_built("relu", False, False, gd_escapes=True) for _ in range(4)]
+    silu_escapes = [_built("silu", False, True) for _ in range(4)]
+    assert judge(relu_stuck + silu_escapes) == ("supported", "relu_flow_alive_and_not_escaped_fraction")
+    relu_escapes = [_built("relu", False, True) for _ in range(4)]
+    assert judge(relu_escapes + silu_escapes) == ("not supported", "relu_flow_escape_fraction")
+    relu_m = [_built("relu", False, False, gd_escapes=True, m_over_h=1e-3) for _ in range(4)]
+    assert judge(relu_m + silu_escapes) == ("not supported", "relu_max_M_over_H_along_flow")
+    never = [_built("relu", False, False) for _ in range(4)]  # no other route escapes
+    assert judge(never + silu_escapes) == ("inconclusive", "relu_other_route_escaped")
+    silu_stuck = [_built("silu", False, False) for _ in range(4)]
+    assert judge(relu_stuck + silu_stuck) == ("inconclusive", "silu_flow_escape_fraction")
+    # no smooth head run: the smooth condition's measure is there, with n = 0
+    verdict, meas, _, headline = c5._verdict(TINY, [({}, m) for m in relu_stuck])
+    assert (verdict, headline) == ("inconclusive", "smooth_flow_escape_fraction") and meas[headline]["n"] == 0
+    assert judge([]) == ("inconclusive", "relu_flow_escape_fraction")

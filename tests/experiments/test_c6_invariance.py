@@ -120,6 +120,7 @@ def test_summarize_claims_tables_and_figures(tiny_results):
     for claim in s.claims:
         check_claim(claim)
         assert claim["id"] == "C6" and claim["verdict"] in VERDICTS
+        assert claim["headline"] in claim["measured"]
         assert {"objective", "head", "reading", "preset", "regime", "metric"} <= set(claim["setting"])
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
@@ -158,6 +159,13 @@ def _verdicts(per_seed):
     return g["verdict"], low["verdict"]
 
 
+def _headlines(per_seed):
+    cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
+    res = [({"regime": "head_only", "seed": i}, _fake(*args)) for i, args in enumerate(per_seed)]
+    g, _, low = summarize(cfg, res).claims
+    return g["headline"], g["measured"][g["headline"]]["value"], low["headline"]
+
+
 def test_verdict_follows_the_stated_criterion():
     assert _verdicts([(0.01, 0.01)] * 5) == ("supported", "supported")
     assert _verdicts([(0.01, 0.01)] * 4 + [(0.5, 0.01)]) == ("supported", "supported")  # 4/5 = 80 %
@@ -168,3 +176,12 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdicts([(0.01, 0.01, 0.01)] * 5) == ("supported", "not supported")  # backbone degenerate too
     # the backbone itself became invariant: V_aug is ~0 in z-space, Prop 5.2 says nothing about the head
     assert _verdicts([(0.01, 0.5, 0.01, 0.01)] * 5) == ("inconclusive", "not supported")
+
+
+def test_headline_is_the_fraction_of_seeds_that_decided():
+    # Prop 5.2 row: premise and degenerate in 4 of 5 seeds; low-pass row: head degenerate, backbone not
+    assert _headlines([(0.01, 0.01)] * 4 + [(0.5, 0.01)]) == (
+        "seeds_premise_and_degenerate", pytest.approx(0.8), "seeds_head_degenerate_backbone_not")
+    assert _headlines([(0.01, 0.01)] * 3 + [(0.5, 0.01)] * 2)[:2] == ("seeds_premise_met", pytest.approx(0.6))
+    assert _headlines([(0.01, 0.5)] * 5) == ("seeds_premise_and_not_degenerate", 1.0, "seeds_head_not_degenerate")
+    assert _headlines([(0.01, 0.01, 0.01)] * 5)[2] == "seeds_backbone_degenerate"

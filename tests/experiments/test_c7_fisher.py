@@ -122,6 +122,7 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     for claim in s.claims:
         check_claim(claim)
         assert claim["id"] == "C7" and claim["verdict"] in VERDICTS
+        assert claim["headline"] in claim["measured"]
         assert {"objective", "head", "reading", "preset", "observation_model", "rel_tol"} <= set(claim["setting"])
     assert len(s.tables) == 3
     import matplotlib.pyplot as plt
@@ -153,6 +154,13 @@ def _verdict(per_seed):
     return claim["verdict"]
 
 
+def _headline(per_seed):
+    cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
+    res = [({"regime": "head_only", "seed": i}, _fake(*a)) for i, a in enumerate(per_seed)]
+    (claim,) = summarize(cfg, res).claims
+    return claim["headline"], claim["measured"][claim["headline"]]["value"]
+
+
 def test_verdict_follows_the_stated_criterion():
     assert _verdict([(0.01, 1.0)] * 5) == "supported"
     assert _verdict([(0.01, 1.0)] * 4 + [(0.01, 0.5)]) == "supported"  # 4/5 seeds hold
@@ -161,3 +169,9 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdict([(0.01, 1.0, 0.5)] * 5) == "inconclusive"  # manifold Jacobian rank-deficient
     assert _verdict([(0.01, 0.5, 1.0, 0.01)] * 5) == "inconclusive"  # backbone invariant: hypothesis unmet
     assert _verdict([(0.01, 1.0)] * 3 + [(0.01, 0.5)] * 2) == "inconclusive"
+
+
+def test_headline_is_the_fraction_of_seeds_that_decided():
+    assert _headline([(0.01, 1.0)] * 4 + [(0.01, 0.5)]) == ("seeds_premise_and_holding", pytest.approx(0.8))
+    assert _headline([(0.01, 0.5)] * 5) == ("seeds_premise_and_holding", 0.0)
+    assert _headline([(0.5, 1.0)] * 5) == ("seeds_premise_met", 0.0)

@@ -168,6 +168,12 @@ def test_each_reading_has_its_own_row_and_the_tangential_relu_linear_half_is_an_
         CURV_A: "supported", CURV_T: "supported", IDENT: "supported", ESC: "supported"}
 
 
+def test_escape_row_names_a_headline_without_a_smooth_collapsed_run():
+    rows = _rows({"normal-silu": GOOD["normal-silu"], "collapsed-relu": GOOD["collapsed-relu"]})
+    assert rows[ESC]["verdict"] == "inconclusive" and rows[ESC]["headline"] == "escaped[collapsed-relu]"
+    assert all(c["headline"] in c["measured"] for c in rows.values())
+
+
 def test_verdict_follows_the_stated_criterion():
     # a ReLU run negative at most points in every seed: the ambient contrast fails; under the tangential reading
     # its half is an identity (M = 0 holds), so the smooth test is untouched

@@ -54,7 +54,7 @@ def _summarize(config, results):
 
     claim = {"id": FAKE, "statement": "v is positive", "setting": {"objective": "none", "head": "fake"},
              "measured": {"v": measured(vals)}, "verdict": "supported" if min(vals) > 0 else "not supported",
-             "criterion": "every v > 0", "evidence": "test"}
+             "criterion": "every v > 0", "evidence": "test", "headline": "v"}
     return Summary(claims=[claim], tables=[("values", "| v |\n|---|\n" + "\n".join(f"| {v} |" for v in vals))],
                    figures=[("values", fig)], notes=["fake note"])
 

@@ -15,7 +15,7 @@ CLAIM = {"id": "C9", "experiment": "C9", "statement": "orbits | shrink", "settin
          "measured": {"ratio": {"value": 21.85, "n": 3, "spread": 1.5, "spread_kind": "std over n (ddof=1)"},
                       "ci": {"value": 2.0, "n": 50, "spread": 0.1, "spread_kind": "95% CI half-width"},
                       "count": 7},
-         "verdict": "supported", "criterion": "ratio > 1 for every seed", "evidence": "test"}
+         "verdict": "supported", "criterion": "ratio > 1 for every seed", "evidence": "test", "headline": "ratio"}
 
 
 def _results(**over):
@@ -48,7 +48,8 @@ def test_claims_table_rows_and_escaping():
     assert lines[0] == "| row | id | statement | setting | measured | evidence | verdict | criterion |"
     row = lines[2]
     assert row.startswith("| 1 | C9 | orbits \\| shrink | head=relu; preset=quick | ")
-    assert "ratio: 21.85 ± 1.5 (n=3)<br>ci: 2 ± 0.1 (n=50) [95% CI half-width]<br>count: 7" in row
+    # the headline (the measure that decided) first and in bold, then the other entries
+    assert "**ratio: 21.85 ± 1.5 (n=3)**<br>ci: 2 ± 0.1 (n=50) [95% CI half-width]<br>count: 7" in row
     assert row.endswith("| test | **supported** | ratio > 1 for every seed |")
     assert row.count(" | ") == 7  # eight cells: the escaped pipe does not open a new column
     assert "No claim entries" in claims_table([])
@@ -109,6 +110,9 @@ def test_short_claims_table():
     assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
     assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
     assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
+    # the headline (the measure that decided) comes first, whatever its place in measured
+    row = format_claims_short([dict(CLAIM, headline="count")], width=200).splitlines()[1]
+    assert row.startswith("  [test] supported  count=7; ratio=21.85")
 
 
 def test_short_claims_table_tells_entries_and_experiments_apart():

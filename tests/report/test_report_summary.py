@@ -27,15 +27,19 @@ def test_one_line_per_claim_present_in_natural_order():
     assert "identities: 1 hold; premises: 1 fail" in c1
 
 
-def test_ours_prefers_the_claims_headline_in_a_test_row():
-    rows = [_row("C9", "identity", measured={"compression": {"value": 9.0, "n": 1, "spread": 0.0}}),
-            _row("C9", measured={"other": 1.0, "compression": {"value": 21.0, "n": 3, "spread": 2.0}})]
-    assert headline(rows, CLAIMS["C9"].headline) == ("compression", {"value": 21.0, "n": 3, "spread": 2.0})
+def test_ours_quotes_the_headline_of_the_first_test_row():
+    rows = [_row("C9", "identity", measured={"compression": {"value": 9.0, "n": 1, "spread": 0.0}},
+                 headline="compression"),
+            _row("C9", measured={"other": 1.0, "compression": {"value": 21.0, "n": 3, "spread": 2.0}},
+                 headline="compression")]
+    assert headline(rows) == ("compression", {"value": 21.0, "n": 3, "spread": 2.0})
     (line,) = _summary_lines(summary_table(rows, format_measured, str))
     assert "compression: 21 ± 2 (n=3)" in line and "21.85×" in line  # ours and the paper's
-    # no headline key: the first measured entry of the first test row
-    assert headline([_row("C9", measured={"y": 1.0})], ("compression",)) == ("y", 1.0)
-    assert headline([_row("C9", measured={})], ("compression",)) is None
+    # no test row: the first row's; no row naming one (a results file from before headlines were required): none
+    assert headline(rows[:1]) == ("compression", {"value": 9.0, "n": 1, "spread": 0.0})
+    assert headline([_row("C9", measured={"y": 1.0})]) is None
+    (line,) = _summary_lines(summary_table([_row("C9", measured={"y": 1.0})], format_measured, str))
+    assert "y:" not in line and "tests: 1 supported" in line
 
 
 def test_the_least_budget_and_its_label():
@@ -62,17 +66,17 @@ def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim()
     assert order == sorted(order)
 
 
-def test_a_row_naming_its_headline_is_quoted_over_the_patterns():
+def test_the_headline_a_row_names_is_quoted_not_another_key():
     sel = {"value": 0.9, "n": 2, "spread": 0.1}
     rows = [_row("C9", measured={"compression": {"value": 21.0, "n": 3, "spread": 2.0}}),
             _row("C9", measured={"compression": {"value": 5.0, "n": 2, "spread": 1.0}, "selectivity": sel},
                  headline="selectivity")]
-    assert headline(rows, CLAIMS["C9"].headline) == ("selectivity", sel)  # the pattern "compression" loses
+    assert headline(rows) == ("selectivity", sel)  # the first test row names none: the next one's
     (line,) = _summary_lines(summary_table(rows, format_measured, str))
     assert "selectivity: 0.9 ± 0.1 (n=2)" in line and "compression: 21" not in line
     # a test row's headline is preferred to an identity row's
     ident = _row("C9", "identity", measured={"x": {"value": 1.0, "n": 1, "spread": 0.0}}, headline="x")
-    assert headline([ident] + rows, ())[0] == "selectivity"
+    assert headline([ident] + rows)[0] == "selectivity"
 
 
 def test_a_headline_must_name_a_measured_key():
@@ -87,13 +91,30 @@ def test_a_headline_must_name_a_measured_key():
         check_claim(_row("C9", headline="selectivity"))
 
 
+def test_every_row_must_name_its_headline():
+    import pytest
+
+    from headgeom.experiments.registry import check_claim
+
+    row = _row("C4", setting={"part": "collapsed states", "reading": "tangential"},
+               measured={"min_frac_past_threshold": {"value": 1.0, "n": 5, "spread": 0.0}, "y": 2.0})
+    # the error names the row (id and the setting that tells it apart) and the keys it may choose from
+    with pytest.raises(ValueError, match=r"claim row C4 \(part collapsed states, reading tangential\) names no "
+                                         r"headline.*\['min_frac_past_threshold', 'y'\]"):
+        check_claim(row)
+    with pytest.raises(ValueError, match="names no headline"):
+        check_claim(_row("C1", measured={}))
+    assert check_claim(dict(row, headline="min_frac_past_threshold"))["headline"] == "min_frac_past_threshold"
+
+
 def test_ours_and_the_authors_runs_side_by_side():
     from headgeom.claims.sources import AUTHORS
 
     ours = _row("C12", measured={"gap_z_minus_head_output": {"value": 0.02, "n": 2, "spread": 0.01}},
-                budget=budget(1, 99, PAPER), source="ours (quick)")
+                budget=budget(1, 99, PAPER), source="ours (quick)", headline="gap_z_minus_head_output")
     theirs = _row("C12", verdict="inconclusive", source=AUTHORS, budget=budget(4, 100, PAPER),
-                  measured={"gap_z_minus_head_output": {"value": 0.147, "n": 1, "spread": 0.0}})
+                  measured={"gap_z_minus_head_output": {"value": 0.147, "n": 1, "spread": 0.0}},
+                  headline="gap_z_minus_head_output")
     text = summary_table([ours, theirs], format_measured, str, preset="quick")
     assert "| ours (quick, budget) | authors' runs, re-judged (their budget) |" in text
     (line,) = _summary_lines(text)

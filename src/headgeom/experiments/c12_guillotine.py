@@ -259,7 +259,7 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
     return {"id": "C12", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
             "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
-            "evidence": TEST, "criterion": criterion}
+            "evidence": TEST, "criterion": criterion, "headline": "gap_z_minus_head_output"}
 
 
 HEADERS = {"knn": "kNN", "linear": "linear", "mlp": "MLP (context)", "rotation": "rotation"}

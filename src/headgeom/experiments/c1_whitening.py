@@ -300,29 +300,36 @@ INERTIA_BOUND = 1 - 1e-6  # ε_S every W must reach where n₋(A) > 0 (Sylvester
 
 
 def literal_rank_verdict(n_negative: list[int], best_error: list[float], worst_positive_part: float,
-                         tol: float) -> tuple[str, str]:
-    """(verdict, reason) of Thm 3.1 as stated, r = rank A, from n₋(A) of every trial.
+                         tol: float) -> tuple[str, str, str]:
+    """(verdict, the measured key that decided it, reason) of Thm 3.1 as stated, r = rank A, from n₋(A)
+    of every trial.
 
     n_negative: n₋(A) per trial (eigenvalues below the sign floor); best_error: the lowest ε_S any W
     reached on dim S = rank A in each trial with n₋(A) > 0; worst_positive_part: the largest ε_S of
     W = U_r Λ_r^{-1/2} Bᵀ over the trials (NaN when none ran). Supported iff n₋(A) = 0 in every trial
     and that construction reaches ε_S ≤ tol; not supported iff n₋(A) > 0 in some trial and every W
-    tried there stays at the inertia bound (a counterexample); else inconclusive.
+    tried there stays at the inertia bound (a counterexample); else inconclusive. The key names the literal
+    row's measured entry of the quantity that decided: ``trials_with_negative_A`` (n₋(A) > 0 per trial),
+    ``best_error_any_W`` (a W below the inertia bound) or ``construction_isotropy_error``.
     """
     n, neg = len(n_negative), sum(x > 0 for x in n_negative)
     if not n:
-        return "inconclusive", "no trial"
+        return "inconclusive", "trials_with_negative_A", "no trial"
     if neg:
         if any(x < INERTIA_BOUND for x in best_error):
-            return "inconclusive", (f"n₋(A) > 0 in {neg} of {n} trials, but a W reached ε_S = {min(best_error):.3g} "
-                                    "< 1, which contradicts the inertia bound (a bug)")
-        return "not supported", (f"n₋(A) > 0 in {neg} of {n} trials (n₋ up to {max(n_negative)}): no W whitens "
-                                 f"dim S = rank A there (best ε_S any W reached: "
-                                 f"{min(best_error) if best_error else float('nan'):.3f})")
+            return "inconclusive", "best_error_any_W", (
+                f"n₋(A) > 0 in {neg} of {n} trials, but a W reached ε_S = {min(best_error):.3g} "
+                "< 1, which contradicts the inertia bound (a bug)")
+        return "not supported", "trials_with_negative_A", (
+            f"n₋(A) > 0 in {neg} of {n} trials (n₋ up to {max(n_negative)}): no W whitens "
+            f"dim S = rank A there (best ε_S any W reached: "
+            f"{min(best_error) if best_error else float('nan'):.3f})")
     if not worst_positive_part <= tol:
-        return "inconclusive", (f"A ⪰ 0 in all {n} trials, but the construction's ε_S = {worst_positive_part:.3g} "
-                                f"> {tol:g} (see the positive-part row)")
-    return "supported", f"A ⪰ 0 in all {n} trials; the construction's largest ε_S = {worst_positive_part:.2e}"
+        return "inconclusive", "construction_isotropy_error", (
+            f"A ⪰ 0 in all {n} trials, but the construction's ε_S = {worst_positive_part:.3g} "
+            f"> {tol:g} (see the positive-part row)")
+    return "supported", "trials_with_negative_A", (f"A ⪰ 0 in all {n} trials; the construction's largest ε_S = "
+                                                   f"{worst_positive_part:.2e}")
 
 
 def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -343,7 +350,10 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
         setting = {"objective": obj, "reading": reading, **base}
         iso, iso_e = _values(ms, "iso_error"), _values(ms, "iso_error_engine")
         ranks, nneg = _values(ms, "rank_positive"), _values(ms, "n_negative")
+        both_routes = measured(iso + iso_e, definition="ε_S from WᵀAW and from the engine's H_eff, every trial",
+                               reduce="max is the criterion")
         meas = {
+            "isotropy_error_both_routes": both_routes,
             "isotropy_error": measured(iso, definition="‖BᵀWᵀAWB − I_r‖₂ (max over unit v in S)"),
             "isotropy_error_engine": measured(iso_e, definition="same, H_eff from effective_hessian"),
             "leakage": measured(_values(ms, "leakage"), definition="‖H_eff B_⊥‖₂"),
@@ -362,12 +372,13 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
         claims.append(check_claim({
             "id": "C1", "statement": STATEMENT + " — r = rank of the positive part A₊",
             "setting": setting, "measured": meas, "verdict": verdict, "evidence": IDENTITY,
+            "headline": "isotropy_error_both_routes",
             "criterion": (f"supported if ε_S ≤ {tol:g} (round-off) for every subspace and seed, from WᵀAW "
                           f"and from the engine's H_eff of the linear head; not supported if any exceeds it; "
                           f"inconclusive if A₊ = 0 everywhere ({len(iso)} trials)"),
         }))
         lit = _values(ms, "literal_best")
-        v2, why = literal_rank_verdict(nneg, lit, worst, tol)
+        v2, decided_by, why = literal_rank_verdict(nneg, lit, worst, tol)
         claims.append(check_claim({
             "id": "C1",
             "statement": STATEMENT + " — as stated, r = rank A (all non-zero eigenvalues of A = ∇²_u L); the "
@@ -386,8 +397,9 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                                                 definition="1 if BᵀHB has n₋ eigenvalues −1 and n₊ at +1"),
                 "best_fit_error": measured(_values(ms, "literal_fit_error")),
                 "best_error_any_W": measured(lit),
+                "construction_isotropy_error": dict(both_routes),
             },
-            "verdict": v2, "evidence": TEST,
+            "verdict": v2, "evidence": TEST, "headline": decided_by,
             "criterion": (f"decided by n₋(A) measured in each of the {len(nneg)} trials: supported if n₋(A) = 0 "
                           f"in every trial (A ⪰ 0 up to the floor {config.rel_tol:g} · max|λ|, so rank A = rank A₊ "
                           f"and W = U_r Λ_r^{{-1/2}} Bᵀ reaches ε_S ≤ {tol:g}); not supported if n₋(A) > 0 in some "
@@ -419,13 +431,17 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
     if over_fit or over_nat:
         lowest = min(over_fit + over_nat)
         v3 = "supported" if lowest >= 1 - 1e-6 else ("not supported" if lowest <= tol else "inconclusive")
+        any_w = measured(over_nat + over_fit, definition="ε_S of every W tried (natural construction and best fit)",
+                         reduce="min is the criterion")
         claims.append(check_claim({
             "id": "C1",
             "statement": "Thm 3.1's dimension condition: for dim S > r = rank A₊ no linear W makes H_eff isotropic on S",
             "setting": {"objective": "all", "reading": "all", **base, "dim_S": "r + 1"},
-            "measured": {"natural_construction_error": measured(over_nat, definition="W whitens r of the r+1 directions"),
+            "measured": {"error_any_W": any_w,
+                         "natural_construction_error": measured(over_nat,
+                                                                definition="W whitens r of the r+1 directions"),
                          "best_fit_error": measured(over_fit, definition="L-BFGS on ‖VᵀAV − I‖_F², spectral error")},
-            "verdict": v3, "evidence": IDENTITY,
+            "verdict": v3, "evidence": IDENTITY, "headline": "error_any_W",
             "criterion": ("supported if every W tried has ε_S ≥ 1 − 1e-6 (the inertia bound: the error is never zero); "
                           f"not supported if some W reaches ε_S ≤ {tol:g}; inconclusive in between"),
         }))

@@ -272,29 +272,39 @@ def _fmt(xs: list[float]) -> str:
     return format_estimate(measured(xs), spread_of_one=False)
 
 
-def _verdict(config: C2Config, rows, flat_r, flat_iso) -> tuple[str, str]:
-    """(verdict, the reason in words) by the criterion of ``summarize``."""
+def iso_key(config: C2Config) -> str:
+    """The measured key of the isotropy error at the largest radius (the quantity supported / not supported reads)."""
+    return f"iso_error_at_r={config.radii[-1]:g}l"
+
+
+def _verdict(config: C2Config, rows, flat_r, flat_iso) -> tuple[str, str, str]:
+    """(verdict, the measured key of the claim row that decided it, the reason in words) by the criterion of
+    ``summarize``: each gate that can end the judgement names its own measure."""
     found = [r for r in rows if r["slice_found"]]
     if not found:
-        return "inconclusive", "no slice with a positive-definite g(0) was found"
+        return "inconclusive", "slice_found_fraction", "no slice with a positive-definite g(0) was found"
     if flat_r is None:
-        return "inconclusive", "no flat control (mse) was run"
+        return "inconclusive", "flat_control_max_abs_R", "no flat control (mse) was run"
     if flat_r >= config.flat_tol or flat_iso >= config.flat_tol:
-        return "inconclusive", f"the flat control fails: max|R| = {flat_r:.2g}, isotropy error = {flat_iso:.2g}"
+        return ("inconclusive", "flat_control_max_abs_R" if flat_r >= config.flat_tol else "flat_control_iso_error",
+                f"the flat control fails: max|R| = {flat_r:.2g}, isotropy error = {flat_iso:.2g}")
     bad = [r for r in found if r["route_rel_diff"] is None or r["route_rel_diff"] >= config.route_tol]
     if bad:
         worst = max(bad, key=lambda r: r["route_rel_diff"] or 0.0)
-        return "inconclusive", (f"routes disagree in {len(bad)} of {len(found)} cells (worst rel diff "
-                                f"{worst['route_rel_diff']:.2g} where max|R|/terms = {worst['cancellation']:.2g})")
+        return "inconclusive", "route_rel_diff", (
+            f"routes disagree in {len(bad)} of {len(found)} cells (worst rel diff "
+            f"{worst['route_rel_diff']:.2g} where max|R|/terms = {worst['cancellation']:.2g})")
     flat = [r for r in found if r["cancellation"] <= config.curved_min]
     if flat:
-        return "inconclusive", f"curvature at round-off in {len(flat)} of {len(found)} cells (premise not met)"
+        return "inconclusive", "curvature_over_terms", (f"curvature at round-off in {len(flat)} of {len(found)} cells "
+                                                        "(premise not met)")
     stuck = [r for r in found if not (r["iso_error_max"][0] < config.origin_tol
                                       and r["iso_error_max"][-1] > config.growth_min)]
     if stuck:
-        return "not supported", (f"curved, but the isotropy error did not grow past {config.growth_min:g} "
-                                 f"in {len(stuck)} of {len(found)} cells")
-    return "supported", f"all {len(found)} cells curved, routes agree, isotropy error grows; flat control at round-off"
+        return "not supported", iso_key(config), (f"curved, but the isotropy error did not grow past "
+                                                  f"{config.growth_min:g} in {len(stuck)} of {len(found)} cells")
+    return "supported", iso_key(config), (f"all {len(found)} cells curved, routes agree, isotropy error grows; flat "
+                                          "control at round-off")
 
 
 def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, Any]]]) -> Summary:
@@ -334,7 +344,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         objective, reading = _parse_setting(setting)
         if objective == FLAT:
             continue
-        verdict, reason = _verdict(config, rs, flat_r, flat_iso)
+        verdict, decided_by, reason = _verdict(config, rs, flat_r, flat_iso)
         claims.append({
             "id": "C2", "statement": STATEMENT,
             "setting": {"objective": objective, "reading": reading, "head": config.head, "N": config.n_samples,
@@ -346,7 +356,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "curvature_over_terms": measured(_vals(found, "cancellation")),
                 "route_rel_diff": measured(rel, reduce="max is the criterion"),
                 "iso_error_at_x0": measured(_vals(found, "iso_error_max", 0)),
-                f"iso_error_at_r={rmax:g}l": measured(_vals(found, "iso_error_max", -1)),
+                iso_key(config): measured(_vals(found, "iso_error_max", -1)),
                 "iso_slope_loglog": measured(_vals(found, "iso_slope")),
                 "flat_control_max_abs_R": measured(flat_vals["R"], reduce="max is the criterion"),
                 "flat_control_iso_error": measured(flat_vals["iso"], reduce="max is the criterion"),
@@ -354,6 +364,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "slice_found_fraction": measured([float(r["slice_found"]) for r in rs]),
             },
             "verdict": verdict, "criterion": criterion, "reason": reason, "evidence": IDENTITY,
+            "headline": decided_by,
         })
         notes.append(f"{setting}: {verdict} — {reason}.")
     notes[:0] = [

@@ -151,7 +151,9 @@ def _max_m_ratio(metrics: dict) -> float:
     return max(vals) if vals else float("nan")
 
 
-def _verdict(config: C5Config, results) -> tuple[str, dict, str]:
+def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
+    """(verdict, measured, criterion, headline): headline is the measured key whose value decided the verdict
+    (the first condition of the criterion that failed, or the ReLU flow's alive-and-stuck fraction when all hold)."""
     relu = _select(results, "relu", False)
     relu_bn = _select(results, "relu", True)
     n = len(relu)
@@ -189,15 +191,25 @@ def _verdict(config: C5Config, results) -> tuple[str, dict, str]:
                  f"≥ {config.support_fraction:.0%} of seeds, ReLU escapes under some GD lr or with BN, and a smooth "
                  f"head (silu/gelu, no BN) escapes under the flow in ≥ 50% of seeds; not supported if ReLU (no BN) "
                  f"escapes under the flow in > 50% of seeds or its M is not zero; inconclusive otherwise")
+    ran = {h: f for h, f in smooth_frac.items() if np.isfinite(f)}
+    smooth_ok = any(f >= 0.5 for f in ran.values())
+    if ran:  # the smooth condition reads the smooth head that escaped most
+        smooth_key = f"{max(ran, key=ran.get)}_flow_escape_fraction"
+    else:
+        smooth_key = "smooth_flow_escape_fraction"
+        meas[smooth_key] = measured([], meaning="no smooth head (silu/gelu, no BN) was run")
     if not n:
-        verdict = "inconclusive"
+        verdict, headline = "inconclusive", "relu_flow_escape_fraction"
     elif (sum(flow_esc) / n > 0.5) or not m_zero:
         verdict = "not supported"
-    elif kept / n >= config.support_fraction and other and any(f >= 0.5 for f in smooth_frac.values() if np.isfinite(f)):
-        verdict = "supported"
+        headline = "relu_flow_escape_fraction" if sum(flow_esc) / n > 0.5 else "relu_max_M_over_H_along_flow"
+    elif kept / n >= config.support_fraction and other and smooth_ok:
+        verdict, headline = "supported", "relu_flow_alive_and_not_escaped_fraction"
     else:
         verdict = "inconclusive"
-    return verdict, meas, criterion
+        headline = ("relu_flow_alive_and_not_escaped_fraction" if kept / n < config.support_fraction
+                    else "relu_other_route_escaped" if not other else smooth_key)
+    return verdict, meas, criterion, headline
 
 
 def _tables(config: C5Config, results) -> list[tuple[str, str]]:
@@ -240,7 +252,7 @@ def _by_head(config: C5Config, results) -> dict[str, dict[bool, list[dict]]]:
 
 
 def summarize(config: C5Config, results) -> Summary:
-    verdict, meas, criterion = _verdict(config, results)
+    verdict, meas, criterion, headline = _verdict(config, results)
     s = config.system
     claim = {
         "id": "C5", "statement": EXPERIMENT.statement,
@@ -251,7 +263,7 @@ def summarize(config: C5Config, results) -> Summary:
                     "init_spread": s.init_spread, "views": f"two fixed linear augmentations I + {s.aug_strength}·R/√D",
                     "flow": f"solve_ivp {config.method} rtol={config.rtol} atol={config.atol}", "horizon": config.horizon,
                     "lrs": list(config.lrs)},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
     }
     notes = ["spread = mean over dimensions of the per-dimension std (ddof=1, over N samples) of L2-normalised "
              "view-1 outputs; escape is read on the record grid (resolution T/n_record).",

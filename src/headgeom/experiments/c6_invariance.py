@@ -208,11 +208,12 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> d
     degenerate = sum(p and r <= config.ratio_max for p, r in zip(premise, ratio))
     not_degenerate = sum(p and r >= config.ratio_none for p, r in zip(premise, ratio))
     if n_premise >= maj * n and degenerate >= maj * n:
-        verdict = "supported"
+        verdict, headline = "supported", "seeds_premise_and_degenerate"
     elif n_premise >= maj * n and not_degenerate >= maj * n:
-        verdict = "not supported"
+        verdict, headline = "not supported", "seeds_premise_and_not_degenerate"
     else:
         verdict = "inconclusive"
+        headline = "seeds_premise_met" if n_premise < maj * n else "seeds_premise_and_degenerate"
     criterion = (f"per seed, premise: invariance gap of h∘f after training <= {config.premise_max:g} while the gap of f "
                  f"stays > {config.premise_max:g} (f still moves along the orbits, so V_aug is not ~0 in z-space); "
                  f"ratio = median|q_tangent| / median|q_random| of {metric} after training. Supported if >= {maj:.0%} of "
@@ -220,25 +221,36 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> d
                  f"meet the premise with ratio >= {config.ratio_none:g} (at most 2x suppression); inconclusive otherwise: "
                  "partial suppression in between, training short of the premise (which Prop 5.2 assumes), or a backbone "
                  "that became invariant itself")
-    meas = {"gap_end_to_end_after": measured([m["after.gap_end_to_end"] for m in ms]),
+    # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
+    meas = {"seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
+            "seeds_premise_and_degenerate": measured(
+                [float(p and r <= config.ratio_max) for p, r in zip(premise, ratio)],
+                what=f"1 if the seed meets the premise with ratio <= {config.ratio_max:g}"),
+            "seeds_premise_and_not_degenerate": measured(
+                [float(p and r >= config.ratio_none) for p, r in zip(premise, ratio)],
+                what=f"1 if the seed meets the premise with ratio >= {config.ratio_none:g}"),
+            "gap_end_to_end_after": measured([m["after.gap_end_to_end"] for m in ms]),
             "gap_backbone_after": measured([m["after.gap_backbone"] for m in ms])}
     for stage in STAGES:
         for ctrl in CONTROLS:
             meas[f"ratio_{ctrl}_{stage}"] = measured([m[f"{stage}.{metric}.ratio_{ctrl}"] for m in ms])
         meas[f"p_below_random_{stage}"] = measured([m[f"{stage}.{metric}.p_below_random"] for m in ms])
-    return _claim(config, regime, metric, meas, verdict, criterion)
+    return _claim(config, regime, metric, meas, verdict, criterion, headline)
 
 
 def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, Any]:
     head = [m["after.head_G.ratio_content"] <= config.ratio_max for m in ms]
     back = [m["after.backbone_G.ratio_content"] <= config.ratio_max for m in ms]
+    head_only = [h and not b for h, b in zip(head, back)]
+    head_none = [m["after.head_G.ratio_content"] >= config.ratio_none for m in ms]
     n, maj = len(ms), config.majority
-    if sum(h and not b for h, b in zip(head, back)) >= maj * n:
-        verdict = "supported"
-    elif sum(back) >= maj * n or sum(m["after.head_G.ratio_content"] >= config.ratio_none for m in ms) >= maj * n:
+    if sum(head_only) >= maj * n:
+        verdict, headline = "supported", "seeds_head_degenerate_backbone_not"
+    elif sum(back) >= maj * n or sum(head_none) >= maj * n:
         verdict = "not supported"
+        headline = "seeds_backbone_degenerate" if sum(back) >= maj * n else "seeds_head_not_degenerate"
     else:
-        verdict = "inconclusive"
+        verdict, headline = "inconclusive", "seeds_head_degenerate_backbone_not"
     criterion = (f"content control (tangents against random directions of the data manifold's content tangent space, "
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
@@ -246,15 +258,24 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
                  f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) "
                  f"in >= "
                  f"{maj:.0%}; inconclusive otherwise")
-    meas = {f"{name}_ratio_content_{stage}": measured([m[f"{stage}.{name}.ratio_content"] for m in ms])
-            for name in ("head_G", "backbone_G") for stage in STAGES}
+    # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
+    meas = {"seeds_head_degenerate_backbone_not": measured(
+                [float(f) for f in head_only], what=f"1 if the head's ratio is <= {config.ratio_max:g} and the "
+                                                    "backbone's is not"),
+            "seeds_backbone_degenerate": measured([float(b) for b in back],
+                                                  what=f"1 if the backbone's ratio is <= {config.ratio_max:g}"),
+            "seeds_head_not_degenerate": measured([float(h) for h in head_none],
+                                                  what=f"1 if the head's ratio is >= {config.ratio_none:g}")}
+    meas.update({f"{name}_ratio_content_{stage}": measured([m[f"{stage}.{name}.ratio_content"] for m in ms])
+                 for name in ("head_G", "backbone_G") for stage in STAGES})
     meas["gap_backbone_after"] = measured([m["after.gap_backbone"] for m in ms])
-    claim = _claim(config, regime, "head_G vs backbone_G", meas, verdict, criterion)
+    claim = _claim(config, regime, "head_G vs backbone_G", meas, verdict, criterion, headline)
     claim["statement"] = STATEMENT + " — read as: the head, not the backbone, carries the degeneracy on V_aug"
     return claim
 
 
-def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str) -> dict[str, Any]:
+def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str,
+           headline: str) -> dict[str, Any]:
     s = regime_spec(config.system, regime)
     return {
         "id": "C6", "statement": STATEMENT,
@@ -262,7 +283,7 @@ def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str,
                     "reading": "ambient" if metric == "head_GL" else "identity (G = J^T J)", "preset": config.preset,
                     "regime": regime, "metric": metric, "group": f"{s.group} (dim V_aug = {s.dim_aug})",
                     "backbone": f"MLP {s.size ** 2}-{s.hidden}-{s.d}:{s.activation}", "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
     }
 
 

@@ -209,12 +209,15 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"]
                and m["after.manifold_ok_frac"] >= maj for m in ms]
     holds = [m["after.holds_frac"] >= maj for m in ms]
-    if sum(premise) >= maj * n and sum(p and h for p, h in zip(premise, holds)) >= maj * n:
-        verdict = "supported"
-    elif sum(premise) >= maj * n and not any(p and h for p, h in zip(premise, holds)):
-        verdict = "not supported"
+    both = [p and h for p, h in zip(premise, holds)]
+    # headline: the fraction of seeds that decided (premise met, or premise met and holding)
+    if sum(premise) >= maj * n and sum(both) >= maj * n:
+        verdict, headline = "supported", "seeds_premise_and_holding"
+    elif sum(premise) >= maj * n and not any(both):
+        verdict, headline = "not supported", "seeds_premise_and_holding"
     else:
         verdict = "inconclusive"
+        headline = "seeds_premise_met" if sum(premise) < maj * n else "seeds_premise_and_holding"
     s = regime_spec(config.system, regime)
     criterion = (f"numerical rank = number of Fisher eigenvalues > {config.rel_tol:g} * lambda_max (I_z, I_h in "
                  "manifold-orthonormal coordinates). Per seed, premise: invariance gap of h∘f after training <= "
@@ -223,7 +226,11 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
                  f"rank(I_h) <= rank(I_z) - {s.dim_aug} at >= {maj:.0%} of points. Supported if >= {maj:.0%} of seeds "
                  f"meet the premise and hold; not supported if >= {maj:.0%} meet the premise and none of them holds; "
                  "inconclusive otherwise")
-    meas: dict[str, Any] = {}
+    meas: dict[str, Any] = {
+        "seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
+        "seeds_premise_and_holding": measured([float(b) for b in both],
+                                              what="1 if the seed meets the premise and the rank bound holds"),
+    }
     for stage in STAGES:
         for k in ("rank_Iz", "rank_Ih", "rank_Iu_given_z", "holds_frac", "null_frac_Ih", "null_frac_Iz",
                   "aug_info_rel_Ih", "gap_end_to_end", "gap_backbone"):
@@ -236,7 +243,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
                     "regime": regime, "observation_model": GaussianObservation(config.sigma).describe(),
                     "rel_tol": config.rel_tol, "dim_aug": s.dim_aug, "n_latent": s.n_content + s.dim_aug,
                     "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
+        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
     }
 
 

@@ -283,11 +283,14 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
     criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; judged on the pseudo-collapsed "
                  f"runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
                  + f"; dead seeds left out. Outcome: {reason}")
-    head = next((f"escaped[{r}]" for r in groups if collapsed[r] and activation_of[r] not in NON_SMOOTH), None)
+    # headline: a smooth collapsed run's escape fraction; without one (the smooth side has no group), a ReLU/linear
+    # collapsed run's; without any collapsed run, the first run's spread ratio (nothing was judged)
+    escaped = [r for r in groups if collapsed[r]]
+    head = next((f"escaped[{r}]" for r in escaped if activation_of[r] not in NON_SMOOTH),
+                f"escaped[{escaped[0]}]" if escaped else next(iter(meas)))
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
             "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion,
-            **({"headline": head} if head else {})}
+            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": head}
 
 
 def _disagreements(ms: list[dict], reading: str) -> str:

@@ -19,10 +19,11 @@ run independently into its own run directory so that a re-run skips finished cel
 Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statement, setting
 (objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
 verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) and evidence
-(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.claims.evidence`).
-Training experiments add ``budget`` (:mod:`headgeom.claims.budget`). Optional: ``headline`` (the
-measured key that decided the verdict, quoted in report.md's summary, :mod:`headgeom.report.summary`)
-and ``out_of_distribution`` (the head was read on inputs it was not trained on, :mod:`headgeom.report.ood`).
+(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.claims.evidence`), and
+headline (the key of the measured entry the verdict was decided on, quoted in report.md's summary and first in
+the row's measured cell; required, :func:`headgeom.report.summary.check_headline`). Training experiments add
+``budget`` (:mod:`headgeom.claims.budget`). Optional: ``out_of_distribution`` (the head was read on inputs it
+was not trained on, :mod:`headgeom.report.ood`).
 The runner adds ``source`` (:mod:`headgeom.claims.sources`: "ours (<preset>)") to every row that does not
 name its own (the authors' released runs re-judged name theirs).
 
@@ -132,7 +133,7 @@ def register(experiment: Experiment) -> Experiment:
 
 
 def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
-    """Validate one claim entry (keys, verdict, evidence kind); returns it."""
+    """Validate one claim entry (keys, verdict, evidence kind, budget, headline); returns it."""
     missing = [k for k in CLAIM_KEYS if k not in claim]
     if missing:
         raise ValueError(f"claim entry {claim.get('id', '?')} lacks keys {missing}; it needs {list(CLAIM_KEYS)}")

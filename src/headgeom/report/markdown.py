@@ -161,7 +161,7 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
     One block per claim id and experiment: a line with the claim id (and the experiment's id when
     it differs, e.g. ``C8 (ABLATION)``) and the statement, then one line per entry with its
     evidence kind and verdict, the setting keys that tell the block's entries apart, and the
-    measured values; last, the number of entries per kind and verdict.
+    measured values, the row's headline first; last, the number of entries per kind and verdict.
     """
     if not claims:
         return "no claim entries were produced"
@@ -178,7 +178,10 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
         w_distinct = max(len(d) for d in distinct)
         for c, d in zip(group, distinct):
             verdict = _short_verdict(c)
-            meas = "; ".join(f"{k}={format_measured(v)}" for k, v in (c.get("measured") or {}).items())
+            entries = c.get("measured") or {}
+            first = [c["headline"]] if c.get("headline") in entries else []  # the measure that decided, first
+            meas = "; ".join(f"{k}={format_measured(entries[k])}"
+                             for k in first + [k for k in entries if k not in first])
             columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
             lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
     lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + " (only tests count as support):",

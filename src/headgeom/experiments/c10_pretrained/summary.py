@@ -29,6 +29,7 @@ from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_d
                                                    placement_table)
 from headgeom.experiments.registry import Summary
 from headgeom.io import json_number
+from headgeom.claims.estimates import measured as measured_entry
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c10_pretrained as plots
 
@@ -159,9 +160,19 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
                 else "(orbit variance grows through the head)"),
              "setting": setting, "measured": meas, "verdict": verdict, "evidence": TEST,
              "criterion": DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)}
-    if pairs:  # the summary quotes one pair's selectivity: the first family of the method's headline checkpoint
-        first = next((p for p in pairs if p[0] == HEADLINE_RELEASE[method]), pairs[0])
+    if pairs:  # the pair that decided: the first going the opposite way (not supported) or not the stated way
+        # (inconclusive); when every pair goes the stated way, the first family of the method's headline checkpoint
+        if verdict == "supported":
+            first = next((p for p in pairs if p[0] == HEADLINE_RELEASE[method]), pairs[0])
+        else:
+            bad = OPPOSITE[want] if verdict == "not supported" else None
+            first = next(p for p in pairs if (p[2] == bad if bad else p[2] != want))
         claim["headline"] = f"{metric}[{first[0]}/{first[1]}]"
+    else:  # a checkpoint was not measured: that decided
+        releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
+        meas["checkpoints_measured"] = measured_entry([float(r in measured) for r in releases],
+                                                      what=f"1 if the {name} checkpoint was measured")
+        claim["headline"] = "checkpoints_measured"
     return claim, verdict
 
 
@@ -185,8 +196,14 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
     setting.update(_unmeasured(missing, directory))
     what = "the dichotomy is supported if the DINO, VICReg and Barlow Twins claims under this metric all are, " \
            "not supported if any is not"
-    return {"id": "C10", "statement": STATEMENT, "setting": setting,
-            "measured": {f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}, "verdict": verdict,
+    meas: dict[str, Any] = {
+        "methods_supported": measured_entry([float(v == "supported") for v in verdicts.values()],
+                                            what="1 if the method's claim under this metric is supported"),
+        "methods_not_supported": measured_entry([float(v == "not supported") for v in verdicts.values()],
+                                                what="1 if the method's claim under this metric is not supported"),
+        **{f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}}
+    return {"id": "C10", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
+            "headline": "methods_not_supported" if verdict == "not supported" else "methods_supported",
             "evidence": TEST,
             "criterion": (DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
             + _criterion(metric, head_input, config.level, what)}
