@@ -282,8 +282,9 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
     claim = {"id": "C9", "statement": statement, "setting": setting, "measured": meas, "verdict": verdict,
              "budget": budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
              "evidence": TEST, "criterion": criterion}
-    if HEADLINE in meas:
-        claim["headline"] = HEADLINE
+    if HEADLINE not in meas:  # no seed measured it (none ran, or results of an older headgeom): say so, n = 0
+        meas[HEADLINE] = measured(float("nan"), n=0, what="no seed measured it")
+    claim["headline"] = HEADLINE
     if variant == "l2" and "mean_pairwise_cosine_h" in meas:  # every head here was trained on raw z
         claim["out_of_distribution"] = ood_flag(meas["mean_pairwise_cosine_h"])
     return claim
