@@ -145,12 +145,11 @@ def small() -> C4Config:
 def paper() -> C4Config:
     """The paper's projector 512-2048-2048 (bias-free Linears, no BN; docs/paper.md §3), N=4, 5 seeds.
 
-    Command: ``headgeom reproduce --only C4 --preset paper``. Runtime: about 1-2 hours on 2 CPU
-    cores (270 cells of 10-30 s each, measured on shared cores: a 2048×513 QR, Jacobians and
-    4 × 512×512 float64 block eighs per part; no GPU used) before the threshold sweep, which adds
-    two H_eff evaluations per equilibrium cell and one 512×512 block eigh per grid or bisection
-    point (about 20; not re-measured at this width: expect the equilibrium cells to take 2-3× longer).
-    Measures the same quantities at the paper's widths.
+    Command: ``headgeom reproduce --only C4 --preset paper``. Runtime, measured on 2 shared CPU cores
+    (load 4-12, no GPU used): 1.4-86 s per cell, the equilibrium cells (two exact anchors of the sweep)
+    the costly ones; 72 cells (four activations, two seeds, a 4-point cross-check sweep) took 1,179 s of
+    cell time (BENCHMARKS.md), so the full 270 cells take about 1.3 h. Measures the same quantities at the
+    paper's widths; the threshold is the closed form, the sweep only its cross-check.
     """
     return C4Config(preset="paper", d=512, hidden=2048, k=2048, n_samples=4, num_threads=None)
 
