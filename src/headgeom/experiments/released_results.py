@@ -49,6 +49,7 @@ from headgeom.claims.probe_gap import MARGIN, gap_verdict, smallest_deciding_n, 
 from headgeom.claims.sources import AUTHORS
 from headgeom.claims.training_verdicts import pm
 from headgeom.experiments.registry import Experiment, Summary, register
+from headgeom.launch.resources import Resources
 from headgeom.released.layout import check_copy
 from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError, load_manifest, resolve_released_dir
 from headgeom.released.parts import part_cells, read_part
@@ -367,6 +368,9 @@ def summarize(config: ReleasedConfig, results: list[tuple[dict, dict]]) -> Summa
     return Summary(claims=claims, tables=tables, notes=notes)
 
 
+# what one cell needs under --launcher slurm: it reads and checks one released file (seconds, no GPU)
+RESOURCES = {"paper": Resources(cpus=1, mem_gb=2, time_min=10, expected_min=0.1)}
+
 EXPERIMENT = register(Experiment(
     id="RELEASED",
     title="The authors' released results, re-judged by headgeom's rules (docs/paper.md §3.8)",
@@ -376,4 +380,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     available=available,
+    resources=RESOURCES,
 ))
