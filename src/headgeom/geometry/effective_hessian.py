@@ -23,11 +23,11 @@ from torch.func import grad_and_value, hessian, jacfwd, jacrev, jvp, vjp, vmap
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .block_strategies import BlockStrategies
+from .discovery import Discovery, discover
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .loss_curvature import curvature_for
 from .loss_discovery import is_block_diagonal
 from .mlp_sandwich import chain_output
-from .discovery import Discovery, discover
 from .mlp_structure import fuse_affine_runs
 from .operand_scale import OperandScale, low_rank_norms, operand_scale, power_norms
 from .operators import SymmetricOperator
