@@ -158,7 +158,7 @@ def test_structured_and_generic_block_paths_agree():
 
 
 class NormalisedHead(nn.Module):
-    """A non-chain head (L2-normalised output, LayerNorm): exercises the generic path."""
+    """A head with its own forward (LayerNorm, tanh, L2-normalised output): traced into a chain."""
 
     def __init__(self):
         super().__init__()
@@ -168,12 +168,31 @@ class NormalisedHead(nn.Module):
         return nn.functional.normalize(self.fc2(torch.tanh(self.ln(self.fc1(z)))), dim=-1)
 
 
+class ResidualHead(NormalisedHead):
+    """The same with a skip connection: not a chain, exercises the generic path."""
+
+    def __init__(self):
+        super().__init__()
+        self.skip = nn.Linear(D, K)
+
+    def forward(self, z):
+        return nn.functional.normalize(self.fc2(torch.tanh(self.ln(self.fc1(z)))) + self.skip(z), dim=-1)
+
+
 def test_generic_module_head_matches_reference():
+    torch.manual_seed(0)
+    head = ResidualHead().to(DT)
+    z = torch.randn(N, D, dtype=DT)
+    eh, _, _ = check_against_reference(head, make_loss("barlow_twins"), z)
+    assert not eh.structured and eh.info()["discovered_by"].startswith("generic (")
+
+
+def test_traced_module_head_matches_reference():
     torch.manual_seed(0)
     head = NormalisedHead().to(DT)
     z = torch.randn(N, D, dtype=DT)
     eh, _, _ = check_against_reference(head, make_loss("barlow_twins"), z)
-    assert not eh.structured
+    assert eh.structured and eh.info()["discovered_by"] == "traced"
 
 
 def test_float32_is_allowed_and_recorded():

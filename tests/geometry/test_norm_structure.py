@@ -137,7 +137,7 @@ def test_norm_layers_are_recognised():
     kinds = [type(layer).__name__ for layer in mlp_structure.fuse_affine_runs(layers)]
     # the LN affine is folded into the next Linear; the LN normalisations stay
     assert kinds == ["RowNorm", "Linear", "RowNorm", "Linear", "GELU", "Linear"]
-    dino = mlp_structure.fuse_affine_runs(mlp_structure.flatten_layers(_dino_head()))
+    dino = mlp_structure.fuse_affine_runs(mlp_structure.flatten_layers(_dino_head(), (N, 4)))  # traced
     assert [type(layer).__name__ for layer in dino][-2:] == ["RowNorm", "Linear"]
     assert dino[-2].kind == "l2"
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from headgeom.heads import ACTIVATIONS, ALIASES, canonical_act, get_act, is_identity, valid_activation_names
+from headgeom.heads import ACTIVATION_REGISTRY, ACTIVATIONS, ALIASES, canonical_act, get_act, is_identity, valid_activation_names
 
 # Written from the brief, independently of the registry: name -> torch type.
 EXPECTED_TYPES = {
@@ -108,3 +108,20 @@ def test_unknown_name_lists_valid_ones():
 def test_bad_kwargs_raise_with_message(name, kwargs, exc, fragment):
     with pytest.raises(exc, match=fragment):
         get_act(name, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, a in ACTIVATION_REGISTRY.items() if a.module is not None))
+def test_registry_functions_and_methods_compute_the_module_map(name):
+    """Each registered function and tensor method is the same map as the module (default options),
+    and σ'' is non-zero iff has_curvature, for the activations head specs cannot name too."""
+    act = ACTIVATION_REGISTRY[name]
+    x = torch.cat([torch.linspace(-3, -0.1, 20), torch.linspace(0.1, 3, 20)]).double().requires_grad_(True)
+    y = act.module()(x)
+    for fn in act.functions:
+        torch.testing.assert_close(fn(x), y, rtol=1e-14, atol=1e-14)
+    for method in act.methods:
+        torch.testing.assert_close(getattr(x, method)(), y, rtol=1e-14, atol=1e-14)
+    (d1,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    d2 = torch.autograd.grad(d1.sum(), x, allow_unused=True)[0] if d1.requires_grad else None
+    assert (d2 is not None and bool((d2.abs() > 1e-8).any())) == act.has_curvature
+    assert act.in_specs == (name in ACTIVATIONS)

@@ -228,17 +228,25 @@ class BlockStrategies:
             return out.jt, out.interaction
         fn = self.head.fn
         row = lambda zi: fn(zi[None])[0]  # noqa: E731
+        # batched over samples by vmap; a forward with data-dependent control flow cannot be
+        # vmapped (its branch depends on the sample), so it is run one sample at a time
         try:
             jac = vmap(jacfwd(row))(zc)
         except (NotImplementedError, RuntimeError):
-            jac = vmap(jacrev(row))(zc)
+            try:
+                jac = vmap(jacrev(row))(zc)
+            except (NotImplementedError, RuntimeError):
+                jac = torch.stack([jacrev(row)(zi) for zi in zc])
         m = None
         if want_m:
             contracted = lambda zi, ri: (ri * row(zi)).sum()  # noqa: E731
             try:
                 m = vmap(hessian(contracted))(zc, rc)
             except (NotImplementedError, RuntimeError):
-                m = vmap(jacrev(jacrev(contracted)))(zc, rc)
+                try:
+                    m = vmap(jacrev(jacrev(contracted)))(zc, rc)
+                except (NotImplementedError, RuntimeError):
+                    m = torch.stack([jacrev(jacrev(contracted))(zi, ri) for zi, ri in zip(zc, rc)])
         return jac.transpose(1, 2), m
 
     def _gauss_newton_rows(self, idx: Tensor, jt: Tensor) -> Tensor:

@@ -23,11 +23,12 @@ from torch.func import grad_and_value, hessian, jacfwd, jacrev, jvp, vjp, vmap
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .block_strategies import BlockStrategies
+from .discovery import Discovery, discover
 from .head_function import HeadFn, PreparedHead, is_row_wise, prepare_head
 from .loss_curvature import curvature_for
 from .loss_discovery import is_block_diagonal
 from .mlp_sandwich import chain_output
-from .mlp_structure import flatten_layers, fuse_affine_runs
+from .mlp_structure import fuse_affine_runs
 from .operand_scale import OperandScale, low_rank_norms, operand_scale, power_norms
 from .operators import SymmetricOperator
 from .precision import measured_error
@@ -65,6 +66,7 @@ class EffectiveHessian(BlockStrategies):
     u: Tensor = field(init=False)  # (N, k)
     rho: Tensor = field(init=False)  # (N, k), ∇_u L
     row_wise_head: bool = field(init=False)
+    discovered_by: str = field(init=False)  # "sequential", "traced" or "generic (<reason>)"
     separable_loss: bool = field(init=False)
     chunk_size: int = 32
     block_strategy: str = "auto"
@@ -97,17 +99,27 @@ class EffectiveHessian(BlockStrategies):
     def _verified_chain(self) -> list[nn.Module] | None:
         """The head's affine-folded layer chain when it reproduces u on the first rows, else None.
 
-        Flattening and folding are per head (kept in the prepared head's facts, which live as
-        long as the cached analysis copy); the check against u is per call and needs no Jacobian.
+        Discovery (:mod:`headgeom.geometry.discovery`) and folding are per head (kept in the prepared
+        head's facts, which live as long as the cached analysis copy; a traced chain per input shape,
+        as a forward may read it); the check against u is per call and needs no Jacobian. How the
+        chain was found, or why there is none, is ``self.discovered_by`` (in ``info()``).
         """
         module = self.head.module
-        if module is None or self.head.train_mode_batchnorm:
+        if module is None:
+            self.discovered_by = "generic (a callable, not an nn.Module)"
+            return None
+        if self.head.train_mode_batchnorm:
+            self.discovered_by = "generic (BatchNorm in train mode couples the samples)"
             return None
         facts = self.head.facts
-        if "layers" not in facts:
-            layers = flatten_layers(module)
-            facts["layers"] = fuse_affine_runs(layers) if layers is not None else None
-        layers = facts["layers"]
+        shape_key = ("discovery", tuple(self.z.shape))
+        found = facts.get("discovery") or facts.get(shape_key)
+        if found is None:
+            raw = discover(module, tuple(self.z.shape))
+            found = raw if raw.layers is None else Discovery(fuse_affine_runs(raw.layers), raw.how)
+            facts["discovery" if found.how == "sequential" else shape_key] = found
+        self.discovered_by = found.describe()
+        layers = found.layers
         if layers is None:
             return None
         rows = min(4, self.n)
@@ -116,7 +128,10 @@ class EffectiveHessian(BlockStrategies):
         # folding reassociates products: allow the dtype's rounding (1e-9 in float64, ~1e-3 in float32)
         rtol = max(1e-9, 1e4 * torch.finfo(self.z.dtype).eps)
         atol = rtol * float(self.u[:rows].abs().max()) + 1e-12
-        return layers if torch.allclose(probe, self.u[:rows], rtol=rtol, atol=atol) else None
+        if probe.shape == self.u[:rows].shape and torch.allclose(probe, self.u[:rows], rtol=rtol, atol=atol):
+            return layers
+        self.discovered_by = f"generic (the {found.how} chain does not reproduce the head's output on the first rows)"
+        return None
 
     # ------------------------------------------------------------------ sizes and facts
     @property
@@ -153,6 +168,7 @@ class EffectiveHessian(BlockStrategies):
             "reduction": "as the loss defines it (headgeom objectives: mean over the batch, so blocks carry 1/N)",
             "row_wise_head": self.row_wise_head, "separable_loss": self.separable_loss,
             "block_path": "structured-mlp" if self.structured else "generic-torch.func",
+            "discovered_by": self.discovered_by,
             "block_strategy": self.block_strategy, "blocks_path": self.block_path("H"),
             "train_mode_batchnorm": self.head.train_mode_batchnorm,
             **({"precision": self._precision()} if self.z.dtype != torch.float64 else {}),

@@ -29,6 +29,7 @@ from typing import Any, Callable
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils.weight_norm import WeightNorm
 
 _SIMPLE = (type(None), bool, int, float, complex, str, torch.dtype, torch.device)
 _HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
@@ -53,8 +54,11 @@ def _structure(head: nn.Module) -> tuple:
     """What a copy depends on besides tensors: the module tree, modes, attributes and hooks."""
     out = []
     for name, mod in head.named_modules(remove_duplicate=False):
+        # the weight of a torch.nn.utils.weight_norm layer is a plain attribute recomputed from
+        # weight_g, weight_v (compared as tensors) by its hook: nothing of its own to compare
+        derived = {h.name for h in mod._forward_pre_hooks.values() if isinstance(h, WeightNorm)}
         attrs = tuple(sorted((k, _simple(v)) for k, v in vars(mod).items() if not k.startswith("_")
-                             and k != "training"))
+                             and k != "training" and k not in derived))
         hooks = tuple(tuple(id(h) for h in getattr(mod, h_name, {}).values()) for h_name in _HOOKS)
         out.append((name, type(mod), id(mod), mod.training, attrs, hooks))
     return tuple(out)

@@ -33,7 +33,8 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from .loss_curvature import LowRankCurvature
-from .mlp_structure import ELEMENTWISE, _activation_derivatives
+from .layer_rules import is_elementwise
+from .mlp_structure import _activation_derivatives
 from .norm_structure import RowNorm, RowNormPass, row_norm_pass
 from .weighted_gram import GRAM_TILE, SYMMETRIC_TILE, symmetric_bmm, upper_fraction, weighted_gram
 
@@ -98,7 +99,7 @@ def vector_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> Vecto
 
 def is_linear_chain(layers: list[nn.Module]) -> bool:
     """Only Linear layers, element-wise activations and RowNorms (what fuse_affine_runs leaves)."""
-    return all(isinstance(layer, (nn.Linear, RowNorm) + ELEMENTWISE) for layer in layers)
+    return all(isinstance(layer, (nn.Linear, RowNorm)) or is_elementwise(layer) for layer in layers)
 
 
 def tail_curvature(w_tail: Tensor | None, k: int, hvp: Callable[[Tensor], Tensor], n: int,

@@ -29,60 +29,21 @@ from torch import Tensor, nn
 from torch.nn.utils import skip_init
 from torch.nn.utils.weight_norm import WeightNorm
 
-from headgeom.heads.build import L2Normalize
-
+from .discovery import discover
 from .norm_structure import ChannelAffine, RowNorm, row_norm_pass
 from .weighted_gram import symmetric_bmm
 
-ELEMENTWISE: tuple[type[nn.Module], ...] = (
-    nn.ReLU, nn.GELU, nn.SiLU, nn.Softplus, nn.Tanh, nn.ELU, nn.LeakyReLU, nn.Sigmoid,
-    nn.Mish, nn.CELU, nn.SELU, nn.Hardtanh, nn.ReLU6, nn.Softsign, nn.Tanhshrink,
-)
+def flatten_layers(module: nn.Module, input_shape: tuple[int, ...] | None = None) -> list[nn.Module] | None:
+    """The layers of a chain head in forward order, or None if it is not such a chain.
 
-
-def flatten_layers(module: nn.Module) -> list[nn.Module] | None:
-    """The leaf layers of a chain head in forward order, or None if it is not such a chain.
-
-    Accepted: nn.Sequential (nested too), and a module whose only child is an
-    nn.Sequential (headgeom's ProjectionHead keeps its layers in ``head.layers``). A LayerNorm
-    over the last dim becomes RowNorm("ln") followed by its γ, β as a ChannelAffine; headgeom's
-    L2Normalize becomes RowNorm("l2"); a weight-normed Linear (either torch API) is a Linear
-    whose weight is read as g·V/‖V‖ (:func:`effective_weight`). The caller checks numerically
-    that the chain reproduces the head's output.
+    Found by :func:`headgeom.geometry.discovery.discover` (an nn.Sequential walked, any other
+    module's forward traced; ``input_shape`` is the batch's, for forwards that check it) from the
+    rules of :mod:`headgeom.geometry.layer_rules`: a LayerNorm over the last dim becomes
+    RowNorm("ln") followed by its γ, β as a ChannelAffine; L2-normalisation becomes RowNorm("l2");
+    a weight-normed Linear (either torch API) is a Linear whose weight is read as g·V/‖V‖
+    (:func:`effective_weight`). The caller checks numerically that the chain reproduces the head's output.
     """
-    if isinstance(module, nn.Sequential):
-        out: list[nn.Module] = []
-        for child in module:
-            sub = flatten_layers(child)
-            if sub is None:
-                return None
-            out.extend(sub)
-        return out
-    if isinstance(module, nn.Linear) or isinstance(module, ELEMENTWISE) or isinstance(module, nn.Identity):
-        return [module]
-    if isinstance(module, nn.LayerNorm):
-        if len(module.normalized_shape) != 1:
-            return None
-        out = [RowNorm("ln", module.eps)]
-        if module.weight is not None or module.bias is not None:
-            w = module.normalized_shape[0]
-            like = module.weight if module.weight is not None else module.bias
-            scale = module.weight if module.weight is not None else torch.ones(w, dtype=like.dtype, device=like.device)
-            shift = module.bias if module.bias is not None else torch.zeros(w, dtype=like.dtype, device=like.device)
-            out.append(ChannelAffine(scale.detach(), shift.detach()))
-        return out
-    if isinstance(module, L2Normalize):
-        return [RowNorm("l2", module.eps)]
-    if isinstance(module, nn.Dropout):
-        return [] if (not module.training or module.p == 0) else None
-    if isinstance(module, nn.BatchNorm1d):
-        if module.training or module.running_mean is None:
-            return None
-        return [module]
-    children = list(module.children())
-    if len(children) == 1 and isinstance(children[0], nn.Sequential):
-        return flatten_layers(children[0])
-    return None
+    return discover(module, input_shape).layers
 
 
 def effective_weight(linear: nn.Linear) -> Tensor:

@@ -6,6 +6,7 @@
 ['Linear', 'SiLU', 'Linear']
 """
 from headgeom.heads.activations import (
+    ACTIVATION_REGISTRY,
     ACTIVATIONS,
     ALIASES,
     ActivationDef,
@@ -20,7 +21,7 @@ from headgeom.heads.presets import HEAD_PRESETS, get_head_spec
 from headgeom.heads.spec import LAST_NORMS, NORMS, HeadSpec, parse_head
 
 __all__ = [
-    "ACTIVATIONS", "ALIASES", "ActivationDef", "ActParam", "canonical_act", "get_act", "is_identity",
+    "ACTIVATION_REGISTRY", "ACTIVATIONS", "ALIASES", "ActivationDef", "ActParam", "canonical_act", "get_act", "is_identity",
     "valid_activation_names", "L2Normalize", "ProjectionHead", "build_layers", "head_from",
     "scale_linear_weights_", "HEAD_PRESETS", "get_head_spec", "LAST_NORMS", "NORMS", "HeadSpec",
     "parse_head",

@@ -1,9 +1,12 @@
-"""Activation registry: name -> plain torch module (timm-style ``get_act``).
+"""Activation registry: name -> plain torch module (timm-style ``get_act``), shared by heads and engine.
 
-Every activation a head may use is registered once here, with the keyword arguments it
-accepts, so that ``HeadSpec`` validation, the compact string form and the builder share
-one vocabulary. The modules built are the standard torch ones (nn.ReLU, nn.GELU, nn.SiLU,
-nn.Softplus, nn.Tanh, nn.ELU), because the geometry engine recognises them by type.
+Every element-wise activation is registered once here (``ACTIVATION_REGISTRY``): its torch module
+type, the functions and tensor methods that compute it (``F.silu``, ``torch.tanh``, ``x.sigmoid()``)
+and, for those a head spec may name (``in_specs``), the keyword arguments it accepts, so that
+``HeadSpec`` validation, the compact string form and the builder share one vocabulary
+(``ACTIVATIONS``, the spec view of the registry). The geometry engine recognises an activation
+by the module type or function registered here (:mod:`headgeom.geometry.layer_rules`): a new
+activation is one entry below.
 
 ``has_curvature`` records whether σ'' is non-zero on a set of positive measure: per
 docs/paper.md §1 the interaction term M vanishes for linear heads and almost everywhere for
@@ -15,6 +18,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -35,6 +40,9 @@ class ActivationDef:
     ``build(**kwargs)`` returns a fresh module; it is None for the identity, which a head
     represents by *no module at all* (a "linear" head is consecutive Linears).
     ``primary`` names the keyword the compact string sets with ``name=value``.
+    ``module`` is the torch module type the engine recognises (None: the identity);
+    ``functions`` and ``methods`` compute the same map on a tensor (for heads with their own
+    forward); ``in_specs`` says whether head specs may name it.
     """
 
     name: str
@@ -42,24 +50,42 @@ class ActivationDef:
     params: dict[str, ActParam] = field(default_factory=dict)
     primary: str | None = None
     has_curvature: bool = True
+    module: type[nn.Module] | None = None
+    functions: tuple[Callable, ...] = ()
+    methods: tuple[str, ...] = ()
+    in_specs: bool = True
 
 
-ACTIVATIONS: dict[str, ActivationDef] = {
-    "linear": ActivationDef("linear", None, has_curvature=False),
-    "relu": ActivationDef("relu", nn.ReLU, has_curvature=False),
-    "gelu": ActivationDef(
-        "gelu", nn.GELU, {"approximate": ActParam(str, "none", choices=("none", "tanh"))}, "approximate"
-    ),
-    "silu": ActivationDef("silu", nn.SiLU),
-    "softplus": ActivationDef(
-        "softplus",
-        nn.Softplus,
-        {"beta": ActParam(float, 1.0, positive=True), "threshold": ActParam(float, 20.0, positive=True)},
-        "beta",
-    ),
-    "tanh": ActivationDef("tanh", nn.Tanh),
-    "elu": ActivationDef("elu", nn.ELU, {"alpha": ActParam(float, 1.0)}, "alpha"),
-}
+def _def(name: str, module: type[nn.Module], functions: tuple = (), methods: tuple = (), *,
+         params: dict[str, ActParam] | None = None, primary: str | None = None, curvature: bool = True,
+         in_specs: bool = True) -> ActivationDef:
+    return ActivationDef(name, module, params or {}, primary, curvature, module, functions, methods, in_specs)
+
+
+ACTIVATION_REGISTRY: dict[str, ActivationDef] = {a.name: a for a in (
+    ActivationDef("linear", None, has_curvature=False),
+    _def("relu", nn.ReLU, (F.relu, torch.relu), ("relu",), curvature=False),
+    _def("gelu", nn.GELU, (F.gelu,), params={"approximate": ActParam(str, "none", choices=("none", "tanh"))},
+         primary="approximate"),
+    _def("silu", nn.SiLU, (F.silu,)),
+    _def("softplus", nn.Softplus, (F.softplus,), primary="beta",
+         params={"beta": ActParam(float, 1.0, positive=True), "threshold": ActParam(float, 20.0, positive=True)}),
+    _def("tanh", nn.Tanh, (torch.tanh, F.tanh), ("tanh",)),
+    _def("elu", nn.ELU, (F.elu,), params={"alpha": ActParam(float, 1.0)}, primary="alpha"),
+    # recognised by the engine in users' heads; not (yet) offered by head specs
+    _def("sigmoid", nn.Sigmoid, (torch.sigmoid, F.sigmoid), ("sigmoid",), in_specs=False),
+    _def("leaky_relu", nn.LeakyReLU, (F.leaky_relu,), curvature=False, in_specs=False),
+    _def("mish", nn.Mish, (F.mish,), in_specs=False),
+    _def("celu", nn.CELU, (F.celu, torch.celu), in_specs=False),
+    _def("selu", nn.SELU, (F.selu, torch.selu), in_specs=False),
+    _def("hardtanh", nn.Hardtanh, (F.hardtanh,), curvature=False, in_specs=False),
+    _def("relu6", nn.ReLU6, (F.relu6,), curvature=False, in_specs=False),
+    _def("softsign", nn.Softsign, (F.softsign,), in_specs=False),
+    _def("tanhshrink", nn.Tanhshrink, (F.tanhshrink,), in_specs=False),
+)}
+
+# the names a head spec may use: a view of the one registry, not a second list
+ACTIVATIONS: dict[str, ActivationDef] = {n: a for n, a in ACTIVATION_REGISTRY.items() if a.in_specs}
 
 ALIASES: dict[str, str] = {"identity": "linear", "swish": "silu"}
 
