@@ -27,6 +27,8 @@ __all__ = ["BEGIN", "END", "render_block", "replace_block", "rendered_from"]
 def _row_setting(c: dict[str, Any]) -> str:
     s = c.get("setting") if isinstance(c.get("setting"), dict) else {}
     parts = [f"{k} {s[k]}" for k in ROW_KEYS if s.get(k)]
+    if c.get("source") and not s.get("source"):
+        parts.append(f"source {c['source']}")
     if s.get("head"):
         parts.append(f"head {s['head']}")
     return ", ".join(parts) or "-"
