@@ -5,4 +5,4 @@ split into the pullback metric G = J_hᵀ ∇²_u L J_h and the interaction term
 M = Σ_i ρ_i ∇²_z h_i with ρ = ∇_u L (docs/paper.md §1).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
