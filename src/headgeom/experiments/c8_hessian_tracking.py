@@ -61,13 +61,12 @@ from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
+from headgeom.claims.collapse_escape import escape_row
 from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c8_hessian_tracking as plots
-from headgeom.claims.training_verdicts import (
-    DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, contrast_rule, contrast_verdict, negative_fraction, pm,
-    usable_escape)
+from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
@@ -262,30 +261,17 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
     inclusion rule for every run (:func:`headgeom.claims.training_verdicts.usable_escape`): only seeds collapsed
     at step 0 against the calibrated level count; the others (a geometrically inert pseudo-collapse among them)
     are left out and counted."""
-    pos: dict[str, list[bool]] = {}
-    neg: dict[str, list[bool]] = {}
-    meas: dict[str, Any] = {}
-    for run, ms in groups.items():
-        meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in ms if m.get("spread_ratio") is not None]
-                                                or float("nan"))
-        if not collapsed[run]:
-            continue
-        flags = [bool(m["escaped"]) for m in ms if usable_escape(m)]
-        meas[f"escaped[{run}]"] = measured([float(f) for f in flags] or float("nan"), n=len(flags),
-                                           what="fraction of the seeds collapsed at step 0 that end escaped")
-        meas[f"never_collapsed_seeds[{run}]"] = measured(float(sum(m.get("collapsed_initially") is False for m in ms)),
-                                                         n=len(ms), what="seeds left out: not collapsed at step 0")
-        meas[f"init_over_reference[{run}]"] = measured(
-            [m["spread_initial"] / m["spread_reference"] for m in ms if m.get("spread_reference")] or float("nan"),
-            what="spread at step 0 over the same head's spread at normal init (collapsed below collapse_fraction)")
-        (neg if activation_of[run] in NON_SMOOTH else pos)[run] = flags
-    verdict, reason = contrast_verdict(pos, neg, config.majority)
-    criterion = (f"{ESCAPE_DEFINITION}; collapse_fraction = {config.collapse_fraction:g}; judged on the pseudo-collapsed "
-                 f"runs only; expected: smooth; not expected: ReLU/linear; " + contrast_rule(config.majority)
-                 + f"; dead seeds left out. Outcome: {reason}")
+    escaped = [r for r in groups if collapsed[r]]
+    verdict, meas, rule = escape_row(groups, [r for r in escaped if activation_of[r] not in NON_SMOOTH],
+                                     [r for r in escaped if activation_of[r] in NON_SMOOTH],
+                                     collapse_fraction=config.collapse_fraction, majority=config.majority)
+    for run in groups:  # the runs not pseudo-collapsed (normal-silu) are reported beside, not judged
+        if run not in escaped:
+            meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in groups[run]
+                                                     if m.get("spread_ratio") is not None] or float("nan"))
+    criterion = f"judged on the pseudo-collapsed runs only; expected: smooth; not expected: ReLU/linear; {rule}"
     # headline: a smooth collapsed run's escape fraction; without one (the smooth side has no group), a ReLU/linear
     # collapsed run's; without any collapsed run, the first run's spread ratio (nothing was judged)
-    escaped = [r for r in groups if collapsed[r]]
     head = next((f"escaped[{r}]" for r in escaped if activation_of[r] not in NON_SMOOTH),
                 f"escaped[{escaped[0]}]" if escaped else next(iter(meas)))
     return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
