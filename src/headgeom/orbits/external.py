@@ -19,9 +19,11 @@ which only pickle can hold, is refused and never unpickled. Every malformed inpu
 
 from __future__ import annotations
 
+import lzma
 import re
 import time
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,10 @@ LAYOUT = ("z (N, K, D_z) and head points (N, K, D) under their own names, option
 CONTROLS_OMITTED = ("the fresh-head and random-direction controls run a head on z, so they need "
                     "the model; an .npz holds embeddings only")
 _FAMILY = re.compile(r"[A-Za-z0-9_.-]+")
+# what zipfile raises on a damaged member: besides BadZipFile and EOFError, a flipped flag or method
+# field gives RuntimeError ("encrypted") or NotImplementedError (a RuntimeError), a bad deflate stream
+# zlib.error, a bad lzma one LZMAError
+_DAMAGED_MEMBER = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError)
 
 
 class NpzFormatError(ValueError):
@@ -88,12 +94,16 @@ def _read_arrays(path: Path) -> dict[str, np.ndarray]:
         for name in archive.files:
             try:
                 a = archive[name]
-            except ValueError as err:  # numpy refuses object arrays when allow_pickle=False
+            except ValueError as err:
+                if "allow_pickle" not in str(err):  # a damaged .npy header or a short data block
+                    raise NpzFormatError(f"{path}: array {name!r} cannot be read ({err}); the "
+                                         f"archive is damaged") from err
+                # numpy refuses object arrays when allow_pickle=False
                 raise NpzFormatError(
                     f"{path}: array {name!r} is an object array (pickled Python objects), which "
                     f"headgeom never unpickles; save numeric arrays, e.g. "
                     f"numpy.asarray(x, dtype=numpy.float32)") from err
-            except (OSError, EOFError, zipfile.BadZipFile) as err:
+            except _DAMAGED_MEMBER as err:
                 raise NpzFormatError(f"{path}: array {name!r} cannot be read ({err}); the archive "
                                      f"is damaged") from err
             if not isinstance(a, np.ndarray):
