@@ -253,3 +253,27 @@ def test_torchs_own_refusal_is_one_line_with_its_reason(tmp_path):
         load_checkpoint(path)
     message = one_line(str(err.value))
     assert "persistent_load id must be tuple or int" in message and "PyTorch 2.6" not in message
+
+
+def test_a_legacy_stream_whose_storage_keys_do_not_match_is_a_format_error(tmp_path):
+    import pickle
+
+    head = io.BytesIO()
+    torch.save({}, head, _use_new_zipfile_serialization=False)
+    start = _legacy_object_start(head.getvalue())
+    path = tmp_path / "model.pth"
+    path.write_bytes(head.getvalue()[:start] + pickle.dumps({}, protocol=2) + pickle.dumps(["x"], protocol=2))
+    with pytest.raises(CheckpointFormatError, match="AssertionError") as err:  # torch asserts the keys
+        load_checkpoint(path)
+    one_line(str(err.value))
+
+
+def test_a_pickle_of_another_protocol_loads_without_a_warning(tmp_path):
+    import pickle
+
+    from headgeom.checkpoints import safe_load
+
+    path = _zip_checkpoint(tmp_path / "model.pth", pickle.dumps({"epoch": 3}, protocol=3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch's "Detected pickle protocol 3" would be a second line on stderr
+        assert safe_load(path).obj == {"epoch": 3}

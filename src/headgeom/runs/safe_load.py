@@ -31,6 +31,7 @@ import lzma
 import os
 import pickle
 import pickletools
+import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -332,14 +333,17 @@ def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
     container, names = scan_globals(path)
     extra = _allow(path, names)
     try:
-        with torch.serialization.safe_globals(extra):
+        with torch.serialization.safe_globals(extra), warnings.catch_warnings():
+            # a damaged file can claim another pickle protocol: torch warns, then loads it or fails (one line below)
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:  # torch's own unpickler refused something the scan let by
         raise UnsafeCheckpointError(f"refusing to load {path}: torch's restricted unpickler said: "
                                     f"{_torch_refusal(err)}; nothing was executed") from err
-    except (RuntimeError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+    except (RuntimeError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, AssertionError,
             zipfile.BadZipFile, OSError) as err:  # a damaged pickle: an allowed global called with wrong
-        # arguments (TypeError), a short stack or memo (IndexError, KeyError), a bad BUILD (AttributeError)
+        # arguments (TypeError), a short stack or memo (IndexError, KeyError), a bad BUILD (AttributeError),
+        # a legacy stream whose storage keys do not match (torch asserts)
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise CheckpointFormatError(
             f"{path} could not be read as a torch checkpoint ({type(err).__name__}: {first}); it may be "
