@@ -195,3 +195,14 @@ def test_a_damaged_member_header_is_one_npz_format_error(tmp_path, damage, raise
     with pytest.raises(NpzFormatError, match="cannot be read") as err:
         load_orbit_npz(path)
     assert raised in one_line(str(err.value)) and str(path) in str(err.value)
+
+
+def test_a_member_header_that_numpy_cannot_tokenize_is_one_npz_format_error(tmp_path):
+    import zipfile
+
+    path = tmp_path / "orbits.npz"
+    with zipfile.ZipFile(path, "w") as zf:  # numpy retries a header that is not a literal through tokenize
+        zf.writestr("z.npy", b"\x93NUMPY\x01\x00\x0a\x00{'descr'\x00\n")
+    with pytest.raises(NpzFormatError, match="cannot be read") as err:
+        load_orbit_npz(path)
+    assert "EOF in multi-line" in one_line(str(err.value))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import lzma
 import re
 import time
+import tokenize
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -48,10 +49,11 @@ LAYOUT = ("z (N, K, D_z) and head points (N, K, D) under their own names, option
 CONTROLS_OMITTED = ("the fresh-head and random-direction controls run a head on z, so they need "
                     "the model; an .npz holds embeddings only")
 _FAMILY = re.compile(r"[A-Za-z0-9_.-]+")
-# what zipfile raises on a damaged member: besides BadZipFile and EOFError, a flipped flag or method
+# what numpy and zipfile raise on a damaged archive or member: besides BadZipFile and EOFError, a flipped flag or method
 # field gives RuntimeError ("encrypted") or NotImplementedError (a RuntimeError), a bad deflate stream
 # zlib.error, a bad lzma one LZMAError
-_DAMAGED_MEMBER = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError)
+_DAMAGED_MEMBER = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError,
+                   SyntaxError, tokenize.TokenError)  # the last two: numpy parsing a damaged .npy header
 
 
 class NpzFormatError(ValueError):
@@ -83,7 +85,7 @@ def is_npz(path: str | Path) -> bool:
 def _read_arrays(path: Path) -> dict[str, np.ndarray]:
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+    except (ValueError, *_DAMAGED_MEMBER) as err:
         raise NpzFormatError(f"{path} is not a readable .npz archive ({err}); write one with "
                              f"numpy.savez(path, z=z, h=h)") from err
     if not isinstance(archive, np.lib.npyio.NpzFile):
