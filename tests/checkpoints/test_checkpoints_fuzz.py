@@ -34,7 +34,7 @@ from headgeom.checkpoints import (CheckpointArchitectureError, CheckpointFormatE
                                   UnsafeCheckpointError, load_checkpoint)
 from headgeom.cli import main
 from headgeom.train import TrainConfig, build_method_from_config, save_checkpoint
-from official_models import (DDP, BarlowTwins, SimSiam, VICReg, dino_full_checkpoint, method_full_checkpoint,
+from official_models import (BarlowTwins, SimSiam, VICReg, dino_full_checkpoint, method_full_checkpoint,
                              simsiam_checkpoint)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

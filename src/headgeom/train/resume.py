@@ -93,9 +93,10 @@ def _check_same_run(last: Path, saved: Any, config: TrainConfig) -> None:
     diff = {k: (saved[k], v) for k, v in given.items()
             if k in saved and k not in RESUMABLE_CHANGES and saved[k] != v}
     if diff:
-        raise ValueError(f"--resume: {last} was written with other settings than {last.parent.parent / 'config.json'} "
-                         f"holds (" + ", ".join(f"{k}: checkpoint {a!r}, config.json {b!r}" for k, (a, b) in diff.items())
-                         + f"): config.json was changed or damaged since; {_RESTORE_CONFIG}")
+        stored = last.parent.parent / "config.json"  # checkpoints/last.pt of the run folder
+        said = ", ".join(f"{k}: checkpoint {a!r}, config.json {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"--resume: {last} was written with other settings than {stored} holds ({said}): "
+                         f"config.json was changed or damaged since; {_RESTORE_CONFIG}")
 
 
 def keep_metrics(path: Path, upto_step: int) -> bool:
