@@ -139,3 +139,12 @@ def test_a_damaged_header_is_one_released_file_error(tmp_path, path, content, sa
     with pytest.raises(ReleasedFileError) as err:
         read_file(tmp_path / "copy", path, manifest_of(tmp_path / "copy"))
     assert said in one_line(str(err.value)) and str(file) in str(err.value)
+
+
+def test_an_unpickler_message_of_two_lines_is_one_line(tmp_path):
+    path = tmp_path / "copy" / GUILLOTINE
+    path.parent.mkdir(parents=True)
+    path.write_bytes(_npy_header() + b"\x80\x02X\x01\x00\x00\x00aQ.")  # a persistent id: the C unpickler says
+    with pytest.raises(ReleasedFileError, match="persistent id") as err:  # so in two lines
+        read_file(tmp_path / "copy", GUILLOTINE, manifest_of(tmp_path / "copy"))
+    one_line(str(err.value))

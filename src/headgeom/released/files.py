@@ -60,8 +60,9 @@ def read_npy_dict(path: str | Path) -> dict[str, Any]:
                 raise ReleasedFileError(f"{path}: {err}") from None
             except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
                     IndexError, KeyError, MemoryError, OverflowError) as err:  # OverflowError: a damaged FRAME length
+                said = " ".join(str(err).split())  # the C unpickler's messages may span lines
                 raise ReleasedFileError(f"{path}: its pickle cannot be read ({type(err).__name__}: "
-                                        f"{err}); it is probably truncated; {_DAMAGED}") from err
+                                        f"{said}); it is probably truncated; {_DAMAGED}") from err
     except OSError as err:
         raise ReleasedFileError(f"{path} cannot be read ({err})") from err
     value = obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
