@@ -16,8 +16,11 @@ file. The key and shape checks of each file kind are :func:`require_keys` and :f
 """
 from __future__ import annotations
 
+import lzma
 import pickle
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -29,6 +32,11 @@ from headgeom.released.manifest import ReleasedFileError
 __all__ = ["array", "read_npy_dict", "read_npz", "require_keys", "scalar"]
 
 _DAMAGED = "the file is damaged or not the authors' file; fetch it again"
+# what numpy and zipfile raise on a damaged .npy header or .npz member besides ValueError: a header that is not
+# a Python literal (SyntaxError, tokenize.TokenError), a flipped flag or method field (RuntimeError, among them
+# NotImplementedError), a bad compressed stream (zlib.error, LZMAError)
+_DAMAGED_ERRORS = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError, SyntaxError,
+                   tokenize.TokenError)
 
 
 def read_npy_dict(path: str | Path) -> dict[str, Any]:
@@ -41,7 +49,7 @@ def read_npy_dict(path: str | Path) -> dict[str, Any]:
                 header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
                           else np.lib.format.read_array_header_2_0)
                 shape, _, dtype = header(fh)
-            except (ValueError, EOFError) as err:
+            except (ValueError, EOFError, SyntaxError, tokenize.TokenError) as err:
                 raise ReleasedFileError(f"{path} is not an .npy file ({err}); {_DAMAGED}") from err
             if shape != () or dtype != np.dtype(object):
                 raise ReleasedFileError(f"{path} holds a {dtype} array of shape {shape}, not a saved dict "
@@ -51,9 +59,10 @@ def read_npy_dict(path: str | Path) -> dict[str, Any]:
             except UnsafePickleError as err:
                 raise ReleasedFileError(f"{path}: {err}") from None
             except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                    IndexError, KeyError, MemoryError) as err:
+                    IndexError, KeyError, MemoryError, OverflowError) as err:  # OverflowError: a damaged FRAME length
+                said = " ".join(str(err).split())  # the C unpickler's messages may span lines
                 raise ReleasedFileError(f"{path}: its pickle cannot be read ({type(err).__name__}: "
-                                        f"{err}); it is probably truncated; {_DAMAGED}") from err
+                                        f"{said}); it is probably truncated; {_DAMAGED}") from err
     except OSError as err:
         raise ReleasedFileError(f"{path} cannot be read ({err})") from err
     value = obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
@@ -67,7 +76,7 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     path = Path(path)
     try:
         archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as err:
+    except (ValueError, *_DAMAGED_ERRORS) as err:
         raise ReleasedFileError(f"{path} is not a readable .npz archive ({err}); {_DAMAGED}") from err
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ReleasedFileError(f"{path} holds a single array, not an .npz archive; {_DAMAGED}")
@@ -76,10 +85,13 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         for name in archive.files:
             try:
                 out[name] = archive[name]
-            except ValueError as err:  # allow_pickle=False refuses object arrays
+            except ValueError as err:
+                if "allow_pickle" not in str(err):  # a damaged .npy header or a short data block
+                    raise ReleasedFileError(f"{path}: array {name!r} cannot be read ({err}); {_DAMAGED}") from err
+                # allow_pickle=False refuses object arrays
                 raise ReleasedFileError(f"{path}: array {name!r} is an object array (pickled Python "
                                         f"objects), which headgeom never unpickles; {_DAMAGED}") from err
-            except (OSError, EOFError, zipfile.BadZipFile) as err:
+            except _DAMAGED_ERRORS as err:
                 raise ReleasedFileError(f"{path}: array {name!r} cannot be read ({err}); {_DAMAGED}") from err
     return out
 

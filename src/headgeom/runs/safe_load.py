@@ -27,10 +27,13 @@ from __future__ import annotations
 import _compat_pickle
 import hashlib
 import io
+import lzma
 import os
 import pickle
 import pickletools
+import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -237,7 +240,11 @@ def _zip_data_pickle(path: Path) -> bytes:
                     f"ever needs ({_SCAN_LIMIT}); refusing to parse it."
                 )
             return zf.read(names[0])
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError) as err:
+    except CheckpointFormatError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, RuntimeError, zlib.error,
+            lzma.LZMAError) as err:  # a damaged directory or member header: a name that is not UTF-8
+        # (UnicodeDecodeError), an unknown version, method or encryption flag (NotImplementedError, RuntimeError)
         raise CheckpointFormatError(f"{path} is a damaged zip checkpoint ({err}); {_RESTORE}.") from err
 
 
@@ -299,6 +306,14 @@ def _allow(path: Path, names: tuple[str, ...]) -> list[tuple[Callable[..., Any] 
     return extra
 
 
+def _torch_refusal(err: Exception) -> str:
+    """The reason in torch's weights-only refusal, on one line (torch wraps it in a paragraph of advice)."""
+    text = str(err)
+    if "WeightsUnpickler error:" in text:
+        text = text.split("WeightsUnpickler error:", 1)[1].split("Check the documentation of torch.load", 1)[0]
+    return " ".join(text.split()) or type(err).__name__
+
+
 def missing_checkpoint(path: str | os.PathLike[str]) -> FileNotFoundError:
     """The error for a checkpoint that is not there (one wording for every command)."""
     return FileNotFoundError(missing_checkpoint_message(path))
@@ -318,11 +333,17 @@ def safe_load(path: str | os.PathLike[str]) -> LoadedFile:
     container, names = scan_globals(path)
     extra = _allow(path, names)
     try:
-        with torch.serialization.safe_globals(extra):
+        with torch.serialization.safe_globals(extra), warnings.catch_warnings():
+            # a damaged file can claim another pickle protocol: torch warns, then loads it or fails (one line below)
+            warnings.filterwarnings("ignore", message="Detected pickle protocol", category=UserWarning)
             obj = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as err:  # torch's own unpickler refused something the scan let by
-        raise UnsafeCheckpointError(f"refusing to load {path}: torch's restricted unpickler said: {err}") from err
-    except (RuntimeError, EOFError, ValueError, zipfile.BadZipFile, OSError, KeyError) as err:
+        raise UnsafeCheckpointError(f"refusing to load {path}: torch's restricted unpickler said: "
+                                    f"{_torch_refusal(err)}; nothing was executed") from err
+    except (RuntimeError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, AssertionError,
+            zipfile.BadZipFile, OSError) as err:  # a damaged pickle: an allowed global called with wrong
+        # arguments (TypeError), a short stack or memo (IndexError, KeyError), a bad BUILD (AttributeError),
+        # a legacy stream whose storage keys do not match (torch asserts)
         first = str(err).strip().splitlines()[0] if str(err).strip() else ""
         raise CheckpointFormatError(
             f"{path} could not be read as a torch checkpoint ({type(err).__name__}: {first}); it may be "

@@ -13,7 +13,6 @@ import argparse
 import contextlib
 import dataclasses
 import errno
-import json
 import os
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from .checkpoint import CheckpointError, load_checkpoint
 from .ddp import job_layout
 from .interrupt import StopSignals, TrainingInterrupted
 from .loop import train
+from .resume import stored_config
 from .save import last_checkpoint
 
 __all__ = ["add_parser", "config_from_args", "run"]
@@ -50,8 +50,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         raise FileNotFoundError(f"--resume: {stored_path} not found; {args.out} is not a run directory "
                                 f"written by `headgeom train` (drop --resume to start it, or pass --resume-or-start)")
     if args.resume or (args.resume_or_start and stored_path.exists()):
-        stored = json.loads(stored_path.read_text(encoding="utf-8"))["config"]
-        return TrainConfig.from_dict({**stored, **given})
+        return TrainConfig.from_dict({**stored_config(stored_path), **given})
     missing = [f"--{k}" for k in ("method", "backbone", "data") if k not in given]
     if missing:
         raise ValueError(f"headgeom train needs {' '.join(missing)} (or --resume to continue a run)")

@@ -22,7 +22,28 @@ from .checkpoint import load_checkpoint
 from .config import RESUMABLE_CHANGES, TrainConfig
 from .setup import Setup
 
-__all__ = ["check_resumable", "keep_metrics", "last_loss", "restore"]
+__all__ = ["check_resumable", "keep_metrics", "last_loss", "restore", "stored_config"]
+
+_RESTORE_CONFIG = "restore it, or start the run again with --overwrite"
+
+
+def stored_config(path: Path) -> dict[str, Any]:
+    """The settings a run folder's config.json (``path``) stores, checked to build a TrainConfig;
+    raises ValueError naming the file when it is damaged (not JSON, no "config" object, settings
+    headgeom cannot use)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"--resume: {path} is damaged (not JSON: {err}); {_RESTORE_CONFIG}") from err
+    stored = record.get("config") if isinstance(record, dict) else None
+    if not isinstance(stored, dict):
+        raise ValueError(f"--resume: {path} is damaged: it holds no \"config\" object with the run's settings; "
+                         f"{_RESTORE_CONFIG}")
+    try:
+        TrainConfig.from_dict(stored)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"--resume: {path} holds settings headgeom cannot use ({err}); {_RESTORE_CONFIG}") from err
+    return stored
 
 
 def check_resumable(out: Path, config: TrainConfig) -> None:
@@ -31,7 +52,7 @@ def check_resumable(out: Path, config: TrainConfig) -> None:
     if not cfg_path.exists():
         raise FileNotFoundError(f"--resume: {cfg_path} not found; {out} is not a run directory "
                                 f"written by `headgeom train`")
-    stored = TrainConfig.from_dict(json.loads(cfg_path.read_text(encoding="utf-8"))["config"])
+    stored = TrainConfig.from_dict(stored_config(cfg_path))
     diff = {k: v for k, v in stored.differences(config).items() if k not in RESUMABLE_CHANGES}
     if diff:
         raise ValueError(f"--resume: the settings differ from the stored run in {out}: "
@@ -43,6 +64,7 @@ def restore(last: Path, s: Setup, config: TrainConfig, tracker: Any) -> int:
     """Load checkpoint ``last`` into ``s`` (and into ``tracker`` when it has ``load_state_dict``
     and the checkpoint holds its state); returns the step it was written at."""
     ck = load_checkpoint(last, map_location=s.device)
+    _check_same_run(last, ck.get("config"), config)
     s.method.load_state_dict(ck["method"])
     s.optimizer.load_state_dict(ck["optimizer"])
     step = int(ck["step"])
@@ -60,6 +82,21 @@ def restore(last: Path, s: Setup, config: TrainConfig, tracker: Any) -> int:
     if ck.get("tracker") is not None and hasattr(tracker, "load_state_dict"):
         tracker.load_state_dict(ck["tracker"])  # e.g. the update-size series continues
     return step
+
+
+def _check_same_run(last: Path, saved: Any, config: TrainConfig) -> None:
+    """Raise when the checkpoint was written with other settings than the run's config.json holds
+    (a config.json changed or damaged since: resuming would continue another run, or fail to load)."""
+    if not isinstance(saved, dict):  # a checkpoint without its settings: nothing to compare
+        return
+    given = config.to_dict()
+    diff = {k: (saved[k], v) for k, v in given.items()
+            if k in saved and k not in RESUMABLE_CHANGES and saved[k] != v}
+    if diff:
+        stored = last.parent.parent / "config.json"  # checkpoints/last.pt of the run folder
+        said = ", ".join(f"{k}: checkpoint {a!r}, config.json {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"--resume: {last} was written with other settings than {stored} holds ({said}): "
+                         f"config.json was changed or damaged since; {_RESTORE_CONFIG}")
 
 
 def keep_metrics(path: Path, upto_step: int) -> bool:
