@@ -40,7 +40,7 @@ def _secs(s: Any) -> str:
     return f"{s:.3g} s" if isinstance(s, (int, float)) else "? s"
 
 
-def _cell(text: Any) -> str:
+def cell_text(text: Any) -> str:
     """Text safe inside a markdown table cell."""
     return str(text).replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
 
@@ -92,8 +92,8 @@ def split_measured(measured: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
 def group_table(grouped: dict[str, dict[str, Any]]) -> str:
     """One line per group (activation, run, ...), one column per measured name."""
     names = list(dict.fromkeys(n for row in grouped.values() for n in row))
-    lines = ["| | " + " | ".join(_cell(n) for n in names) + " |", "|---|" + "---|" * len(names)]
-    lines += ["| " + _cell(g) + " | " + " | ".join(_cell(format_measured(row[n])) if n in row else "-" for n in names)
+    lines = ["| | " + " | ".join(cell_text(n) for n in names) + " |", "|---|" + "---|" * len(names)]
+    lines += ["| " + cell_text(g) + " | " + " | ".join(cell_text(format_measured(row[n])) if n in row else "-" for n in names)
               + " |" for g, row in grouped.items()]
     return "\n".join(lines)
 
@@ -123,7 +123,7 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
                 verdict += f" ({c['budget']['basis']})"
         if c.get("out_of_distribution"):
             verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
-        lines.append("| " + " | ".join(_cell(x) for x in (
+        lines.append("| " + " | ".join(cell_text(x) for x in (
             i, c["id"], c["statement"], _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else ""),
             meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
@@ -204,11 +204,11 @@ def _limited(c: dict[str, Any]) -> str:
 
 def _config_table(config: Any) -> str:
     if not isinstance(config, dict):
-        return f"`{_cell(config)}`\n"
+        return f"`{cell_text(config)}`\n"
     if not config:
         return "_(empty config)_\n"
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in _dotted(config).items()]
+    lines += [f"| {cell_text(k)} | `{cell_text(v)}` |" for k, v in _dotted(config).items()]
     return "\n".join(lines) + "\n"
 
 
@@ -287,7 +287,7 @@ def render_report(results: dict[str, Any]) -> str:
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
-             "## Summary", "", summary_table(claims, format_measured, _cell, results.get("preset")),
+             "## Summary", "", summary_table(claims, format_measured, cell_text, results.get("preset")),
              "Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
              "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
              f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "

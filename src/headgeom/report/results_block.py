@@ -15,7 +15,7 @@ from typing import Any
 
 from headgeom.claims.budget import budget_text
 from headgeom.claims.evidence import verdict_text
-from headgeom.report.markdown import _cell, format_measured
+from headgeom.report.markdown import cell_text, format_measured
 from headgeom.report.summary import by_claim, summary_table
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
@@ -40,7 +40,7 @@ def _rows_table(claims: list[dict[str, Any]]) -> str:
         for c in rows:
             head = c.get("headline")
             quoted = f"{head}: {format_measured(c['measured'][head])}" if head in (c.get("measured") or {}) else "-"
-            lines.append("| " + " | ".join(_cell(x) for x in (
+            lines.append("| " + " | ".join(cell_text(x) for x in (
                 cid, _row_setting(c), c["evidence"], verdict_text(c), quoted,
                 budget_text(c.get("budget")) or "-")) + " |")
     return "\n".join(lines)
@@ -53,7 +53,7 @@ def rendered_from(path: Path, title: str) -> str:
     return "\n".join([
         f"**{title}** (`{path.as_posix()}`, written by `{results.get('command', 'headgeom reproduce')}`, "
         f"finished {results.get('finished', '?')}):", "",
-        summary_table(claims, format_measured, _cell).rstrip(), "",
+        summary_table(claims, format_measured, cell_text).rstrip(), "",
         "<details><summary>Every row</summary>", "", _rows_table(claims), "", "</details>", ""])
 
 
