@@ -19,12 +19,8 @@ which only pickle can hold, is refused and never unpickled. Every malformed inpu
 
 from __future__ import annotations
 
-import lzma
 import re
 import time
-import tokenize
-import zipfile
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +29,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from headgeom.npz import read_npz
 from headgeom.runs.safe_load import file_sha256
 from headgeom.orbits.analyze import DEFINITIONS, analyze_orbit_features, orbit_protocol
 from headgeom.orbits.extract import OrbitFeatures
@@ -49,11 +46,6 @@ LAYOUT = ("z (N, K, D_z) and head points (N, K, D) under their own names, option
 CONTROLS_OMITTED = ("the fresh-head and random-direction controls run a head on z, so they need "
                     "the model; an .npz holds embeddings only")
 _FAMILY = re.compile(r"[A-Za-z0-9_.-]+")
-# what numpy and zipfile raise on a damaged archive or member: besides BadZipFile and EOFError, a flipped flag or method
-# field gives RuntimeError ("encrypted") or NotImplementedError (a RuntimeError), a bad deflate stream
-# zlib.error, a bad lzma one LZMAError
-_DAMAGED_MEMBER = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError,
-                   SyntaxError, tokenize.TokenError)  # the last two: numpy parsing a damaged .npy header
 
 
 class NpzFormatError(ValueError):
@@ -83,35 +75,15 @@ def is_npz(path: str | Path) -> bool:
 
 
 def _read_arrays(path: Path) -> dict[str, np.ndarray]:
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, *_DAMAGED_MEMBER) as err:
-        raise NpzFormatError(f"{path} is not a readable .npz archive ({err}); write one with "
-                             f"numpy.savez(path, z=z, h=h)") from err
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise NpzFormatError(f"{path} holds a single array, not an .npz archive of named arrays; "
-                             f"write one with numpy.savez(path, z=z, h=h): {LAYOUT}")
-    arrays = {}
-    with archive:
-        for name in archive.files:
-            try:
-                a = archive[name]
-            except ValueError as err:
-                if "allow_pickle" not in str(err):  # a damaged .npy header or a short data block
-                    raise NpzFormatError(f"{path}: array {name!r} cannot be read ({err}); the "
-                                         f"archive is damaged") from err
-                # numpy refuses object arrays when allow_pickle=False
-                raise NpzFormatError(
-                    f"{path}: array {name!r} is an object array (pickled Python objects), which "
-                    f"headgeom never unpickles; save numeric arrays, e.g. "
-                    f"numpy.asarray(x, dtype=numpy.float32)") from err
-            except _DAMAGED_MEMBER as err:
-                raise NpzFormatError(f"{path}: array {name!r} cannot be read ({err}); the archive "
-                                     f"is damaged") from err
-            if not isinstance(a, np.ndarray):
-                raise NpzFormatError(f"{path}: member {name!r} is not an .npy array; the archive "
-                                     f"must hold only arrays ({LAYOUT})")
-            arrays[name] = a
+    arrays = read_npz(path, NpzFormatError, unreadable="write one with numpy.savez(path, z=z, h=h)",
+                      single=("not an .npz archive of named arrays; write one with numpy.savez(path, z=z, h=h): "
+                              f"{LAYOUT}"),
+                      damaged="the archive is damaged",
+                      object_array="save numeric arrays, e.g. numpy.asarray(x, dtype=numpy.float32)")
+    for name, a in arrays.items():
+        if not isinstance(a, np.ndarray):
+            raise NpzFormatError(f"{path}: member {name!r} is not an .npy array; the archive "
+                                 f"must hold only arrays ({LAYOUT})")
     return arrays
 
 

@@ -16,27 +16,20 @@ file. The key and shape checks of each file kind are :func:`require_keys` and :f
 """
 from __future__ import annotations
 
-import lzma
 import pickle
 import tokenize
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from headgeom.data.cifar import SafeUnpickler, UnsafePickleError
+from headgeom.npz import read_npz as read_arrays
 from headgeom.released.manifest import ReleasedFileError
 
 __all__ = ["array", "read_npy_dict", "read_npz", "require_keys", "scalar"]
 
 _DAMAGED = "the file is damaged or not the authors' file; fetch it again"
-# what numpy and zipfile raise on a damaged .npy header or .npz member besides ValueError: a header that is not
-# a Python literal (SyntaxError, tokenize.TokenError), a flipped flag or method field (RuntimeError, among them
-# NotImplementedError), a bad compressed stream (zlib.error, LZMAError)
-_DAMAGED_ERRORS = (OSError, EOFError, zipfile.BadZipFile, RuntimeError, zlib.error, lzma.LZMAError, SyntaxError,
-                   tokenize.TokenError)
 
 
 def read_npy_dict(path: str | Path) -> dict[str, Any]:
@@ -73,27 +66,8 @@ def read_npy_dict(path: str | Path) -> dict[str, Any]:
 
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
     """Every array of an ``.npz``, read with ``allow_pickle=False`` (object arrays refused)."""
-    path = Path(path)
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, *_DAMAGED_ERRORS) as err:
-        raise ReleasedFileError(f"{path} is not a readable .npz archive ({err}); {_DAMAGED}") from err
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ReleasedFileError(f"{path} holds a single array, not an .npz archive; {_DAMAGED}")
-    out: dict[str, np.ndarray] = {}
-    with archive:
-        for name in archive.files:
-            try:
-                out[name] = archive[name]
-            except ValueError as err:
-                if "allow_pickle" not in str(err):  # a damaged .npy header or a short data block
-                    raise ReleasedFileError(f"{path}: array {name!r} cannot be read ({err}); {_DAMAGED}") from err
-                # allow_pickle=False refuses object arrays
-                raise ReleasedFileError(f"{path}: array {name!r} is an object array (pickled Python "
-                                        f"objects), which headgeom never unpickles; {_DAMAGED}") from err
-            except _DAMAGED_ERRORS as err:
-                raise ReleasedFileError(f"{path}: array {name!r} cannot be read ({err}); {_DAMAGED}") from err
-    return out
+    return read_arrays(Path(path), ReleasedFileError, unreadable=_DAMAGED, single=f"not an .npz archive; {_DAMAGED}",
+                       damaged=_DAMAGED, object_array=_DAMAGED)
 
 
 def require_keys(path: str | Path, data: Mapping[str, Any], keys: Sequence[str], what: str = "") -> None:
