@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.threshold import crossing, threshold_ratio
+from headgeom.geometry.threshold import crossing, pullback_and_ratio, threshold_ratio
 
 
 def test_diagonal_pairs_cross_at_the_smallest_ratio_of_their_entries():
@@ -57,3 +57,16 @@ def test_the_ratio_of_a_one_hidden_unit_head_is_the_hand_derived_one():
 def test_shapes_are_checked():
     with pytest.raises(ValueError, match="square blocks of one shape"):
         crossing(torch.eye(3), torch.eye(2))
+
+
+def test_pullback_and_ratio_shares_one_eigendecomposition_and_matches_each_part():
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(4, 5, 5, generator=gen, dtype=torch.float64)
+    g = x @ x.transpose(1, 2) + 0.05 * torch.eye(5, dtype=torch.float64)
+    y = torch.randn(4, 5, 5, generator=gen, dtype=torch.float64)
+    m = y + y.transpose(1, 2)
+    lam, r = pullback_and_ratio(g, m)
+    assert torch.allclose(lam, torch.linalg.eigvalsh(g).amin(dim=-1), rtol=1e-12, atol=0)
+    assert torch.equal(r, threshold_ratio(g, m))
+    # r > 1 exactly where G + M has a negative eigenvalue
+    assert torch.equal(r > 1, torch.linalg.eigvalsh(g + m).amin(dim=-1) < 0)

@@ -54,7 +54,7 @@ import torch
 
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.threshold import threshold_ratio
+from headgeom.geometry.threshold import pullback_and_ratio
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import mean_std_text
@@ -215,10 +215,10 @@ def _primary(sweep: dict[str, Any]) -> tuple[float | None, str]:
 def _state_ratio(g: torch.Tensor, m: torch.Tensor, floor_g: float) -> float | None:
     """max over blocks of r_i = λ_max(−G_i^{-1/2} M_i G_i^{-1/2}): the state sits at r times the threshold of its
     own ray G + t·M (past it when r > 1); None when some block of G is not positive definite beyond its floor."""
-    if float(torch.linalg.eigvalsh(0.5 * (g + g.transpose(-1, -2))).min()) <= floor_g:
+    lam, r = pullback_and_ratio(g, m)  # one eigendecomposition of G serves both
+    if float(lam.min()) <= floor_g or bool(r.isnan().any()):
         return None
-    r = threshold_ratio(g, m)
-    return None if bool(r.isnan().any()) else float(r.max())
+    return float(r.max())
 
 
 def run_cell(config: C4Config, cell: dict[str, Any]) -> dict[str, Any]:

@@ -27,12 +27,13 @@ import math
 import torch
 from torch import Tensor
 
-__all__ = ["crossing", "threshold_ratio"]
+__all__ = ["crossing", "pullback_and_ratio", "threshold_ratio"]
 
 
-def _whitened(a: Tensor, b: Tensor, pd_tol: float) -> tuple[Tensor, Tensor]:
-    """(C, ok): C = A^{-1/2} B A^{-1/2} per block through A's eigendecomposition, and ok (N,) where
-    every eigenvalue of A_i exceeds pd_tol · max|λ(A)| (A_i positive definite to that tolerance)."""
+def _whitened(a: Tensor, b: Tensor, pd_tol: float) -> tuple[Tensor, Tensor, Tensor]:
+    """(C, ok, λ_min(A)): C = A^{-1/2} B A^{-1/2} per block through A's eigendecomposition, ok (N,) where
+    every eigenvalue of A_i exceeds pd_tol · max|λ(A)| (A_i positive definite to that tolerance), and the
+    smallest eigenvalue of each A_i (N,)."""
     a = 0.5 * (a + a.transpose(-1, -2))
     b = 0.5 * (b + b.transpose(-1, -2))
     lam, vec = torch.linalg.eigh(a)
@@ -41,7 +42,7 @@ def _whitened(a: Tensor, b: Tensor, pd_tol: float) -> tuple[Tensor, Tensor]:
     inv_sqrt = torch.where(lam > 0, lam, torch.ones_like(lam)).rsqrt()
     w = vec * inv_sqrt[..., None, :]  # A^{-1/2} = V Λ^{-1/2} Vᵀ; W = V Λ^{-1/2}, C = Wᵀ B W (same spectrum)
     c = w.transpose(-1, -2) @ b @ w
-    return 0.5 * (c + c.transpose(-1, -2)), ok
+    return 0.5 * (c + c.transpose(-1, -2)), ok, lam.amin(dim=-1)
 
 
 def _checked(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
@@ -59,7 +60,7 @@ def crossing(a: Tensor, b: Tensor, *, pd_tol: float = 1e-12) -> Tensor:
     smallest eigenvalue ≤ pd_tol · max|λ(A)|: the ray starts on the boundary and the form does not
     apply). ``a``, ``b``: (d, d) or (N, d, d) symmetric blocks."""
     a, b = _checked(a, b)
-    c, ok = _whitened(a, b, pd_tol)
+    c, ok, _ = _whitened(a, b, pd_tol)
     top = (-torch.linalg.eigvalsh(c)).amax(dim=-1)  # λ_max(−C) = −λ_min(C)
     t = torch.where(top > 0, 1.0 / top.clamp_min(torch.finfo(top.dtype).tiny), torch.full_like(top, math.inf))
     return torch.where(ok, t, torch.full_like(t, math.nan))
@@ -70,7 +71,13 @@ def threshold_ratio(g: Tensor, m: Tensor, *, pd_tol: float = 1e-12) -> Tensor:
     times the threshold of its own ray G + t·M (past it when r_i > 1, where λ_min(G_i + M_i) < 0; r_i ≤ 0
     when M_i has no direction negative against G_i). NaN where G_i is not positive definite
     (see :func:`crossing`)."""
+    return pullback_and_ratio(g, m, pd_tol=pd_tol)[1]
+
+
+def pullback_and_ratio(g: Tensor, m: Tensor, *, pd_tol: float = 1e-12) -> tuple[Tensor, Tensor]:
+    """(λ_min(G_i), r_i) per block (N,) each, from one eigendecomposition of G: the smallest eigenvalue of
+    each G block and :func:`threshold_ratio` (NaN where G_i is not positive definite)."""
     g, m = _checked(g, m)
-    c, ok = _whitened(g, m, pd_tol)
+    c, ok, lam_min = _whitened(g, m, pd_tol)
     r = (-torch.linalg.eigvalsh(c)).amax(dim=-1)
-    return torch.where(ok, r, torch.full_like(r, math.nan))
+    return lam_min, torch.where(ok, r, torch.full_like(r, math.nan))

@@ -47,7 +47,7 @@ from headgeom.geometry import READINGS, effective_hessian, spectrum
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
-from headgeom.geometry.threshold import threshold_ratio
+from headgeom.geometry.threshold import pullback_and_ratio
 from headgeom.io import atomic_write_json
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
@@ -71,10 +71,11 @@ def _pullback_and_ratio(g: Tensor, m: Tensor, floor: float) -> tuple[float | Non
     """(λ_min of the G blocks, the state's threshold ratio max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) when every
     G_i is positive definite beyond ``floor``, else None): r > 1 means the state is past the threshold of its
     own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.threshold`)."""
-    lam_g = float(torch.linalg.eigvalsh(g.to(torch.float64)).min())
+    lam, ratio = pullback_and_ratio(g, m)  # one eigendecomposition of G serves both
+    lam_g = float(lam.min())
     if not lam_g > floor:
         return finite_or_none(lam_g), None
-    return finite_or_none(lam_g), finite_or_none(threshold_ratio(g, m).max())
+    return finite_or_none(lam_g), finite_or_none(ratio.max())
 
 
 def _check_views(views: Any) -> list[Tensor]:
