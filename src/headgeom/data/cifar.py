@@ -17,20 +17,17 @@ never arbitrary globals, so a hostile file cannot run code.
 
 from __future__ import annotations
 
-import _codecs
-import importlib
-import io
 import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import torch
 
 from .dataset import ImageDataset
 from .download import CIFAR_ARCHIVES, DATA_ENV_VAR, resolve_data_dir
+from .safe_pickle import SafeUnpickler, UnsafePickleError, safe_pickle_load
 
 __all__ = [
     "CIFAR_LAYOUTS",
@@ -49,74 +46,6 @@ PIXELS = 3 * 32 * 32
 SPLITS = ("train", "test")
 NUM_CLASSES = {("cifar10", "fine"): 10, ("cifar100", "fine"): 100, ("cifar100", "coarse"): 20}
 PRETTY = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100"}
-
-
-# --------------------------------------------------------------------------- safe unpickling
-class UnsafePickleError(pickle.UnpicklingError, ValueError):
-    """A pickle asked for a global outside the allow-list (it was not executed)."""
-
-
-def _numpy_attr(name: str, *modules: str) -> Any:
-    for module in modules:
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError(f"numpy provides none of {[m + '.' + name for m in modules]}")
-
-
-def _allowed_globals() -> dict[tuple[str, str], Any]:
-    reconstruct = _numpy_attr("_reconstruct", "numpy._core.multiarray", "numpy.core.multiarray")
-    scalar = _numpy_attr("scalar", "numpy._core.multiarray", "numpy.core.multiarray")
-    frombuffer = _numpy_attr("_frombuffer", "numpy._core.numeric", "numpy.core.numeric")
-    allowed: dict[tuple[str, str], Any] = {
-        ("numpy", "ndarray"): np.ndarray,
-        ("numpy", "dtype"): np.dtype,
-        ("_codecs", "encode"): _codecs.encode,  # protocol-2 pickles spell bytes this way
-    }
-    for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-        allowed[(module, "_reconstruct")] = reconstruct
-        allowed[(module, "scalar")] = scalar
-    for module in ("numpy.core.numeric", "numpy._core.numeric"):
-        allowed[(module, "_frombuffer")] = frombuffer  # protocol-5 arrays
-    for module in ("builtins", "__builtin__"):
-        for name, obj in (("dict", dict), ("list", list), ("tuple", tuple), ("set", set),
-                          ("frozenset", frozenset), ("bytearray", bytearray)):
-            allowed[(module, name)] = obj
-    return allowed
-
-
-class SafeUnpickler(pickle.Unpickler):
-    """An unpickler that resolves only numpy array/dtype reconstruction and builtin containers.
-
-    headgeom's one unpickler for pickles of plain data: CIFAR's python batches here, and the
-    authors' released result files (headgeom.released.files).
-
-    Any other global (``os.system``, ``builtins.eval``, a class) raises
-    :class:`UnsafePickleError` before anything is called.
-    """
-
-    _allowed: dict[tuple[str, str], Any] | None = None
-
-    def find_class(self, module: str, name: str) -> Any:
-        if SafeUnpickler._allowed is None:
-            SafeUnpickler._allowed = _allowed_globals()
-        try:
-            return SafeUnpickler._allowed[(module, name)]
-        except KeyError:
-            raise UnsafePickleError(
-                f"refusing to load the global {module}.{name}: the files read this way (CIFAR "
-                f"batches, the authors' released results) hold only dicts, lists and numpy "
-                f"arrays, so this one is not such a file, and loading it could run code; "
-                f"nothing was executed"
-            ) from None
-
-
-def safe_pickle_load(file: BinaryIO | bytes) -> Any:
-    """Unpickle with :class:`SafeUnpickler`; py2 strings decode as latin-1, as numpy advises."""
-    if isinstance(file, (bytes, bytearray)):
-        file = io.BytesIO(file)
-    return SafeUnpickler(file, encoding="latin1").load()
 
 
 def _str_keys(obj: dict[Any, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Two containers occur:
 - ``.npy`` written by ``numpy.save`` of a dict (collapse, guillotine, curvature, orbit files): an
   ``.npy`` header saying "shape (), dtype object", then a pickle of the dict. The header is
   parsed by numpy's own header reader (a Python literal, no code); the pickle is read with
-  headgeom's one unpickler for plain data, :class:`headgeom.data.cifar.SafeUnpickler`, which
+  headgeom's one unpickler for plain data, :class:`headgeom.data.safe_pickle.SafeUnpickler`, which
   rebuilds only numpy arrays, dtypes, scalars and builtin containers and refuses every other
   global (``os.system``, ``builtins.eval``, any class) before calling anything.
 - ``.npz`` written by ``numpy.savez`` (Hessian tracks, depth ablations): read with
@@ -17,13 +17,14 @@ file. The key and shape checks of each file kind are :func:`require_keys` and :f
 from __future__ import annotations
 
 import pickle
+import struct
 import tokenize
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from headgeom.data.cifar import SafeUnpickler, UnsafePickleError
+from headgeom.data.safe_pickle import SafeUnpickler, UnsafePickleError
 from headgeom.npz import read_npz as read_arrays
 from headgeom.released.manifest import ReleasedFileError
 
@@ -52,7 +53,7 @@ def read_npy_dict(path: str | Path) -> dict[str, Any]:
             except UnsafePickleError as err:
                 raise ReleasedFileError(f"{path}: {err}") from None
             except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError,
-                    IndexError, KeyError, MemoryError, OverflowError) as err:  # OverflowError: a damaged FRAME length
+                    IndexError, KeyError, MemoryError, OverflowError, struct.error) as err:  # OverflowError: a damaged FRAME length
                 said = " ".join(str(err).split())  # the C unpickler's messages may span lines
                 raise ReleasedFileError(f"{path}: its pickle cannot be read ({type(err).__name__}: "
                                         f"{said}); it is probably truncated; {_DAMAGED}") from err
