@@ -6,7 +6,7 @@
 #     && python -m pip install -e ".[dev]" && bash benchmarks/gpu_checks.sh DIR OUT
 #
 # DIR: a folder for the CIFAR-10 binary layout (when it is missing, tools/make_cifar10.py writes it
-#      from the JPEG archive that $HEADGEOM_CIFAR10_JPEG names, see README "Tests");
+#      from the JPEG archive that $HEADGEOM_CIFAR10_JPEG names, see docs/setup.md);
 # OUT: where the results go ($OUT on the device machine). Steps, each bounded:
 #   1. pytest tests/train/test_train_cuda.py: bf16 autocast + channels_last against float32 for every
 #      method, resume on CUDA; and GeometryMonitor on CUDA under bf16 autocast (skipped on a

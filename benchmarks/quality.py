@@ -11,7 +11,7 @@ evaluate_run), so the figures are those a user gets.
         [--out quality-runs] [--json quality.json]
 
 DIR holds ``cifar-10-batches-bin`` or ``cifar-10-batches-py`` (``tools/make_cifar10.py`` writes
-the binary layout from a JPEG copy of the real images, see README "Tests"). Runs resume: a killed run
+the binary layout from a JPEG copy of the real images, see docs/setup.md). Runs resume: a killed run
 continues from its last checkpoint and finished runs/evaluations are not redone.
 """
 

@@ -1,6 +1,7 @@
 """Every reference in the repository's code and docs points inside the repository.
 
-Scanned: src/, tests/, docs/, benchmarks/, tools/, README.md and BENCHMARKS.md (text files).
+Scanned: src/, tests/, docs/, benchmarks/, tools/, README.md, BENCHMARKS.md, CHANGELOG.md and mkdocs.yml
+(text files).
 Refused: citations of files that live outside the repository (the paper notes, the style notes,
 the method notes, the shared folder next to a checkout, absolute machine paths), issue numbers of
 this project's tracker (an upstream project's issue is cited by its full URL), relative markdown
@@ -21,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCANNED_DIRS = ("src", "tests", "docs", "benchmarks", "tools")
-SCANNED_FILES = ("README.md", "BENCHMARKS.md")
+SCANNED_FILES = ("README.md", "BENCHMARKS.md", "CHANGELOG.md", "mkdocs.yml")
 TEXT_SUFFIXES = {".py", ".md", ".sh", ".txt", ".toml", ".cfg", ".json", ".yaml", ".yml", ""}
 
 OUTSIDE = {
@@ -147,7 +148,8 @@ def test_every_reference_points_inside_the_repository():
 
 def test_the_scan_covers_the_repository():
     files = {p.relative_to(ROOT).as_posix() for p in scanned_files()}
-    for expected in ("README.md", "BENCHMARKS.md", "docs/paper.md", "docs/design.md", "docs/experiments.md",
+    for expected in ("README.md", "BENCHMARKS.md", "CHANGELOG.md", "mkdocs.yml", "docs/paper.md", "docs/design.md",
+                     "docs/experiments.md", "docs/index.md", "docs/results.md", "docs/reference/geometry.md",
                      "src/headgeom/geometry/readings.py", "tests/test_docs_references.py"):
         assert expected in files, expected
 

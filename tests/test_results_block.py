@@ -1,8 +1,9 @@
-"""README's verdict numbers come from committed results files the tool wrote, never typed by hand.
+"""The verdict numbers of docs/results.md and README.md come from committed results files the tool wrote,
+never typed by hand.
 
-The block between the results markers is re-rendered from the files tools/results_block.py names and
-must match README.md to the character; an edited number, or a results file changed without
-re-rendering, fails here."""
+Each block between its markers (the full block of docs/results.md, the short summary of README.md) is
+re-rendered from the files tools/results_block.py names and must match the page to the character; an
+edited number or count, or a results file changed without re-rendering, fails here."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from headgeom.report.results_block import BEGIN, END, render_block, replace_block
+from headgeom.report.results_block import (BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, render_block, render_summary,
+                                           replace_block)
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+PAGES = [("docs/results.md", render_block, BEGIN, END), ("README.md", render_summary, SUMMARY_BEGIN, SUMMARY_END)]
 
 
 def _tool():
@@ -25,8 +27,8 @@ def _tool():
     return mod
 
 
-def _block(text: str) -> str:
-    return text[text.index(BEGIN):text.index(END) + len(END)]
+def _block(text: str, begin: str, end: str) -> str:
+    return text[text.index(begin):text.index(end) + len(end)]
 
 
 def test_every_results_file_exists_and_was_written_by_headgeom_reproduce():
@@ -36,22 +38,40 @@ def test_every_results_file_exists_and_was_written_by_headgeom_reproduce():
         assert results["claims"] and all("verdict" in c and "evidence" in c for c in results["claims"]), rel
 
 
-def test_the_readme_block_is_the_rendering_of_the_committed_results():
-    text = README.read_text(encoding="utf-8")
-    expected = render_block(_tool().SOURCES, ROOT)
-    assert _block(text) == expected, "README.md's results block is stale or edited: run python tools/results_block.py"
+def test_the_tool_renders_both_pages():
+    assert [(str(page), render) for page, render, *_ in _tool().TARGETS] == [(p, r) for p, r, *_ in PAGES]
 
 
-def test_an_edited_number_in_the_block_is_caught():
-    text = README.read_text(encoding="utf-8")
-    block = _block(text)
-    match = re.search(r"\d\.\d+", block)
-    assert match, "the block quotes no number"
-    edited = block[:match.start()] + str((int(block[match.start()]) + 1) % 10) + block[match.start() + 1:]
-    assert edited != render_block(_tool().SOURCES, ROOT)
+@pytest.mark.parametrize("page, render, begin, end", PAGES, ids=[p[0] for p in PAGES])
+def test_the_block_is_the_rendering_of_the_committed_results(page, render, begin, end):
+    text = (ROOT / page).read_text(encoding="utf-8")
+    expected = render(_tool().SOURCES, ROOT)
+    assert _block(text, begin, end) == expected, f"{page}'s results block is stale or edited: run python tools/results_block.py"
+
+
+@pytest.mark.parametrize("page, render, begin, end", PAGES, ids=[p[0] for p in PAGES])
+def test_an_edited_number_in_the_block_is_caught(page, render, begin, end):
+    block = _block((ROOT / page).read_text(encoding="utf-8"), begin, end)
+    match = re.search(r"(\d+) (?:supported|not supported|inconclusive|hold)", block)
+    assert match, "the block quotes no verdict count"
+    edited = block[:match.start(1)] + str(int(match.group(1)) + 1) + block[match.end(1):]
+    assert edited != block and edited != render(_tool().SOURCES, ROOT)
+
+
+def test_the_summary_counts_every_row_of_each_source_once():
+    """The short form's counts add up to the rows of each file, ours and the authors' apart."""
+    tool = _tool()
+    block = _block((ROOT / "README.md").read_text(encoding="utf-8"), SUMMARY_BEGIN, SUMMARY_END)
+    counted = sum(int(n) for n in re.findall(r"(\d+) (?:supported|not supported|inconclusive|hold|fail|"
+                                             r"not checked|undecided)", block))
+    rows = sum(len(json.loads((ROOT / rel).read_text(encoding="utf-8"))["claims"]) for rel, _ in tool.SOURCES)
+    assert counted == rows
 
 
 def test_replace_block_needs_both_markers():
     with pytest.raises(ValueError, match="results:begin"):
         replace_block("no markers here", "x")
     assert replace_block(f"a {BEGIN} old {END} b", "NEW") == "a NEW b"
+    with pytest.raises(ValueError, match="results-summary:begin"):
+        replace_block(f"a {BEGIN} old {END} b", "x", SUMMARY_BEGIN, SUMMARY_END)
+    assert replace_block(f"a {SUMMARY_BEGIN} old {SUMMARY_END} b", "NEW", SUMMARY_BEGIN, SUMMARY_END) == "a NEW b"

@@ -20,7 +20,7 @@ from headgeom.orbits.bootstrap import (Resamples, acceleration, bootstrap_counts
 from bootstrap_reference import bca_by_hand
 from real_data import released_results
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ANALYZE_DOC = Path(__file__).resolve().parents[2] / "docs" / "analyze.md"  # the conversion users copy
 
 
 def test_indices_are_reproducible_by_seed_and_stratified_by_class():
@@ -207,10 +207,10 @@ def test_resamples_stack_bootstrap_and_leave_one_out_rows():
         rs.estimate(2.5, replicate_means(v, counts))
 
 
-def _readme_conversion():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def _docs_conversion():
+    blocks = re.findall(r"```python\n(.*?)```", ANALYZE_DOC.read_text(encoding="utf-8"), flags=re.S)
     namespace: dict = {}
-    exec(compile(next(b for b in blocks if "def authors_orbits_to_npz" in b), "README.md", "exec"), namespace)
+    exec(compile(next(b for b in blocks if "def authors_orbits_to_npz" in b), "docs/analyze.md", "exec"), namespace)
     return namespace["authors_orbits_to_npz"]
 
 
@@ -218,7 +218,7 @@ def test_released_resnet18_orbits_get_no_interval_that_excludes_its_estimate(tmp
     from headgeom.orbits.external import analyze_external, load_orbit_npz
 
     src = released_results() / "results" / "cifar10" / "resnet18" / "orbit_visualization.npy"
-    _readme_conversion()(src, tmp_path / "orbits.npz")  # the README's restricted unpickler: arrays only
+    _docs_conversion()(src, tmp_path / "orbits.npz")  # the docs' restricted unpickler: arrays only
     ext = load_orbit_npz(tmp_path / "orbits.npz")
     assert tuple(ext.features["z"].shape[:2]) == (15, 12)  # 5 classes x 3 images, 12 rotations
     fam = analyze_external(ext, "rotation")[0]["families"]["rotation"]

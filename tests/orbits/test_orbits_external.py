@@ -1,5 +1,5 @@
 """``headgeom analyze FILE.npz`` (headgeom.orbits.external): an array whose metrics are computed
-here with numpy, every malformed input (exit 2, one line), and the README's conversion of the
+here with numpy, every malformed input (exit 2, one line), and the conversion in docs/analyze.md of the
 authors' orbit_visualization.npy layout run on a synthetic array of that layout."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from headgeom.orbits.external import load_orbit_npz
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ANALYZE_DOC = Path(__file__).resolve().parents[2] / "docs" / "analyze.md"  # the conversion users copy
 
 
 # ---- numpy references (the definitions, written here)
@@ -189,13 +189,13 @@ def test_files_that_are_not_npz_archives(tmp_path, capsys):
     assert code == 2 and "--family names the orbits of an .npz" in cap.err
 
 
-# ---- the README's conversion of the authors' layout
+# ---- the conversion in docs/analyze.md of the authors' layout
 
-def _readme_conversion() -> dict:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+def _docs_conversion() -> dict:
+    blocks = re.findall(r"```python\n(.*?)```", ANALYZE_DOC.read_text(encoding="utf-8"), flags=re.S)
     code = next(b for b in blocks if "def authors_orbits_to_npz" in b)
     namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, "docs/analyze.md", "exec"), namespace)
     return namespace
 
 
@@ -214,8 +214,8 @@ def _authors_layout(n=6, k=4, seed=1) -> tuple[dict, dict]:
     return flat, {"z": z, "h": h, "labels": labels, "xi": angles}
 
 
-def test_readme_converts_the_authors_layout_without_running_pickled_code(tmp_path):
-    ns = _readme_conversion()
+def test_the_docs_convert_the_authors_layout_without_running_pickled_code(tmp_path):
+    ns = _docs_conversion()
     flat, want = _authors_layout()
     src, dst = tmp_path / "orbit_visualization.npy", tmp_path / "orbits.npz"
     np.save(src, flat)  # a pickled dict, as the authors wrote it
@@ -240,8 +240,8 @@ class _Payload:
         return (_side_effect, ())
 
 
-def test_readme_conversion_refuses_any_other_global(tmp_path):
-    ns = _readme_conversion()
+def test_docs_conversion_refuses_any_other_global(tmp_path):
+    ns = _docs_conversion()
     flat, _ = _authors_layout()
     flat["payload"] = _Payload()
     src = tmp_path / "evil.npy"

@@ -145,7 +145,9 @@ def load_checkpoint(path: str | os.PathLike[str], which: str | None = None, num_
         both in eval mode, the release id, the file's sha256 and its check, key reports and notes.
 
     Raises:
-        UnsafeCheckpointError, CheckpointFormatError (from safe_load), CheckpointArchitectureError.
+        UnsafeCheckpointError: the file's pickle would run code (from safe_load).
+        CheckpointFormatError: the file is not a readable torch checkpoint (from safe_load).
+        CheckpointArchitectureError: its keys or shapes fit no architecture headgeom can build.
     """
     path = resolve_checkpoint_path(path)
     loaded = safe_load(path)

@@ -58,7 +58,7 @@ STATEMENT = "The authors' released paper-scale runs, re-judged by headgeom's own
 CONTROLS = ("vs_fresh_head_selectivity", "vs_random_directions_selectivity")  # need the trained head: not formed
 POWER_DISAGREES = ("headgeom's C8 runs this estimator beside the exact spectra (its rows' power_estimator_disagrees) "
                    "and finds its sign disagrees with the exact lambda_min at most tracking points of the smooth runs "
-                   "(README, what changed in the verdicts)")
+                   "(docs/results.md, how the verdicts are decided)")
 ORBIT_KEYS = ("selectivity", "compression", "global_ratio", "class_orbit_z", "class_orbit_h", "class_orbit_change",
               "d_intra_ratio", "d_inter_ratio", "compression_centred", "mean_pairwise_cosine_h")
 

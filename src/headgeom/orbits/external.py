@@ -105,7 +105,7 @@ def _features(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, Tensor]:
     z = arrays["z"]
     if z.ndim != 3:
         flat = " (a flat (N·K, D) layout like the authors' orbit_visualization.npy: reshape it "\
-               "as the README shows)" if z.ndim == 2 else ""
+               "as docs/analyze.md shows)" if z.ndim == 2 else ""
         raise NpzFormatError(f"{path}: 'z' must have shape (N orbits, K steps, D_z), got "
                              f"{z.shape}{flat}")
     n, k, _ = z.shape
