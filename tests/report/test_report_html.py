@@ -154,3 +154,20 @@ def test_the_same_content_as_report_md(results):
         for cell in cells[3:]:
             for part in cell.split("<br>"):
                 assert html.escape(part.replace("\\|", "|")) in page, part
+
+
+def test_claims_without_rows_and_experiments_without_claims_are_still_shown():
+    """An experiment whose cells all failed sits under its own claim id; one that names no claim goes to
+    its own section; no claim rows at all is said."""
+    exp = {"title": "t", "statement": "s", "config": {"a": 1}, "seeds": 1, "n_cells": 1, "n_failed": 1,
+           "elapsed_s": 0.5, "tables": [], "notes": [], "figures": [], "runs": "runs/X",
+           "failed_cells": [{"key": "k<1>", "error": "RuntimeError: <boom>", "error_file": "runs/e.json"}],
+           "errors": ["Traceback <x>"]}
+    page = render_html({"preset": "quick", "claims": [], "experiments": {"C5": exp, "GRIDX": exp}})
+    parsed = Page(page)
+    assert [a["data-claim"] for t, a in parsed.tags if t == "details" and a.get("class") == "claim"] == ["C5"]
+    assert parsed.rows() == [] and "No claim rows (see below)" in page
+    assert "Experiments without claim rows</h2>" in page and "<h3>GRIDX: t</h3>" in page
+    assert "RuntimeError: &lt;boom&gt;" in page and "<pre>Traceback &lt;x&gt;</pre>" in page
+    assert "2 cells failed and 2 summary steps raised" in page  # the warning, as report.md words it
+    assert "No claim entries were produced" in render_html({"claims": [], "experiments": {}})

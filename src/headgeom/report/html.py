@@ -135,7 +135,8 @@ def _experiment(eid: str, e: dict[str, Any], claims: list[dict[str, Any]], root:
             f"<li><code>{text(f['key'])}</code>: {text(f['error'])} (traceback in <code>{text(f['error_file'])}"
             "</code>)</li>" for f in e["failed_cells"]) + "</ul>")
     if e.get("errors"):
-        out.append("<h4>Errors in the summary</h4>" + "".join(f"<pre>{text(err.rstrip())}</pre>" for err in e["errors"]))
+        out.append("<h4>Errors in the summary</h4>"
+                   + "".join(f"<pre>{text(err.rstrip())}</pre>" for err in e["errors"]))
     return "\n".join(out)
 
 

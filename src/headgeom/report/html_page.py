@@ -3,9 +3,10 @@ that lets the browser load nothing but them and ``data:`` images (no network, no
 
 The script reads the filter from the URL fragment (``report.html#evidence=test&verdict=supported&
 source=authors``), applies it, and keeps the fragment in step with the filter form, so a filtered view
-is a link; ``open=C4`` in the fragment opens that claim. Filtering hides (``hidden``) the claim rows (``tr.row``, carrying ``data-evidence``,
-``data-verdict``, ``data-source``) that do not match and the claims (``details.claim``) left without a
-matching row, and says in each claim's summary line how many of its rows match. Without the script
+is a link; ``open=C4`` in the fragment opens that claim. Filtering hides (``hidden``) the claim rows
+(``tr.row``, carrying ``data-evidence``, ``data-verdict``, ``data-source``) that do not match and the
+claims (``details.claim``) left without a matching row, and says in each claim's summary line how many
+of its rows match. Without the script
 every row is shown and the form stays hidden.
 """
 from __future__ import annotations
@@ -77,7 +78,8 @@ SCRIPT = """
     claims.forEach(function (claim) {
       var own = claim.querySelectorAll("tr.row"), hit = claim.querySelectorAll("tr.row:not([hidden])").length;
       claim.hidden = active && hit === 0;
-      claim.querySelector(".matches").textContent = active && own.length ? hit + " of " + own.length + (own.length === 1 ? " row matches" : " rows match") : "";
+      var said = own.length === 1 ? " row matches" : " rows match";
+      claim.querySelector(".matches").textContent = active && own.length ? hit + " of " + own.length + said : "";
     });
     status.textContent = shown + " of " + rows.length + " rows shown";
     var open = new URLSearchParams(location.hash.replace(/^#/, "")).get("open");
@@ -93,7 +95,9 @@ SCRIPT = """
       var known = Array.prototype.some.call(select.options, function (o) { return o.value === value; });
       select.value = known ? value : "";
     });
-    claims.forEach(function (claim) { if (claim.getAttribute("data-claim") === params.get("open")) { claim.open = true; } });
+    claims.forEach(function (claim) {
+      if (claim.getAttribute("data-claim") === params.get("open")) { claim.open = true; }
+    });
     apply();
   }
   form.addEventListener("change", apply);
