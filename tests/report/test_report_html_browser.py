@@ -58,8 +58,9 @@ def browse(path: Path, fragment: str, profile: Path) -> tuple[Dom, str]:
     """(the DOM after the page's scripts ran, the console) of ``path#fragment`` in headless chromium."""
     url = path.resolve().as_uri() + ("#" + fragment if fragment else "")
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-         "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000", "--dump-dom", url],
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",  # root, CI containers
+         f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000",
+         "--dump-dom", url],
         capture_output=True, text=True, timeout=300)  # a guard against a hung browser, not a measure
     assert done.returncode == 0, done.stderr[-2000:]
     console = "\n".join(line for line in done.stderr.splitlines() if ":CONSOLE" in line)
