@@ -3,6 +3,7 @@
 The fake experiment's metric is v = scale * (seed + 1); the expected values below are written
 from that formula, not read from the runner's output.
 """
+import base64
 import dataclasses
 import json
 import math
@@ -144,6 +145,11 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert f"![{FAKE}_values](figures/{FAKE}_values.png)" in report
     assert report.index("## Summary") < report.index(f"## {FAKE}: ") < report.index(f"### {FAKE}: fake experiment")
     assert f"--only {FAKE}" in report and git_rev in report
+    # report.html beside it: the same rows, the figure embedded (headgeom.report.html; in a browser:
+    # tests/report/test_report_html_browser.py)
+    page = (out / "report.html").read_text()
+    assert f'<details class="claim" data-claim="{FAKE}">' in page and "1.5 ± 0.7071 (n=2)" in page
+    assert "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode() in page
 
 
 def test_rerun_skips_finished_cells_and_deleted_done_reruns_only_that_cell(fake, tmp_path):
@@ -319,7 +325,8 @@ def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
     assert f"{FAKE}  v is positive\n  [test] supported  v=" in text and str(out / "report.md") in text
-    assert (out / "results.json").exists() and (out / "report.md").exists()
+    assert f"wrote {out / 'report.html'}" in text
+    assert (out / "results.json").exists() and (out / "report.md").exists() and (out / "report.html").exists()
 
     # theory keeps experiments with theory=True only
     assert main(["theory", "--only", FAKE, "--out", str(tmp_path / "t")]) == 2

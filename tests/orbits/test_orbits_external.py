@@ -4,6 +4,7 @@ authors' orbit_visualization.npy layout run on a synthetic array of that layout.
 
 from __future__ import annotations
 
+import base64
 import json
 import pickle
 import re
@@ -118,6 +119,11 @@ def test_npz_metrics_match_numpy_and_the_report_matches_the_json(tmp_path, capsy
         v = float(re.match(r"(\S+) \[", text).group(1))
         assert v == pytest.approx(fam["ratios"]["h2"][key]["value"], rel=6e-4)
     assert re.search(r"^rotation\s+h2\s", cap.out, re.M)
+    # report.html: the same report as one page, its figure embedded (headgeom.report.html_markdown)
+    page = (out / "report.html").read_text()
+    png = (out / "figures" / "orbits_rotation.png").read_bytes()
+    assert "data:image/png;base64," + base64.b64encode(png).decode() in page and "<td>rotation</td><td>h2</td>" in page
+    assert res["files"]["html"] == str(out / "report.html") and f"wrote {out / 'report.html'}" in cap.out
 
 
 def test_heads_fed_normalised_z_are_flagged_on_request(tmp_path, capsys):

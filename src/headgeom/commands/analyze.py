@@ -57,8 +57,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "alignment, each with a bootstrap CI, with a fresh-head and a random-direction control; then "
         "the tangent metric (Rayleigh quotients of G on augmentation tangents) and Fisher ranks. "
         "ImageNet models get 224-px inputs with ImageNet mean/std after the colour operations; "
-        "headgeom runs their own preprocessing. Writes OUT/analysis.json, OUT/report.md and "
-        "OUT/figures/*.png.",
+        "headgeom runs their own preprocessing. Writes OUT/analysis.json, OUT/report.md, OUT/report.html "
+        "(the same report as one self-contained page, figures embedded) and OUT/figures/*.png.",
         examples=["headgeom analyze runs/simsiam --images 200 --steps 12 --out analysis/simsiam",
                   "headgeom analyze dino_deitsmall16_pretrain_full_checkpoint.pth --data-dir ~/data "
                   "--head-input both",

@@ -25,7 +25,7 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a("--only", default=None, metavar="ID[,ID...]",
       help=f"run only these experiments, comma-separated; ids: {', '.join(ids)}")
     a("--out", default="reproduce-out", metavar="DIR",
-      help="output folder for report.md, results.json, figures/ and runs/ (default reproduce-out)")
+      help="output folder for report.md, report.html, results.json, figures/ and runs/ (default reproduce-out)")
     a("--seeds", type=int, default=None, metavar="N", help="override the presets' number of seeds")
     a("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
       help="override one setting of the selected presets (repeatable); the training recipe is nested under "
@@ -46,9 +46,11 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
 
 def add_reproduce(subparsers: Any) -> argparse.ArgumentParser:
     p = add_command(
-        subparsers, "reproduce", help="run registered experiments and write report.md, results.json, figures",
+        subparsers, "reproduce", help="run registered experiments and write report.md, report.html, results.json, figures",
         description="Run the registered experiments (claims C1...C12 of the paper) cell by cell into "
-        "DIR/runs/, skipping finished cells, and write DIR/report.md, DIR/results.json and DIR/figures/. "
+        "DIR/runs/, skipping finished cells, and write DIR/report.md, DIR/report.html (the same report as one "
+        "self-contained page: figures embedded, claims filterable by evidence kind, verdict and source), "
+        "DIR/results.json and DIR/figures/. "
         "Exits 1 when a cell failed.",
         examples=["headgeom reproduce                     # quick preset of every experiment, offline",
                   "headgeom reproduce --only C1,C4 --preset small --seeds 5 --out results",

@@ -50,7 +50,8 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
         return 0
     print("\n" + format_claims_short(res["claims"]))
     paths = res["paths"]
-    print(f"\nwrote {paths['report']}\nwrote {paths['results']}\nrun directories under {paths['runs']}")
+    print(f"\nwrote {paths['report']}\nwrote {paths['html']}\nwrote {paths['results']}\n"
+          f"run directories under {paths['runs']}")
     if paths["figures"]:
         print(f"figures: {count_noun(len(paths['figures']), 'PNG file')} under {Path(paths['figures'][0]).parent}")
     if res["n_failed"]:

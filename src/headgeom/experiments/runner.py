@@ -9,6 +9,7 @@
     OUT/figures/<ID>_<name>.png             figures of the summaries
     OUT/results.json                        {"preset", "seeds", "experiments", "claims", "environment", ...}
     OUT/report.md                           readable on its own; the claims table leads
+    OUT/report.html                         the same as one self-contained page: figures embedded, filters
 
 A cell key is readable and deterministic: ``head=silu_seed=0-<hash>``, the hash (8 hex digits of
 SHA-1) covering the cell and the resolved config without its ``seeds`` field (which only sets
@@ -452,7 +453,7 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
 def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
                     seeds: int | None = None, progress: bool = True, theory_only: bool = False,
                     launcher: Any = None, train_logger: str = "jsonl", overrides: tuple[str, ...] = ()) -> dict:
-    """Run the selected experiments' cells, summarise them, write results.json and report.md.
+    """Run the selected experiments' cells, summarise them, write results.json, report.md and report.html.
 
     ``launcher`` (headgeom.launch; default: every cell in this process, one after another) decides
     where cells run; each experiment is summarised as soon as its last cell has a result. Returns
@@ -466,6 +467,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     from tqdm.auto import tqdm
 
     from headgeom.report.figures import use_agg
+    from headgeom.report.html import write_html
     from headgeom.report.markdown import write_report
 
     out = Path(out)
@@ -500,8 +502,8 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         outcome = launcher.run(tasks, on_result)
     finally:
         bar.close()
-    paths = {"report": out / "report.md", "results": out / "results.json", "runs": out / "runs",
-             "slurm": out / "slurm"}
+    paths = {"report": out / "report.md", "html": out / "report.html", "results": out / "results.json",
+             "runs": out / "runs", "slurm": out / "slurm"}
     if outcome.waiting:
         return {"waiting": [t.name for t in outcome.waiting],
                 "submitted": [(t.name, job) for t, job in outcome.submitted],
@@ -524,6 +526,7 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     }
     atomic_write_json(out / "results.json", results_json)
     write_report(out / "report.md", results_json)
+    write_html(out / "report.html", results_json)  # after the figures it embeds, as report.md links them
     figures = [out / f for e in experiments.values() for f in e["figures"]]
     return {**results_json, "n_failed": n_failed_total, "paths": {**paths, "figures": figures}}
 

@@ -5,7 +5,8 @@
 The parser is :func:`headgeom.commands.analyze.add_parser` (torch-free); it names :func:`run`.
 
 Writes OUT/analysis.json (everything: model source and sha256, preprocessing, protocol, every
-estimate with its CI), OUT/report.md (tables and figure links) and OUT/figures/*.png (orbit PCA
+estimate with its CI), OUT/report.md (tables and figure links), OUT/report.html (the same as one
+self-contained page, figures embedded) and OUT/figures/*.png (orbit PCA
 per family at z and the head's output; tangent-metric spectra), atomically, and prints a short
 table and the paths written.
 """
@@ -27,6 +28,7 @@ from headgeom.orbits.external import analyze_npz, is_npz
 from headgeom.orbits.model_input import resolve_model
 from headgeom.orbits.pipeline import AnalysisOptions, run_analysis, select_images
 from headgeom.orbits.report import format_report, format_summary
+from headgeom.report.html_markdown import write_markdown_html
 from headgeom.runs.provenance import environment
 
 __all__ = ["add_parser", "default_out", "run"]
@@ -48,11 +50,15 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _write_outputs(out: Path, result: dict, figures: dict[str, bytes]) -> tuple[Path, Path, list[Path]]:
-    """Write OUT/figures/*.png, OUT/report.md and OUT/analysis.json atomically (in that order,
-    so analysis.json lists the files); returns (json path, report path, figure paths)."""
+    """Write OUT/figures/*.png, OUT/report.md, OUT/report.html (the same, one self-contained page with
+    the figures embedded) and OUT/analysis.json atomically (in that order, so analysis.json lists the
+    files); returns (json path, report path, figure paths)."""
     written = [atomic_write_bytes(out / "figures" / name, png) for name, png in figures.items()]
-    result["files"] = {"report": str(out / "report.md"), "figures": [str(p) for p in written]}
-    report = atomic_write_text(out / "report.md", format_report(result))
+    result["files"] = {"report": str(out / "report.md"), "html": str(out / "report.html"),
+                       "figures": [str(p) for p in written]}
+    text = format_report(result)
+    report = atomic_write_text(out / "report.md", text)
+    write_markdown_html(out / "report.html", text, text.splitlines()[0].lstrip("# "))
     return atomic_write_json(out / "analysis.json", result), report, written
 
 
@@ -75,7 +81,7 @@ def run_npz(args: argparse.Namespace) -> int:
     n, k = result["data"]["n_images"], result["orbits"]["protocol"]["steps"]
     print(f"{args.path}: {n} orbits x {k} steps; ratios z / point ({int(100 * args.level)}% CI):")
     print(format_summary(result))
-    print(f"\nwrote {json_path}\nwrote {report}")
+    print(f"\nwrote {json_path}\nwrote {report}\nwrote {report.with_suffix('.html')}")
     print(f"wrote {len(written)} figure(s) under {out / 'figures'}")
     return 0
 
@@ -145,6 +151,6 @@ def run(args: argparse.Namespace) -> int:
     tm = result["tangent_metric"]
     if "skipped" in tm:
         print(f"tangent metric: not computed ({tm['skipped']})")
-    print(f"\nwrote {json_path}\nwrote {report}")
+    print(f"\nwrote {json_path}\nwrote {report}\nwrote {report.with_suffix('.html')}")
     print(f"wrote {len(written)} figure(s) under {out / 'figures'}")
     return 0

@@ -1,4 +1,5 @@
-"""Reports of ``headgeom reproduce``: markdown (report.md) and figures (PNG, Agg backend).
+"""Reports of ``headgeom reproduce``: markdown (report.md), the same as one self-contained page
+(report.html, :mod:`headgeom.report.html`) and figures (PNG, Agg backend).
 
 Plotting stays apart from computing: experiments hand figure builders to the runner, which
 saves them here; the markdown writer reads only the results.json content. Every figure takes its
@@ -8,7 +9,8 @@ per experiment), those of ``headgeom analyze`` (``plots.orbits``) and of a run's
 (``plots.tracking``), and :mod:`headgeom.report.trajectories` the training trajectories they share.
 """
 from .figures import figure_file_name, figure_png_bytes, make_figure, save_figure, use_agg
+from .html import render_html, write_html
 from .markdown import claims_table, format_claims_short, format_measured, render_report, write_report
 
 __all__ = ["claims_table", "figure_file_name", "figure_png_bytes", "format_claims_short", "format_measured",
-           "make_figure", "render_report", "save_figure", "use_agg", "write_report"]
+           "make_figure", "render_html", "render_report", "save_figure", "use_agg", "write_html", "write_report"]

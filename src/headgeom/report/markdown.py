@@ -108,28 +108,49 @@ def claims_table(claims: list[dict[str, Any]]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     details: list[str] = []
     for i, c in enumerate(claims, 1):
-        plain, grouped = split_measured(c.get("measured") or {})
-        head = c.get("headline")
-        parts = [f"**{head}: {format_measured(c['measured'][head])}**"] if head in (c.get("measured") or {}) else []
-        parts += [f"{k}: {format_measured(v)}" for k, v in plain.items() if k != head]
+        head, plain, grouped = measured_parts(c)
+        parts = [f"**{head[0]}: {head[1]}**"] if head else []
+        parts += [f"{k}: {v}" for k, v in plain]
         if grouped:
             parts.append(f"per {len(grouped)} groups: table {i} below")
             details += [f"Table {i} ({c['id']}, {_setting_short(c)}):", "", group_table(grouped), ""]
         meas = "<br>".join(parts)
-        verdict = f"**{verdict_text(c)}**" + _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
-        if c.get("budget"):
-            verdict += f"<br>budget: {budget_text(c['budget'], label=False)}"
-            if c["budget"].get("basis"):
-                verdict += f" ({c['budget']['basis']})"
-        if c.get("out_of_distribution"):
-            verdict += f"<br>**{ood_text(c['out_of_distribution'], format_measured)}**"
+        words, qualifiers, budget, ood = verdict_parts(c)
+        verdict = "<br>".join([f"**{words}**{qualifiers}"] + ([budget] if budget else []) + ([f"**{ood}**"] if ood else []))
         lines.append("| " + " | ".join(cell_text(x) for x in (
-            i, c["id"], c["statement"], _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else ""),
+            i, c["id"], c["statement"], setting_text(c),
             meas or "-", check_evidence(c), verdict,
             c["criterion"])) + " |")
     return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
             f"{counts_text(claims)}; only `test` rows count as support.\n"
             + ("\n" + "\n".join(details) if details else ""))
+
+
+def measured_parts(c: dict[str, Any]) -> tuple[tuple[str, str] | None, list[tuple[str, str]],
+                                                dict[str, dict[str, Any]]]:
+    """A row's measured values as both renderers show them: (headline (key, text) or None, the other plain
+    entries as (key, text), the ``name[group]`` entries by group for :func:`group_table`)."""
+    measured = c.get("measured") or {}
+    plain, grouped = split_measured(measured)
+    key = c.get("headline")
+    head = (key, format_measured(measured[key])) if key in measured else None
+    return head, [(k, format_measured(v)) for k, v in plain.items() if k != key], grouped
+
+
+def verdict_parts(c: dict[str, Any]) -> tuple[str, str, str, str]:
+    """A row's verdict cell, as both renderers show it: (the verdict words, what qualifies them, e.g.
+    ", budget-limited (1 of 4 cells failed)", the budget line, the out-of-distribution flag); "" where absent."""
+    qualifiers = _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+    budget = ""
+    if c.get("budget"):
+        basis = f" ({c['budget']['basis']})" if c["budget"].get("basis") else ""
+        budget = f"budget: {budget_text(c['budget'], label=False)}{basis}"
+    return verdict_text(c), qualifiers, budget, ood_text(c.get("out_of_distribution"), format_measured)
+
+
+def setting_text(c: dict[str, Any]) -> str:
+    """A row's setting as ``key=value; ...``, its source last."""
+    return _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else "")
 
 
 def _setting_short(c: dict[str, Any]) -> str:
@@ -147,7 +168,7 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def _distinct_settings(group: list[dict[str, Any]]) -> list[str]:
+def distinct_settings(group: list[dict[str, Any]]) -> list[str]:
     """Per entry, the ``key=value`` of the setting keys whose values differ within ``group``."""
     settings = [c.get("setting") if isinstance(c.get("setting"), dict) else {} for c in group]
     keys = list(dict.fromkeys(k for s in settings for k in s))
@@ -174,7 +195,7 @@ def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
     for (cid, exp), group in groups.items():
         label = cid if exp == cid else f"{cid} ({exp})"
         lines.append(_cut(f"{label}  {' '.join(str(group[0].get('statement', '')).split())}", width))
-        distinct = [_cut(d, max(20, width // 3)) for d in _distinct_settings(group)]
+        distinct = [_cut(d, max(20, width // 3)) for d in distinct_settings(group)]
         w_distinct = max(len(d) for d in distinct)
         for c, d in zip(group, distinct):
             verdict = _short_verdict(c)
@@ -202,17 +223,17 @@ def _limited(c: dict[str, Any]) -> str:
     return f", {LIMITED_LABEL}" if (c.get("budget") or {}).get("limited") else ""
 
 
-def _config_table(config: Any) -> str:
+def config_table(config: Any) -> str:
     if not isinstance(config, dict):
         return f"`{cell_text(config)}`\n"
     if not config:
         return "_(empty config)_\n"
     lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {cell_text(k)} | `{cell_text(v)}` |" for k, v in _dotted(config).items()]
+    lines += [f"| {cell_text(k)} | `{cell_text(v)}` |" for k, v in dotted(config).items()]
     return "\n".join(lines) + "\n"
 
 
-def _dotted(config: dict[str, Any]) -> dict[str, Any]:
+def dotted(config: dict[str, Any]) -> dict[str, Any]:
     """A nested config (``train``, ``system``: the only dicts at the top of a resolved config) one row
     per field, named as ``headgeom reproduce --set`` names it: ``train.batch_size``."""
     out: dict[str, Any] = {}
@@ -224,7 +245,7 @@ def _dotted(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _environment(env: dict[str, Any]) -> str:
+def environment_text(env: dict[str, Any]) -> str:
     v = env.get("versions", {})
     dirty = {True: " (uncommitted changes to tracked files)", False: "", None: " (dirty state unknown)"}
     rev = env.get("git_revision", "unknown")
@@ -234,18 +255,32 @@ def _environment(env: dict[str, Any]) -> str:
             f"CUDA {'available' if env.get('cuda') else 'not used/available'}.")
 
 
-def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
-    out = [f"### {eid}: {e['title']}", "", f"> {e['statement']}", ""]
+def run_text(e: dict[str, Any]) -> str:
+    """What an experiment ran: cells (failed, reused), seeds, time, where its run directories are."""
     reused = f", {e['n_reused']} reused from an earlier run" if e.get("n_reused") else ""
-    out += [f"**Run:** {count_noun(e['n_cells'], 'cell')} ({e['n_failed']} failed{reused}), "
+    return (f"**Run:** {count_noun(e['n_cells'], 'cell')} ({e['n_failed']} failed{reused}), "
             f"seeds {e.get('seeds', '?')}; "
             f"{_secs(e['elapsed_s'])} in this invocation, {_secs(e.get('cells_elapsed_s', 0.0))} of cell time "
-            f"in total; run directories `{e.get('runs', '')}/`.", ""]
-    out += ["<details><summary>Resolved config</summary>", "", _config_table(e.get("config")), "</details>", ""]
+            f"in total; run directories `{e.get('runs', '')}/`.")
+
+
+def summary_note() -> str:
+    """What the summary's words mean (kinds, budget, "proof", the two sources); under the summary."""
+    return ("Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
+            "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
+            f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
+            "which the paper proves rather than measures. \"ours\" are headgeom's runs at this preset; \"authors' runs, "
+            "re-judged\" are the paper's own released runs (docs/paper.md §3.8) judged by the same rules, at their budget.")
+
+
+def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
+    out = [f"### {eid}: {e['title']}", "", f"> {e['statement']}", ""]
+    out += [run_text(e), ""]
+    out += ["<details><summary>Resolved config</summary>", "", config_table(e.get("config")), "</details>", ""]
     mine = [c for c in claims if c.get("experiment") == eid]
     if mine:
         out += ["Claims: " + "; ".join(f"{c['id']} **{verdict_text(c)}** ({check_evidence(c)})" for c in mine), ""]
-        flagged = [(c, d) for c, d in zip(mine, _distinct_settings(mine)) if c.get("out_of_distribution")]
+        flagged = [(c, d) for c, d in zip(mine, distinct_settings(mine)) if c.get("out_of_distribution")]
         if flagged:  # the rows named by the setting keys that tell them apart
             out += ["**Heads evaluated out of distribution:**", ""]
             out += [f"- {c['id']} ({d or c['statement']}): {ood_text(c['out_of_distribution'], format_measured)}"
@@ -266,7 +301,7 @@ def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]
     return out
 
 
-def _home_claim(eid: str, claims: list[dict[str, Any]]) -> str | None:
+def home_claim(eid: str, claims: list[dict[str, Any]]) -> str | None:
     """The claim id an experiment's section sits under: that of its first row (GRID → C5), else its
     own id when it names a claim (an experiment whose cells all failed), else None."""
     ids = [str(c["id"]) for c in claims if c.get("experiment") == eid]
@@ -275,36 +310,41 @@ def _home_claim(eid: str, claims: list[dict[str, Any]]) -> str | None:
     return eid if re.fullmatch(r"C\d+", eid) else None
 
 
+def warnings(results: dict[str, Any]) -> list[str]:
+    """The report's warnings under its summary: failed cells and summary steps, experiment modules that
+    did not import; none when all ran."""
+    exps = results.get("experiments", {})
+    n_failed = sum(e.get("n_failed", 0) for e in exps.values())
+    n_errors = sum(len(e.get("errors", [])) for e in exps.values())
+    out = []
+    if n_failed or n_errors:
+        out.append(f"**Warning:** {count_noun(n_failed, 'cell')} failed and {count_noun(n_errors, 'summary step')} "
+                   "raised; see the experiment sections. Verdicts marked incomplete were measured on the remaining "
+                   "cells.")
+    if results.get("load_errors"):
+        out.append("**Experiment modules that failed to import:** "
+                   + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()))
+    return out
+
+
 def render_report(results: dict[str, Any]) -> str:
     """The whole report.md text from the results.json dict: the one-screen summary (a line per claim),
     then per claim its rows and the sections of the experiments that measured it."""
     exps = results.get("experiments", {})
     claims = results.get("claims", [])
     seeds = results.get("seeds")
-    n_failed = sum(e.get("n_failed", 0) for e in exps.values())
-    n_errors = sum(len(e.get("errors", [])) for e in exps.values())
     lines = ["# headgeom: claims report", "",
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
              "## Summary", "", summary_table(claims, format_measured, cell_text, results.get("preset")),
-             "Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
-             "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
-             f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
-             "which the paper proves rather than measures. \"ours\" are headgeom's runs at this preset; \"authors' runs, "
-             "re-judged\" are the paper's own released runs (docs/paper.md §3.8) judged by the same rules, at their budget.",
-             ""]
-    if n_failed or n_errors:
-        lines += [f"**Warning:** {count_noun(n_failed, 'cell')} failed and {count_noun(n_errors, 'summary step')} "
-                  "raised; see the "
-                  "experiment sections. Verdicts marked incomplete were measured on the remaining cells.", ""]
-    if results.get("load_errors"):
-        lines += ["**Experiment modules that failed to import:** "
-                  + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()), ""]
-    lines += ["## Details", "", _environment(results.get("environment", {})), "",
+             summary_note(), ""]
+    for warning in warnings(results):
+        lines += [warning, ""]
+    lines += ["## Details", "", environment_text(results.get("environment", {})), "",
               f"Experiments: {', '.join(exps) or 'none'}. Evidence kinds:", "", evidence_legend()]
     groups = by_claim(claims)
-    homes = {eid: _home_claim(eid, claims) for eid in exps}
+    homes = {eid: home_claim(eid, claims) for eid in exps}
     for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
         rows = groups.get(cid, [])
         short = CLAIMS[cid].short if cid in CLAIMS else (rows[0]["statement"] if rows else "")

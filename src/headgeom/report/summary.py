@@ -103,10 +103,17 @@ def by_claim(claims: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {k: groups[k] for k in sorted(groups, key=natural_key)}
 
 
-def source_cell(rows: list[dict[str, Any]], format_measured: Any) -> str:
-    """One source's cell of a claim: verdict counts, the headline value, the least budget; "-" without rows."""
+def claim_line(cid: str, rows: list[dict[str, Any]]) -> ClaimLine:
+    """The summary's gist and paper number of claim ``cid``; a claim outside :data:`CLAIMS` is told by its
+    first row's statement."""
+    return CLAIMS.get(cid, ClaimLine(str(rows[0].get("statement", "")) if rows else "", "-"))
+
+
+def source_parts(rows: list[dict[str, Any]], format_measured: Any) -> list[str]:
+    """One source's cell of a claim as lines: verdict counts, the headline value, the least budget; none
+    without rows."""
     if not rows:
-        return "-"
+        return []
     found = headline(rows)
     parts = [counts_text(rows)]
     if found:
@@ -114,7 +121,12 @@ def source_cell(rows: list[dict[str, Any]], format_measured: Any) -> str:
     b = least_budget(rows)
     if b:
         parts.append(budget_text(b))
-    return "<br>".join(parts)
+    return parts
+
+
+def source_cell(rows: list[dict[str, Any]], format_measured: Any) -> str:
+    """One source's markdown cell of a claim (:func:`source_parts` on lines), "-" without rows."""
+    return "<br>".join(source_parts(rows, format_measured)) or "-"
 
 
 def summary_table(claims: list[dict[str, Any]], format_measured: Any, cell: Any, preset: str | None = None) -> str:
@@ -128,7 +140,7 @@ def summary_table(claims: list[dict[str, Any]], format_measured: Any, cell: Any,
     ours_head = f"ours ({preset}, budget)" if preset else "ours (budget)"
     lines = [f"| claim | statement | paper | {ours_head} | {AUTHORS} (their budget) |", "|---|---|---|---|---|"]
     for cid, rows in by_claim(claims).items():
-        info = CLAIMS.get(cid, ClaimLine(str(rows[0].get("statement", "")), "-"))
+        info = claim_line(cid, rows)
         mine = [r for r in rows if not is_authors(r)]
         theirs = [r for r in rows if is_authors(r)]
         lines.append("| " + " | ".join(cell(x) for x in (f"**{cid}**", info.short, info.paper)) + " | "
