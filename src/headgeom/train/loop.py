@@ -10,7 +10,8 @@ directory ``out_dir`` holds::
                        the tracker's metrics every track_every steps (step 0 = initialisation);
                        every line of a step also carries grad_norm_head and grad_norm_backbone,
                        the parameter-gradient norms that step applied (.grad_norms)
-    tensorboard/       the same records as TensorBoard scalars, with logger="tensorboard" (.loggers)
+    tensorboard/       the same records as TensorBoard scalars, with "tensorboard" in logger (.loggers;
+                       mlflow.db and wandb/ likewise, and loggers.json: their run ids, for a resume)
     checkpoints/       last.pt (every epoch, every checkpoint_every steps, at the stop), epoch_XXXX.pt
     done.json          at the end: steps, epochs, final loss, seconds, images/s
     stopped.json       instead, when a non-finite loss stopped the run
@@ -34,7 +35,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,8 @@ def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
           build_method: Callable[[TrainConfig], torch.nn.Module] | None = None, *,
           resume_or_start: bool = False, overwrite: bool = False,
-          should_stop: Callable[[], int | None] | None = None) -> dict[str, Any]:
+          should_stop: Callable[[], int | None] | None = None,
+          figures: Callable[[Path], Sequence[Path]] | None = None) -> dict[str, Any]:
     """Pre-train ``build_method(config)`` on ``config.data`` into ``out_dir``; returns done.json's dict.
 
     ``out_dir`` is locked while the run writes it (:mod:`headgeom.runs`). ``resume=True`` continues
@@ -94,6 +96,12 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     ``should_stop() -> signal number | None`` is asked after every finished step (single process only: every
     rank would have to agree); a number stops the run there with a checkpoint of that step.
 
+    ``figures(out_dir) -> paths`` is called once a run ends (complete or at ``max_steps``), after
+    done.json, on the process that writes files: it writes the run's figures (PNG files under
+    ``out_dir``) and each logger receives them (``log_figure``), then the final checkpoint
+    (``log_artifact``), before the loggers close. The resolved config goes to every logger at the
+    start of each session (``log_params``).
+
     Raises:
         NonFiniteLossError: NaN/inf loss (or parameters); checkpoints/last.pt stays the last good one.
         TrainingInterrupted: ``should_stop`` asked to stop; checkpoints/last.pt holds the last finished step.
@@ -113,12 +121,13 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
             check_resumable(out, config)
         # the builder is looked up when train runs, so a script may wrap build_method_from_config
         return _train(config, out, start.from_checkpoint, tracker, build_method or build_method_from_config,
-                      should_stop)
+                      should_stop, figures)
 
 
 def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
            build_method: Callable[[TrainConfig], torch.nn.Module],
-           should_stop: Callable[[], int | None] | None = None) -> dict[str, Any]:
+           should_stop: Callable[[], int | None] | None = None,
+           figures: Callable[[Path], Sequence[Path]] | None = None) -> dict[str, Any]:
     """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
     last, metrics_path = last_checkpoint(out), out / "metrics.jsonl"
     s = set_up(config, build_method, with_probe=tracker is not None)
@@ -136,19 +145,21 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     writer = CheckpointWriter()
     bar = tqdm.tqdm(total=s.stop, initial=step, disable=not (config.progress and ctx.main), unit="step",
                     dynamic_ncols=True)
-    log = open_loggers(config.logger, out, first_step=step + 1 if resumed else 0) if ctx.main else None
+    log = (open_loggers(config.logger, out, first_step=step + 1 if resumed else 0, params=config.to_dict())
+           if ctx.main else None)
     tracking = tracker is not None and config.track_every > 0  # same on every process
     tracker = tracker if ctx.main else None
     method.train()
-    if tracker is not None and config.track_every and step == 0:
-        with paused(bar, "tracking geometry at step 0"):
-            log.log(0, _track(tracker, step, method, s.probe, s.device))
     t0, start_step, perm, epoch_state = time.perf_counter(), step, None, None
     loss_value = last_loss(metrics_path) if resumed and ctx.main else float("nan")
     t_warm: float | None = None
     warm_step = step
     interrupted: TrainingInterrupted | None = None
     try:
+        if tracker is not None and config.track_every and step == 0:
+            with paused(bar, "tracking geometry at step 0"):
+                log.log(0, _track(tracker, step, method, s.probe, s.device))
+            t0 = time.perf_counter()  # the run's seconds start after the initialisation is tracked
         while step < s.stop:
             pos = step % s.steps_per_epoch
             if pos == 0 or perm is None:  # new epoch, or resumed mid-epoch from its start state
@@ -204,16 +215,27 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
             if signum is not None:  # raised once the checkpoint is on disk (the writer is joined below)
                 interrupted = TrainingInterrupted(signum, step, s.stop, last, out)
                 break
-    finally:
-        bar.close()
+    except BaseException:
         if log is not None:
             log.close()
+        raise
+    finally:
+        bar.close()
         writer.wait()  # the last checkpoint is on disk before train returns or raises
-    if interrupted is not None:
-        raise interrupted
-    t_end = time.perf_counter()
-    done = write_done(out, s, step, start_step, loss_value, t_end - t0,
-                      (step - warm_step) * B / (t_end - t_warm) if t_warm is not None and step > warm_step else None)
+    try:
+        if interrupted is not None:
+            raise interrupted
+        t_end = time.perf_counter()
+        done = write_done(out, s, step, start_step, loss_value, t_end - t0,
+                          (step - warm_step) * B / (t_end - t_warm) if t_warm is not None and step > warm_step
+                          else None)
+        if log is not None:
+            for path in figures(out) if figures is not None else ():
+                log.log_figure(str(Path(path).relative_to(out).with_suffix("")), Path(path))
+            log.log_artifact(last)
+    finally:
+        if log is not None:
+            log.close()
     ctx.barrier()
     return done
 
