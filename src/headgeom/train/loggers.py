@@ -174,9 +174,16 @@ class TensorBoardLogger:
         self._writer.add_text("config", "    " + text.replace("\n", "\n    "), global_step=self._step)
 
     def log_figure(self, name: str, path: Path) -> None:
-        from matplotlib.image import imread  # PNG -> (H, W, 3 or 4) floats in [0, 1]
+        """The PNG file itself as an image summary (no decoding: its size is read from the header)."""
+        from tensorboard.compat.proto.summary_pb2 import Summary  # the optional extra, as SummaryWriter
 
-        self._writer.add_image(name, imread(path)[..., :3], global_step=self._step, dataformats="HWC")
+        data = Path(path).read_bytes()
+        if data[:8] != b"\x89PNG\r\n\x1a\n":
+            raise ValueError(f"{path} is not a PNG file; TensorBoard receives the run's PNG figures only")
+        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")  # IHDR
+        image = Summary.Image(height=height, width=width, colorspace=4, encoded_image_string=data)
+        self._writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=name, image=image)]),
+                                             global_step=self._step)
 
     def log_artifact(self, path: Path) -> None:
         pass
