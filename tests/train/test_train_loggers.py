@@ -18,7 +18,7 @@ from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary
 from headgeom.train.cells import run_training
 from headgeom.train import TrainConfig
 from headgeom.tags import tag
-from headgeom.train.loggers import JsonlLogger, open_loggers
+from headgeom.train.loggers import JsonlLogger, check_logger, open_loggers
 
 pytest.importorskip("tensorboard", reason='TensorBoard logging needs the "tensorboard" extra: pip install -e ".[tensorboard]"')
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402 - optional extra
@@ -181,3 +181,10 @@ def test_logger_is_a_list_and_an_older_runs_single_name_still_loads():
     old = TrainConfig(method="simclr").to_dict() | {"logger": "tensorboard"}  # config.json before the list
     assert TrainConfig.from_dict(old).logger == ("jsonl", "tensorboard")
     assert TrainConfig.from_dict(TrainConfig(method="simclr", logger="wandb").to_dict()).logger == ("jsonl", "wandb")
+
+
+def test_wandb_without_headgeoms_wandb_logger_is_one_clear_error(monkeypatch):
+    pytest.importorskip("wandb", reason='the W&B logger needs the "wandb" extra: pip install -e ".[wandb]"')
+    monkeypatch.setitem(sys.modules, "headgeom.train.wandb_logger", None)  # a headgeom without the module
+    with pytest.raises(RuntimeError, match="this headgeom has no W&B logger"):
+        check_logger("jsonl,wandb")

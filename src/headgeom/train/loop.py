@@ -31,6 +31,7 @@ The loop only steps: what it steps is built by :mod:`.setup`, a resumed run's st
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
@@ -155,87 +156,87 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     t_warm: float | None = None
     warm_step = step
     interrupted: TrainingInterrupted | None = None
-    try:
-        if tracker is not None and config.track_every and step == 0:
-            with paused(bar, "tracking geometry at step 0"):
-                log.log(0, _track(tracker, step, method, s.probe, s.device))
-            t0 = time.perf_counter()  # the run's seconds start after the initialisation is tracked
-        while step < s.stop:
-            pos = step % s.steps_per_epoch
-            if pos == 0 or perm is None:  # new epoch, or resumed mid-epoch from its start state
-                epoch_state = s.data_gen.get_state()
-                perm = torch.randperm(s.n, generator=s.data_gen)
-            views = _views(s, perm[pos * B:(pos + 1) * B])
-            lr = lr_at(config.schedule, step, s.total, config.lr, s.warmup, config.final_lr)
-            for group in optimizer.param_groups:
-                group["lr"] = config.lr if group.get("fixed_lr") else lr
-            with s.autocast:
-                result = model(views)
-            loss = result["loss"]
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            if hasattr(method, "before_optimizer_step"):  # e.g. DINO's freeze_last_layer
-                method.before_optimizer_step(step, step // s.steps_per_epoch)
-            log_now = (step + 1) % config.log_every == 0 or step + 1 == s.stop
-            track_now = tracking and (step + 1) % config.track_every == 0
-            # the gradient this step applies, on the steps that write a line; tensors until the
-            # record reads them (after the loss sync), so no extra host-device sync
-            grads = gradient_norms(grad_groups) if grad_groups is not None and (log_now or track_now) else {}
-            optimizer.step()
-            method.on_step_end(step, s.total)  # index of the update just taken, 0-based
-            step += 1
-            save_now = (step % s.steps_per_epoch == 0 or step == s.stop
-                        or (config.checkpoint_every > 0 and step % config.checkpoint_every == 0))
-            if log_now or track_now or save_now:
-                # The only host-device sync of a step, so a GPU runs ahead between records; the
-                # same on every process (a collective), so all stop together. Nothing is saved
-                # after a non-finite loss, so the last checkpoint stays the last good one.
-                loss_value = ctx.mean(loss.detach())
-                if not math.isfinite(loss_value):
-                    writer.wait()  # the kept checkpoint is complete before it is reported
-                    stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
-                         f"(epoch {(step - 1) // s.steps_per_epoch}, lr {lr:.4g})", last)
-            record: dict[str, Any] = {}
-            if log_now:
-                record = {"epoch": step / s.steps_per_epoch, "loss": loss_value, "lr": lr,
-                          **{k: float(v) for k, v in result.get("logs", {}).items()}}
-                bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
-            bar.update(1)  # before the step's tracking and checkpoint, which the bar names while they run
-            if track_now and tracker is not None:
-                with paused(bar, f"tracking geometry at step {step}"):
-                    record = {**record, **_track(tracker, step, method, s.probe, s.device)}
-            if record and log is not None:
-                log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
-            signum = should_stop() if should_stop is not None and step < s.stop else None
-            if save_now or signum is not None:
-                with paused(bar, f"saving checkpoint at step {step}"):
-                    save(out, step, s, config, tracker, writer, epoch_state)
-            if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
-                t_warm, warm_step = time.perf_counter(), step
-            if signum is not None:  # raised once the checkpoint is on disk (the writer is joined below)
-                interrupted = TrainingInterrupted(signum, step, s.stop, last, out)
-                break
-    except BaseException:
-        if log is not None:
-            log.close()
-        raise
-    finally:
-        bar.close()
-        writer.wait()  # the last checkpoint is on disk before train returns or raises
-    try:
+    try:  # the loggers are closed whatever happens; an error in the run is the one reported
+        try:
+            if tracker is not None and config.track_every and step == 0:
+                with paused(bar, "tracking geometry at step 0"):
+                    log.log(0, _track(tracker, step, method, s.probe, s.device))
+                t0 = time.perf_counter()  # the run's seconds start after the initialisation is tracked
+            while step < s.stop:
+                pos = step % s.steps_per_epoch
+                if pos == 0 or perm is None:  # new epoch, or resumed mid-epoch from its start state
+                    epoch_state = s.data_gen.get_state()
+                    perm = torch.randperm(s.n, generator=s.data_gen)
+                views = _views(s, perm[pos * B:(pos + 1) * B])
+                lr = lr_at(config.schedule, step, s.total, config.lr, s.warmup, config.final_lr)
+                for group in optimizer.param_groups:
+                    group["lr"] = config.lr if group.get("fixed_lr") else lr
+                with s.autocast:
+                    result = model(views)
+                loss = result["loss"]
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if hasattr(method, "before_optimizer_step"):  # e.g. DINO's freeze_last_layer
+                    method.before_optimizer_step(step, step // s.steps_per_epoch)
+                log_now = (step + 1) % config.log_every == 0 or step + 1 == s.stop
+                track_now = tracking and (step + 1) % config.track_every == 0
+                # the gradient this step applies, on the steps that write a line; tensors until the
+                # record reads them (after the loss sync), so no extra host-device sync
+                grads = gradient_norms(grad_groups) if grad_groups is not None and (log_now or track_now) else {}
+                optimizer.step()
+                method.on_step_end(step, s.total)  # index of the update just taken, 0-based
+                step += 1
+                save_now = (step % s.steps_per_epoch == 0 or step == s.stop
+                            or (config.checkpoint_every > 0 and step % config.checkpoint_every == 0))
+                if log_now or track_now or save_now:
+                    # The only host-device sync of a step, so a GPU runs ahead between records; the
+                    # same on every process (a collective), so all stop together. Nothing is saved
+                    # after a non-finite loss, so the last checkpoint stays the last good one.
+                    loss_value = ctx.mean(loss.detach())
+                    if not math.isfinite(loss_value):
+                        writer.wait()  # the kept checkpoint is complete before it is reported
+                        stop(out, step, loss_value, f"non-finite loss {loss_value} at step {step} "
+                             f"(epoch {(step - 1) // s.steps_per_epoch}, lr {lr:.4g})", last)
+                record: dict[str, Any] = {}
+                if log_now:
+                    record = {"epoch": step / s.steps_per_epoch, "loss": loss_value, "lr": lr,
+                              **{k: float(v) for k, v in result.get("logs", {}).items()}}
+                    bar.set_postfix(loss=f"{loss_value:.4f}", lr=f"{lr:.3g}", refresh=False)
+                bar.update(1)  # before the step's tracking and checkpoint, which the bar names while they run
+                if track_now and tracker is not None:
+                    with paused(bar, f"tracking geometry at step {step}"):
+                        record = {**record, **_track(tracker, step, method, s.probe, s.device)}
+                if record and log is not None:
+                    log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
+                signum = should_stop() if should_stop is not None and step < s.stop else None
+                if save_now or signum is not None:
+                    with paused(bar, f"saving checkpoint at step {step}"):
+                        save(out, step, s, config, tracker, writer, epoch_state)
+                if t_warm is None:  # throughput excludes the first step (lazy initialisation, allocator)
+                    t_warm, warm_step = time.perf_counter(), step
+                if signum is not None:  # raised once the checkpoint is on disk (the writer is joined below)
+                    interrupted = TrainingInterrupted(signum, step, s.stop, last, out)
+                    break
+        finally:
+            bar.close()
+            writer.wait()  # the last checkpoint is on disk before train returns or raises
         if interrupted is not None:
             raise interrupted
         t_end = time.perf_counter()
         done = write_done(out, s, step, start_step, loss_value, t_end - t0,
                           (step - warm_step) * B / (t_end - t_warm) if t_warm is not None and step > warm_step
                           else None)
-        if log is not None:
+        if log is not None:  # the run's figures and its final checkpoint, to the trackers
             for path in figures(out) if figures is not None else ():
                 log.log_figure(str(Path(path).relative_to(out).with_suffix("")), Path(path))
             log.log_artifact(last)
-    finally:
+    except BaseException:
         if log is not None:
-            log.close()
+            with contextlib.suppress(Exception):
+                log.close()
+        raise
+    if log is not None:
+        log.close()
     ctx.barrier()
     return done
 
