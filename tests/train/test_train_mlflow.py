@@ -13,7 +13,7 @@ import pytest
 
 from headgeom.cli import main
 from headgeom.tags import tag
-from headgeom.train.loggers import check_logger
+from headgeom.train.loggers import check_logger, open_loggers
 
 pytest.importorskip("mlflow", reason='MLflow logging needs the "mlflow" extra: pip install -e ".[mlflow]"')
 from mlflow.tracking import MlflowClient  # noqa: E402 - optional extra
@@ -91,6 +91,31 @@ def test_mlflow_run_holds_params_metrics_figures_and_checkpoint_and_a_resume_con
     assert [s for s, _ in history["headgeom/ambient/lambda_min"]] == [0, 2, 4]
     (checkpoint,) = client.list_artifacts(run.info.run_id, "checkpoints")
     assert checkpoint.file_size == (run_dir / "checkpoints" / "last.pt").stat().st_size
+
+
+def test_a_resumed_session_continues_the_stored_run_and_a_fresh_start_begins_a_new_one(tmp_path):
+    loggers = open_loggers("mlflow", tmp_path, 0, params={"lr": 0.1, "options": {"n": 3}})
+    (mlflow,) = loggers.others
+    first = mlflow.run_id
+    loggers.log(0, {"loss": 2.0, "heff_ambient_mean_lambda_min": -1.5, "note": "text"})
+    loggers.close()
+    client = MlflowClient(tracking_uri=mlflow.tracking_uri)
+    resumed = open_loggers("jsonl,mlflow", tmp_path, 1, params={"lr": 0.2, "max_steps": 5})
+    assert resumed.others[0].run_id == first
+    assert client.get_run(first).info.status == "RUNNING"
+    resumed.log(1, {"loss": 1.0})
+    resumed.close()
+    run = client.get_run(first)
+    assert run.info.status == "FINISHED"
+    assert run.data.params == {"lr": "0.1", "options.n": "3", "max_steps": "5"}  # the first value kept
+    assert logged(client, first) == {"train/loss": [(0, 2.0), (1, 1.0)], "headgeom/ambient/lambda_min": [(0, -1.5)]}
+    again = open_loggers("mlflow", tmp_path, 0)  # started again from step 0: a new MLflow run
+    assert again.others[0].run_id != first
+    again.close()
+    assert json.loads((tmp_path / "loggers.json").read_text())["mlflow"]["run_id"] == again.others[0].run_id
+    (tmp_path / "loggers.json").write_text("{not json")
+    with pytest.raises(ValueError, match="loggers.json is not valid JSON"):
+        open_loggers("mlflow", tmp_path, 1)
 
 
 def test_flatten_params():
