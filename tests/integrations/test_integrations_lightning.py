@@ -1,6 +1,6 @@
 """HeadGeometryCallback in a real lightning.Trainer on CPU (tests/lightning_tiny.py's module).
 
-- the CSVLogger's file, read back, holds headgeom/* at steps 0, K, 2K, ...; the last λ_min
+- the CSVLogger's file, read back, holds the shared tags headgeom/... at steps 0, K, 2K, ...; the last λ_min
   equals the engine's (headgeom.geometry.effective_hessian blocks, float64 eigh) on the final
   weights, computed here from the module's parts (tolerance 1e-10 relative: the same engine);
 - training with the callback ends with bit-identical weights and BatchNorm statistics to
@@ -34,7 +34,12 @@ from lightning_tiny import TinySimCLR, loader, pairs, trainer_options  # noqa: E
 pytestmark = pytest.mark.filterwarnings("ignore:.*does not have many workers:UserWarning",
                                         "ignore:.*log_every_n_steps:UserWarning")
 
-HEADLINE = ("lambda_min", "lambda_max", "n_negative", "m_ratio", "rankme", "spread")
+# the shared tags (headgeom.tags) of the monitor's headline keys, as docs/logging.md lists them: the
+# names a native `headgeom train` run's TensorBoard, MLflow and W&B records use for the same numbers
+HEADLINE = {"lambda_min": "headgeom/ambient/lambda_min", "lambda_max": "headgeom/ambient/lambda_max",
+            "n_negative": "headgeom/ambient/n_negative", "m_ratio": "headgeom/ambient/M_ratio_spectral",
+            "rankme": "headgeom/stats/rankme_z", "spread": "headgeom/stats/spread_z"}
+LAMBDA_MIN = HEADLINE["lambda_min"]
 
 
 def fit(model, root, max_steps, callbacks=()):
@@ -45,7 +50,7 @@ def fit(model, root, max_steps, callbacks=()):
 
 def geometry_rows(path):
     with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("headgeom/lambda_min")]
+        return [r for r in csv.DictReader(f) if r.get(LAMBDA_MIN)]
 
 
 def test_logged_lambda_min_is_the_engines_on_the_same_weights(tmp_path):
@@ -53,7 +58,7 @@ def test_logged_lambda_min_is_the_engines_on_the_same_weights(tmp_path):
     callback = HeadGeometryCallback(loss=nt_xent, probe=probe, every_n_train_steps=2)
     rows = geometry_rows(fit(model, tmp_path, max_steps=4, callbacks=[callback]))
     assert [int(r["step"]) for r in rows] == [0, 2, 4]
-    assert all(r["headgeom/" + key] != "" for r in rows for key in HEADLINE)
+    assert all(r[name] != "" for r in rows for name in HEADLINE.values())
     # the measurement at step 4 came after the last optimizer step: the final weights
     model.backbone.eval()
     with torch.no_grad():
@@ -61,10 +66,10 @@ def test_logged_lambda_min_is_the_engines_on_the_same_weights(tmp_path):
         head = copy.deepcopy(model.projection_head).double()
         v = head(z2)
     lam = torch.linalg.eigvalsh(effective_hessian(head, lambda u: nt_xent(u, v), z1).blocks())
-    assert float(rows[-1]["headgeom/lambda_min"]) == pytest.approx(float(lam.min()), rel=1e-10)
-    assert float(rows[-1]["headgeom/lambda_max"]) == pytest.approx(float(lam.max()), rel=1e-10)
-    assert float(rows[0]["headgeom/lambda_min"]) != pytest.approx(float(lam.min()), rel=1e-6)  # training moved it
-    assert callback.last_step == 4 and callback.last["lambda_min"] == float(rows[-1]["headgeom/lambda_min"])
+    assert float(rows[-1][LAMBDA_MIN]) == pytest.approx(float(lam.min()), rel=1e-10)
+    assert float(rows[-1][HEADLINE["lambda_max"]]) == pytest.approx(float(lam.max()), rel=1e-10)
+    assert float(rows[0][LAMBDA_MIN]) != pytest.approx(float(lam.min()), rel=1e-6)  # training moved it
+    assert callback.last_step == 4 and callback.last["lambda_min"] == float(rows[-1][LAMBDA_MIN])
 
 
 def test_training_with_the_callback_ends_bit_identical(tmp_path):
@@ -94,8 +99,8 @@ def test_values_reach_tensorboard(tmp_path):
     Trainer(devices=1, logger=logger, callbacks=[callback], **trainer_options(2)).fit(TinySimCLR(), loader())
     events = EventAccumulator(logger.log_dir)
     events.Reload()
-    assert set("headgeom/" + k for k in HEADLINE) <= set(events.Tags()["scalars"])
-    scalars = events.Scalars("headgeom/lambda_min")
+    assert set(HEADLINE.values()) <= set(events.Tags()["scalars"])
+    scalars = events.Scalars(LAMBDA_MIN)
     assert [e.step for e in scalars] == [0, 2]
     assert scalars[-1].value == pytest.approx(callback.last["lambda_min"], rel=1e-6)
 

@@ -239,3 +239,23 @@ def test_on_cuda_under_bf16_autocast():
     assert autocast == plain
     assert plain["lambda_min"] == pytest.approx(cpu["lambda_min"], rel=1e-4)
     assert plain["m_ratio"] == pytest.approx(cpu["m_ratio"], rel=1e-4)
+
+
+@pytest.mark.parametrize("bn_head, reading", [(False, "tangential"), (True, "ambient")])
+def test_tagged_is_measure_under_the_names_native_runs_log(bn_head, reading):
+    """monitor.tagged() holds measure()'s numbers under the shared tags (headgeom.tags), written
+    out here from docs/logging.md's rule: the coupled head's Lanczos numbers go under op_<field>."""
+    model, views = LightlyStyle(bn_head=bn_head, seed=5), probe()
+    monitor = GeometryMonitor("projection_head", "backbone", cosine_pair, views, reading=reading)
+    out, tagged = monitor.measure(model), monitor.tagged(model)
+    heff = f"headgeom/{reading}/" + ("op_" if bn_head else "")
+    names = {"lambda_min": heff + "lambda_min", "lambda_max": heff + "lambda_max", "m_ratio": heff + "M_ratio_spectral",
+             "floor": heff + "floor", "rankme": "headgeom/stats/rankme_z", "spread": "headgeom/stats/spread_z",
+             "spread_head": "headgeom/stats/spread_projector", "rankme_head": "headgeom/stats/rankme_projector"}
+    if bn_head:
+        names["lanczos_converged"] = heff + "converged"
+    else:
+        names["m_ratio_fro"] = heff + "M_ratio_fro"
+    for key, name in names.items():
+        assert tagged[name] == out[key], key  # the same measurement twice: bit-identical numbers
+    assert len(tagged) == len(out)  # one tag per reported number, nothing more

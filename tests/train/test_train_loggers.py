@@ -1,6 +1,7 @@
 """`headgeom train --logger tensorboard` (headgeom.train.loggers): the event files, read back with
-TensorBoard's own reader, hold exactly the numbers of metrics.jsonl (float32-rounded, at the same
-steps, each step once after a resume); a missing tensorboard is one line before any work; and
+TensorBoard's own reader, hold exactly the numbers of metrics.jsonl under their shared tags
+(headgeom.tags; float32-rounded, at the same steps, each step once after a resume), the config as
+text and the tracking figures as images; a missing tensorboard is one line before any work; and
 `headgeom reproduce --logger` reaches the training run inside a cell."""
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary
 from headgeom.train.cells import run_training
 from headgeom.train import TrainConfig
-from headgeom.train.loggers import JsonlLogger, open_loggers
+from headgeom.tags import tag
+from headgeom.train.loggers import JsonlLogger, check_logger, open_loggers
 
 pytest.importorskip("tensorboard", reason='TensorBoard logging needs the "tensorboard" extra: pip install -e ".[tensorboard]"')
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402 - optional extra
@@ -38,25 +40,34 @@ def tensorboard_scalars(log_dir) -> dict[str, list[tuple[int, float]]]:
 
 
 def expected_scalars(records: list[dict]) -> dict[str, list[tuple[int, float]]]:
-    """metrics.jsonl regrouped by key, each value rounded to float32 as TensorBoard stores it."""
+    """metrics.jsonl regrouped by the shared tag of each key, each value rounded to float32 as
+    TensorBoard stores it."""
     out: dict[str, list[tuple[int, float]]] = {}
     for rec in records:
         for key, value in rec.items():
             if key != "step" and isinstance(value, (int, float)):
-                out.setdefault(key, []).append((rec["step"], float(np.float32(value))))
+                out.setdefault(tag(key), []).append((rec["step"], float(np.float32(value))))
     return out
+
+
+LAMBDA_MIN, LOSS = "headgeom/ambient/lambda_min", "train/loss"  # as docs/logging.md lists them
 
 
 def test_tensorboard_scalars_are_the_metrics_and_a_resume_writes_each_step_once(tmp_path):
     run_dir = tmp_path / "run"
     assert main([*TINY, *TRACKED, "--max-steps", "2", "--logger", "tensorboard", "--out", str(run_dir)]) == 0
-    assert json.loads((run_dir / "config.json").read_text())["config"]["logger"] == "tensorboard"
+    assert json.loads((run_dir / "config.json").read_text())["config"]["logger"] == ["jsonl", "tensorboard"]
     got = tensorboard_scalars(run_dir / "tensorboard")
     want = expected_scalars(jsonl_records(run_dir))
-    assert {"loss", "lr", "epoch", "heff_ambient_mean_lambda_min", "heff_ambient_mean_lambda_max",
-            "grad_norm_head", "grad_norm_backbone"} <= set(want)
+    assert {LOSS, "train/lr", "train/epoch", LAMBDA_MIN, "headgeom/ambient/lambda_max",
+            "train/grad_norm_head", "train/grad_norm_backbone", "headgeom/stats/rankme_z"} <= set(want)
     assert got == want
-    assert [s for s, _ in got["heff_ambient_mean_lambda_min"]] == [0, 2] and [s for s, _ in got["loss"]] == [1, 2]
+    assert [s for s, _ in got[LAMBDA_MIN]] == [0, 2] and [s for s, _ in got[LOSS]] == [1, 2]
+    acc = EventAccumulator(str(run_dir / "tensorboard"))
+    acc.Reload()
+    figures = sorted((run_dir / "figures" / "tracking").glob("*.png"))
+    assert figures and set(acc.Tags()["images"]) == {f"figures/tracking/{p.stem}" for p in figures}
+    assert '"track_every": 2' in acc.Tensors("config/text_summary")[0].tensor_proto.string_val[0].decode()
 
     # A kill after step 3 was logged but before its checkpoint: resume from the step-2 checkpoint.
     kept = tmp_path / "step2.pt"
@@ -69,7 +80,7 @@ def test_tensorboard_scalars_are_the_metrics_and_a_resume_writes_each_step_once(
     assert [r["step"] for r in records if "loss" in r] == [1, 2, 3, 4]
     got = tensorboard_scalars(run_dir / "tensorboard")
     assert got == expected_scalars(records)  # step 3 once: the resumed session's file purged the older one
-    assert [s for s, _ in got["heff_ambient_mean_lambda_min"]] == [0, 2, 4]
+    assert [s for s, _ in got[LAMBDA_MIN]] == [0, 2, 4]
 
 
 def test_resume_keeps_the_stored_logger_and_may_switch_it_on(tmp_path):
@@ -77,9 +88,9 @@ def test_resume_keeps_the_stored_logger_and_may_switch_it_on(tmp_path):
     assert main([*TINY, "--max-steps", "1", "--out", str(run_dir)]) == 0
     assert not (run_dir / "tensorboard").exists()  # jsonl, the default, writes no event files
     assert main(["train", "--out", str(run_dir), "--resume", "--max-steps", "2", "--logger", "tensorboard"]) == 0
-    assert [s for s, _ in tensorboard_scalars(run_dir / "tensorboard")["loss"]] == [2]  # from the resume on
+    assert [s for s, _ in tensorboard_scalars(run_dir / "tensorboard")[LOSS]] == [2]  # from the resume on
     assert main(["train", "--out", str(run_dir), "--resume", "--max-steps", "3"]) == 0  # stored: tensorboard
-    assert [s for s, _ in tensorboard_scalars(run_dir / "tensorboard")["loss"]] == [2, 3]
+    assert [s for s, _ in tensorboard_scalars(run_dir / "tensorboard")[LOSS]] == [2, 3]
 
 
 def test_missing_tensorboard_is_one_line_before_any_work(tmp_path, monkeypatch, capsys):
@@ -102,10 +113,11 @@ def test_jsonl_logger_writes_one_line_per_call_with_the_io_conventions(tmp_path)
     logger.close()
     line = (tmp_path / "m.jsonl").read_text()
     assert json.loads(line) == {"step": 3, "loss": 0.5, "a": None, "b": "inf", "c": "-inf"}
-    with pytest.raises(ValueError, match="unknown logger 'wandb'; choose one of jsonl, tensorboard"):
-        open_loggers("wandb", tmp_path, 0)
-    with pytest.raises(ValueError, match="unknown logger 'wandb'"):
-        TrainConfig(method="simclr", logger="wandb")
+    with pytest.raises(ValueError, match="unknown logger 'comet' in --logger 'jsonl,comet'; choose from jsonl, "
+                       "tensorboard, mlflow, wandb"):
+        open_loggers("jsonl,comet", tmp_path, 0)
+    with pytest.raises(ValueError, match="unknown logger 'comet'"):
+        TrainConfig(method="simclr", logger="comet")
 
 
 # ----------------------------------------------------------------------------- headgeom reproduce --logger
@@ -138,9 +150,9 @@ def test_reproduce_logger_reaches_the_training_run_of_each_cell(training_experim
                  "--jobs", "1"]) == 0
     (cell,) = (out / "runs" / TB_CELL).iterdir()
     train_dir = cell / "train"
-    assert json.loads((train_dir / "config.json").read_text())["config"]["logger"] == "tensorboard"
+    assert json.loads((train_dir / "config.json").read_text())["config"]["logger"] == ["jsonl", "tensorboard"]
     assert tensorboard_scalars(train_dir / "tensorboard") == expected_scalars(jsonl_records(train_dir))
-    assert "--logger tensorboard" in json.loads((out / "results.json").read_text())["command"]
+    assert "--logger jsonl,tensorboard" in json.loads((out / "results.json").read_text())["command"]
     # the logger is not part of the cell key: a jsonl rerun reuses the finished cell
     assert main(["reproduce", "--only", TB_CELL, "--out", str(out), "--quiet", "--jobs", "1"]) == 0
     assert [p.name for p in (out / "runs" / TB_CELL).iterdir()] == [cell.name]
@@ -160,4 +172,19 @@ def test_run_training_keeps_the_configs_logger_outside_the_runner(monkeypatch):
     monkeypatch.setattr("headgeom.train.cells.train", fake_train)  # the name run_training calls
     run_training(TrainConfig(method="simclr", logger="tensorboard"), ())
     run_training(TrainConfig(method="simclr"), ())
-    assert seen == ["tensorboard", "jsonl"]
+    assert seen == [("jsonl", "tensorboard"), ("jsonl",)]
+
+
+def test_logger_is_a_list_and_an_older_runs_single_name_still_loads():
+    assert TrainConfig(method="simclr").logger == ("jsonl",)
+    assert TrainConfig(method="simclr", logger="mlflow, tensorboard").logger == ("jsonl", "tensorboard", "mlflow")
+    old = TrainConfig(method="simclr").to_dict() | {"logger": "tensorboard"}  # config.json before the list
+    assert TrainConfig.from_dict(old).logger == ("jsonl", "tensorboard")
+    assert TrainConfig.from_dict(TrainConfig(method="simclr", logger="wandb").to_dict()).logger == ("jsonl", "wandb")
+
+
+def test_wandb_without_headgeoms_wandb_logger_is_one_clear_error(monkeypatch):
+    pytest.importorskip("wandb", reason='the W&B logger needs the "wandb" extra: pip install -e ".[wandb]"')
+    monkeypatch.setitem(sys.modules, "headgeom.train.wandb_logger", None)  # a headgeom without the module
+    with pytest.raises(RuntimeError, match="this headgeom has no W&B logger"):
+        check_logger("jsonl,wandb")

@@ -37,9 +37,10 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a("--released", default=None, metavar="DIR",
       help="folder holding the authors' released results (default $HEADGEOM_RELEASED; download with `headgeom "
       "released fetch DIR`): their rows are judged beside ours; without a copy the RELEASED rows are skipped")
-    a("--logger", choices=LOGGERS, default="jsonl",
-      help="how the training cells log: jsonl (default) or tensorboard (also TensorBoard scalars under each "
-      "cell's train/tensorboard/; needs pip install -e \".[tensorboard]\")")
+    a("--logger", default="jsonl", metavar="NAME[,NAME...]",
+      help=f"how the training runs inside the cells log, a comma list of {', '.join(LOGGERS)}: jsonl (default, "
+      "always written), tensorboard, mlflow, wandb, as `headgeom train --logger` (under each cell's train/; "
+      "each needs its extra: pip install -e \".[NAME]\")")
     deprecated_alias(p, "--no-progress", quiet)
     add_launch_options(p)
 

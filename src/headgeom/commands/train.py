@@ -16,6 +16,8 @@ EXAMPLES = [
     "--epochs 2 --batch-size 128 --max-steps 40 --track-every 20 --out runs/simsiam",
     "headgeom train --out runs/simsiam --resume          # continue to the end of the schedule",
     "headgeom train --out runs/simsiam --resume --logger tensorboard   # also TensorBoard scalars from here on",
+    "headgeom train --method simclr --backbone resnet18 --data shapes --epochs 1 --logger jsonl,mlflow "
+    "--out runs/simclr-mlflow   # and an MLflow run in runs/simclr-mlflow/mlflow.db",
     "headgeom train --method simsiam --backbone resnet18 --data shapes --epochs 2 --out runs/simsiam --overwrite  "
     "# start it over",
     "headgeom train --method simclr --backbone resnet18 --data cifar10 --data-dir ~/data --epochs 200 "
@@ -90,9 +92,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
       help=f"loss-Hessian reading of G in tracking (default {d['track_reading']})")
     a("--track-block-samples", type=int, default=None, metavar="N",
       help=f"H_eff blocks of the first N probe samples (default {d['track_block_samples']})")
-    a("--logger", choices=LOGGERS, default=None,
-      help="jsonl (default): metrics.jsonl only; tensorboard: also the same metrics and tracked geometry as "
-      "TensorBoard scalars under RUN_DIR/tensorboard/ (needs pip install -e \".[tensorboard]\")")
+    a("--logger", default=None, metavar="NAME[,NAME...]",
+      help=f"where the metrics and tracked geometry go, a comma list of {', '.join(LOGGERS)}: jsonl "
+      "(RUN_DIR/metrics.jsonl) is always written; tensorboard: RUN_DIR/tensorboard/; mlflow: an MLflow run in "
+      "sqlite:///RUN_DIR/mlflow.db or $MLFLOW_TRACKING_URI; wandb: a W&B run, offline under RUN_DIR/wandb/ "
+      "unless W&B is configured otherwise; the trackers get the shared tags of docs/logging.md, the config, "
+      "the tracking figures and the final checkpoint (each needs its extra: pip install -e \".[NAME]\")")
     a("--checkpoint-every", type=int, default=None, metavar="K", help="also checkpoint every K steps (default 0)")
     a("--keep-every-epochs", type=int, default=None, metavar="K", help="keep checkpoints/epoch_XXXX.pt every K epochs")
     a("--device", default=None, help="auto (default), cpu, cuda, cuda:1")

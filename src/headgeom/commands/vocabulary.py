@@ -20,7 +20,7 @@ READINGS = ("ambient", "tangential")
 OPTIMIZERS = ("sgd", "adam", "adamw", "lars")
 SCHEDULES = ("cosine", "constant")
 # headgeom.train.loggers.LOGGERS
-LOGGERS = ("jsonl", "tensorboard")
+LOGGERS = ("jsonl", "tensorboard", "mlflow", "wandb")
 # headgeom.augment.families.FAMILIES
 FAMILIES = ("rotation", "rotation_45", "hue", "saturation", "brightness", "contrast", "blur",
             "translate_x", "translate_y", "scale")

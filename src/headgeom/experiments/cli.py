@@ -23,7 +23,9 @@ __all__ = ["run_reproduce", "run_theory"]
 
 def _run(args: argparse.Namespace, theory_only: bool) -> int:
     """Dry run, status or run of the selected cells; 1 when a cell or summary step failed."""
-    check_logger(args.logger)  # a missing optional writer fails now, before any cell runs
+    # an unknown name or a missing optional writer fails now, before any cell runs; the cells get the
+    # canonical list ("jsonl,tensorboard")
+    train_logger = ",".join(check_logger(args.logger))
     ids = [i for i in args.only.split(",") if i.strip()] if args.only else None
     if args.checkpoints is not None:
         if not Path(args.checkpoints).is_dir():
@@ -44,7 +46,7 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
         return 0
     res = run_experiments(ids, preset=args.preset, out=Path(args.out), seeds=args.seeds,
                           progress=not args.quiet, theory_only=theory_only, launcher=launcher_from_args(args),
-                          train_logger=args.logger, overrides=tuple(args.overrides))
+                          train_logger=train_logger, overrides=tuple(args.overrides))
     if "waiting" in res:
         print_submission(res)
         return 0

@@ -5,10 +5,11 @@
 
 Every ``every_n_train_steps`` optimizer steps (``trainer.global_step % K == 0``, step 0 at the
 start of training included) it measures the LightningModule with a
-:class:`headgeom.integrations.GeometryMonitor` and logs every key of the measurement under
-``headgeom/<key>`` (``headgeom/lambda_min``, ``lambda_max``, ``n_negative``, ``m_ratio``,
-``rankme``, ``spread``, ...; definitions in :data:`headgeom.integrations.KEYS`) through each of
-the trainer's loggers at ``step = trainer.global_step``, so the values appear in TensorBoard,
+:class:`headgeom.integrations.GeometryMonitor` and logs every number of the measurement under
+its shared tag (:mod:`headgeom.tags`: ``headgeom/<reading>/lambda_min``, ``.../lambda_max``,
+``.../n_negative``, ``.../M_ratio_spectral``, ``headgeom/stats/rankme_z``, ``headgeom/stats/spread_z``,
+...; the names a native ``headgeom train`` run logs the same quantities under, docs/logging.md;
+definitions in :data:`headgeom.integrations.KEYS`) through each of the trainer's loggers at ``step = trainer.global_step``, so the values appear in TensorBoard,
 CSV or W&B with no extra code. Between measurements a hook costs one modulo. A
 ``pytorch_lightning.Trainer`` (the pre-2.0 package name, as in lightly's examples) calls it too.
 
@@ -26,7 +27,7 @@ from typing import Any, Sequence
 
 from torch import Tensor
 
-from headgeom.integrations.monitor import GeometryMonitor, ModuleSpec, PairLoss
+from headgeom.integrations.monitor import GeometryMonitor, ModuleSpec, PairLoss, named, tagged
 
 try:  # optional dependency (the "lightning" extra)
     from lightning.pytorch import Callback, LightningModule, Trainer
@@ -37,9 +38,6 @@ except ImportError as error:
         'with pip install -e ".[lightning]" (or pip install "lightning>=2.0"); GeometryMonitor '
         f"(headgeom.integrations) works without it. ({error})"
     ) from error
-
-PREFIX = "headgeom/"
-
 
 class HeadGeometryCallback(Callback):
     """Logs the exact H_eff spectrum and representation statistics every K training steps.
@@ -88,8 +86,8 @@ class HeadGeometryCallback(Callback):
         # with gradient accumulation several batches end at one global step: measure it once
         if not self.monitor.due(step) or step == self.last_step or not trainer.is_global_zero:
             return
-        metrics = self.monitor.measure(pl_module)
-        self.last, self.last_step = metrics, step
-        named = {PREFIX + key: value for key, value in metrics.items()}
+        record = self.monitor.record(pl_module)
+        self.last, self.last_step = named(record), step
+        shared = tagged(record)
         for logger in trainer.loggers:
-            logger.log_metrics(named, step=step)
+            logger.log_metrics(shared, step=step)

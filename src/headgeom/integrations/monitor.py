@@ -7,6 +7,10 @@
         if (m := monitor.step(model, step)) is not None:  # None between measurements
             print(step, m["lambda_min"], m["m_ratio"], m["rankme"])
 
+To log to a tracker, ``monitor.tagged(model)`` gives the same numbers under the shared tags of
+:mod:`headgeom.tags` (``headgeom/ambient/lambda_min``, ``headgeom/stats/rankme_z``, ...), the
+names native runs and the Lightning callback log them under.
+
 A measurement is one call of :class:`headgeom.tracking.GeometryTracker` on the user's model
 seen through the method protocol the tracker reads (``_Problem``):
 
@@ -39,7 +43,8 @@ from torch import Tensor, nn
 
 from headgeom.geometry.head_function import prepare_head
 from headgeom.methods.base import against_other_view
-from headgeom.tracking.record import TrackingRecord
+from headgeom.tags import tag
+from headgeom.tracking.record import HeffReading, TrackingRecord
 from headgeom.tracking.tracker import GeometryTracker
 
 ModuleSpec = Union[nn.Module, str, Callable[[nn.Module], nn.Module]]
@@ -67,30 +72,46 @@ KEYS = {
 }
 
 # GeometryTracker's record fields (headgeom.tracking.record) -> our keys; the engine's float64 head
-# output's spread (Statistics.spread_head) repeats our spread_head (projector's), so it is left out
-_HEFF_NAMES = {
+# output's spread (Statistics.spread_head) repeats our spread_head (projector's), so it is left out.
+# Logged, a value goes by the shared tag of its field's metrics.jsonl key (tagged(); headgeom.tags)
+HEFF_NAMES = {
     "lambda_min": "lambda_min", "lambda_max": "lambda_max", "n_negative": "n_negative",
     "frac_samples_negative": "frac_samples_negative", "floor": "floor", "operand_scale": "operand_scale",
     "M_ratio_fro": "m_ratio_fro",
     "M_ratio_spectral": "m_ratio", "power_lambda_min": "power_lambda_min", "power_shift": "power_shift",
     "converged": "lanczos_converged", "iterations": "lanczos_iterations",
 }
-_STATISTICS_NAMES = {
+STATISTICS_NAMES = {
     "spread_z": "spread", "spread_projector": "spread_head", "cov_condition_z": "cov_condition",
     "cov_rank_z": "cov_rank", "rankme_z": "rankme", "cov_condition_projector": "cov_condition_head",
     "cov_rank_projector": "cov_rank_head", "rankme_projector": "rankme_head",
 }
 
 
-def _named(record: TrackingRecord) -> dict[str, float]:
+def named(record: TrackingRecord) -> dict[str, float]:
     """Our keys (``KEYS``) of the tracker's record; undefined values left out."""
     (heff,) = record.heff
     out: dict[str, float] = {}
-    for group, names in ((heff, _HEFF_NAMES), (record.statistics, _STATISTICS_NAMES)):
+    for group, names in ((heff, HEFF_NAMES), (record.statistics, STATISTICS_NAMES)):
         for field, name in names.items():
             value = getattr(group, field)
             if value is not None:
                 out[name] = value
+    return out
+
+
+def tagged(record: TrackingRecord) -> dict[str, float]:
+    """The values of :func:`named` under the shared tags (:func:`headgeom.tags.tag` of the
+    metrics.jsonl key a native run writes for the same field): ``headgeom/ambient/lambda_min``,
+    ``headgeom/stats/rankme_z``, ..., the names TensorBoard, MLflow and W&B show for native runs."""
+    (heff,) = record.heff
+    prefix = HeffReading.prefix(heff.reading, heff.reduction, heff.source)
+    out: dict[str, float] = {}
+    for group, names, key_prefix in ((heff, HEFF_NAMES, prefix), (record.statistics, STATISTICS_NAMES, "")):
+        for field in names:
+            value = getattr(group, field)
+            if value is not None:
+                out[tag(key_prefix + field)] = value
     return out
 
 
@@ -229,13 +250,22 @@ class GeometryMonitor:
 
     def measure(self, model: nn.Module | None = None) -> dict[str, float]:
         """The geometry of the model now; keys and definitions in ``KEYS`` (float64 values)."""
+        return named(self.record(model))
+
+    def tagged(self, model: nn.Module | None = None) -> dict[str, float]:
+        """:meth:`measure`'s numbers under the shared tags (``headgeom/<reading>/lambda_min``, ...;
+        :mod:`headgeom.tags`), ready for any tracker's ``log(...)``."""
+        return tagged(self.record(model))
+
+    def record(self, model: nn.Module | None = None) -> TrackingRecord:
+        """The tracker's record of the model now (:meth:`measure` and :meth:`tagged` read it)."""
         backbone = _resolve(self.backbone, model, "backbone")
         head = _without_sync_batchnorm(_resolve(self.head, model, "head"))
         problem = _Problem(backbone, head, self.loss, self.tracker.dtype)
         first = next(problem.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
         with torch.autocast(device.type, enabled=False):  # measured in full precision under AMP too
-            return _named(self.tracker.measure(0, problem))
+            return self.tracker.measure(0, problem)
 
     @property
     def last_info(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 Schedules are pure functions (:mod:`.schedules`), optimizers are built on a method's parameter
 groups (:mod:`.optim`), checkpoints are atomic and never unpickle code (:mod:`.checkpoint`), and
 the loop is short and flat (:mod:`.loop`); its records go to metrics.jsonl and, on request,
-TensorBoard (:mod:`.loggers`).
+TensorBoard, MLflow and W&B under the shared tags of :mod:`headgeom.tags` (:mod:`.loggers`).
 """
 
 from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint

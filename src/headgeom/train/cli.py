@@ -67,10 +67,20 @@ def run(args: argparse.Namespace) -> int:
                                   block_samples=config.track_block_samples)
     layout = job_layout(os.environ)
     stop = StopSignals() if layout is None else None  # several processes: the launcher signals every rank
+    written: list[Path] = []
+
+    def figures(out: Path) -> list[Path]:
+        """tracking.json and the tracking figures, written at the end of the run (its loggers get them)."""
+        if tracker is not None:
+            tracker.write_metadata(out / "tracking.json")  # definitions and the engine path taken
+            written.extend(plot_run(out))
+        return written
+
     try:
         with stop if stop is not None else contextlib.nullcontext():
             done = train(config, args.out, resume=args.resume, tracker=tracker,
-                         resume_or_start=args.resume_or_start, overwrite=args.overwrite, should_stop=stop)
+                         resume_or_start=args.resume_or_start, overwrite=args.overwrite, should_stop=stop,
+                         figures=figures)
     except FileExistsError as err:
         print(f"headgeom train: error: {err}", file=sys.stderr)
         return 2
@@ -85,9 +95,7 @@ def run(args: argparse.Namespace) -> int:
     if layout is not None and int(layout["rank"]) != 0:
         return 0  # under torchrun or srun rank 0 reports for the job
     if tracker is not None:
-        tracker.write_metadata(Path(args.out) / "tracking.json")  # definitions and the engine path taken
-        paths = plot_run(args.out)
-        print(f"{len(paths)} tracking figure(s) under {Path(args.out) / 'figures' / 'tracking'}")
+        print(f"{len(written)} tracking figure(s) under {Path(args.out) / 'figures' / 'tracking'}")
     state = "complete" if done["complete"] else f"stopped at step {done['step']} (--max-steps)"
     ips = done["images_per_s"]
     print(f"headgeom train: {state}, final loss {done['final_loss']:.4f}, "

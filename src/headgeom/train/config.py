@@ -13,7 +13,7 @@ from typing import Any
 
 from headgeom.runs.trained import RunSettings
 
-from .loggers import LOGGERS
+from .loggers import parse_loggers
 from .optim import OPTIMIZERS
 from .schedules import SCHEDULES
 
@@ -49,8 +49,9 @@ class TrainConfig(RunSettings):
     epochs; 0 = none), ``probe_size`` (fixed probe batch handed to the tracker), and for
     ``headgeom train --track-every`` the tracker's ``track_reading`` (ambient, tangential) and
     ``track_block_samples`` (H_eff blocks of that many probe samples; None = all), ``logger``
-    (``jsonl``: metrics.jsonl only; ``tensorboard``: also TensorBoard scalars under
-    ``RUN_DIR/tensorboard/``; headgeom.train.loggers).
+    (the loggers, a tuple starting with ``jsonl``, metrics.jsonl, which is always written; also
+    ``tensorboard``, ``mlflow``, ``wandb``: headgeom.train.loggers; a comma string
+    ``"tensorboard,mlflow"`` or a stored run's single name ``"tensorboard"`` is read as that tuple).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
     ``channels_last`` (CUDA only), ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
@@ -77,7 +78,7 @@ class TrainConfig(RunSettings):
     probe_size: int = 256
     track_reading: str = "ambient"
     track_block_samples: int | None = 32
-    logger: str = "jsonl"
+    logger: tuple[str, ...] = ("jsonl",)
     device: str = "auto"
     bf16: bool = True
     channels_last: bool = True
@@ -109,8 +110,7 @@ class TrainConfig(RunSettings):
             raise ValueError(f"TrainConfig.sync_bn must be True or False, got {self.sync_bn!r}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"unknown optimizer {self.optimizer!r}; choose one of {OPTIMIZERS}")
-        if self.logger not in LOGGERS:
-            raise ValueError(f"unknown logger {self.logger!r}; choose one of {LOGGERS}")
+        object.__setattr__(self, "logger", parse_loggers(self.logger))
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {SCHEDULES}")
         for name in ("lr", "momentum", "weight_decay", "warmup_epochs", "final_lr", "lars_eta"):
@@ -126,6 +126,7 @@ class TrainConfig(RunSettings):
         """Plain JSON types (tuples become lists)."""
         d = dataclasses.asdict(self)
         d["betas"] = list(self.betas)
+        d["logger"] = list(self.logger)
         return d
 
     @classmethod
