@@ -1,0 +1,121 @@
+"""headgeom.train.wandb_logger: a run and its resumed session, logged offline by WandbLogger and
+read back from wandb's transaction logs (tests/wandb_records.py decodes them with the protobuf
+definitions wandb ships): the scalars under the given names at their steps, each step once
+across the sessions, the config, the images, the checkpoint artifacts, one run id. No network:
+every run here is offline."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+pytest.importorskip("wandb", reason='W&B logging needs the "wandb" extra: pip install -e ".[wandb]"')
+import wandb_records as records  # noqa: E402 - imports wandb
+
+from headgeom.io import atomic_write_bytes, json_safe  # noqa: E402
+from headgeom.train.wandb_logger import WandbLogger, recorded_last_step  # noqa: E402
+
+LAMBDA_MIN = "headgeom/ambient/lambda_min"
+FIGURE = "headgeom/figures/lambda_min"
+CONFIG = {"method": "simclr", "head": "d-32-16", "lr": 0.3, "max_steps": 8,
+          "data_options": {"n": 32, "size": 16}, "out": Path("/runs/x"), "seeds": (0, 1)}
+
+
+@pytest.fixture(autouse=True)
+def wandb_env(tmp_path, monkeypatch):
+    """wandb as a user who configured nothing, its own folders (config, cache, data) kept out of
+    the home directory, and no system-metrics sampler (not needed here)."""
+    for name in ("WANDB_MODE", "WANDB_PROJECT", "WANDB_NAME", "WANDB_SILENT", "WANDB_CONSOLE", "WANDB_DIR",
+                 "WANDB_API_KEY", "WANDB_RUN_ID", "WANDB_RESUME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, folder in (("WANDB_CONFIG_DIR", "config"), ("WANDB_CACHE_DIR", "cache"), ("WANDB_DATA_DIR", "data")):
+        monkeypatch.setenv(name, str(tmp_path / "wandb-home" / folder))
+    monkeypatch.setenv("WANDB__DISABLE_STATS", "true")
+
+
+def png(path: Path, width: int, height: int, shade: int) -> Path:
+    Image.new("RGB", (width, height), (shade, 255 - shade, 0)).save(path)
+    return path
+
+
+def lambda_min(step: int, session: int) -> float:
+    return 0.5 + step / 16 + session / 1024  # which session logged a step shows in its value
+
+
+def log_steps(logger: WandbLogger, steps: range, session: int) -> None:
+    """Two calls per step, as the loop makes (loss, then the tracker's readings)."""
+    for step in steps:
+        logger.log(step, {"loss": 2.0 - step / 8, "lr": 0.3, "epoch": step // 4, "note": "text", "ok": True})
+        logger.log(step, {LAMBDA_MIN: lambda_min(step, session)})
+
+
+def md5_b64(data: bytes) -> str:
+    return base64.b64encode(hashlib.md5(data).digest()).decode()
+
+
+def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(tmp_path):
+    run_dir = tmp_path / "run"
+    ckpt = run_dir / "checkpoints" / "last.pt"
+    first_ckpt = b"checkpoint at step 4"
+    atomic_write_bytes(ckpt, first_ckpt)
+
+    # session 1: steps 0-4, killed after the checkpoint of step 2 (it recorded steps 3 and 4)
+    logger = WandbLogger(run_dir, first_step=0, run_id=None)
+    run_id, first_dir = logger.run_id, logger.sync_dir
+    assert logger.first_step == 0 and first_dir.parent == run_dir / "wandb" and first_dir.name.startswith("offline-run-")
+    logger.log_params(CONFIG)
+    log_steps(logger, range(0, 5), session=1)
+    logger.log_figure(FIGURE, png(tmp_path / "a.png", 4, 3, 10))
+    logger.log_artifact(ckpt)
+    logger.close()
+    logger.close()  # a second close does nothing
+
+    # session 2 resumes from the checkpoint of step 2: first_step 3, but the run holds up to step 4
+    atomic_write_bytes(ckpt, b"checkpoint at step 7, a new file")  # os.replace, as save_checkpoint does
+    logger = WandbLogger(run_dir, first_step=3, run_id=run_id)
+    assert logger.run_id == run_id and logger.first_step == 5 and logger.sync_dir != first_dir
+    logger.log_params({**CONFIG, "max_steps": 12})
+    log_steps(logger, range(3, 8), session=2)
+    logger.log_figure(FIGURE, png(tmp_path / "b.png", 5, 2, 200))
+    logger.log_artifact(ckpt)
+    logger.close()
+
+    files = records.run_files(run_dir / "wandb", run_id)
+    assert [f.parent for f in files] == [first_dir, logger.sync_dir]
+    sessions = [records.read_records(f) for f in files]
+    assert [records.run_id(s) for s in sessions] == [run_id, run_id]
+
+    # the scalars, under the names given, each step once and in order across the sessions
+    rows = [(step, row, n) for n, session in enumerate(sessions, start=1) for step, row in records.history(session)]
+    assert [step for step, _, _ in rows] == list(range(8))
+    for step, row, session in rows:
+        assert session == (1 if step <= 4 else 2)
+        scalars = {name: value for name, value in row.items() if not isinstance(value, dict)}
+        assert scalars == {"loss": 2.0 - step / 8, "lr": 0.3, "epoch": step // 4, LAMBDA_MIN: lambda_min(step, session)}
+
+    # the config: the resolved one (as JSON), a resumed session's change on top
+    assert records.config(sessions[0]) == json_safe(CONFIG)
+    merged = {**records.config(sessions[0]), **records.config(sessions[1])}
+    assert merged == {**json_safe(CONFIG), "max_steps": 12}
+
+    # one image per session, at its last step, the PNG's bytes kept under the session's files/
+    for session, sync_dir, source, size, step in zip(sessions, [first_dir, logger.sync_dir], [tmp_path / "a.png", tmp_path / "b.png"],
+                                                     [(4, 3), (5, 2)], [4, 7]):
+        ((image_step, image),) = [(s, row[FIGURE]) for s, row in records.history(session) if FIGURE in row]
+        assert image_step == step and image["_type"] == "image-file" and (image["width"], image["height"]) == size
+        assert image["path"] in records.saved_files(session)
+        stored = (sync_dir / "files" / image["path"]).read_bytes()
+        assert image["sha256"] == hashlib.sha256(stored).hexdigest() == hashlib.sha256(source.read_bytes()).hexdigest()
+
+    # the checkpoint of each session as a version of one "model" artifact, its bytes as logged
+    for session, content in zip(sessions, [first_ckpt, ckpt.read_bytes()]):
+        (artifact,) = records.artifacts(session)
+        assert (artifact.type, artifact.name, artifact.run_id) == ("model", f"model-{run_id}", run_id)
+        (entry,) = artifact.manifest.contents
+        assert (entry.path, entry.size, entry.digest) == ("last.pt", len(content), md5_b64(content))
+        assert Path(entry.local_path).read_bytes() == content  # what `wandb sync` uploads
+        assert Path(entry.local_path).is_relative_to(run_dir / "wandb")
