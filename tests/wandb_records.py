@@ -35,9 +35,15 @@ FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
 
 def record_payloads(data: bytes) -> list[bytes]:
     """The serialized records of a whole ``.wandb`` file's bytes, in order."""
+    return [payload for _, payload in record_spans(data)]
+
+
+def record_spans(data: bytes) -> list[tuple[int, bytes]]:
+    """[(end, payload)] of each record of a whole ``.wandb`` file's bytes: ``end`` is the offset
+    just past the record's last chunk."""
     if FILE_HEADER.unpack_from(data) != (IDENT, MAGIC, VERSION):
         raise ValueError(f"not a W&B transaction log: header {data[:FILE_HEADER.size]!r}")
-    pos, payloads, pending = FILE_HEADER.size, [], None
+    pos, spans, pending = FILE_HEADER.size, [], None
     while pos < len(data):
         room = BLOCK - pos % BLOCK
         if room < CHUNK_HEADER.size:
@@ -55,19 +61,19 @@ def record_payloads(data: bytes) -> list[bytes]:
             raise ValueError(f"bad checksum at byte {pos}")
         pos += CHUNK_HEADER.size + length
         if kind == FULL and pending is None:
-            payloads.append(payload)
+            spans.append((pos, payload))
         elif kind == FIRST and pending is None:
             pending = payload
         elif kind == MIDDLE and pending is not None:
             pending += payload
         elif kind == LAST and pending is not None:
-            payloads.append(pending + payload)
+            spans.append((pos, pending + payload))
             pending = None
         else:
             raise ValueError(f"chunk kind {kind} out of place at byte {pos}")
     if pending is not None:
         raise ValueError("the file ends inside a record")
-    return payloads
+    return spans
 
 
 def read_records(path: str | Path) -> list[Any]:
@@ -84,10 +90,11 @@ def run_files(wandb_dir: str | Path, run_id: str) -> list[Path]:
     """The transaction logs of run ``run_id`` under ``wandb_dir`` (one per session of the run:
     wandb opens a new ``offline-run-TIME-ID`` folder each time the run is resumed), oldest first."""
     files = [f for f in Path(wandb_dir).glob(f"*/run-{run_id}.wandb") if not f.parent.is_symlink()]  # not latest-run
-    return sorted(files, key=lambda f: _run_record(read_records(f)).start_time.ToNanoseconds())
+    return sorted(files, key=lambda f: run_record(read_records(f)).start_time.ToNanoseconds())
 
 
-def _run_record(records: list[Any]) -> Any:
+def run_record(records: list[Any]) -> Any:
+    """The session's ``RunRecord`` (run id, project, display name, start time)."""
     runs = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     if len(runs) != 1:
         raise ValueError(f"expected one run record, found {len(runs)}")
@@ -95,7 +102,7 @@ def _run_record(records: list[Any]) -> Any:
 
 
 def run_id(records: list[Any]) -> str:
-    return _run_record(records).run_id
+    return run_record(records).run_id
 
 
 def _put(tree: dict, keys: list[str], value: Any) -> None:

@@ -57,7 +57,7 @@ def md5_b64(data: bytes) -> str:
     return base64.b64encode(hashlib.md5(data).digest()).decode()
 
 
-def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(tmp_path):
+def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(tmp_path, capfd):
     run_dir = tmp_path / "run"
     ckpt = run_dir / "checkpoints" / "last.pt"
     first_ckpt = b"checkpoint at step 4"
@@ -88,6 +88,8 @@ def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(
     assert [f.parent for f in files] == [first_dir, logger.sync_dir]
     sessions = [records.read_records(f) for f in files]
     assert [records.run_id(s) for s in sessions] == [run_id, run_id]
+    assert {(records.run_record(s).project, records.run_record(s).display_name) for s in sessions} == {("headgeom", "run")}
+    assert capfd.readouterr() == ("", "")  # wandb printed nothing
 
     # the scalars, under the names given, each step once and in order across the sessions
     rows = [(step, row, n) for n, session in enumerate(sessions, start=1) for step, row in records.history(session)]
@@ -119,3 +121,76 @@ def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(
         assert (entry.path, entry.size, entry.digest) == ("last.pt", len(content), md5_b64(content))
         assert Path(entry.local_path).read_bytes() == content  # what `wandb sync` uploads
         assert Path(entry.local_path).is_relative_to(run_dir / "wandb")
+
+
+def test_a_record_longer_than_a_block_is_read_back_whole(tmp_path):
+    """A 100 kB config value is one record split over four 32 KiB blocks (FIRST, MIDDLE..., LAST)."""
+    notes = "".join(chr(ord("a") + i % 26) for i in range(100_000))
+    logger = WandbLogger(tmp_path / "run", first_step=0)
+    logger.log_params({"notes": notes, "lr": 0.1})
+    logger.log(0, {"loss": 1.5})
+    logger.close()
+    (path,) = records.run_files(tmp_path / "run" / "wandb", logger.run_id)
+    assert max(len(p) for p in records.record_payloads(path.read_bytes())) > 3 * records.BLOCK
+    session = records.read_records(path)
+    assert records.config(session) == {"notes": notes, "lr": 0.1}
+    assert records.history(session) == [(0, {"loss": 1.5})]
+
+
+def test_the_resume_scan_keeps_the_steps_before_a_torn_or_damaged_tail(tmp_path):
+    """recorded_last_step on a transaction log cut at every record boundary (and one byte short
+    of it), as a killed session leaves it, and on one with a damaged byte: the last step among
+    the whole records before the cut or the damage."""
+    logger = WandbLogger(tmp_path / "run", first_step=0)
+    for step in range(6):
+        logger.log(step, {"loss": 1.0 / (step + 1)})
+    logger.close()
+    (path,) = records.run_files(tmp_path / "run" / "wandb", logger.run_id)
+    data = path.read_bytes()
+    spans = records.record_spans(data)
+    steps = []  # (end, step) of the history records
+    for end, payload in spans:
+        record = records.pb.Record()
+        record.ParseFromString(payload)
+        if record.WhichOneof("record_type") == "history":
+            steps.append((end, record.history.step.num))
+    assert [step for _, step in steps] == list(range(6))
+
+    cut_dir = tmp_path / "cut"
+    (cut_dir / "session").mkdir(parents=True)
+    cut_file = cut_dir / "session" / path.name
+    for end, _ in spans:
+        for cut in (end - 1, end):
+            cut_file.write_bytes(data[:cut])
+            whole = [step for step_end, step in steps if step_end <= cut]
+            assert recorded_last_step(cut_dir, logger.run_id) == (max(whole) if whole else None), cut
+
+    (end_3, _), (end_4, _) = steps[2], steps[3]  # damage a byte inside the record of step 3
+    damaged = bytearray(data)
+    damaged[(end_3 + end_4) // 2] ^= 0xFF
+    cut_file.write_bytes(bytes(damaged))
+    assert recorded_last_step(cut_dir, logger.run_id) == 2
+    assert recorded_last_step(cut_dir, "another-run") is None
+
+
+def test_the_users_wandb_settings_win(tmp_path, monkeypatch):
+    """WANDB_PROJECT and WANDB_NAME name the run; WANDB_MODE=disabled writes no run at all."""
+    monkeypatch.setenv("WANDB_PROJECT", "my-project")
+    monkeypatch.setenv("WANDB_NAME", "my-name")
+    logger = WandbLogger(tmp_path / "named", first_step=0)
+    logger.log(0, {"loss": 1.0})
+    logger.close()
+    (path,) = records.run_files(tmp_path / "named" / "wandb", logger.run_id)
+    run = records.run_record(records.read_records(path))
+    assert (run.project, run.display_name) == ("my-project", "my-name")
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    logger = WandbLogger(tmp_path / "disabled", first_step=0)
+    assert isinstance(logger.run_id, str) and logger.run_id
+    logger.log_params(CONFIG)
+    logger.log(0, {"loss": 1.0})
+    logger.log_figure(FIGURE, png(tmp_path / "a.png", 2, 2, 0))
+    (tmp_path / "ckpt.pt").write_bytes(b"x")
+    logger.log_artifact(tmp_path / "ckpt.pt")
+    logger.close()
+    assert not list((tmp_path / "disabled").rglob("*.wandb"))

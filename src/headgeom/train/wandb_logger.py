@@ -28,6 +28,8 @@ import numbers
 import os
 import shutil
 import struct
+import time
+import warnings
 import zlib
 from pathlib import Path
 from typing import Any
@@ -49,19 +51,26 @@ _FILE_HEADER = b":W&B" + struct.pack("<HB", 0xBEE1, 0)
 _CHUNK = struct.Struct("<IHB")
 
 
-def _unless_set(env: str, value: Any) -> Any:
-    """``value``, or None (wandb then reads the variable itself) when the user set ``env``."""
-    return None if os.environ.get(env) else value
+def _env_or(env: str, default: str) -> str:
+    """The environment variable ``env`` when the user set it, else ``default`` (read at each
+    session: wandb itself reads the environment once per process)."""
+    return os.environ.get(env) or default
 
 
-def _records(data: bytes) -> list[bytes]:
-    """The complete records of a transaction log's bytes; reading stops at the first torn or
-    damaged chunk (the tail a killed session may leave), keeping what came before it."""
-    if not data.startswith(_FILE_HEADER):
-        return []
-    pos, out, pending = len(_FILE_HEADER), [], b""
+def _records(data: bytes, offset: int = 0) -> list[bytes]:
+    """The complete records in ``data``, the bytes of a transaction log from ``offset`` (0, or a
+    block boundary) on. Reading stops at the first torn or damaged chunk (the tail of a session
+    killed mid-write), keeping what came before; the end of a record begun before ``offset`` is
+    skipped."""
+    if offset == 0:
+        if not data.startswith(_FILE_HEADER):
+            return []
+        pos = len(_FILE_HEADER)
+    else:
+        pos = 0
+    out, pending = [], None
     while pos + _CHUNK.size <= len(data):
-        room = _BLOCK - pos % _BLOCK
+        room = _BLOCK - (offset + pos) % _BLOCK
         if room < _CHUNK.size:  # block padding
             pos += room
             continue
@@ -70,10 +79,38 @@ def _records(data: bytes) -> list[bytes]:
         if len(payload) != length or zlib.crc32(bytes([kind]) + payload) != checksum or kind not in (1, 2, 3, 4):
             break
         pos += _CHUNK.size + length
-        pending = payload if kind in (1, 2) else pending + payload
-        if kind in (1, 4):
+        if kind in (1, 2):
+            pending = payload
+        elif pending is not None:
+            pending += payload
+        if kind in (1, 4) and pending is not None:
             out.append(pending)
+            pending = None
     return out
+
+
+def _record_type(payload: bytes) -> tuple[str | None, Any]:
+    """(the kind of record, the Record) of one serialized record; (None, None) if unreadable."""
+    record = wandb_internal_pb2.Record()
+    try:
+        record.ParseFromString(payload)
+    except Exception:  # protobuf's DecodeError: a record this wandb cannot read
+        return None, None
+    return record.WhichOneof("record_type"), record
+
+
+def _closed(path: Path) -> bool:
+    """Whether the transaction log at ``path`` ends with its session's exit record (wandb-core
+    writes it last, after ``Run.finish`` has returned); only the last block is read."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            offset = (size - 1) // _BLOCK * _BLOCK if size > _BLOCK else 0
+            fh.seek(offset)
+            tail = _records(fh.read(), offset)
+    except FileNotFoundError:
+        return False
+    return bool(tail) and _record_type(tail[-1])[0] == "exit"
 
 
 def recorded_last_step(wandb_dir: str | Path, run_id: str) -> int | None:
@@ -84,12 +121,8 @@ def recorded_last_step(wandb_dir: str | Path, run_id: str) -> int | None:
         if path.parent.is_symlink():  # latest-run
             continue
         for payload in _records(path.read_bytes()):
-            record = wandb_internal_pb2.Record()
-            try:
-                record.ParseFromString(payload)
-            except Exception:  # protobuf's DecodeError; a record this wandb cannot read holds no step we know
-                continue
-            if record.WhichOneof("record_type") == "history":
+            kind, record = _record_type(payload)
+            if kind == "history":
                 last = max(last if last is not None else -1, record.history.step.num)
     return last
 
@@ -111,8 +144,8 @@ class WandbLogger:
                     if not os.environ.get(env)}
         self._run = wandb.init(
             dir=str(run_dir), id=run_id, resume="allow" if run_id else None,
-            mode=_unless_set("WANDB_MODE", "offline"), project=_unless_set("WANDB_PROJECT", PROJECT),
-            name=_unless_set("WANDB_NAME", run_dir.name),
+            mode=_env_or("WANDB_MODE", "offline"), project=_env_or("WANDB_PROJECT", PROJECT),
+            name=_env_or("WANDB_NAME", run_dir.name),
             reinit="create_new",  # never return or finish a run the user has open in this process
             settings=wandb.Settings(**settings))
         self.run_id: str = self._run.id
@@ -166,8 +199,19 @@ class WandbLogger:
         artifact.add_file(str(snapshot), name=path.name, policy="immutable")
         self._run.log_artifact(artifact)
 
-    def close(self) -> None:
-        """Finish this session of the run (wandb writes what it holds); a second call does nothing."""
-        if not self._closed:
-            self._closed = True
-            self._run.finish()
+    def close(self, timeout: float = 60.0) -> None:
+        """Finish this session of the run, and wait (up to ``timeout`` seconds, then warn) until
+        wandb-core has written it all to the transaction log, so that a session opened next in
+        this process (a resume) sees every step; a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self._run.finish()
+        log = self.sync_dir / f"run-{self.run_id}.wandb"
+        deadline = time.monotonic() + timeout
+        while not self._run.disabled and not _closed(log):
+            if time.monotonic() > deadline:
+                warnings.warn(f"wandb has not finished writing {log} after {timeout:g} s; a run resumed "
+                              f"now may log again the steps it has not written yet", stacklevel=2)
+                return
+            time.sleep(0.02)
