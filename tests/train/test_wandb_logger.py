@@ -123,6 +123,40 @@ def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(
         assert Path(entry.local_path).is_relative_to(run_dir / "wandb")
 
 
+def test_a_resumed_session_starts_where_a_killed_sessions_log_ends(tmp_path):
+    """A session killed before wandb-core wrote its last steps (simulated: its log cut after the
+    record of step 2; a SIGKILL loses what wandb-core buffered) is resumed from the checkpoint of
+    step 4: W&B lacks steps 3 and 4, so the logger takes them (a caller replays them from
+    metrics.jsonl), drops step 2, and the run holds steps 0-7 once each."""
+    run_dir = tmp_path / "run"
+    logger = WandbLogger(run_dir, first_step=0)
+    log_steps(logger, range(0, 6), session=1)
+    logger.close()
+    (path,) = records.run_files(run_dir / "wandb", logger.run_id)
+    data = path.read_bytes()
+    ends = [end for end, payload in records.record_spans(data) if _is_history(payload)]
+    path.write_bytes(data[:ends[2]])
+
+    resumed = WandbLogger(run_dir, first_step=5, run_id=logger.run_id)
+    assert resumed.first_step == 3
+    log_steps(resumed, range(2, 8), session=2)
+    resumed.close()
+    steps = [(step, row[LAMBDA_MIN]) for f in records.run_files(run_dir / "wandb", logger.run_id)
+             for step, row in records.history(records.read_records(f))]
+    assert steps == [(s, lambda_min(s, 1 if s <= 2 else 2)) for s in range(8)]
+
+    # a run folder without the W&B logs (W&B knows nothing of the run here): the training's step
+    elsewhere = WandbLogger(tmp_path / "copy", first_step=8, run_id=logger.run_id)
+    assert elsewhere.first_step == 8
+    elsewhere.close()
+
+
+def _is_history(payload: bytes) -> bool:
+    record = records.pb.Record()
+    record.ParseFromString(payload)
+    return record.WhichOneof("record_type") == "history"
+
+
 def test_a_record_longer_than_a_block_is_read_back_whole(tmp_path):
     """A 100 kB config value is one record split over four 32 KiB blocks (FIRST, MIDDLE..., LAST)."""
     notes = "".join(chr(ord("a") + i % 26) for i in range(100_000))
@@ -163,7 +197,7 @@ def test_the_resume_scan_keeps_the_steps_before_a_torn_or_damaged_tail(tmp_path)
         for cut in (end - 1, end):
             cut_file.write_bytes(data[:cut])
             whole = [step for step_end, step in steps if step_end <= cut]
-            assert recorded_last_step(cut_dir, logger.run_id) == (max(whole) if whole else None), cut
+            assert recorded_last_step(cut_dir, logger.run_id) == (max(whole) if whole else -1), cut
 
     (end_3, _), (end_4, _) = steps[2], steps[3]  # damage a byte inside the record of step 3
     damaged = bytearray(data)

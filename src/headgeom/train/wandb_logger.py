@@ -12,12 +12,20 @@ the run folder's unless ``WANDB_NAME`` does. wandb prints nothing but its warnin
 (``silent``) and leaves stdout/stderr unwrapped (``console="off"``), unless ``WANDB_SILENT`` /
 ``WANDB_CONSOLE`` say otherwise.
 
-Resuming: a resumed session logs only steps after every step the run already recorded. Online,
-W&B says where the run stands (``Run.starting_step``); offline it starts every session at step 0,
-so this logger reads the steps the run's earlier sessions wrote to their transaction logs
-(``RUN_DIR/wandb/*/run-ID.wandb``, see :func:`recorded_last_step`). A session killed after its
-last checkpoint has recorded steps the resumed one computes again; those are not logged twice
-(on CPU a resumed run is bit-identical, so W&B holds the same numbers as metrics.jsonl).
+Resuming: a resumed session logs only the steps after those the run has recorded, so that W&B
+holds each step once. Online, W&B says where the run stands (``Run.starting_step``); offline it
+starts every session at step 0, so this logger reads the steps the run's earlier sessions wrote
+to their transaction logs (``RUN_DIR/wandb/*/run-ID.wandb``, :func:`recorded_last_step`). Where a
+session was killed, :attr:`WandbLogger.first_step` may differ from the step the training resumes
+at, both ways:
+
+- later: the killed session had recorded steps after its last checkpoint, which the resumed one
+  computes again; they are not logged twice (on CPU a resumed run is bit-identical, so W&B holds
+  the numbers metrics.jsonl holds);
+- earlier: wandb-core writes the log in 32 KiB pieces, and a SIGKILL loses what it had not
+  written yet (seen with wandb 0.31: a session of six steps left an empty log). Those steps are
+  missing from W&B; the caller may log them again from metrics.jsonl (:meth:`WandbLogger.log`
+  takes any step from ``first_step`` on, in order).
 
 wandb is an optional dependency (``pip install -e ".[wandb]"``) imported only by this module.
 """
@@ -115,25 +123,29 @@ def _closed(path: Path) -> bool:
 
 def recorded_last_step(wandb_dir: str | Path, run_id: str) -> int | None:
     """The last history step run ``run_id``'s sessions recorded in their transaction logs under
-    ``wandb_dir`` (``*/run-ID.wandb``, online and offline), or None when they recorded none."""
+    ``wandb_dir`` (``*/run-ID.wandb``, online and offline): -1 when they recorded none, None when
+    there is no log of the run."""
     last = None
     for path in Path(wandb_dir).glob(f"*/run-{run_id}.wandb"):
         if path.parent.is_symlink():  # latest-run
             continue
+        last = -1 if last is None else last
         for payload in _records(path.read_bytes()):
             kind, record = _record_type(payload)
             if kind == "history":
-                last = max(last if last is not None else -1, record.history.step.num)
+                last = max(last, record.history.step.num)
     return last
 
 
 class WandbLogger:
     """One session of a W&B run for the headgeom run in ``run_dir``.
 
-    ``first_step``: the first step this session will log (0 for a new run, the checkpoint's step
-    + 1 for a resumed one); ``run_id``: the W&B run to continue (None starts a new one). Steps
-    before :attr:`first_step` (``first_step``, or later where the run already recorded steps) are
-    not logged."""
+    ``first_step``: the first step the training will log (0 for a new run, the checkpoint's step
+    + 1 for a resumed one); ``run_id``: the W&B run to continue (None starts a new one).
+    :attr:`first_step` is the first step this session logs: ``first_step`` for a new run, or for
+    a resumed one of which W&B knows nothing here (no transaction log, ``Run.starting_step`` 0);
+    else the step after the last one the run recorded (module docstring). Earlier steps are
+    dropped."""
 
     def __init__(self, run_dir: str | Path, first_step: int, run_id: str | None = None) -> None:
         run_dir = Path(run_dir)
@@ -151,7 +163,9 @@ class WandbLogger:
         self.run_id: str = self._run.id
         #: where this session's files are (``RUN_DIR/wandb/offline-run-TIME-ID`` offline)
         self.sync_dir = Path(self._run.settings.sync_dir)
-        self.first_step = max(first_step, self._run.starting_step, -1 if recorded is None else recorded + 1)
+        known = self._run.starting_step > 0 or recorded is not None
+        self.first_step = (max(self._run.starting_step, -1 if recorded is None else recorded + 1)
+                           if run_id and known else first_step)
         self._step: int | None = None  # the last step this session handed to wandb
         self._artifacts = itertools.count()
         self._closed = False
