@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
+import math
 from pathlib import Path
 
 import pytest
@@ -63,7 +63,7 @@ def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(
     first_ckpt = b"checkpoint at step 4"
     atomic_write_bytes(ckpt, first_ckpt)
 
-    # session 1: steps 0-4, killed after the checkpoint of step 2 (it recorded steps 3 and 4)
+    # session 1: steps 0-4, as if killed after the checkpoint of step 2 (it recorded steps 3 and 4)
     logger = WandbLogger(run_dir, first_step=0, run_id=None)
     run_id, first_dir = logger.run_id, logger.sync_dir
     assert logger.first_step == 0 and first_dir.parent == run_dir / "wandb" and first_dir.name.startswith("offline-run-")
@@ -158,17 +158,19 @@ def _is_history(payload: bytes) -> bool:
 
 
 def test_a_record_longer_than_a_block_is_read_back_whole(tmp_path):
-    """A 100 kB config value is one record split over four 32 KiB blocks (FIRST, MIDDLE..., LAST)."""
+    """A 100 kB config value is one record split over four 32 KiB blocks (FIRST, MIDDLE..., LAST);
+    non-finite scalars stay what they were."""
     notes = "".join(chr(ord("a") + i % 26) for i in range(100_000))
     logger = WandbLogger(tmp_path / "run", first_step=0)
     logger.log_params({"notes": notes, "lr": 0.1})
-    logger.log(0, {"loss": 1.5})
+    logger.log(0, {"loss": 1.5, "nan": float("nan"), "inf": float("inf"), "-inf": -float("inf")})
     logger.close()
     (path,) = records.run_files(tmp_path / "run" / "wandb", logger.run_id)
     assert max(len(p) for p in records.record_payloads(path.read_bytes())) > 3 * records.BLOCK
     session = records.read_records(path)
     assert records.config(session) == {"notes": notes, "lr": 0.1}
-    assert records.history(session) == [(0, {"loss": 1.5})]
+    ((step, row),) = records.history(session)
+    assert step == 0 and row.pop("loss") == 1.5 and math.isnan(row.pop("nan")) and row == {"inf": math.inf, "-inf": -math.inf}
 
 
 def test_the_resume_scan_keeps_the_steps_before_a_torn_or_damaged_tail(tmp_path):

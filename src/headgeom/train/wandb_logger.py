@@ -166,6 +166,7 @@ class WandbLogger:
         known = self._run.starting_step > 0 or recorded is not None
         self.first_step = (max(self._run.starting_step, -1 if recorded is None else recorded + 1)
                            if run_id and known else first_step)
+        self._offline = self._run.offline
         self._step: int | None = None  # the last step this session handed to wandb
         self._artifacts = itertools.count()
         self._closed = False
@@ -201,7 +202,7 @@ class WandbLogger:
         session has replaced the checkpoint: the artifact holds a snapshot under this session's
         folder (a hard link, since checkpoints are replaced by os.replace, else a copy)."""
         path = Path(path)
-        if self._run.disabled:
+        if self._run.disabled:  # wandb writes nothing; neither does this
             return
         snapshot = self.sync_dir / "artifacts" / str(next(self._artifacts)) / path.name
         snapshot.parent.mkdir(parents=True, exist_ok=True)
@@ -214,16 +215,17 @@ class WandbLogger:
         self._run.log_artifact(artifact)
 
     def close(self, timeout: float = 60.0) -> None:
-        """Finish this session of the run, and wait (up to ``timeout`` seconds, then warn) until
-        wandb-core has written it all to the transaction log, so that a session opened next in
-        this process (a resume) sees every step; a second call does nothing."""
+        """Finish this session of the run; offline, wait (up to ``timeout`` seconds, then warn)
+        until wandb-core has written it all to the transaction log, so that a session opened next
+        in this process (a resume) sees every step (online, W&B's ``starting_step`` tells it). A
+        second call does nothing."""
         if self._closed:
             return
         self._closed = True
         self._run.finish()
         log = self.sync_dir / f"run-{self.run_id}.wandb"
         deadline = time.monotonic() + timeout
-        while not self._run.disabled and not _closed(log):
+        while self._offline and not _closed(log):
             if time.monotonic() > deadline:
                 warnings.warn(f"wandb has not finished writing {log} after {timeout:g} s; a run resumed "
                               f"now may log again the steps it has not written yet", stacklevel=2)
