@@ -8,9 +8,9 @@ the caller keeps so that a resumed run continues the same W&B run.
 Offline unless the user chose otherwise: the mode is "offline" when ``WANDB_MODE`` is unset, and
 wandb's files go under ``RUN_DIR/wandb/`` whatever ``WANDB_DIR`` says (one ``offline-run-TIME-ID/``
 folder per session; upload with ``wandb sync``). The project is "headgeom" unless
-``WANDB_PROJECT`` names one, the run's name the run folder's unless ``WANDB_NAME`` does. wandb prints nothing but its warnings and errors
-(``silent``) and leaves stdout/stderr unwrapped (``console="off"``), unless ``WANDB_SILENT`` /
-``WANDB_CONSOLE`` say otherwise.
+``WANDB_PROJECT`` names one, the run's name the run folder's unless ``WANDB_NAME`` does. wandb
+prints nothing but its warnings and errors (``silent``) and leaves stdout/stderr unwrapped
+(``console="off"``), unless ``WANDB_SILENT`` / ``WANDB_CONSOLE`` say otherwise.
 
 Resuming: a resumed session logs only the steps after those the run has recorded, so that W&B
 holds each step once. Online, W&B says where the run stands (``Run.starting_step``); offline it
