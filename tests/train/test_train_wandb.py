@@ -69,13 +69,15 @@ def test_wandb_holds_the_metrics_under_the_shared_tags_and_a_resume_writes_each_
     assert config["track_every"] == 2 and config["max_steps"] == 2
 
     figures = sorted((run_dir / "figures" / "tracking").glob("*.png"))
-    images = {name: value for _, row in records.history(sessions[0]) for name, value in row.items() if isinstance(value, dict)}
+    images = {name: value for _, row in records.history(sessions[0])
+              for name, value in row.items() if isinstance(value, dict)}
     assert figures and set(images) == {f"figures/tracking/{p.stem}" for p in figures}
     for p in figures:
         assert images[f"figures/tracking/{p.stem}"]["sha256"] == hashlib.sha256(p.read_bytes()).hexdigest()
     (artifact,) = records.artifacts(sessions[0])
     (entry,) = artifact.manifest.contents
-    assert artifact.type == "model" and entry.path == "last.pt" and entry.size == (run_dir / "checkpoints" / "last.pt").stat().st_size
+    last = run_dir / "checkpoints" / "last.pt"
+    assert artifact.type == "model" and entry.path == "last.pt" and entry.size == last.stat().st_size
 
     # A kill after step 3 was logged but before its checkpoint: resume from the step-2 checkpoint.
     kept = tmp_path / "step2.pt"

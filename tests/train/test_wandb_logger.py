@@ -105,8 +105,8 @@ def test_a_run_and_its_resumed_session_are_one_wandb_run_holding_each_step_once(
     assert merged == {**json_safe(CONFIG), "max_steps": 12}
 
     # one image per session, at its last step, the PNG's bytes kept under the session's files/
-    for session, sync_dir, source, size, step in zip(sessions, [first_dir, logger.sync_dir], [tmp_path / "a.png", tmp_path / "b.png"],
-                                                     [(4, 3), (5, 2)], [4, 7]):
+    pngs = [tmp_path / "a.png", tmp_path / "b.png"]
+    for session, sync_dir, source, size, step in zip(sessions, [first_dir, logger.sync_dir], pngs, [(4, 3), (5, 2)], [4, 7]):
         ((image_step, image),) = [(s, row[FIGURE]) for s, row in records.history(session) if FIGURE in row]
         assert image_step == step and image["_type"] == "image-file" and (image["width"], image["height"]) == size
         assert image["path"] in records.saved_files(session)
@@ -170,7 +170,8 @@ def test_a_record_longer_than_a_block_is_read_back_whole(tmp_path):
     session = records.read_records(path)
     assert records.config(session) == {"notes": notes, "lr": 0.1}
     ((step, row),) = records.history(session)
-    assert step == 0 and row.pop("loss") == 1.5 and math.isnan(row.pop("nan")) and row == {"inf": math.inf, "-inf": -math.inf}
+    assert step == 0 and row.pop("loss") == 1.5 and math.isnan(row.pop("nan"))
+    assert row == {"inf": math.inf, "-inf": -math.inf}
 
 
 def test_the_resume_scan_keeps_the_steps_before_a_torn_or_damaged_tail(tmp_path):
