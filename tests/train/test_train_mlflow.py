@@ -118,6 +118,43 @@ def test_a_resumed_session_continues_the_stored_run_and_a_fresh_start_begins_a_n
         open_loggers("mlflow", tmp_path, 1)
 
 
+def test_after_a_hard_kill_each_step_is_recorded_once_whether_mlflow_holds_more_or_fewer(tmp_path):
+    # more: a killed session logged steps 0..5, its last checkpoint was step 3, so the resumed run
+    # keeps metrics.jsonl's steps 0..3 and trains 4, 5 again (bit for bit on CPU): MLflow skips them
+    more, fewer = tmp_path / "more", tmp_path / "fewer"
+    more.mkdir(), fewer.mkdir()
+    killed = open_loggers("mlflow", more, 0)
+    for step in range(6):
+        killed.log(step, {"loss": float(step)})
+    killed.close()
+    lines = (more / "metrics.jsonl").read_text().splitlines()
+    (more / "metrics.jsonl").write_text("\n".join(lines[:4]) + "\n")  # what the resume keeps
+    resumed = open_loggers("mlflow", more, 4)
+    assert resumed.others[0].first_step == 6
+    for step in range(4, 8):
+        resumed.log(step, {"loss": float(step)})
+    resumed.close()
+    client = MlflowClient(tracking_uri=resumed.others[0].tracking_uri)
+    assert logged(client, resumed.others[0].run_id) == {"train/loss": [(s, float(s)) for s in range(8)]}
+
+    # fewer: the run holds steps 0, 1 where metrics.jsonl holds 0..3: the resume replays 2 and 3
+    killed = open_loggers("mlflow", fewer, 0)
+    for step in range(4):
+        killed.jsonl.log(step, {"loss": float(step), "heff_ambient_mean_lambda_min": "-inf" if step == 3 else -1.0})
+        if step < 2:
+            killed.others[0].log(step, {"train/loss": float(step)})
+    resumed = open_loggers("mlflow", fewer, 4)  # killed: never closed
+    assert resumed.others[0].first_step == 2
+    resumed.log(4, {"loss": 4.0})
+    resumed.close()
+    history = logged(client := MlflowClient(tracking_uri=resumed.others[0].tracking_uri), resumed.others[0].run_id)
+    (inf_step, minus_inf), *_ = history["headgeom/ambient/lambda_min"][1:]  # MLflow's SQL store keeps -inf as
+    assert inf_step == 3 and minus_inf in (float("-inf"), -sys.float_info.max)  # -max float
+    assert history == {"train/loss": [(s, float(s)) for s in range(5)],
+                       "headgeom/ambient/lambda_min": [(2, -1.0), (3, minus_inf)]}
+    assert client.get_run(resumed.others[0].run_id).info.status == "FINISHED"
+
+
 def test_flatten_params():
     assert flatten_params({"a": {"b": 1, "c": {"d": None}}, "e": [1, 2], "f": {}, "g": "x"}) == {
         "a.b": "1", "a.c.d": "None", "e": "[1, 2]", "f": "{}", "g": "x"}

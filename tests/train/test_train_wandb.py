@@ -12,12 +12,8 @@ import shutil
 import pytest
 
 from headgeom.cli import main
-from headgeom.train import loggers
+from headgeom.train.loggers import open_loggers
 
-# Written on the W&B logger's branch before the --logger list plumbing (headgeom.tags, loggers.json)
-# was merged; delete this guard once both are on one branch.
-if "wandb" not in loggers.LOGGERS:
-    pytest.skip("this headgeom has no --logger wandb yet", allow_module_level=True)
 pytest.importorskip("wandb", reason='W&B logging needs the "wandb" extra: pip install -e ".[wandb]"')
 import wandb_records as records  # noqa: E402 - imports wandb
 
@@ -92,3 +88,20 @@ def test_wandb_holds_the_metrics_under_the_shared_tags_and_a_resume_writes_each_
     assert [s for s, _ in got] == sorted(want) == [0, 1, 2, 3, 4]  # step 3 once, from the killed session
     assert [(s, {k: v for k, v in row.items() if v == v}) for s, row in got] == \
         [(s, {k: v for k, v in want[s].items() if v == v}) for s in sorted(want)]  # CPU: bit-identical resume
+
+
+def test_steps_a_killed_session_never_wrote_to_wandb_are_replayed_from_metrics_jsonl(tmp_path):
+    # wandb writes its log in 32 KiB pieces, so a SIGKILL can lose steps metrics.jsonl holds: here
+    # the W&B record stops at step 1 while metrics.jsonl (and the checkpoint) reached step 3
+    killed = open_loggers("wandb", tmp_path, 0)
+    for step in range(4):
+        killed.jsonl.log(step, {"loss": float(step), "heff_ambient_mean_lambda_min": -float(step)})
+        if step < 2:
+            killed.others[0].log(step, {LOSS: float(step), LAMBDA_MIN: -float(step)})
+    killed.close()
+    resumed = open_loggers("jsonl,wandb", tmp_path, 4)
+    assert resumed.others[0].first_step == 2
+    resumed.log(4, {"loss": 4.0})
+    resumed.close()
+    _, sessions = wandb_sessions(tmp_path)
+    assert scalar_rows(sessions) == [(s, {LOSS: float(s), LAMBDA_MIN: -float(s)}) for s in range(4)] + [(4, {LOSS: 4.0})]

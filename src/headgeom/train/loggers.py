@@ -21,6 +21,10 @@ Resuming: the loop drops the metrics.jsonl lines after the checkpoint it resumes
 TensorBoard writer opens a new event file with ``purge_step`` = the first step it will write, so
 TensorBoard's reader hides the earlier files' events from that step on; an MLflow or W&B run is
 continued, not started again: its run id is kept in ``RUN_DIR/loggers.json`` (:mod:`.logger_runs`).
+Each of those knows the first step its own record lacks (``first_step``): a session killed without a
+checkpoint at its last step (SIGKILL, a crash) may have recorded more or fewer steps than
+metrics.jsonl keeps; the logger skips what it holds, and :func:`replay` fills in the rest from
+metrics.jsonl, so each step is recorded once everywhere.
 
 The trackers are optional dependencies (extras ``tensorboard``, ``mlflow``, ``wandb``);
 :func:`check_logger` says which to install in one line before any work, and only the logger that
@@ -37,12 +41,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from headgeom.io import json_safe
+from headgeom.runs.metrics import read_metrics
 from headgeom.tags import tagged
 
 from .logger_runs import read_logger_runs, write_logger_runs
 
 __all__ = ["INSTALL", "LOGGERS", "TENSORBOARD_INSTALL", "JsonlLogger", "Logger", "Loggers", "TensorBoardLogger",
-           "check_logger", "open_loggers", "parse_loggers"]
+           "check_logger", "open_loggers", "parse_loggers", "replay"]
 
 LOGGERS = ("jsonl", "tensorboard", "mlflow", "wandb")  # jsonl is always written
 INSTALL = {name: f'pip install -e ".[{name}]"' for name in LOGGERS[1:]}
@@ -233,6 +238,18 @@ class Loggers:
             raise errors[0]
 
 
+def replay(logger: Logger, run_dir: Path, first_step: int) -> int:
+    """Log to ``logger`` the metrics.jsonl lines it lacks: steps from its own ``first_step`` (the
+    first one its record does not hold, after a killed session) up to the run's ``first_step``;
+    the number of lines replayed. A logger without the attribute holds everything before."""
+    since = getattr(logger, "first_step", first_step)
+    records = [r for r in read_metrics(run_dir) if since <= r.step < first_step] if since < first_step else []
+    for record in records:
+        numbers = {key: record.number(key) for key in record.values}
+        logger.log(record.step, tagged({k: v for k, v in numbers.items() if v is not None}))
+    return len(records)
+
+
 def _open(name: str, run_dir: Path, first_step: int, stored: dict[str, Any]) -> tuple[Logger, dict[str, Any]]:
     """Logger ``name`` of the run in ``run_dir`` and what a resume needs to continue it (its
     loggers.json entry; {} for none). ``stored``: the entry a previous session kept."""
@@ -274,6 +291,8 @@ def open_loggers(names: str | Sequence[str], run_dir: str | Path, first_step: in
         loggers = Loggers(jsonl, others)
         if params is not None:
             loggers.log_params(params)
+        for logger in others:
+            replay(logger, run_dir, first_step)
     except BaseException:
         for logger in (*others, jsonl):
             logger.close()

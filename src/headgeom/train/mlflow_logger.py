@@ -15,9 +15,12 @@ Resuming: the run id (and the store it lives in) is kept in ``RUN_DIR/loggers.js
 session continues the same MLflow run (``RUNNING`` again, ``FINISHED`` when the session closes).
 MLflow params cannot change: the ones a resume changes (``max_steps``, ``logger``, ...) keep the
 value of the run's first session (RUN_DIR/config.json holds the current ones). MLflow cannot delete
-logged values either: steps a killed session logged after its last checkpoint (a SIGKILL or a crash;
-SIGTERM and SIGINT checkpoint the step they stop at) stay in its history beside the resumed
-session's, where metrics.jsonl and TensorBoard show each step once.
+logged values either, so a resumed session records from the step after the last one the run holds
+(:attr:`MlflowLogger.first_step`): steps a killed session logged past its last checkpoint (a SIGKILL
+or a crash) are kept, not logged twice, and steps metrics.jsonl holds but the run lacks are replayed
+from metrics.jsonl when the session opens (:func:`headgeom.train.loggers.open_loggers`). Each step
+appears once; on CPU a resumed run repeats the killed steps bit for bit, so the values agree.
+MLflow's SQL store keeps ±inf as ± the largest float.
 """
 from __future__ import annotations
 
@@ -60,6 +63,7 @@ class MlflowLogger:
         if run_id is not None:
             self._client.update_run(run_id, status=RunStatus.to_string(RunStatus.RUNNING))
             self.run_id = run_id
+            self.first_step = self._first_unrecorded(first_step)
             return
         name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
         experiment = self._client.get_experiment_by_name(name)
@@ -73,7 +77,17 @@ class MlflowLogger:
                                       tags={"headgeom.run_dir": str(run_dir)})
         self.run_id = run.info.run_id
 
+    def _first_unrecorded(self, first_step: int) -> int:
+        """The step after the last one the run holds (a killed session may have logged steps past
+        its checkpoint, or fewer than metrics.jsonl holds), or ``first_step`` for an empty run."""
+        keys = self._client.get_run(self.run_id).data.metrics
+        steps = [m.step for key in keys for m in self._client.get_metric_history(self.run_id, key)]
+        return max(steps) + 1 if steps else 0
+
     def log(self, step: int, scalars: dict[str, Any]) -> None:
+        """Record ``scalars`` at ``step``; nothing before :attr:`first_step` (steps the run holds)."""
+        if step < self.first_step:
+            return
         now = int(time.time() * 1000)
         metrics = [Metric(name, float(value), now, step) for name, value in scalars.items()
                    if isinstance(value, (int, float)) and not isinstance(value, bool)]
