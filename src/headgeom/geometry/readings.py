@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import torch
 from torch import Tensor
 from torch.func import grad, jvp, vjp
 
@@ -77,6 +78,16 @@ def hvp_fn(f: Callable[[Tensor], Tensor], x: Tensor) -> Callable[[Tensor], Tenso
         return reverse(w)
 
     return hvp
+
+
+def jvp_or_double_vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> Tensor:
+    """J v of ``fn`` at ``x`` by forward mode, falling back to reverse-over-reverse where forward AD is missing."""
+    try:
+        return jvp(fn, (x,), (v,))[1]
+    except (NotImplementedError, RuntimeError):
+        y, pull = vjp(fn, x)
+        _, pull2 = vjp(lambda w: pull(w)[0], torch.zeros_like(y))
+        return pull2(v)[0]
 
 
 def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tensor], Tensor]:
