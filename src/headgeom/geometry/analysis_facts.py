@@ -1,7 +1,7 @@
 """The measured facts of one analysis of ``loss ∘ head`` at z, frozen once measured.
 
 :func:`measure_facts` measures, in this order: the head output u = h(z) and the residual gradient
-ρ = ∇_u L (both checked finite); the head's chain (discovered and folded once per analysis copy,
+ρ = ∇_u L (both checked finite; ρ by plain autograd, :func:`residual_gradient`); the head's chain (discovered and folded once per analysis copy,
 :class:`~headgeom.geometry.head_facts.HeadFacts`) and the guard that it reproduces u on the first
 rows; whether the head is row-wise (a verified chain is, by construction) and whether the loss
 Hessian is block-diagonal over samples (a declared form is checked against the exact HVP, which is
@@ -19,7 +19,6 @@ from typing import Callable
 
 import torch
 from torch import Tensor, nn
-from torch.func import grad_and_value
 
 from headgeom.objectives.declared import AnalysisLoss
 
@@ -132,13 +131,18 @@ class AnalysisFacts:
         return measure_operand_scale(self.head.fn, self.z, self.u, self.loss, self.row_wise_head, self.separable_loss)
 
 
-def _scalar_loss(loss: AnalysisLoss) -> Callable[[Tensor], Tensor]:
-    def scalar(u: Tensor) -> Tensor:
-        value = loss(u)
+def residual_gradient(loss: AnalysisLoss, u: Tensor) -> Tensor:
+    """ρ = ∇_u L at u by torch.autograd (no torch.func: see
+    :func:`headgeom.geometry.readings.autograd_loss_hvp`); a loss constant in u has ρ = 0."""
+    with torch.enable_grad():
+        x = u.detach().requires_grad_(True)
+        value = loss(x)
         if not isinstance(value, Tensor) or value.numel() != 1:
             raise ValueError("the loss must map the head output (N, k) to a scalar tensor")
-        return value.reshape(())
-    return scalar
+        if not value.requires_grad:
+            return torch.zeros_like(u)
+        (rho,) = torch.autograd.grad(value.reshape(()), x, allow_unused=True)
+    return torch.zeros_like(u) if rho is None else rho.detach()
 
 
 def verified_chain(head: PreparedHead, z: Tensor, u: Tensor) -> tuple[list[nn.Module] | None, str]:
@@ -170,8 +174,7 @@ def measure_facts(head: PreparedHead, loss: AnalysisLoss, z: Tensor, settings: S
     if u.ndim != 2 or u.shape[0] != z.shape[0]:
         raise ValueError(f"the head must map (N, d) to (N, k); it mapped {tuple(z.shape)} to {tuple(u.shape)}")
     check_finite("the head output u = h(z)", u, "check z and the head's weights")
-    rho, _ = grad_and_value(_scalar_loss(loss))(u)
-    rho = rho.detach()
+    rho = residual_gradient(loss, u)
     check_finite("the residual gradient rho = dL/du", rho, "the loss is not differentiable here")
     layers, discovered_by = verified_chain(head, z, u)
     # a verified chain of Linear / eval-BatchNorm / element-wise layers is row-wise by construction

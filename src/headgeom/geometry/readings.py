@@ -101,3 +101,27 @@ def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tenso
     if reading == "ambient":
         return ambient
     return lambda w: _project_tangent(u, ambient(_project_tangent(u, w)))
+
+
+def autograd_loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tensor], Tensor]:
+    """w ↦ (∇²_u L) w under ``reading`` by reverse-over-reverse ``torch.autograd`` on one graph of
+    the gradient, kept for the calls: the one-off checks of a loss's declared forms use it. Exact
+    like :func:`loss_hvp`, and no ``torch.func``: the first torch.func vjp or grad of a process
+    imports torch._dynamo (seconds), which a structured head with a declared loss never needs
+    otherwise."""
+    check_reading(reading)
+    with torch.enable_grad():
+        x = u.detach().requires_grad_(True)
+        value = loss(x)
+        g = torch.autograd.grad(value, x, create_graph=True)[0] if value.requires_grad else None
+
+    def ambient(w: Tensor) -> Tensor:
+        if g is None or not g.requires_grad:  # a loss linear (or constant) in u: no curvature
+            return torch.zeros_like(u)
+        with torch.enable_grad():  # ⟨g, w⟩ differentiated, not grad_outputs=w: that imports sympy (about a second)
+            (hw,) = torch.autograd.grad((g * w).sum(), x, retain_graph=True, allow_unused=True)
+        return torch.zeros_like(u) if hw is None else hw.detach()
+
+    if reading == "ambient":
+        return ambient
+    return lambda w: _project_tangent(u, ambient(_project_tangent(u, w)))
