@@ -29,8 +29,8 @@ Every round is a fresh worker process, which reports, in this order:
   and the tail Gram W_Lᵀ W_L (1.1 GFLOP); ``floor_over_warm`` = (warm + these) / warm, the ratio a
   first call cannot go below (the warm call is about 8 × 2.05 GFLOP at N = 8, BENCHMARKS.md).
 
-The figures are medians over rounds of the per-round ratios first / warm and fresh / warm (goal of
-issue 25: first / warm ≤ 1.2 at N = 8). ``--before REV`` also times revision REV's ``src/`` (its
+The figures are medians over rounds of the per-round ratios first / warm and fresh / warm (the goal:
+first / warm ≤ 1.2 at N = 8). ``--before REV`` also times revision REV's ``src/`` (its
 module-level cache, where it has no HeadCache) in workers alternating with this tree's. ``--profile`` prints, per round, the cProfiles of the first
 and the fresh-head call (top functions by cumulative time). The load average is read before and after every round.
 """
@@ -49,7 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_fixed_cost import REPO, tree_of  # this folder is on sys.path when the script runs
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
+from bench_fixed_cost import REPO, tree_of, write_json  # noqa: E402
 
 WIDTHS = (512, 2048, 2048, 512, 2048)  # d, projector hidden, projector out, predictor bottleneck, output
 
@@ -199,9 +200,7 @@ def main() -> None:
               f"first {med['first_s']:.3f} s, warm {med['warm_s']:.3f} s")
     print(f"load average {loads[0]} → {loads[-1]} on {os.cpu_count()} CPUs")
     if args.json:
-        tmp_path = Path(args.json).with_suffix(".tmp")
-        tmp_path.write_text(json.dumps(result, indent=2))
-        tmp_path.replace(args.json)
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":
