@@ -30,9 +30,10 @@ Every round is a fresh worker process, which reports, in this order:
   first call cannot go below (the warm call is about 8 × 2.05 GFLOP at N = 8, BENCHMARKS.md).
 
 The figures are medians over rounds of the per-round ratios first / warm and fresh / warm (the goal:
-first / warm ≤ 1.2 at N = 8). ``--before REV`` also times revision REV's ``src/`` (its
-module-level cache, where it has no HeadCache) in workers alternating with this tree's. ``--profile`` prints, per round, the cProfiles of the first
-and the fresh-head call (top functions by cumulative time). The load average is read before and after every round.
+first / warm ≤ 1.2 at N = 8). ``--before REV`` also times revision REV's ``src/`` (its module-level
+cache, where it has no HeadCache) in workers alternating with this tree's. ``--profile`` prints, per
+round, the cProfiles of the first and the fresh-head call (top functions by cumulative time). The
+load average is read after every worker.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
-from bench_fixed_cost import REPO, tree_of, write_json  # noqa: E402
+from bench_fixed_cost import REPO, cache_kw, tree_of, write_json  # noqa: E402
 
 WIDTHS = (512, 2048, 2048, 512, 2048)  # d, projector hidden, projector out, predictor bottleneck, output
 
@@ -64,11 +65,7 @@ def worker(n: int, scale: int, reps: int, profile: bool, torch_func: bool) -> di
 
     from headgeom.geometry import effective_hessian
     from headgeom.objectives import analysis_loss
-    try:
-        from headgeom.geometry.head_cache import HeadCache
-        kw = lambda cache: {"cache": cache}  # noqa: E731
-    except ImportError:  # a --before tree: its module-level cache reuses the head by itself
-        HeadCache, kw = (lambda: None), (lambda cache: {})  # noqa: E731
+
     out: dict = {"import_s": time.perf_counter() - t0, "threads": torch.get_num_threads()}
 
     d, h1, h2, b, k = (max(1, w // scale) for w in WIDTHS)
@@ -100,26 +97,26 @@ def worker(n: int, scale: int, reps: int, profile: bool, torch_func: bool) -> di
     loss = analysis_loss("negative_cosine", torch.randn(n, k, dtype=dt, generator=g))
     first_head, second_head = head(0), head(1)
 
-    def call(h, cache) -> float:
+    def call(h, kw: dict) -> float:  # kw: cache_kw(), a HeadCache (none in a --before tree older than it)
         t = time.perf_counter()
-        effective_hessian(h, loss, z, **kw(cache)).blocks()
+        effective_hessian(h, loss, z, **kw).blocks()
         return time.perf_counter() - t
 
-    def profiled(label: str, h, cache) -> float:
+    def profiled(label: str, h, kw: dict) -> float:
         if not profile:
-            return call(h, cache)
+            return call(h, kw)
         prof = cProfile.Profile()
-        took = prof.runcall(call, h, cache)
+        took = prof.runcall(call, h, kw)
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
         print(f"==== {label} call: {took:.3f} s\n{text.getvalue()}", file=sys.stderr)
         return took
 
-    out["first_s"] = profiled("first", first_head, HeadCache())
+    out["first_s"] = profiled("first", first_head, cache_kw())
     out["first_call_imported"] = sorted(m for m in watched if m in sys.modules and m not in loaded)
-    cache = HeadCache()
-    out["fresh_s"] = profiled("fresh-head", second_head, cache)
-    out["warm_s"] = statistics.median(call(second_head, cache) for _ in range(reps))
+    kw = cache_kw()
+    out["fresh_s"] = profiled("fresh-head", second_head, kw)
+    out["warm_s"] = statistics.median(call(second_head, kw) for _ in range(reps))
 
     def gemms() -> float:  # what a new head needs whatever the code: the fold q1·p2 and the tail Gram W_Lᵀ W_L
         p2, q1, q2 = (second_head[i].weight for i in (2, 3, 5))
