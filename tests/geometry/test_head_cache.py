@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache
 from headgeom.geometry.head_function import prepare_head
 from headgeom.objectives import analysis_loss, negative_cosine
 
