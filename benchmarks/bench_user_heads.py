@@ -41,6 +41,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from headgeom.geometry import effective_hessian
+from headgeom.geometry.head_cache import HeadCache
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss
 
@@ -98,9 +99,9 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def _call(head, loss, z):
+def _call(head, loss, z, cache: HeadCache):
     t = time.perf_counter()
-    eh = effective_hessian(head, loss, z)
+    eh = effective_hessian(head, loss, z, cache=cache)
     blocks = eh.blocks()
     return time.perf_counter() - t, eh, blocks
 
@@ -110,15 +111,16 @@ def compare(heads: dict[str, nn.Module], losses: dict[str, object], z: torch.Ten
     names = list(heads)
     out = {"rows": {}, "per_round_ratio": []}
     blocks = {}
+    cache = HeadCache()  # each head's analysis copy, chain and kept weight products, reused across rounds
     for name in names:  # warm: the analysis copy, discovery and kept weight products
-        _, eh, blocks[name] = _call(heads[name], losses[name], z)
+        _, eh, blocks[name] = _call(heads[name], losses[name], z, cache)
         out["rows"][name] = {"discovered_by": eh.info()["discovered_by"], "block_path": eh.block_path(),
                              "seconds": []}
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]
         took = {}
         for name in order:
-            took[name], _, _ = _call(heads[name], losses[name], z)
+            took[name], _, _ = _call(heads[name], losses[name], z, cache)
             out["rows"][name]["seconds"].append(round(took[name], 4))
         out["per_round_ratio"].append(round(took[names[0]] / took[names[1]], 3))
     out["ratio_median"] = statistics.median(out["per_round_ratio"])

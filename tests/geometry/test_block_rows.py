@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.block_strategies import QUERY_CACHES
+from headgeom.geometry.analysis_facts import LAZY_FACTS
+from headgeom.geometry.effective_hessian import LAZY_RESULTS
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
@@ -60,25 +61,36 @@ def test_rows_give_the_reference_blocks_of_those_samples(case):
 
 
 @pytest.mark.parametrize("case", ["sandwich-discovered", "rows-declared", "coupled-head"])
-def test_queries_mutate_nothing_but_the_documented_caches(case):
+def test_queries_mutate_nothing_but_the_lazy_facts(case):
     head, loss, z, options, path = _problem(case)
     eh = effective_hessian(head, loss, z, **options)
-    eh.block_path("H")  # fills the loss-curvature caches the dispatch reads
+    eh.block_path("H")  # measures the loss curvature the dispatch reads
 
     def state() -> dict:
-        return {k: v for k, v in vars(eh).items() if k not in QUERY_CACHES}
+        own = {k: v for k, v in vars(eh).items() if k not in LAZY_RESULTS}
+        facts = {f"facts.{k}": v for k, v in vars(eh.facts).items() if k not in LAZY_FACTS}
+        return {**own, **facts, **{f"settings.{k}": v for k, v in vars(eh.facts.settings).items()}}
 
     before = state()
     snapshot = {k: v.clone() for k, v in before.items() if isinstance(v, torch.Tensor)}
     for query in (eh.blocks, eh.gauss_newton_blocks, eh.interaction_blocks, eh.decomposed_blocks,
-                  lambda: eh.blocks(rows=2), lambda: eh.block_path("M"), eh.info):
+                  lambda: eh.blocks(rows=2), lambda: eh.block_path("M"), eh.info, eh.operand_scale):
         query()
         after = state()
         assert after.keys() == before.keys(), f"{case}: a query added or removed {set(after) ^ set(before)}"
         changed = [k for k in before if after[k] is not before[k]]
         assert not changed, f"{case}: a query reassigned {changed}"
         assert all(torch.equal(after[k], t) for k, t in snapshot.items()), f"{case}: a query changed a tensor"
+    assert set(vars(eh.facts)) <= {k[len("facts."):] for k in before if k.startswith("facts.")} | set(LAZY_FACTS)
     assert eh.info()["blocks_path"] == path == eh.block_path()
+
+
+def test_the_facts_are_frozen():
+    head, loss, z, options, _ = _problem("sandwich-discovered")
+    eh = effective_hessian(head, loss, z, **options)
+    for obj, name in ((eh, "facts"), (eh.facts, "u"), (eh.facts, "separable_loss"), (eh.facts.settings, "reading")):
+        with pytest.raises(AttributeError):
+            setattr(obj, name, None)
 
 
 def test_rows_and_parts_are_checked():

@@ -17,6 +17,7 @@ from torch.nn.utils.parametrizations import weight_norm
 
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.discovery import discover
+from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.layer_rules import MODULE_RULES
 from headgeom.geometry.mlp_structure import flatten_layers, fuse_affine_runs
 from headgeom.heads import L2Normalize, head_from
@@ -282,8 +283,9 @@ def test_in_place_weight_changes_invalidate_the_traced_chain(name):
     head = HEADS[name][0]()  # float32, as a training run holds it
     z, loss, _ = _problem(head.to(DT), "negative_cosine")
     head = head.float()
-    first = effective_hessian(head, loss, z)
-    assert effective_hessian(head, loss, z).head is first.head  # unchanged: the copy (and its chain) reused
+    cache = HeadCache()
+    first = effective_hessian(head, loss, z, cache=cache)
+    assert effective_hessian(head, loss, z, cache=cache).head is first.head  # unchanged: the copy (and its chain) reused
     assert first.info()["discovered_by"] == "traced"
     with torch.no_grad():
         linear = head.fc1 if name == "two-layer" else head.mlp[0]
@@ -292,7 +294,7 @@ def test_in_place_weight_changes_invalidate_the_traced_chain(name):
             head.last_layer.weight_v.data.mul_(1.5).add_(0.1)
         elif name == "dino-param-wn":
             head.last_layer.parametrizations.weight.original1.data.mul_(1.5).add_(0.1)
-    second = effective_hessian(head, loss, z)
+    second = effective_hessian(head, loss, z, cache=cache)
     assert second.head is not first.head and second.structured
     ref = diagonal_blocks(reference_parts(copy.deepcopy(head).to(DT), loss, z)[0], N, D)
     _assert_relative(second.blocks(), ref, f"{name} after the change")

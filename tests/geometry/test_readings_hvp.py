@@ -15,7 +15,9 @@ from torch.autograd.functional import hessian
 from torch.func import grad, jvp
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.readings import hvp_fn, loss_hvp
+from headgeom.geometry.analysis_facts import residual_gradient
+from headgeom.geometry.readings import autograd_loss_hvp, hvp_fn, loss_hvp
+from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
 
@@ -114,3 +116,39 @@ def test_hvp_fn_keeps_forward_mode_where_it_works():
     x = torch.randn(7, dtype=DT, generator=torch.Generator().manual_seed(9))
     w = torch.randn(7, dtype=DT, generator=torch.Generator().manual_seed(10))
     assert_close(hvp_fn(f, x)(w), hessian(f, x) @ w, what="HVP")
+
+
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+@pytest.mark.parametrize("name", ["vicreg", "negative_cosine", "linear", "constant"])
+def test_autograd_loss_hvp_equals_the_dense_hessian(name, reading):
+    """The declaration checks' HVP (torch.autograd, reverse over reverse) against the dense
+    Hessian; a loss linear or constant in u has none (zeros, not an autograd error)."""
+    g = torch.Generator().manual_seed(11)
+    u = torch.randn(N, K, dtype=DT, generator=g)
+    target = torch.randn(N, K, dtype=DT, generator=g)
+    loss = {"vicreg": case(True)[1], "negative_cosine": analysis_loss("negative_cosine", target),
+            "linear": lambda x: (x * target).sum(), "constant": lambda x: target.sum()}[name]
+    hu = hessian(lambda x: loss(x.reshape(N, K)), u.reshape(-1))
+    if reading == "tangential":
+        u_hat = u / u.norm(dim=1, keepdim=True)
+        p = torch.block_diag(*[torch.eye(K, dtype=DT) - torch.outer(r, r) for r in u_hat])
+        hu = p @ hu @ p
+    hvp = autograd_loss_hvp(loss, u, reading)
+    for w in torch.randn(2, N, K, dtype=DT, generator=g):  # the graph is kept across calls
+        assert_close(hvp(w).reshape(-1), hu @ w.reshape(-1), what=f"{name} autograd HVP ({reading})")
+    if name in ("linear", "constant"):
+        assert not hu.any() and not hvp(target).any()
+
+
+@pytest.mark.parametrize("name", ["vicreg", "negative_cosine", "constant"])
+def test_residual_gradient_equals_torch_func(name):
+    g = torch.Generator().manual_seed(12)
+    u = torch.randn(N, K, dtype=DT, generator=g)
+    target = torch.randn(N, K, dtype=DT, generator=g)
+    loss = {"vicreg": case(True)[1], "negative_cosine": analysis_loss("negative_cosine", target),
+            "constant": lambda x: target.sum()}[name]
+    with torch.no_grad():  # as a tracker may call the engine
+        rho = residual_gradient(loss, u)
+    assert torch.equal(rho, grad(loss)(u))
+    with pytest.raises(ValueError, match="to a scalar tensor"):
+        residual_gradient(lambda x: x, u)

@@ -18,6 +18,7 @@ from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
 from headgeom.geometry import effective_hessian
+from headgeom.geometry.head_function import prepare_head
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
 from headgeom.heads import head_from
 from headgeom.objectives import negative_cosine
@@ -137,6 +138,24 @@ def test_row_wise_head_matches_autograd(reduction, tmp_path):
             target0 = method.projector(t0)[0].double()
         per = hessian(lambda zi: -torch.nn.functional.cosine_similarity(head(zi[None])[0], target0, dim=0), z1[0])
         assert torch.allclose(per, h[0], rtol=1e-9, atol=1e-12)
+
+
+def test_the_tracker_reuses_the_analysis_copy_of_its_head_only_while_unchanged():
+    """The tracker owns its HeadCache: an unchanged projector's analysis copy is reused across
+    measurements; a change in place (through .data: no version bump) is measured as it is now."""
+    method, views = FakeMethod(seed=4), _views(5)
+    tracker = GeometryTracker(views)
+    cpu = torch.device("cpu")
+    tracker(0, method)
+    kept = prepare_head(method.projector, tracker.dtype, cpu, tracker.head_cache)
+    tracker(1, method)
+    assert prepare_head(method.projector, tracker.dtype, cpu, tracker.head_cache) is kept
+    assert len(tracker.head_cache) == 1
+    next(method.projector.parameters()).data.mul_(1.5).add_(0.1)
+    out = tracker(2, method)
+    assert prepare_head(method.projector, tracker.dtype, cpu, tracker.head_cache) is not kept
+    h, _, m, _ = _reference(method, views)
+    _check(out, _expected(h, m), "heff_ambient_mean_")
 
 
 @pytest.mark.parametrize("reading", ["ambient", "tangential"])

@@ -14,7 +14,7 @@ Two front ends produce the same chain of :mod:`headgeom.geometry.layer_rules`:
 
 What is not a chain is analysed by the generic exact path, with the reason in ``eh.info()``
 ("discovered_by"). The engine checks that the discovered chain reproduces the head's output before
-using it (:meth:`headgeom.geometry.effective_hessian.EffectiveHessian._verified_chain`).
+using it (:func:`headgeom.geometry.analysis_facts.verified_chain`).
 """
 from __future__ import annotations
 

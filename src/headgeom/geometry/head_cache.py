@@ -15,9 +15,10 @@ identical. Before each reuse it checks, without trusting the caller:
   ``_version``, so counters and pointers alone cannot be trusted.
 
 The content check reads the weights once, which costs far less than the deep copy, cast and
-structure discovery it replaces. The cache holds the head weakly; it holds its current
-parameter tensors strongly (so that their identities cannot be reused by new tensors) until
-the next call on that head replaces the entry. Heads whose modules carry attributes that
+structure discovery it replaces. A :class:`HeadCache` is an object its owner passes in (the
+tracker and the monitor keep one across their measurements), never module state. It holds the
+head weakly; it holds its current parameter tensors strongly (so that their identities cannot be
+reused by new tensors) until the next call on that head replaces the entry. Heads whose modules carry attributes that
 cannot be compared (arbitrary objects) are never cached.
 """
 from __future__ import annotations
@@ -98,42 +99,55 @@ class _Entry:
         return True
 
 
-_CACHE: "weakref.WeakKeyDictionary[nn.Module, dict[tuple, _Entry]]" = weakref.WeakKeyDictionary()
-_HANDED_OUT: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
+class HeadCache:
+    """Analysis copies of heads, kept for whoever analyses the same heads across calls.
 
-
-def cached_copy(head: nn.Module, dtype: torch.dtype, device: torch.device,
-                build: Callable[[nn.Module, torch.dtype, torch.device], Any]) -> Any:
-    """``build(head, dtype, device)`` (a PreparedHead with ``.module``), reused while valid.
-
-    An analysis copy handed out by this function and passed back in (the tracker prepares a
-    head, then gives the copy to the engine) is returned as it is, not copied again.
+    Owned and passed in by the caller that reuses a head (the tracker, the monitor:
+    ``effective_hessian(head, loss, z, cache=cache)``); a call without one copies the head afresh.
+    One copy per (head, dtype, device), handed out again only while :meth:`_Entry.valid_for`
+    finds the head unchanged. Heads are held weakly.
     """
-    device = torch.device(device)
-    key = (dtype, device)
-    back = _HANDED_OUT.get(head)
-    if back is not None and back[0] == key and back[1]() is not None:
-        return back[1]()
-    per_head = _CACHE.get(head)
-    entry = per_head.get(key) if per_head is not None else None
-    try:
-        if entry is not None and entry.valid_for(head):
-            return entry.prepared
-        structure = _structure(head)
-        sources = [(name, t, _stamp(t)) for name, t in _tensors(head)]
-    except (_Uncacheable, RuntimeError):  # RuntimeError: inference tensors have no _version
-        if per_head is not None:
-            per_head.pop(key, None)
-        return build(head, dtype, device)
-    prepared = build(head, dtype, device)
-    work = prepared.module
-    copies = {name: t for name, t in _tensors(work)}
-    _CACHE.setdefault(head, {})[key] = _Entry(prepared, structure, sources, copies)
-    _HANDED_OUT[work] = (key, weakref.ref(prepared))  # weak: the copy must not keep itself alive
-    return prepared
 
+    def __init__(self) -> None:
+        self._entries: "weakref.WeakKeyDictionary[nn.Module, dict[tuple, _Entry]]" = weakref.WeakKeyDictionary()
+        # analysis copies this cache handed out -> (key, weak PreparedHead): a copy passed back in is not copied again
+        self._handed_out: "weakref.WeakKeyDictionary[nn.Module, tuple]" = weakref.WeakKeyDictionary()
 
-def clear() -> None:
-    """Forget every cached analysis copy."""
-    _CACHE.clear()
-    _HANDED_OUT.clear()
+    def prepared(self, head: nn.Module, dtype: torch.dtype, device: torch.device,
+                 build: Callable[[nn.Module, torch.dtype, torch.device], Any]) -> Any:
+        """``build(head, dtype, device)`` (a PreparedHead with ``.module``), reused while valid.
+
+        An analysis copy handed out by this cache and passed back in (the tracker prepares a
+        head, then gives the copy to the engine) is returned as it is, not copied again.
+        """
+        device = torch.device(device)
+        key = (dtype, device)
+        back = self._handed_out.get(head)
+        if back is not None and back[0] == key and back[1]() is not None:
+            return back[1]()
+        per_head = self._entries.get(head)
+        entry = per_head.get(key) if per_head is not None else None
+        try:
+            if entry is not None and entry.valid_for(head):
+                return entry.prepared
+            structure = _structure(head)
+            sources = [(name, t, _stamp(t)) for name, t in _tensors(head)]
+        except (_Uncacheable, RuntimeError):  # RuntimeError: inference tensors have no _version
+            if per_head is not None:
+                per_head.pop(key, None)
+            return build(head, dtype, device)
+        prepared = build(head, dtype, device)
+        work = prepared.module
+        copies = {name: t for name, t in _tensors(work)}
+        self._entries.setdefault(head, {})[key] = _Entry(prepared, structure, sources, copies)
+        self._handed_out[work] = (key, weakref.ref(prepared))  # weak: the copy must not keep itself alive
+        return prepared
+
+    def __len__(self) -> int:
+        """The number of analysis copies held."""
+        return sum(len(per_head) for per_head in self._entries.values())
+
+    def clear(self) -> None:
+        """Forget every analysis copy."""
+        self._entries.clear()
+        self._handed_out.clear()

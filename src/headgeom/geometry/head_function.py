@@ -1,7 +1,8 @@
 """Turn a user's head into a pure function z ↦ u for analysis, without ever changing the head.
 
-The head is deep-copied and cast to the analysis dtype; the copy is reused across calls while
-the head is unchanged (:mod:`headgeom.geometry.head_cache` checks that on every call). BatchNorm layers keep the mode they
+The head is deep-copied and cast to the analysis dtype; a caller that analyses the same head
+across calls passes a :class:`~headgeom.geometry.head_cache.HeadCache`, which hands the copy out
+again while the head is unchanged (checked on every call). BatchNorm layers keep the mode they
 were given: in eval mode they use their running statistics (a row-wise affine map); in train
 mode they use batch statistics (coupling the samples), and the copy stops tracking running
 statistics so that no call of the analysis updates anything, in the copy or the original.
@@ -10,14 +11,15 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch import Tensor, nn
 from torch.func import vjp
 from torch.nn.utils.weight_norm import WeightNorm
 
-from .head_cache import cached_copy
+from .head_cache import HeadCache
+from .head_facts import HeadFacts
 
 HeadFn = Callable[[Tensor], Tensor]
 
@@ -29,21 +31,24 @@ class PreparedHead:
     fn: HeadFn
     module: nn.Module | None  # the analysis copy when the head is an nn.Module
     train_mode_batchnorm: bool  # some BatchNorm layer normalises with batch statistics
-    facts: dict[str, Any] = field(default_factory=dict)  # per-head structure derived from the copy
+    facts: HeadFacts = field(default_factory=HeadFacts)  # derived from the copy's weights, kept with it
 
 
 def _batchnorms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     return [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
 
-def prepare_head(head: nn.Module | HeadFn, dtype: torch.dtype, device: torch.device) -> PreparedHead:
-    """Copy ``head`` for analysis in ``dtype`` on ``device`` (reused while the head is unchanged);
-    callables are used as given."""
+def prepare_head(head: nn.Module | HeadFn, dtype: torch.dtype, device: torch.device,
+                 cache: HeadCache | None = None) -> PreparedHead:
+    """Copy ``head`` for analysis in ``dtype`` on ``device`` (with a ``cache``: reused while the head
+    is unchanged); callables are used as given."""
     if not isinstance(head, nn.Module):
         if not callable(head):
             raise TypeError(f"head must be an nn.Module or a callable (N, d) -> (N, k); got {type(head).__name__}")
         return PreparedHead(fn=head, module=None, train_mode_batchnorm=False)
-    return cached_copy(head, dtype, device, copy_for_analysis)
+    if cache is None:
+        return copy_for_analysis(head, dtype, device)
+    return cache.prepared(head, dtype, device, copy_for_analysis)
 
 
 def copy_for_analysis(head: nn.Module, dtype: torch.dtype, device: torch.device) -> PreparedHead:
@@ -60,13 +65,21 @@ def copy_for_analysis(head: nn.Module, dtype: torch.dtype, device: torch.device)
             bn.running_var = None
             bn.num_batches_tracked = None
     for name, tensor in list(work.named_parameters()) + list(work.named_buffers()):
-        if tensor.is_floating_point() and not torch.isfinite(tensor).all():
-            bad = int((~torch.isfinite(tensor)).sum())
+        if tensor.is_floating_point() and (bad := non_finite_count(tensor)):
             raise ValueError(
                 f"head tensor {name!r} has {bad} non-finite entries (NaN or Inf); "
                 "the geometry of such a head is undefined: check the checkpoint or training run"
             )
     return PreparedHead(fn=work, module=work, train_mode_batchnorm=train_bn)
+
+
+def non_finite_count(t: Tensor) -> int:
+    """The number of NaN/Inf entries of a floating tensor. A finite sum has none (either would
+    propagate into it), so a finite tensor is read once, without a mask; only a non-finite sum (a
+    bad entry, or an overflow of finite ones) counts them."""
+    if t.numel() == 0 or bool(torch.isfinite(t.sum())):
+        return 0
+    return int((~torch.isfinite(t)).sum())
 
 
 def _weight_norm_memo(head: nn.Module) -> dict[int, Tensor]:

@@ -28,7 +28,6 @@ from typing import Any, Callable
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.nn.utils import skip_init
 
 from headgeom.heads.activations import ACTIVATION_REGISTRY
 from headgeom.heads.build import L2Normalize
@@ -102,17 +101,25 @@ def _as_is(module: nn.Module) -> list[nn.Module]:
     return [module]
 
 
+def fixed_linear(w: Tensor, b: Tensor | None) -> nn.Linear:
+    """An nn.Linear holding ``w`` and ``b`` (detached, frozen) as they are: no random initialisation
+    to overwrite (a full pass over W), and not ``torch.nn.utils.skip_init``, whose meta-device
+    construction imports sympy (about a second on a process's first call)."""
+    lin = nn.Linear.__new__(nn.Linear)
+    nn.Module.__init__(lin)
+    lin.in_features, lin.out_features = w.shape[1], w.shape[0]
+    lin.weight = nn.Parameter(w.detach(), requires_grad=False)
+    lin.register_parameter("bias", None if b is None else nn.Parameter(b.detach(), requires_grad=False))
+    return lin
+
+
 @function_rule(F.linear)
 def _linear_call(args: tuple, kwargs: dict) -> list[nn.Module]:
     a = _named(args, kwargs, ("weight", "bias"), {"bias": None}, "F.linear")
     w, b = a["weight"], a["bias"]
     if not isinstance(w, Tensor) or w.ndim != 2 or (b is not None and not isinstance(b, Tensor)):
         raise NotAChain("F.linear with a weight that is not a 2-D tensor of the head")
-    lin = skip_init(nn.Linear, w.shape[1], w.shape[0], bias=b is not None, dtype=w.dtype, device=w.device)
-    lin.weight = nn.Parameter(w.detach(), requires_grad=False)
-    if b is not None:
-        lin.bias = nn.Parameter(b.detach(), requires_grad=False)
-    return [lin]
+    return [fixed_linear(w, b)]
 
 
 @module_rule(nn.BatchNorm1d)

@@ -18,7 +18,8 @@ A loss declares its form as an :class:`headgeom.objectives.AnalysisLoss` whose
 to the MSE and cosine losses). The engine
 then needs no loss-Hessian products at all: W_Lᵀ [∇²L]_ii W_L = α_i W_LᵀW_L + (W_LᵀU_i) B_i (…)ᵀ.
 A declaration is never trusted blindly: :func:`curvature_for` checks it against the exact
-forward-over-reverse HVP on a random probe and refuses a disagreement.
+HVP on a random probe (reverse-over-reverse autograd, :func:`headgeom.geometry.readings.autograd_loss_hvp`)
+and refuses a disagreement.
 
 A batch-coupled loss (NT-Xent: every row is a negative of every other) has no block-diagonal
 Hessian, but the pullback metric's per-sample blocks need only its diagonal blocks. Such a loss
@@ -35,7 +36,7 @@ from torch import Tensor
 
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
-from .readings import Loss, loss_hvp
+from .readings import Loss, autograd_loss_hvp
 from .weighted_gram import weighted_gram
 
 
@@ -176,7 +177,7 @@ def curvature_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, check: 
     if check:
         gen = torch.Generator(device="cpu").manual_seed(1234)
         w = torch.randn(u.shape, generator=gen, dtype=u.dtype).to(u.device)
-        exact = loss_hvp(loss, u, reading)(w)
+        exact = autograd_loss_hvp(loss, u, reading)(w)
         err = float((curv.apply(w) - exact).abs().max())
         scale = float(exact.abs().max()) or 1.0
         tol = 1e-8 if u.dtype == torch.float64 else 1e-3
@@ -207,7 +208,7 @@ def coupled_blocks_for(loss: AnalysisLoss | Loss, u: Tensor, reading: str, *, ch
         proj = torch.eye(k, dtype=u.dtype, device=u.device) - u_hat[:, :, None] * u_hat[:, None, :]
         blocks = proj @ blocks @ proj
     if check:
-        hvp = loss_hvp(loss, u, reading)
+        hvp = autograd_loss_hvp(loss, u, reading)
         gen = torch.Generator(device="cpu").manual_seed(1234)
         tol = 1e-8 if u.dtype == torch.float64 else 1e-3
         for i in sorted({0, n // 2, n - 1}):

@@ -180,8 +180,9 @@ class ChainProducts:
     shared (d, w_0): P_0 = the first activation's pre-activation Jacobianᵀ (the identity when no
     Linear comes first);
     w_tail (k, m): the affine map after the last activation (None: the identity). Their Grams are
-    formed on first use and kept: a tracker calls the engine on the same cached analysis copy
-    (:mod:`headgeom.geometry.head_cache` checks that the weights are unchanged) at every step.
+    formed on first use and kept with the analysis copy (its :class:`~headgeom.geometry.head_facts.HeadFacts`):
+    a tracker's :class:`~headgeom.geometry.head_cache.HeadCache` hands the same copy out at every step
+    while the weights are unchanged.
     """
 
     shared: Tensor

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils import skip_init
 from torch.nn.utils.weight_norm import WeightNorm
 
 from .discovery import discover
+from .layer_rules import fixed_linear
 from .norm_structure import ChannelAffine, RowNorm, row_norm_pass
 from .weighted_gram import symmetric_bmm
 
@@ -91,11 +91,7 @@ def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
         nonlocal pending, pending_cost
         if pending is not None:
             w, b = pending
-            # skip_init: the random initialisation would be overwritten (a full pass over W)
-            lin = skip_init(nn.Linear, w.shape[1], w.shape[0], dtype=w.dtype, device=w.device)
-            lin.weight = nn.Parameter(w.detach(), requires_grad=False)
-            lin.bias = nn.Parameter(b.detach(), requires_grad=False)
-            out.append(lin)
+            out.append(fixed_linear(w, b))
         pending, pending_cost = None, 0
 
     for layer in layers:

@@ -28,8 +28,10 @@ from typing import Any, Callable
 
 import torch
 from torch import Tensor
+from torch.func import vjp
 
-from .loss_curvature import LowRankCurvature
+from .loss_curvature import LowRankCurvature, curvature_for
+from .readings import jvp_or_double_vjp, loss_hvp
 
 MARGIN = 1.1  # the estimate is rounded up by this factor (power steps converge from below)
 STEPS = 20
@@ -129,3 +131,28 @@ def operand_scale(jacobian: PowerNorms, loss: Tensor, loss_how: str, jacobian_ho
         value=MARGIN * float(prod.max()), loss_norm_max=float(loss.max()),
         jacobian_norm_max=float(jacobian.values.max().sqrt()), loss_how=loss_how, jacobian_how=jacobian_how,
         steps={"jacobian": jacobian.steps, "loss": loss_steps}, converged=jacobian.converged and loss_converged)
+
+
+def measure_operand_scale(fn: Callable[[Tensor], Tensor], z: Tensor, u: Tensor, loss: Callable[[Tensor], Tensor],
+                          row_wise: bool, separable: bool) -> OperandScale:
+    """S of the head ``fn`` (output ``u`` at ``z``) and ``loss`` (the module docstring says how).
+
+    ‖J_i‖₂ by batched power steps (a head that couples samples: of the whole J, an upper bound);
+    ‖A_i‖₂ exactly from a declared low-rank form, else by power steps on the ambient loss HVP,
+    per sample for a separable loss, of the whole loss Hessian otherwise (an upper bound)."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    _, pull = vjp(fn, z)
+    jac = power_norms(lambda v: pull(jvp_or_double_vjp(fn, z, v))[0],
+                      torch.randn(z.shape, generator=gen, dtype=z.dtype).to(z.device), per_row=row_wise)
+    j_how = ("power steps on J_i^T J_i, every sample at once" if row_wise else
+             "power steps on the whole J^T J (the head couples samples): an upper bound of every |J_i|")
+    curv = curvature_for(loss, u, "ambient") if separable else None
+    if curv is not None:
+        a, a_how, a_steps, a_ok = low_rank_norms(curv, u.shape[1]), "exact from the declared low-rank form", 0, True
+    else:
+        pn = power_norms(loss_hvp(loss, u, "ambient"),
+                         torch.randn(u.shape, generator=gen, dtype=u.dtype).to(u.device), per_row=separable)
+        a, a_steps, a_ok = pn.values, pn.steps, pn.converged
+        a_how = ("power steps on the loss HVP, every sample at once" if separable else
+                 "power steps on the whole loss Hessian (the loss couples samples): an upper bound")
+    return operand_scale(jac, a, a_how, j_how, a_steps, a_ok)

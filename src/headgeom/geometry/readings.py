@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+import torch
 from torch import Tensor
 from torch.func import grad, jvp, vjp
 
@@ -79,6 +80,16 @@ def hvp_fn(f: Callable[[Tensor], Tensor], x: Tensor) -> Callable[[Tensor], Tenso
     return hvp
 
 
+def jvp_or_double_vjp(fn: Callable[[Tensor], Tensor], x: Tensor, v: Tensor) -> Tensor:
+    """J v of ``fn`` at ``x`` by forward mode, falling back to reverse-over-reverse where forward AD is missing."""
+    try:
+        return jvp(fn, (x,), (v,))[1]
+    except (NotImplementedError, RuntimeError):
+        y, pull = vjp(fn, x)
+        _, pull2 = vjp(lambda w: pull(w)[0], torch.zeros_like(y))
+        return pull2(v)[0]
+
+
 def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tensor], Tensor]:
     """Return w ↦ (∇²_u L) w under ``reading``, for w of the shape of u (N, k).
 
@@ -87,6 +98,30 @@ def loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tenso
     """
     check_reading(reading)
     ambient = hvp_fn(loss, u)
+    if reading == "ambient":
+        return ambient
+    return lambda w: _project_tangent(u, ambient(_project_tangent(u, w)))
+
+
+def autograd_loss_hvp(loss: Loss, u: Tensor, reading: str = "ambient") -> Callable[[Tensor], Tensor]:
+    """w ↦ (∇²_u L) w under ``reading`` by reverse-over-reverse ``torch.autograd`` on one graph of
+    the gradient, kept for the calls: the one-off checks of a loss's declared forms use it. Exact
+    like :func:`loss_hvp`, and no ``torch.func``: the first torch.func vjp or grad of a process
+    imports torch._dynamo (seconds), which a structured head with a declared loss never needs
+    otherwise."""
+    check_reading(reading)
+    with torch.enable_grad():
+        x = u.detach().requires_grad_(True)
+        value = loss(x)
+        g = torch.autograd.grad(value, x, create_graph=True)[0] if value.requires_grad else None
+
+    def ambient(w: Tensor) -> Tensor:
+        if g is None or not g.requires_grad:  # a loss linear (or constant) in u: no curvature
+            return torch.zeros_like(u)
+        with torch.enable_grad():  # ⟨g, w⟩ differentiated, not grad_outputs=w: that imports sympy (about a second)
+            (hw,) = torch.autograd.grad((g * w).sum(), x, retain_graph=True, allow_unused=True)
+        return torch.zeros_like(u) if hw is None else hw.detach()
+
     if reading == "ambient":
         return ambient
     return lambda w: _project_tangent(u, ambient(_project_tangent(u, w)))

@@ -41,6 +41,7 @@ from typing import Any, Callable, Sequence, Union
 import torch
 from torch import Tensor, nn
 
+from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import prepare_head
 from headgeom.methods.base import against_other_view
 from headgeom.tags import tag
@@ -184,9 +185,11 @@ class _Problem(nn.Module):
     ``forward(views) -> {"z": [z1, z2]}``, ``geometry_problem(z_views) -> (head, u ↦ loss(u, v))``
     with v = head(z2) computed like u, on the analysis copy of the head in ``dtype``."""
 
-    def __init__(self, backbone: nn.Module, head: nn.Module, loss: PairLoss, dtype: torch.dtype) -> None:
+    def __init__(self, backbone: nn.Module, head: nn.Module, loss: PairLoss, dtype: torch.dtype,
+                 cache: HeadCache) -> None:
         super().__init__()
         self.backbone, self.projector, self.loss, self.dtype = backbone, head, loss, dtype
+        self.head_cache = cache  # the tracker's: v and the analysis use the same analysis copy
 
     def forward(self, views: Sequence[Tensor]) -> dict[str, list[Tensor]]:
         return {"z": [_rows(self.backbone(x), "backbone") for x in views]}
@@ -194,7 +197,8 @@ class _Problem(nn.Module):
     def geometry_problem(self, z_views: Sequence[Tensor]):
         z2 = z_views[1]
         with torch.no_grad():
-            other = _rows(prepare_head(self.projector, self.dtype, z2.device).fn(z2.to(self.dtype)), "head")
+            prepared = prepare_head(self.projector, self.dtype, z2.device, self.head_cache)
+            other = _rows(prepared.fn(z2.to(self.dtype)), "head")
         return self.projector, against_other_view(self.loss, other)
 
 
@@ -261,7 +265,7 @@ class GeometryMonitor:
         """The tracker's record of the model now (:meth:`measure` and :meth:`tagged` read it)."""
         backbone = _resolve(self.backbone, model, "backbone")
         head = _without_sync_batchnorm(_resolve(self.head, model, "head"))
-        problem = _Problem(backbone, head, self.loss, self.tracker.dtype)
+        problem = _Problem(backbone, head, self.loss, self.tracker.dtype, self.tracker.head_cache)
         first = next(problem.parameters(), None)
         device = first.device if first is not None else torch.device("cpu")
         with torch.autocast(device.type, enabled=False):  # measured in full precision under AMP too

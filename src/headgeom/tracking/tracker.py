@@ -44,6 +44,7 @@ from torch import Tensor, nn
 
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
+from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
@@ -214,6 +215,9 @@ class GeometryTracker:
         self.lanczos = {"k": lanczos_k, "max_iter": lanczos_max_iter, "tol": float(lanczos_tol)}
         self.prefix = HeffReading.prefix(reading, reduction)  # of the block path's keys
         self._updates = UpdateRatio() if updates else None
+        # the analysis copies of the heads this tracker measures, reused while a head is unchanged
+        # (checked at every call: headgeom.geometry.head_cache); owned here, not module state
+        self.head_cache = HeadCache()
         self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
 
     # ------------------------------------------------------------------ the call
@@ -313,7 +317,8 @@ class GeometryTracker:
             **power)
 
     def _engine(self, head: Any, loss: Any, z: Tensor):
-        return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size)
+        return effective_hessian(head, loss, z, reading=self.reading, dtype=self.dtype, chunk_size=self.chunk_size,
+                                 cache=self.head_cache)
 
     def _blocks(self, head: Any, loss: Any, z1: Tensor) -> tuple:
         """H and M blocks (b, d, d) of the first b probe samples, the head output u (N, k) in the
@@ -323,7 +328,7 @@ class GeometryTracker:
         z = z1.detach().to(self.dtype)
         n = z.shape[0]
         b = n if self.block_samples is None else min(self.block_samples, n)
-        prepared = prepare_head(head, self.dtype, z.device)  # the analysis copy; head itself untouched
+        prepared = prepare_head(head, self.dtype, z.device, self.head_cache)  # the analysis copy; head untouched
         fn = prepared.fn
         row_wise = not prepared.train_mode_batchnorm and is_row_wise(fn, z)
         eh = self._engine(fn, loss, z)
