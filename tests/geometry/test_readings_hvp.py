@@ -93,15 +93,22 @@ def test_user_vicreg_on_eval_mode_head_blocks_match_reference():
         assert_close(eh.gauss_newton_blocks(), diagonal_blocks(g_ref, N, D), what=f"G blocks ({strategy})")
 
 
-@pytest.mark.parametrize("reading", ["ambient", "tangential"])
-def test_loss_hvp_falls_back_and_equals_dense_hessian(reading):
-    _, loss, _ = case(True)
-    u = torch.randn(N, K, dtype=DT, generator=torch.Generator().manual_seed(7))
+def dense_loss_hessian(loss, u: torch.Tensor, reading: str) -> torch.Tensor:
+    """∇²_u L as an (N·K, N·K) matrix by torch.func.hessian; for the tangential reading projected
+    on each sample's tangent space, P ∇²L P with P = blockdiag(I − û ûᵀ)."""
     hu = hessian(lambda x: loss(x.reshape(N, K)), u.reshape(-1))
     if reading == "tangential":
         u_hat = u / u.norm(dim=1, keepdim=True)
         p = torch.block_diag(*[torch.eye(K, dtype=DT) - torch.outer(r, r) for r in u_hat])
         hu = p @ hu @ p
+    return hu
+
+
+@pytest.mark.parametrize("reading", ["ambient", "tangential"])
+def test_loss_hvp_falls_back_and_equals_dense_hessian(reading):
+    _, loss, _ = case(True)
+    u = torch.randn(N, K, dtype=DT, generator=torch.Generator().manual_seed(7))
+    hu = dense_loss_hessian(loss, u, reading)
     hvp = loss_hvp(loss, u, reading)
     ws = torch.randn(3, N, K, dtype=DT, generator=torch.Generator().manual_seed(8))
     for w in ws:  # first call falls back, later calls go straight to reverse mode
@@ -128,11 +135,7 @@ def test_autograd_loss_hvp_equals_the_dense_hessian(name, reading):
     target = torch.randn(N, K, dtype=DT, generator=g)
     loss = {"vicreg": case(True)[1], "negative_cosine": analysis_loss("negative_cosine", target),
             "linear": lambda x: (x * target).sum(), "constant": lambda x: target.sum()}[name]
-    hu = hessian(lambda x: loss(x.reshape(N, K)), u.reshape(-1))
-    if reading == "tangential":
-        u_hat = u / u.norm(dim=1, keepdim=True)
-        p = torch.block_diag(*[torch.eye(K, dtype=DT) - torch.outer(r, r) for r in u_hat])
-        hu = p @ hu @ p
+    hu = dense_loss_hessian(loss, u, reading)
     hvp = autograd_loss_hvp(loss, u, reading)
     for w in torch.randn(2, N, K, dtype=DT, generator=g):  # the graph is kept across calls
         assert_close(hvp(w).reshape(-1), hu @ w.reshape(-1), what=f"{name} autograd HVP ({reading})")
