@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
+import sys
 import time
-import warnings
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -44,6 +44,12 @@ from headgeom.geometry import effective_hessian
 from headgeom.geometry.head_cache import HeadCache
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the official-layout rewrites live with the loader tests
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
+from bench_fixed_cost import load, write_json  # noqa: E402
+from official_models import DINOHead  # noqa: E402 - facebookresearch/dino's head, as that code writes it
 
 
 class SimSiamOwnForward(nn.Module):
@@ -66,37 +72,6 @@ class TwoLayer(nn.Module):
 
     def forward(self, x):
         return self.fc2(F.silu(self.fc1(x)))
-
-
-class DINOHead(nn.Module):
-    """facebookresearch/dino's DINOHead (vision_transformer.py), nlayers = 3, no BatchNorm."""
-
-    def __init__(self, in_dim, out_dim, hidden_dim=2048, bottleneck_dim=256):
-        super().__init__()
-        self.mlp = nn.Sequential(nn.Linear(in_dim, hidden_dim), nn.GELU(), nn.Linear(hidden_dim, hidden_dim),
-                                 nn.GELU(), nn.Linear(hidden_dim, bottleneck_dim))
-        self.apply(self._init_weights)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
-        self.last_layer.weight_g.data.fill_(1)
-        self.last_layer.weight_g.requires_grad = False
-
-    def _init_weights(self, m):
-        if isinstance(m, nn.Linear):
-            nn.init.trunc_normal_(m.weight, std=.02)
-            if m.bias is not None:
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        x = self.mlp(x)
-        x = nn.functional.normalize(x, dim=-1, p=2)
-        x = self.last_layer(x)
-        return x
-
-
-def load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _call(head, loss, z, cache: HeadCache):
@@ -209,8 +184,7 @@ def main() -> None:
     result = run(args.scale, args.n, args.dino_n, args.rounds, args.generic, pairs)
     print(json.dumps(result, indent=2))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(result, fh, indent=2)
+        write_json(args.json, result)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.parametrizations import weight_norm as parametrized_weight_norm
 
 
 class DDP(nn.Module):
@@ -24,31 +25,51 @@ class DDP(nn.Module):
 
 
 class DINOHead(nn.Module):
-    """facebookresearch/dino vision_transformer.py DINOHead (nlayers >= 2)."""
+    """facebookresearch/dino vision_transformer.py DINOHead, as that code writes it (its weight init,
+    an ``nn.utils.weight_norm`` last layer); ``new_weight_norm``: the same layer through the current
+    torch API (``torch.nn.utils.parametrizations.weight_norm``); ``plain_last``: the released
+    ResNet-50 head's plain last layer."""
 
     def __init__(self, in_dim, out_dim, use_bn=False, norm_last_layer=True, nlayers=3, hidden_dim=2048,
-                 bottleneck_dim=256, plain_last=False):
+                 bottleneck_dim=256, plain_last=False, new_weight_norm=False):
         super().__init__()
-        layers = [nn.Linear(in_dim, hidden_dim)]
-        if use_bn:
-            layers.append(nn.BatchNorm1d(hidden_dim))
-        layers.append(nn.GELU())
-        for _ in range(nlayers - 2):
-            layers.append(nn.Linear(hidden_dim, hidden_dim))
+        nlayers = max(nlayers, 1)
+        if nlayers == 1:
+            self.mlp = nn.Linear(in_dim, bottleneck_dim)
+        else:
+            layers = [nn.Linear(in_dim, hidden_dim)]
             if use_bn:
                 layers.append(nn.BatchNorm1d(hidden_dim))
             layers.append(nn.GELU())
-        layers.append(nn.Linear(hidden_dim, bottleneck_dim))
-        self.mlp = nn.Sequential(*layers)
+            for _ in range(nlayers - 2):
+                layers.append(nn.Linear(hidden_dim, hidden_dim))
+                if use_bn:
+                    layers.append(nn.BatchNorm1d(hidden_dim))
+                layers.append(nn.GELU())
+            layers.append(nn.Linear(hidden_dim, bottleneck_dim))
+            self.mlp = nn.Sequential(*layers)
+        self.apply(self._init_weights)
         if plain_last:  # the released ResNet-50 head (https://github.com/facebookresearch/dino/issues/189)
             self.last_layer = nn.Linear(bottleneck_dim, out_dim, bias=False)
+            return
+        if new_weight_norm:
+            self.last_layer = parametrized_weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
+            g = self.last_layer.parametrizations.weight.original0
         else:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)
+                warnings.simplefilter("ignore", FutureWarning)  # deprecated; the DINO code uses it
                 self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
-            self.last_layer.weight_g.data.fill_(1)
-            if norm_last_layer:
-                self.last_layer.weight_g.requires_grad = False
+            g = self.last_layer.weight_g
+        g.data.fill_(1)
+        if norm_last_layer:
+            g.requires_grad = False
+
+    @staticmethod
+    def _init_weights(m):
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=.02)
+            if m.bias is not None:
+                nn.init.constant_(m.bias, 0)
 
     def forward(self, x):
         x = self.mlp(x)

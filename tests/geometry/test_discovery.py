@@ -7,13 +7,11 @@ Each head's blocks are checked against the dense float64 reference of tests/geom
 from __future__ import annotations
 
 import copy
-import warnings
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.nn.utils.parametrizations import weight_norm
 
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.discovery import discover
@@ -24,56 +22,10 @@ from headgeom.heads import L2Normalize, head_from
 from headgeom.objectives import analysis_loss, negative_cosine
 
 from geometry_reference import diagonal_blocks, reference_parts
+from official_models import DINOHead
 
 DT = torch.float64
 N, D = 3, 4
-
-
-class DINOHead(nn.Module):
-    """The official DINO head (facebookresearch/dino, vision_transformer.py), as that code writes it."""
-
-    def __init__(self, in_dim, out_dim, use_bn=False, norm_last_layer=True, nlayers=3, hidden_dim=2048,
-                 bottleneck_dim=256, new_weight_norm=False):
-        super().__init__()
-        nlayers = max(nlayers, 1)
-        if nlayers == 1:
-            self.mlp = nn.Linear(in_dim, bottleneck_dim)
-        else:
-            layers = [nn.Linear(in_dim, hidden_dim)]
-            if use_bn:
-                layers.append(nn.BatchNorm1d(hidden_dim))
-            layers.append(nn.GELU())
-            for _ in range(nlayers - 2):
-                layers.append(nn.Linear(hidden_dim, hidden_dim))
-                if use_bn:
-                    layers.append(nn.BatchNorm1d(hidden_dim))
-                layers.append(nn.GELU())
-            layers.append(nn.Linear(hidden_dim, bottleneck_dim))
-            self.mlp = nn.Sequential(*layers)
-        self.apply(self._init_weights)
-        if new_weight_norm:  # the same layer by the current torch API
-            self.last_layer = weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
-            g = self.last_layer.parametrizations.weight.original0
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", FutureWarning)  # deprecated; the DINO code uses it
-                self.last_layer = nn.utils.weight_norm(nn.Linear(bottleneck_dim, out_dim, bias=False))
-            g = self.last_layer.weight_g
-        g.data.fill_(1)
-        if norm_last_layer:
-            g.requires_grad = False
-
-    def _init_weights(self, m):
-        if isinstance(m, nn.Linear):
-            nn.init.trunc_normal_(m.weight, std=.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.constant_(m.bias, 0)
-
-    def forward(self, x):
-        x = self.mlp(x)
-        x = nn.functional.normalize(x, dim=-1, p=2)
-        x = self.last_layer(x)
-        return x
 
 
 class TwoLayer(nn.Module):
