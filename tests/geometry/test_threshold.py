@@ -19,12 +19,16 @@ def test_diagonal_pairs_cross_at_the_smallest_ratio_of_their_entries():
     assert math.isnan(float(crossing(torch.diag(torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)), b)))
 
 
+def positive_and_symmetric(n: int, d: int, seed: int, shift: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, d, d) random positive definite blocks X Xᵀ + shift·I, and random symmetric ones Y + Yᵀ."""
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, d, generator=gen, dtype=torch.float64)
+    y = torch.randn(n, d, d, generator=gen, dtype=torch.float64)
+    return x @ x.transpose(1, 2) + shift * torch.eye(d, dtype=torch.float64), y + y.transpose(1, 2)
+
+
 def test_the_crossing_matches_a_brute_force_scan_of_lambda_min():
-    gen = torch.Generator().manual_seed(3)
-    x = torch.randn(5, 6, 6, generator=gen, dtype=torch.float64)
-    a = x @ x.transpose(1, 2) + 0.1 * torch.eye(6, dtype=torch.float64)
-    y = torch.randn(5, 6, 6, generator=gen, dtype=torch.float64)
-    b = y + y.transpose(1, 2)
+    a, b = positive_and_symmetric(5, 6, seed=3, shift=0.1)
     t = crossing(a, b)
     for i in range(5):
         lam = lambda s: float(torch.linalg.eigvalsh(a[i] + s * b[i]).min())
@@ -60,11 +64,7 @@ def test_shapes_are_checked():
 
 
 def test_pullback_and_ratio_shares_one_eigendecomposition_and_matches_each_part():
-    gen = torch.Generator().manual_seed(5)
-    x = torch.randn(4, 5, 5, generator=gen, dtype=torch.float64)
-    g = x @ x.transpose(1, 2) + 0.05 * torch.eye(5, dtype=torch.float64)
-    y = torch.randn(4, 5, 5, generator=gen, dtype=torch.float64)
-    m = y + y.transpose(1, 2)
+    g, m = positive_and_symmetric(4, 5, seed=5, shift=0.05)
     lam, r = pullback_and_ratio(g, m)
     assert torch.allclose(lam, torch.linalg.eigvalsh(g).amin(dim=-1), rtol=1e-12, atol=0)
     assert torch.equal(r, threshold_ratio(g, m))
