@@ -10,12 +10,13 @@ import json
 
 import pytest
 
-from headgeom.experiments import runner
-from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, check_claim, measured
-from headgeom.experiments.runner import run_experiments
-from headgeom.claims.evidence import (EVIDENCE, VERDICTS, check_evidence, count_verdicts, counts_text,
+from headgeom.claims.evidence import (EVIDENCE, KINDS, VERDICTS, EvidenceKind, check_kind, count_verdicts, counts_text,
                                       support_counts, verdict_text)
-from headgeom.report.markdown import claims_table, format_claims_short
+from headgeom.claims.row import Row
+from headgeom.experiments import runner
+from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, measured
+from headgeom.experiments.runner import run_experiments
+from headgeom.report.markdown import claims_table, evidence_legend, format_claims_short, rows_of
 
 FAKE = "FAKE_EVIDENCE"
 
@@ -28,9 +29,8 @@ class Config:
 
 
 def _row(kind, verdict, statement, values=()):
-    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"},
-            "measured": {"v": measured(list(values))},
-            "verdict": verdict, "criterion": "see the statement", "evidence": kind, "headline": "v"}
+    return Row(id=FAKE, statement=statement, setting={"objective": "none"}, measured={"v": measured(list(values))},
+               verdict=verdict, criterion="see the statement", evidence=kind, headline="v")
 
 
 def _summarize(config, results):
@@ -66,7 +66,7 @@ def _run(tmp_path, name, **kw):
 def test_each_kind_holds_on_a_case_built_to_have_it(fake, tmp_path):
     fake()
     res, report = _run(tmp_path, "ok")
-    kinds = {c["evidence"]: c for c in res["claims"]}
+    kinds = {c.evidence: c for c in rows_of(res)}
     assert set(kinds) == set(EVIDENCE)
     assert [verdict_text(kinds[k]) for k in EVIDENCE] == ["supported", "identity holds", "premise holds"]
     data = json.loads((tmp_path / "ok" / "results.json").read_text())
@@ -78,7 +78,7 @@ def test_each_kind_holds_on_a_case_built_to_have_it(fake, tmp_path):
 def test_failures_are_named_by_their_kind(fake, tmp_path, monkeypatch):
     fake(threshold=5.0, bug=True, seeds=1)  # v = 1 misses the threshold; the mean is broken; one seed
     res, report = _run(tmp_path, "bad")
-    words = {c["evidence"]: verdict_text(c) for c in res["claims"]}
+    words = {c.evidence: verdict_text(c) for c in rows_of(res)}
     assert words == {"test": "not supported", "identity": "identity fails: a bug", "premise": "premise fails"}
     assert "| identity | **identity fails: a bug** |" in report and "| premise | **premise fails** |" in report
     # a failed premise or identity is never counted as "not supported"
@@ -107,20 +107,41 @@ def test_counting_excludes_identity_and_premise_rows():
 
 
 def test_a_row_without_evidence_is_rejected(fake, tmp_path):
-    row = _row("test", "supported", "a")
+    row = _row("test", "supported", "a").to_json()
     del row["evidence"]
     with pytest.raises(ValueError, match="lacks keys \\['evidence'\\]"):
-        check_claim(row)
+        Row.from_json(row)
     with pytest.raises(ValueError, match="has no 'evidence'"):
-        check_evidence(row)
+        check_kind(None, "x")
     with pytest.raises(ValueError, match="evidence 'proof' is not one of"):
-        check_claim(dict(row, evidence="proof"))
-    assert all(check_claim(_row(k, v, "x")) for k in EVIDENCE for v in VERDICTS)
+        Row.from_json(dict(row, evidence="proof"))
+    assert all(Row.from_json(_row(k, v, "x").to_json()) for k in EVIDENCE for v in VERDICTS)
 
-    # through the runner: the row is dropped and reported as a summary error
+    # through the runner: a dict without its evidence is dropped and reported as a summary error
     fake()
     good = EXPERIMENTS[FAKE]
     EXPERIMENTS[FAKE] = dataclasses.replace(good, summarize=lambda config, results: Summary(claims=[row]))
     res = run_experiments([FAKE], out=tmp_path / "o", progress=False)
     assert res["claims"] == [] and res["n_failed"] == 1
     assert "lacks keys ['evidence']" in res["experiments"][FAKE]["errors"][0]
+
+
+def test_a_kind_is_one_entry_of_the_table_and_every_count_reads_it(monkeypatch):
+    """Adding a kind is one EvidenceKind: its rows are checked, counted apart from support and named in words."""
+    shown = EvidenceKind("diagnostic", "diagnostics", "shown, never counted",
+                         display={"supported": "diagnostic: as built", "not supported": "diagnostic: unexpected",
+                                  "inconclusive": "diagnostic: undecided"},
+                         count_words={"supported": "as built", "not supported": "unexpected",
+                                      "inconclusive": "undecided"})
+    with pytest.raises(ValueError, match="evidence 'diagnostic' is not one of"):
+        _row("diagnostic", "supported", "d")
+    monkeypatch.setitem(KINDS, "diagnostic", shown)
+    rows = [_row("diagnostic", "supported", "d"), _row("test", "supported", "t")]
+    assert support_counts(rows) == {"supported": 1, "not supported": 0, "inconclusive": 0}
+    assert count_verdicts(rows)["diagnostic"] == {"supported": 1, "not supported": 0, "inconclusive": 0}
+    assert counts_text(rows) == "tests: 1 supported; diagnostics: 1 as built"
+    assert verdict_text(rows[0]) == "diagnostic: as built"
+    assert "- `diagnostic`: shown, never counted." in evidence_legend()
+    assert "| diagnostic | **diagnostic: as built** |" in claims_table(rows)
+    with pytest.raises(ValueError, match="must name every verdict"):
+        EvidenceKind("half", "halves", "m", display={"supported": "x"}, count_words={})

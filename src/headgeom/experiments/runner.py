@@ -44,6 +44,7 @@ from headgeom.launch.local import LocalLauncher
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
 from headgeom.claims.evidence import counts_text
+from headgeom.claims.row import Row
 from headgeom.claims.sources import ours
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
@@ -268,10 +269,10 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 # ----------------------------------------------------------------------------- summaries
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
-               n_failed: int, n_cells: int) -> tuple[list[dict], list[tuple[str, str]], list[str], list[str], list[str]]:
-    """(claims, tables, figure paths relative to OUT, notes, errors) of one experiment."""
-    from headgeom.experiments.registry import check_claim
+               n_failed: int, n_cells: int) -> tuple[list[Row], list[tuple[str, str]], list[str], list[str], list[str]]:
+    """(claim rows, tables as (title, markdown), figure paths relative to OUT, notes, errors) of one experiment."""
     from headgeom.report.figures import figure_file_name, make_figure, save_figure
+    from headgeom.report.table import Table
 
     errors: list[str] = []
     if n_cells and not results:
@@ -283,20 +284,19 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         return [], [], [], [], [f"summarize raised:\n{traceback.format_exc()}"]
     if not isinstance(summary, Summary):
         return [], [], [], [], [f"summarize of {exp.id} returned {type(summary).__name__}; it must return a Summary"]
-    claims = []
-    for claim in summary.claims:
-        try:
-            claim = dict(check_claim(jsonable(claim)))
+    rows = []
+    for entry in summary.claims:
+        try:  # a Row was checked when made; a dict (an experiment written before the Row type) is checked here
+            row = entry if isinstance(entry, Row) else Row.from_json(jsonable(entry))
         except (ValueError, TypeError) as err:
             errors.append(f"invalid claim entry: {err}")
             continue
-        if "source" not in claim:  # headgeom's own runs; the authors' runs re-judged name their source
-            claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
-            claim["source"] = ours(preset)
-        claim["experiment"] = exp.id
+        if row.source is None:  # headgeom's own runs; the authors' runs re-judged name their source
+            row = row.replace(setting={**row.setting, "preset": preset}, source=ours(preset))
+        row = row.replace(experiment=exp.id)
         if n_failed:
-            claim["incomplete"] = f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others"
-        claims.append(claim)
+            row = row.replace(incomplete=f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others")
+        rows.append(row)
     figures: list[str] = []
     for name, build in summary.figures:
         try:
@@ -305,11 +305,11 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
             figures.append(rel.as_posix())
         except Exception:  # noqa: BLE001
             errors.append(f"figure {name!r} failed:\n{traceback.format_exc()}")
-    try:
-        tables = [(str(t), str(md)) for t, md in summary.tables]
-    except (TypeError, ValueError) as err:
-        tables, errors = [], errors + [f"Summary.tables must be (title, markdown) pairs: {err}"]
-    return claims, tables, figures, [str(n) for n in summary.notes], errors
+    tables = [(t.title, t.markdown()) for t in summary.tables if isinstance(t, Table)]
+    if len(tables) < len(summary.tables):
+        errors.append(f"Summary.tables must hold headgeom.report.table.Table objects; got "
+                      f"{sorted({type(t).__name__ for t in summary.tables if not isinstance(t, Table)})}")
+    return rows, tables, figures, [str(n) for n in summary.notes], errors
 
 
 def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool,
@@ -434,7 +434,8 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         else:
             reused += res["status"] == "reused"
             ok.append((cell, res["metrics"]))
-    claims, tables, figures, s_notes, errors = _summarize(exp, config, ok, preset, out, len(failed), len(cells))
+    rows, tables, figures, s_notes, errors = _summarize(exp, config, ok, preset, out, len(failed), len(cells))
+    claims = [jsonable(r.to_json()) for r in rows]
     entry = {
         "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
         "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
@@ -443,7 +444,7 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
-    verdicts = f"{count_noun(len(claims), 'claim')}: {counts_text(claims)}" if claims else "no claims"
+    verdicts = f"{count_noun(len(rows), 'claim')}: {counts_text(rows)}" if rows else "no claims"
     errs = f", {count_noun(len(errors), 'summary error')}" if errors else ""
     print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed), "
           f"{entry['elapsed_s']:.1f} s of cell time summed over cells{errs}; {verdicts}", file=sys.stdout, flush=True)
