@@ -32,6 +32,8 @@ def test_a_method_is_supported_only_when_every_pair_goes_the_stated_way():
     assert direction_verdict({"s[v/r]": "expand"}, "expand").outcome == "supported"
     with pytest.raises(ValueError, match="at least one"):
         direction_verdict({}, "compress")
+    # a checkpoint not measured decides, whatever the others say
+    assert direction_verdict(every, "compress", complete=False) == ("inconclusive", "checkpoints_measured", "")
 
 
 @pytest.mark.parametrize("verdicts, complete, outcome", [

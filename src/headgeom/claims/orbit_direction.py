@@ -30,10 +30,14 @@ def direction(est: Mapping[str, Any]) -> str:
     return "compress" if lo > 1 else "expand" if hi < 1 else "neither"
 
 
-def direction_verdict(directions: Mapping[str, str], want: str, lead: str | None = None) -> Verdict:
+def direction_verdict(directions: Mapping[str, str], want: str, lead: str | None = None,
+                      complete: bool = True) -> Verdict:
     """One method's claim from the direction of each of its pairs (measured key -> direction), ``want`` the stated
     one. The headline is the pair that decided: the first going the opposite way (not supported) or not the
-    stated way (inconclusive); when every pair goes the stated way, ``lead`` (else the first pair)."""
+    stated way (inconclusive); when every pair goes the stated way, ``lead`` (else the first pair). A method with
+    a checkpoint not measured (``complete`` False) is inconclusive, decided by ``checkpoints_measured``."""
+    if not complete:
+        return Verdict("inconclusive", "checkpoints_measured")
     if not directions:
         raise ValueError("a direction verdict needs at least one checkpoint × family pair")
     if all(d == want for d in directions.values()):

@@ -20,7 +20,7 @@ from headgeom.claims.claim import claim_of, natural_key
 from headgeom.claims.estimates import SPREAD_KIND, format_estimate
 from headgeom.claims.evidence import KINDS, counts_text, tagged_verdict, verdict_text
 from headgeom.claims.ood import OutOfDistribution
-from headgeom.claims.row import Row
+from headgeom.claims.row import NAME_KEYS, Row
 from headgeom.io import atomic_write_text
 from headgeom.report.summary import by_claim, summary_table
 from headgeom.report.table import Table, cell_text, wrap
@@ -164,12 +164,18 @@ def count_noun(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
-def distinct_settings(group: list[Row]) -> list[str]:
-    """Per row, the ``key=value`` of the setting keys whose values differ within ``group``."""
+def distinct_settings(group: list[Row], prefer: tuple[str, ...] = ()) -> list[str]:
+    """Per row, the ``key=value`` of the setting keys whose values differ within ``group``; with ``prefer``,
+    only those of its keys that differ, when any does."""
     settings = [r.setting for r in group]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     varying = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    varying = [k for k in varying if k in prefer] or varying
     return [", ".join(f"{k}={s[k]}" for k in varying if k in s) for s in settings]
+
+
+TERMINAL_KEYS = NAME_KEYS + ("data", "dataset", "backbone", "head_input", "family")
+"""The setting keys the terminal summary tells rows apart by, when they differ (other settings are in report.md)."""
 
 
 def format_claims_short(rows: list[Row], width: int = 100) -> str:
@@ -178,8 +184,9 @@ def format_claims_short(rows: list[Row], width: int = 100) -> str:
 
     One block per claim id and experiment: the claim id (and the experiment's id when it differs, e.g.
     ``C8 (ABLATION)``) and the statement, then a table of its rows: evidence kind and verdict, the setting
-    keys that tell the block's rows apart, and the headline measure (the one the verdict was decided on; the
-    others are in report.md); last, the number of rows per kind and verdict."""
+    keys that tell the block's rows apart (those of :data:`TERMINAL_KEYS` when any of them does), and the
+    headline measure (the one the verdict was decided on; the others are in report.md);
+    last, the number of rows per kind and verdict."""
     if not rows:
         return "no claim entries were produced"
     groups: dict[tuple[str, str], list[Row]] = {}
@@ -188,7 +195,7 @@ def format_claims_short(rows: list[Row], width: int = 100) -> str:
     lines: list[str] = []
     for (cid, exp), group in groups.items():
         label = cid if exp == cid else f"{cid} ({exp})"
-        distinct = distinct_settings(group)
+        distinct = distinct_settings(group, prefer=TERMINAL_KEYS)
         lines += wrap(f"{label}  {' '.join(group[0].statement.split())}", width)
         table = Table(["verdict"] + (["setting"] if any(distinct) else []) + ["measured"])
         for r, d in zip(group, distinct):

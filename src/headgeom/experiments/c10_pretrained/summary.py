@@ -104,7 +104,7 @@ def method_verdict(method: str, metric: str, head_input: str, measured: dict[str
     releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
     missing = [r for r in releases if r not in measured]
     if missing:
-        return Verdict("inconclusive", "checkpoints_measured"), [], missing
+        return direction_verdict({}, METHODS[method][1], complete=False), [], missing
     pairs = []
     for r in releases:
         for fam in families:
