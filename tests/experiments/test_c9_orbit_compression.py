@@ -11,7 +11,7 @@ from headgeom.experiments.c9_orbit_compression import (TRAIN, C9Config, cells, o
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import compression_measures, interval_side
-from claim_rows import rows_json, tables_md
+from claim_rows import rows_json
 from headgeom.claims.row import Row
 from headgeom.claims.verdict import VERDICTS
 

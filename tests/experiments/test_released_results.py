@@ -18,7 +18,7 @@ from headgeom.experiments.released_results import ReleasedConfig, available, cel
 from headgeom.experiments.runner import plan_experiments, run_experiments
 from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError
 from headgeom.released.parts import NO_REFERENCE
-from claim_rows import rows_json, tables_md
+from claim_rows import rows_json
 from headgeom.claims.row import Row
 
 REAL = os.environ.get(RELEASED_ENV, "")

@@ -13,7 +13,7 @@ run independently into its own run directory so that a re-run skips finished cel
         cells=lambda config, seeds: seeded_cells("C4", [{"head": "silu"}], seeds, default=config.seeds),
         run_cell=lambda config, cell: {"lambda_min": -1e-3, ...},   # JSON-able metrics
         summarize=lambda config, results: Summary(...),            # results: [(cell, metrics)]
-        claims=(Claim("C4", "smooth heads make ...", "proof"),),   # a claim the paper's list lacks (optional)
+        claims=(Claim("C13", "...", "no number"),),                # a claim the paper's list lacks (optional)
         protocol=PaperProtocol({...}),                             # the paper's settings (docs/paper.md §3)
     )
     register(EXPERIMENT)

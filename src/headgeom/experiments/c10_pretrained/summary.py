@@ -21,7 +21,6 @@ official checkpoints could come out either way; the dichotomy rows combine the m
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
