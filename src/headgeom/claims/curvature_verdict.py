@@ -122,7 +122,7 @@ def _identity_row(config: Any, groups: dict[str, list[dict]], reading: str, sett
     """The ReLU/linear half under the tangential reading: M ≡ 0 at every tracking point (so any negative
     curvature is G's, at points where cos theta <= 0 for some probe sample, counted apart)."""
     meas: dict[str, Any] = {}
-    broken = []
+    broken, unchecked = [], []
     for run, ms in groups.items():
         if activation_of[run] not in NON_SMOOTH:
             continue
@@ -135,13 +135,20 @@ def _identity_row(config: Any, groups: dict[str, list[dict]], reading: str, sett
                                   "(counted apart, not evidence)")
         if any(w > M_ZERO_TOL for w in worst):
             broken.append(f"{run}: |M|/|H| up to {max(worst):.3g}")
+        if not worst:
+            unchecked.append(run)
     first = next(iter(meas))
+    # an identity checked on no data is "not checked", never "holds" (headline: the first run without data)
+    verdict = "not supported" if broken else "inconclusive" if unchecked else "supported"
+    if unchecked and not broken:
+        first = f"max_M_ratio_fro[{unchecked[0]}]"
     return Row(id="C8", statement="ReLU/linear heads inject no negative curvature: M = 0 (tangential reading)",
                setting={**setting, "reading": reading, "part": "curvature, ReLU/linear half"}, measured=meas,
                budget=budget, headline=first, evidence=IDENTITY,
-               verdict="not supported" if broken else "supported",
+               verdict=verdict,
                criterion=(f"holds by construction (bias-free ReLU/linear heads: h(z) = Jz, M = 0, G = J^T (cos theta P/"
                           f"(N|u|^2)) J PSD wherever cos theta > 0); checked as |M|_F/|H_eff|_F <= {M_ZERO_TOL:g} at every "
                           "tracking point; points where H_eff = G has lambda_min < -floor are points with cos theta <= 0 "
                           "for some probe sample, counted apart; never counted as support; a failure is a bug"
-                          + (f": {'; '.join(broken)}" if broken else "")))
+                          + (f": {'; '.join(broken)}" if broken else "")
+                          + (f"; not checked: no |M|/|H| recorded for {unchecked}" if unchecked else "")))

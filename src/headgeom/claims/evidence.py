@@ -11,6 +11,12 @@ Every claim row carries ``evidence``, the name of one :class:`EvidenceKind` of :
 - ``premise``: the row checks whether a theorem's premise holds in the setting. A premise that
   fails says the theorem does not apply there, not that it is wrong: it is displayed as
   "premise fails", never as "not supported".
+- ``diagnostic``: the reading or the construction fixes the outcome (e.g. the ambient cosine Hessian is
+  indefinite for every head, linear included, so a "negative curvature" row under it cannot come out the
+  other way). Shown, with the reason in its criterion, and never counted.
+
+An ``identity`` needs data: a row that would read "identity holds" while its headline has no finite
+value is "not checked" (:func:`check_identity_data`, called by the row's own check).
 
 A new kind is one :class:`EvidenceKind` in :data:`KINDS` (its words for each verdict, its plural, what it
 means, whether it counts): the checks, counts and both renderers read this table. The verdict words
@@ -19,18 +25,21 @@ be rendered without torch.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from headgeom.claims.verdict import VERDICTS
 
 if TYPE_CHECKING:  # the row type imports this module (its evidence check); only its name is needed here
     from headgeom.claims.row import Row
 
-__all__ = ["EVIDENCE", "IDENTITY", "KINDS", "PREMISE", "TEST", "VERDICTS", "EvidenceKind", "check_kind",
+__all__ = ["DIAGNOSTIC", "EVIDENCE", "IDENTITY", "KINDS", "PREMISE", "TEST", "VERDICTS", "EvidenceKind",
+           "check_identity_data", "check_kind",
            "count_verdicts", "counts_text", "support_counts", "tagged_verdict", "verdict_text"]
 
-TEST, IDENTITY, PREMISE = "test", "identity", "premise"
+TEST, IDENTITY, PREMISE, DIAGNOSTIC = "test", "identity", "premise", "diagnostic"
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,13 @@ KINDS: dict[str, EvidenceKind] = {k.name: k for k in (
                  display={"supported": "premise holds", "not supported": "premise fails",
                           "inconclusive": "premise undecided"},
                  count_words={"supported": "hold", "not supported": "fail", "inconclusive": "undecided"}),
+    EvidenceKind(DIAGNOSTIC, "diagnostics",
+                 "the reading or the construction fixes the outcome, so it could not have come out the other way: "
+                 "shown and explained, never counted",
+                 display={"supported": "diagnostic: shows it (fixed by the reading)",
+                          "not supported": "diagnostic: does not show it (fixed by the reading)",
+                          "inconclusive": "diagnostic: undecided"},
+                 count_words={"supported": "show it", "not supported": "do not show it", "inconclusive": "undecided"}),
 )}
 """Every evidence kind by name, in the order the report lists them; every check, count and rendering reads it."""
 
@@ -79,6 +95,23 @@ def check_kind(kind: object, row_name: str = "?") -> str:
     if kind not in KINDS:
         raise ValueError(f"claim row {row_name}: evidence {kind!r} is not one of {tuple(KINDS)}")
     return str(kind)
+
+
+def has_data(entry: object) -> bool:
+    """Whether a measured entry (a Measured, its JSON form, or a plain value) holds a finite value."""
+    value = entry.get("value") if isinstance(entry, Mapping) else getattr(entry, "value", entry)
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def check_identity_data(kind: str, verdict: str, headline_entry: object, row_name: str = "?") -> None:
+    """ValueError when an ``identity`` row reads "holds" (verdict "supported") while its headline has no finite
+    value: an identity checked on no data is "not checked" (verdict "inconclusive"), never "holds"."""
+    if kind == IDENTITY and verdict == "supported" and not has_data(headline_entry):
+        raise ValueError(f"claim row {row_name}: an identity without data cannot hold (its headline has no finite "
+                         f"value: {headline_entry!r}); give it the verdict 'inconclusive' (identity not checked) "
+                         "and say in its criterion what is missing")
 
 
 def verdict_text(row: Row) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headgeom.claims.budget import Budget
-from headgeom.claims.evidence import check_kind
+from headgeom.claims.evidence import check_identity_data, check_kind
 from headgeom.claims.measured import Measured, check_measured_value
 from headgeom.claims.ood import OutOfDistribution
 from headgeom.claims.robustness import Robustness
@@ -90,6 +90,7 @@ class Row:
         check_verdict(self.verdict, name)
         check_kind(self.evidence, name)
         self._check_headline()
+        check_identity_data(self.evidence, self.verdict, self.measured[self.headline], name)
         if self.budget is not None:
             set_("budget", Budget.from_json(self.budget, name))
         if self.out_of_distribution is not None:
