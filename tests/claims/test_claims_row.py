@@ -88,8 +88,10 @@ def test_optional_fields_are_written_only_when_present():
     gap = measured([5.6, 6.0], what="angle between the two views' head outputs, degrees")
     sweep_ = Robustness.of(0.1, (0.1, 0.3, 1.0), ("not supported", "not supported", "supported"))
     full = _row(conventions=("view_gap",), robustness={"view_gap": sweep_}, view_gap=gap, source="ours (quick)",
-                experiment="C4", incomplete="1 of 3 cells failed").to_json()
+                headline_text="states past their own threshold", experiment="C4",
+                incomplete="1 of 3 cells failed").to_json()
     assert full["conventions"] == ["view_gap"] and full["view_gap"] == gap.to_json()
+    assert full["headline_text"] == "states past their own threshold"
     assert full["robustness"] == {"view_gap": {"at": 0.1, "values": [0.1, 0.3, 1.0],
                                                "verdicts": ["not supported", "not supported", "supported"],
                                                "status": "flips at 1"}}

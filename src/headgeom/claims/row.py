@@ -12,7 +12,9 @@ what the verdict can mean), ``headline`` (the measured key the verdict was decid
 apart from the criterion), ``budget`` (:class:`~headgeom.claims.budget.Budget`, training rows),
 ``out_of_distribution`` (:class:`~headgeom.claims.ood.OutOfDistribution`), ``conventions`` (the settings the
 verdict depends on), ``robustness`` ({convention: :class:`~headgeom.claims.robustness.Robustness`}),
-``view_gap`` (a Measured: the angle between two views' head outputs), and what the runner adds: ``source``
+``view_gap`` (a Measured: the angle between two views' head outputs), ``headline_text`` (the headline in words
+a reader understands, e.g. "share of ReLU runs that stay collapsed under gradient flow"; reports show it
+before the internal key, which stays in the details), and what the runner adds: ``source``
 (:mod:`headgeom.claims.sources`), ``experiment`` (the id of the experiment that made it) and
 ``incomplete`` (failed cells). Settings carry ``preset`` for headgeom's own rows.
 """
@@ -33,8 +35,8 @@ from headgeom.claims.verdict import Verdict, check_verdict
 __all__ = ["NAME_KEYS", "OPTIONAL_KEYS", "REQUIRED_KEYS", "Row", "row_name"]
 
 REQUIRED_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence", "headline")
-OPTIONAL_KEYS = ("reason", "budget", "out_of_distribution", "conventions", "robustness", "view_gap", "source",
-                 "experiment", "incomplete")
+OPTIONAL_KEYS = ("reason", "budget", "out_of_distribution", "conventions", "robustness", "view_gap", "headline_text",
+                 "source", "experiment", "incomplete")
 NAME_KEYS = ("part", "state", "reading", "probe", "metric", "regime", "objective")
 """The setting keys that tell one claim's rows apart, in the order a row's name gives them."""
 
@@ -66,6 +68,7 @@ class Row:
     conventions: tuple[str, ...] = ()
     robustness: Mapping[str, Robustness] = field(default_factory=dict)
     view_gap: Measured | None = None
+    headline_text: str | None = None
     source: str | None = None
     experiment: str | None = None
     incomplete: str | None = None
@@ -103,7 +106,7 @@ class Row:
         if unnamed:
             raise ValueError(f"claim row {name}: robustness over {unnamed}, which its conventions "
                              f"{list(self.conventions)} do not name")
-        for key in ("reason", "source", "experiment", "incomplete"):
+        for key in ("reason", "headline_text", "source", "experiment", "incomplete"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ValueError(f"claim row {name}: {key} must be text; got {getattr(self, key)!r}")
 
@@ -170,6 +173,8 @@ class Row:
             out["robustness"] = {k: v.to_json() for k, v in self.robustness.items()}
         if self.view_gap is not None:
             out["view_gap"] = self.view_gap.to_json()
+        if self.headline_text is not None:
+            out["headline_text"] = self.headline_text
         for key in ("source", "experiment", "incomplete"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
