@@ -30,11 +30,12 @@ kind (training or not), else 1.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+
+from headgeom.launch.cells import DONE, read_json
 
 __all__ = ["CELL_S", "EVAL_S_PER_IMAGE", "TRACK_S", "TRAINING_OVERHEAD_S", "TRAIN_FLOPS_PER_S", "Calibration",
            "CellWork", "Record", "calibrate", "cell_work", "folder_records", "makespan", "prior_seconds",
@@ -199,14 +200,6 @@ def makespan(pending: Iterable[float], running: Iterable[float], jobs: int) -> f
     return end
 
 
-def _json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def folder_records(runs: Path, work_of: Callable[[str, Mapping[str, Any], Mapping[str, Any] | None], CellWork | None]
                    ) -> dict[Path, Record]:
     """{cell directory: record} of every finished cell under ``runs`` (``OUT/runs/<ID>/<cell>/``): its
@@ -214,12 +207,12 @@ def folder_records(runs: Path, work_of: Callable[[str, Mapping[str, Any], Mappin
     train/config.json's config or None)`` (None: not known here, left out). Cells of earlier settings
     count too: the calibration compares each cell's time with its own prior."""
     found = {}
-    for done in sorted(Path(runs).glob("*/*/done.json")):
+    for done in sorted(Path(runs).glob(f"*/*/{DONE}")):
         cell_dir = done.parent
-        rec, conf = _json(done), _json(cell_dir / "config.json")
+        rec, conf = read_json(done), read_json(cell_dir / "config.json")
         if rec is None or conf is None or not isinstance(rec.get("elapsed_s"), (int, float)):
             continue
-        train = (_json(cell_dir / "train" / "config.json") or {}).get("config")
+        train = (read_json(cell_dir / "train" / "config.json") or {}).get("config")
         work = work_of(cell_dir.parent.name, conf, train if isinstance(train, dict) else None)
         if work is not None:
             found[cell_dir] = Record(work, float(rec["elapsed_s"]))

@@ -67,8 +67,7 @@ def left_text(seconds: float | None) -> str:
         return f"~{int(round(s / 5)) * 5} s"
     if s < 3600:
         return f"~{int(round(s / 60))} min"
-    h, m = divmod(int(round(s / 60)), 60)
-    return f"~{h} h {m:02d} min"
+    return "~" + duration(s)
 
 
 def cell_label(cell: Mapping[str, Any]) -> str:
