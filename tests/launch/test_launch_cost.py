@@ -7,7 +7,7 @@ import json
 import pytest
 
 from headgeom.experiments.runner import config_dict, plan_experiments
-from headgeom.launch.cost import (CELL_S, EVAL_S_PER_IMAGE, TRACK_S, TRAIN_FLOPS_PER_S, TRAINING_OVERHEAD_S,
+from headgeom.launch.cost import (CELL_S, EVAL_S_PER_IMAGE, PROBE_S_PER_IMAGE, TRACK_S, TRAIN_FLOPS_PER_S, TRAINING_OVERHEAD_S,
                                   CellWork, Record, calibrate, cell_work, folder_records, makespan, prior_seconds,
                                   training_steps)
 from headgeom.launch.flops import forward_flops, image_side
@@ -46,6 +46,9 @@ def test_the_prior_of_a_training_cell_is_its_formula():
     assert (work.group, work.samples, work.eval_images, work.track_points) == ("X/resnet18", 50 * 32 * 2, 120, 6)
     want = 3 * 50 * 32 * 2 * 1e6 / TRAIN_FLOPS_PER_S + 120 * EVAL_S_PER_IMAGE + 6 * TRACK_S + TRAINING_OVERHEAD_S
     assert prior_seconds(work) == pytest.approx(want, rel=1e-12)
+    probed = cell_work("X", {"eval_train": 100, "eval_test": 20, "probe_max_iter": 1000}, train, lambda t: 1e6)
+    assert probed.probe_images == 120
+    assert prior_seconds(probed) == pytest.approx(want + 120 * PROBE_S_PER_IMAGE, rel=1e-12)
     assert prior_seconds(cell_work("T", {}, None, forward_flops)) == CELL_S
     assert prior_seconds(cell_work("P", {}, train, lambda t: 1e6, declared_s=900.0)) == 900.0
 

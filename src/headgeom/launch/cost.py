@@ -8,18 +8,21 @@ per-image FLOPs of a training cell's model come from :func:`headgeom.launch.flop
 The prior (:func:`prior_seconds`), in seconds on one core of the 2-core reference machine:
 
 - a training cell: ``steps × batch × views × 3 × forward FLOPs`` (forward and backward of each
-  view) at :data:`TRAIN_FLOPS_PER_S`, plus the images it only evaluates (``eval_train``,
-  ``eval_test`` of the experiment's config: probes, kNN) at :data:`EVAL_S_PER_IMAGE`, plus
+  view) at :data:`TRAIN_FLOPS_PER_S`, plus the images it evaluates (``eval_train`` + ``eval_test``
+  of the experiment's config: features and kNN) at :data:`EVAL_S_PER_IMAGE` and, where the config
+  fits linear probes on them (it has ``probe_max_iter``), :data:`PROBE_S_PER_IMAGE` more, plus
   :data:`TRACK_S` per tracking point (``track_every``) and :data:`TRAINING_OVERHEAD_S` (data,
-  model, checkpoints, the cell's own measurements);
+  model, checkpoints, the cell's other measurements);
 - any other cell (theory, measurement): :data:`CELL_S`;
 - a cell whose experiment declares ``Resources.expected_min`` for the preset (the paper preset's
   planning figure, on its GPU allocation): that figure.
 
 The constants are rough fits to the quick preset's cell times on the reference machine
-(BENCHMARKS.md); they order cells, not predict them: the prior is within about 3× of the measured
-cell times of every quick training experiment except C9's ViT-Tiny (8× slower per FLOP on CPU than
-the ResNet), and theory cells range from 0.02 s (C4) to 1 s (C5).
+of a full run on the 2-core machine (``benchmarks/bench_progress.py`` replays one); they order cells,
+not predict them: the prior is within about 2× of the measured cell times of the quick training
+experiments except C9's ViT-Tiny cells (about 6× longer than the prior: not its training steps, which
+cost what the ResNet's do, but something in its measurements), and theory cells range from 0.02 s
+(C4) to 1 s (C5).
 
 Calibration (:func:`calibrate`) corrects the prior with recorded cell times: the cells finished in
 this run and earlier runs in the same output folder (each ``done.json`` holds ``elapsed_s``). A cell's
@@ -37,17 +40,19 @@ from typing import Any, Callable, Iterable, Mapping
 
 from headgeom.launch.cells import DONE, read_json
 
-__all__ = ["CELL_S", "EVAL_S_PER_IMAGE", "TRACK_S", "TRAINING_OVERHEAD_S", "TRAIN_FLOPS_PER_S", "Calibration",
+__all__ = ["CELL_S", "EVAL_S_PER_IMAGE", "PROBE_S_PER_IMAGE", "TRACK_S", "TRAINING_OVERHEAD_S", "TRAIN_FLOPS_PER_S", "Calibration",
            "CellWork", "Record", "calibrate", "cell_work", "folder_records", "makespan", "prior_seconds",
            "training_steps"]
 
 TRAIN_FLOPS_PER_S = 40e9
 """Training FLOPs per second of one core (quick ResNet-18 cells: C8, C9, ABLATION ran at 40-45 GFLOP/s)."""
-EVAL_S_PER_IMAGE = 5e-3
-"""Seconds per evaluated image (features, kNN, linear probe fits: C11's and C12's probes on 3072 images)."""
+EVAL_S_PER_IMAGE = 1e-3
+"""Seconds per evaluated image: its features and the kNN vote (ABLATION's 1536 images: about 1 s)."""
+PROBE_S_PER_IMAGE = 1e-2
+"""Seconds per evaluated image when linear probes are fitted on them (C11, C12: about 30 s on 3072 images)."""
 TRACK_S = 0.2
 """Seconds per tracking point of H_eff (C8 and ABLATION track 11 points in a cell of about 8 s)."""
-TRAINING_OVERHEAD_S = 5.0
+TRAINING_OVERHEAD_S = 2.0
 """Seconds a training cell spends outside its steps (data, model, checkpoints, its own measurements)."""
 CELL_S = 0.1
 """Seconds of a cell that trains nothing (theory cells: 0.02 s in C4 to about 1 s in C5)."""
@@ -65,7 +70,8 @@ class CellWork:
 
     group: calibration group (``C9/vit_tiny`` for a training cell, the experiment id otherwise);
     samples: training image passes (steps × batch × views); flops: forward FLOPs of one image
-    through the model; eval_images: images the cell only evaluates; track_points: H_eff tracking
+    through the model; eval_images: images the cell evaluates; probe_images: those of them linear
+    probes are fitted on; track_points: H_eff tracking
     points; declared_s: the experiment's own expected seconds per cell (None: not declared)."""
 
     experiment: str
@@ -74,6 +80,7 @@ class CellWork:
     samples: int = 0
     flops: float = 0.0
     eval_images: int = 0
+    probe_images: int = 0
     track_points: int = 0
     declared_s: float | None = None
 
@@ -120,12 +127,13 @@ def cell_work(experiment: str, config: Mapping[str, Any], train: Mapping[str, An
     if train is None:
         return CellWork(experiment, experiment, False, declared_s=declared_s)
     steps = training_steps(train)
+    evaluated = _eval_images(config, train)
     every = int(train.get("track_every") or 0)
     per_image = flops(train)
     return CellWork(experiment, f"{experiment}/{train.get('backbone')}", True,
                     samples=steps * int(train.get("batch_size") or 1) * VIEWS,
                     flops=float(per_image) if per_image else DEFAULT_FLOPS,
-                    eval_images=_eval_images(config, train),
+                    eval_images=evaluated, probe_images=evaluated if "probe_max_iter" in config else 0,
                     track_points=(steps // every + 1) if every else 0, declared_s=declared_s)
 
 
@@ -136,7 +144,7 @@ def prior_seconds(work: CellWork) -> float:
     if not work.training:
         return CELL_S
     return (3 * work.samples * work.flops / TRAIN_FLOPS_PER_S + work.eval_images * EVAL_S_PER_IMAGE
-            + work.track_points * TRACK_S + TRAINING_OVERHEAD_S)
+            + work.probe_images * PROBE_S_PER_IMAGE + work.track_points * TRACK_S + TRAINING_OVERHEAD_S)
 
 
 @dataclass(frozen=True)
