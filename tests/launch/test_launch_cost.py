@@ -5,12 +5,15 @@ not read from a run; the ordering tests use the cells the real quick presets bui
 import json
 
 import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from headgeom.experiments.runner import config_dict, plan_experiments
 from headgeom.launch.cost import (CELL_S, EVAL_S_PER_IMAGE, PROBE_S_PER_IMAGE, TRACK_S, TRAIN_FLOPS_PER_S, TRAINING_OVERHEAD_S,
                                   CellWork, Record, calibrate, cell_work, folder_records, makespan, prior_seconds,
                                   training_steps)
-from headgeom.launch.flops import forward_flops, image_side
+from headgeom.backbones import get_backbone
+from headgeom.launch.flops import backbone_flops, forward_flops, image_side, layer_flops
 
 RESNET = {"method": "simclr_oneway", "backbone": "resnet18", "backbone_options": {"width": 0.125},
           "head": "d-256-128:relu:nobias", "data": "shapes", "data_options": {"n": 1024}, "epochs": 4,
@@ -88,6 +91,17 @@ def test_forward_flops_of_a_wider_resnet_grow_as_the_width_squared():
     assert 3.5 < b / a <= 4.0
 
 
+@pytest.mark.parametrize("name,options", [("resnet18", {"width": 0.125}), ("resnet50", {"width": 0.25})])
+def test_layer_flops_agree_with_torchs_flop_counter(name, options):
+    # the independent reference: torch.utils.flop_counter counts the aten convolutions and matrix products
+    backbone = get_backbone(name, **options).eval()
+    x = torch.zeros(1, 3, 32, 32)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        backbone(x)
+    assert layer_flops(backbone, x) == counter.get_total_flops()
+    assert backbone_flops(name, json.dumps(options), 32) == (counter.get_total_flops(), backbone.feature_dim)
+
+
 def test_forward_flops_follow_the_image_side_and_fail_soft():
     assert image_side({**RESNET, "image_size": 64}) == 64
     assert image_side({**RESNET, "data": "cifar10"}) == 32 and image_side({"data": "imagefolder"}) == 224
@@ -95,6 +109,7 @@ def test_forward_flops_follow_the_image_side_and_fail_soft():
     big = forward_flops({**RESNET, "head": "d-8:linear", "image_size": 64})
     assert 3.5 < big / small <= 4.0  # convolutions: four times the pixels
     assert forward_flops({**RESNET, "method": "no_such_method"}) is None
+    assert forward_flops({**RESNET, "backbone": "no_such_backbone"}) is None
     assert cell_work("X", {}, {**RESNET, "method": "no_such_method"}, forward_flops).flops > 0  # the default
 
 
