@@ -16,7 +16,7 @@ import launch_values_experiment as values
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS
 from headgeom.experiments.runner import run_experiments
-from headgeom.launch.cells import Outcome
+from headgeom.launch.cells import CellTask, Outcome
 from headgeom.launch.cost import CELL_S, CellWork, Record, makespan
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.progress import (CellItem, ProgressDisplay, Tracker, bar_line, cell_label, duration, left_text,
@@ -350,3 +350,13 @@ def test_on_slurm_the_lines_count_cells(registered, tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "3 cells, 3 to run on the cluster (no time estimate)"
     assert re.fullmatch(rf"\[1/3\] {registered} cell seed=0 done in [0-9.]+ s; 2 cells left", err[1])
+
+
+def test_a_task_of_no_plan_cell_is_counted_as_a_cell_that_trains_nothing(registered, tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stderr", Tty())  # a display is made (not off)
+    plan, _ = runner.plan_experiments([registered], "quick", None)
+    tasks = runner.cell_tasks(plan, tmp_path, "quick", {})
+    extra = CellTask("SHARED/train-1", "SHARED", tmp_path / "runs" / "SHARED" / "train-1", lambda: {}, ())
+    items = runner.cell_progress(plan, tasks + [extra], tmp_path, "quick", LocalLauncher(jobs=1)).tracker.items
+    assert [i.experiment for i in items] == [registered] * 3 + ["SHARED"]
+    assert items[-1].work == CellWork("SHARED", "SHARED", False) and items[-1].label == "SHARED/train-1"

@@ -38,7 +38,7 @@ from typing import Any
 
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json, json_safe
-from headgeom.launch.cells import CellTask
+from headgeom.launch.cells import DONE, CellTask
 from headgeom.launch.cost import CellWork, cell_work, folder_records
 from headgeom.launch.flops import forward_flops
 from headgeom.launch.local import LocalLauncher
@@ -471,11 +471,17 @@ def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, lau
 
     items = []
     if mode != "off":  # the FLOPs of every model are counted only for a display
-        cells = [(exp, config, cell) for exp, config, exp_cells, _, _ in plan for cell in exp_cells]
-        for task, (exp, config, cell) in zip(tasks, cells):
+        cells = {out / "runs" / exp.id / cell_key(cell, config): (exp, config, cell)
+                 for exp, config, exp_cells, _, _ in plan for cell in exp_cells}
+        for task in tasks:
+            if task.run_dir not in cells:  # not one cell of the plan: weighed as a cell that trains nothing
+                items.append(CellItem(task.run_dir, task.group, task.name, CellWork(task.group, task.group, False),
+                                      (task.run_dir / DONE).exists(), task.portable))
+                continue
+            exp, config, cell = cells[task.run_dir]
             train = exp.train_config(config, cell).to_dict() if exp.train_config is not None else None
             items.append(CellItem(task.run_dir, exp.id, cell_label(cell), work(exp, preset, config_dict(config), train),
-                                  (task.run_dir / "done.json").exists(), task.portable))
+                                  (task.run_dir / DONE).exists(), task.portable))
     records = folder_records(out / "runs", recorded) if items else {}
     jobs = getattr(launcher, "jobs", 1) if getattr(launcher, "name", "local") == "local" else None
     return ProgressDisplay(Tracker(items, records, jobs, time.monotonic()), mode, sys.stderr)
