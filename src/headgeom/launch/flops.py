@@ -26,6 +26,7 @@ from torch import nn
 
 from headgeom.backbones import get_backbone
 from headgeom.heads.resolution import resolve_head
+from headgeom.io import json_safe
 from headgeom.methods import get_method_class
 
 __all__ = ["backbone_flops", "forward_flops", "head_flops", "image_side", "layer_flops"]
@@ -97,7 +98,7 @@ def head_flops(train: Mapping[str, Any], in_dim: int) -> float | None:
 def forward_flops(train: Mapping[str, Any]) -> float | None:
     """FLOPs of one image's forward pass through the backbone, the projector and the predictor of the
     run ``train`` (a ``TrainConfig.to_dict()``) at :func:`image_side`; None when not countable."""
-    options = json.dumps(train.get("backbone_options") or {}, sort_keys=True)
+    options = json.dumps(json_safe(dict(train.get("backbone_options") or {})), sort_keys=True)  # a hashable cache key
     counted = backbone_flops(str(train.get("backbone")), options, image_side(train))
     if counted is None:
         return None
