@@ -17,8 +17,8 @@ The prior (:func:`prior_seconds`), in seconds on one core of the 2-core referenc
 - a cell whose experiment declares ``Resources.expected_min`` for the preset (the paper preset's
   planning figure, on its GPU allocation): that figure.
 
-The constants are rough fits to the quick preset's cell times on the reference machine
-of a full run on the 2-core machine (``benchmarks/bench_progress.py`` replays one); they order cells,
+The constants are rough fits to the quick preset's cell times of a full run on the 2-core machine
+(``benchmarks/bench_progress.py`` replays one and prints true / prior per group); they order cells,
 not predict them: the prior is within about 2× of the measured cell times of the quick training
 experiments except C9's ViT-Tiny cells (about 6× longer than the prior: not its training steps, which
 cost what the ResNet's do, but something in its measurements), and theory cells range from 0.02 s
