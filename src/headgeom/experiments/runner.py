@@ -23,7 +23,6 @@ The runner alone runs a cell's ``run_cell``: with the torch thread count of the 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -35,12 +34,15 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json, json_safe
-from headgeom.launch.cells import CellTask
+from headgeom.launch.cells import DONE, CellTask
+from headgeom.launch.cost import CellWork, cell_work, folder_records
+from headgeom.launch.flops import forward_flops
 from headgeom.launch.local import LocalLauncher
+from headgeom.launch.progress import CellItem, ProgressDisplay, Tracker, cell_label, progress_mode
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
 from headgeom.claims.evidence import counts_text
@@ -451,6 +453,41 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
     return entry, claims, len(failed) + len(errors)
 
 
+def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, launcher: Any,
+                  enabled: bool = True) -> ProgressDisplay:
+    """The run's progress on stderr (:mod:`headgeom.launch.progress`; off unless ``enabled``): every task
+    weighed by the cost model (:mod:`headgeom.launch.cost`), calibrated by the cell times already in
+    ``out``; time left over the local launcher's workers (SLURM: cells only)."""
+    mode = progress_mode(enabled, sys.stderr)
+
+    def work(exp: Experiment, preset_name: str, config: Any, train: Any) -> CellWork:
+        expected = exp.cell_resources(preset_name).expected_min
+        return cell_work(exp.id, config, train, forward_flops, None if expected is None else 60 * expected)
+
+    def recorded(exp_id: str, record: Any, train: Any) -> CellWork | None:
+        exp = EXPERIMENTS.get(exp_id)
+        if exp is None or (exp.train_config is not None and train is None):
+            return None
+        return work(exp, str(record.get("preset", preset)), record.get("config") or {}, train)
+
+    items = []
+    if mode != "off":  # the FLOPs of every model are counted only for a display
+        cells = {out / "runs" / exp.id / cell_key(cell, config): (exp, config, cell)
+                 for exp, config, exp_cells, _, _ in plan for cell in exp_cells}
+        for task in tasks:
+            if task.run_dir not in cells:  # not one cell of the plan: weighed as a cell that trains nothing
+                items.append(CellItem(task.run_dir, task.group, task.name, CellWork(task.group, task.group, False),
+                                      (task.run_dir / DONE).exists(), task.portable))
+                continue
+            exp, config, cell = cells[task.run_dir]
+            train = exp.train_config(config, cell).to_dict() if exp.train_config is not None else None
+            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), work(exp, preset, config_dict(config), train),
+                                  (task.run_dir / DONE).exists(), task.portable))
+    records = folder_records(out / "runs", recorded) if items else {}
+    jobs = getattr(launcher, "jobs", 1) if getattr(launcher, "name", "local") == "local" else None
+    return ProgressDisplay(Tracker(items, records, jobs, time.monotonic()), mode, sys.stderr)
+
+
 def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
                     seeds: int | None = None, progress: bool = True, theory_only: bool = False,
                     launcher: Any = None, train_logger: str = "jsonl", overrides: tuple[str, ...] = ()) -> dict:
@@ -465,8 +502,6 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     ``train_logger`` (``--logger``): TrainConfig.logger of every training run inside the cells.
     ``overrides`` (``--set KEY=VALUE``, nested keys with dots): applied to every selected preset.
     Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
-    from tqdm.auto import tqdm
-
     from headgeom.report.figures import use_agg
     from headgeom.report.html import write_html
     from headgeom.report.markdown import write_report
@@ -479,30 +514,27 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         print(f"{exp_id} skipped: {reason}", file=sys.stdout, flush=True)
     env = environment()
     tasks = cell_tasks(plan, out, preset, env, train_logger)
-    bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
+    display = cell_progress(plan, tasks, out, preset, launcher, progress)
     by_id = {exp.id: (exp, config, cells, n_seeds, notes) for exp, config, cells, n_seeds, notes in plan}
     left = {exp.id: len(cells) for exp, _, cells, _, _ in plan}
     results: dict[Path, dict[str, Any]] = {}
     summaries: dict[str, tuple[dict, list[dict], int]] = {}
 
     def summarize(exp_id: str) -> None:
-        with _bar_paused(bar):
+        with display.summarising(exp_id):
             summaries[exp_id] = _experiment_entry(*by_id[exp_id], results, out, preset)
 
     def on_result(task: CellTask, res: dict[str, Any]) -> None:
         results[task.run_dir] = res
-        bar.set_description(task.group)
-        bar.update(1)
+        display.finished(task.run_dir, res)
         left[task.group] -= 1
         if left[task.group] == 0:
             summarize(task.group)
 
-    try:
+    with display, display.redirect():
         for exp_id in [e for e, n in left.items() if n == 0]:
             summarize(exp_id)
         outcome = launcher.run(tasks, on_result)
-    finally:
-        bar.close()
     paths = {"report": out / "report.md", "html": out / "report.html", "results": out / "results.json",
              "runs": out / "runs", "slurm": out / "slurm"}
     if outcome.waiting:
@@ -530,13 +562,3 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     write_html(out / "report.html", results_json)  # after the figures it embeds, as report.md links them
     figures = [out / f for e in experiments.values() for f in e["figures"]]
     return {**results_json, "n_failed": n_failed_total, "paths": {**paths, "figures": figures}}
-
-
-@contextlib.contextmanager
-def _bar_paused(bar: Any) -> Iterator[None]:
-    """Lines printed inside the block do not tear the progress bar."""
-    bar.clear()
-    try:
-        yield
-    finally:
-        bar.refresh()
