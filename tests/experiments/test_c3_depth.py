@@ -10,7 +10,8 @@ import math
 import pytest
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c3_depth import METRIC_KEYS, C3Config, cells, depth_pairs, eps_of, run_cell, summarize
+from headgeom.experiments.c3_depth import (CONVENTIONS, METRIC_KEYS, C3Config, cells, depth_pairs, eps_of, run_cell,
+                                           summarize)
 from headgeom.experiments.registry import load_all
 from claim_rows import rows_json, tables_md
 from headgeom.claims.row import Row
@@ -86,6 +87,10 @@ def test_summarize_claim_table_and_figure(tiny_results):
     assert claim["id"] == "C3" and claim["verdict"] in VERDICTS and "ε" in claim["criterion"]
     assert claim["headline"] in claim["measured"]
     assert {"objective", "head", "reading", "preset"} <= set(claim["setting"])
+    # every convention named and swept (the tiny fits stored their tail improvement), each at the config's value
+    assert tuple(claim["conventions"]) == CONVENTIONS and set(claim["robustness"]) == set(CONVENTIONS)
+    for name, r in claim["robustness"].items():
+        assert r["at"] == getattr(TINY, name) and r["verdicts"][r["values"].index(r["at"])] == claim["verdict"]
     for value in claim["measured"].values():
         assert {"value", "n", "spread"} <= set(value)
     json.dumps(rows_json(s))
@@ -99,19 +104,19 @@ def test_summarize_claim_table_and_figure(tiny_results):
     plt.close(fig)
 
 
-def _fake(eps, converged=True):
+def _fake(eps, converged=True, **extra):
     return {"eps_kappa": None if math.isinf(eps) else eps, "eps_iso": min(eps, 9.0), "rel_fro": 0.1,
             "converged": converged,
             "stop_reason": "tolerance" if converged else "budget", "engine_gap": 0.0, "M_ratio_fro": 0.5,
-            "init_eps_kappa": None, "lbfgs_iterations": 10, "objective_final": 1e-3}
+            "init_eps_kappa": None, "lbfgs_iterations": 10, "objective_final": 1e-3, **extra}
 
 
-def _verdict(eps_by_depth, converged=True, threshold=0.1):
+def _verdict(eps_by_depth, converged=True, threshold=0.1, **extra):
     """eps_by_depth: {depth: [ε per seed]} at one width (4); depth 0 is the linear baseline."""
     n_seeds = len(next(iter(eps_by_depth.values())))
     depths = tuple(sorted(dp for dp in eps_by_depth if dp > 0))
     cfg = dataclasses.replace(TINY, depths=depths, widths=(4,), seeds=n_seeds, eps_threshold=threshold)
-    results = [({"depth": dp, "width": 0 if dp == 0 else 4, "seed": s}, _fake(e, converged))
+    results = [({"depth": dp, "width": 0 if dp == 0 else 4, "seed": s}, _fake(e, converged, **extra))
                for dp, es in eps_by_depth.items() for s, e in enumerate(es)]
     (claim,) = rows_json(summarize(cfg, results))
     return claim["verdict"], claim
@@ -141,6 +146,26 @@ def test_verdict_follows_the_stated_criterion():
     mixed = {1: [0.5] * 5, 2: [0.2, 0.2, 0.2, 0.2, 0.9], 3: [0.05, 0.05, 0.05, 0.05, 0.95]}
     v, claim = _verdict(mixed)
     assert claim["measured"]["frac_depth_pairs_decreasing"]["value"] == pytest.approx(0.8) and v == "supported"
+
+
+def test_robustness_flips_where_each_convention_crosses_the_measurement():
+    down = {0: [5.0] * 5, 1: [0.5] * 5, 2: [0.2] * 5, 3: [0.05] * 5}
+    # budget-stopped fits whose best objective still fell by 0.5% over their last 10%: converged from 1e-2 up
+    verdict, claim = _verdict(down, converged=False, tail_improvement=5e-3)
+    assert verdict == "inconclusive"
+    assert claim["robustness"]["plateau_tol"]["status"] == "flips at 0.01, 0.1"
+    assert "plateau_tol over [0.0001, 0.001, 0.01, 0.1]: flips at 0.01, 0.1" in claim["criterion"]
+    # the deepest heads reach ε = 0.05: below the threshold 0.1 and 0.3, not 0.03
+    verdict, claim = _verdict(down, tail_improvement=0.0)
+    assert verdict == "supported" and claim["robustness"]["eps_threshold"]["status"] == "flips at 0.03"
+    # 8 of 10 pairs fall with depth: a majority of 80%, not of 100%
+    mixed = {1: [0.5] * 5, 2: [0.2, 0.2, 0.2, 0.2, 0.9], 3: [0.05, 0.05, 0.05, 0.05, 0.95]}
+    verdict, claim = _verdict(mixed, tail_improvement=0.0)
+    assert verdict == "supported" and claim["robustness"]["majority"]["status"] == "flips at 1"
+    # cells that predate the stored tail improvement: the plateau tolerance is named but not swept, and said so
+    verdict, claim = _verdict(down)
+    assert "plateau_tol" in claim["conventions"] and "plateau_tol" not in claim["robustness"]
+    assert "plateau_tol not swept" in claim["criterion"]
 
 
 def test_depth_pairs_counts_only_consecutive_depths_with_both_seeds():

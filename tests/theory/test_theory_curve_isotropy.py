@@ -17,7 +17,7 @@ from headgeom.objectives.mse import mse_to_target
 from headgeom.theory.curve_isotropy import (ACTIVATIONS, LOSSES, activation_derivatives, fit_isotropy,
                                             fixed_target, fourier_curve, head_from_params, head_spec, heff_blocks,
                                             init_params, isotropy, isotropy_objective, linear_cosine_lower_bound,
-                                            loss_derivatives, mlp_forward, mlp_geometry, point_loss)
+                                            loss_derivatives, mlp_forward, mlp_geometry, point_loss, tail_improvement)
 
 D, K, T = 3, 5, 7
 
@@ -193,6 +193,20 @@ def test_mlp_fit_returns_its_best_point_and_bookkeeping():
     again = isotropy_objective(mlp_geometry(fit.params, "tanh", "cosine", c, z).h)
     assert float(again) == pytest.approx(fit.objective_final, rel=1e-12)
     assert fit.stop_reason in ("budget", "plateau", "tolerance") and fit.converged == (fit.stop_reason != "budget")
+
+
+def test_tail_improvement_is_the_plateau_rule():
+    # 20 finite values: the last 2 (10%) improve the best from 4.0 to 3.0, a relative 0.25; NaN is skipped
+    history = [10.0 - 0.5 * i for i in range(13)] + [float("nan")] + [4.5] * 5 + [3.0, 3.5]
+    assert tail_improvement(history) == pytest.approx(0.25)
+    assert tail_improvement([5.0, 4.0, 4.0]) is None  # fewer than twice the tail
+    assert tail_improvement([2.0, 1.0, 1.0, 1.0]) == 0.0  # the last 2 found nothing better: a plateau
+    # the fit labels a budget stop "plateau" exactly when this is within plateau_tol
+    z, c = _problem(6)
+    spec = head_spec(D, K, 1, 6, "tanh")
+    fit = fit_isotropy(init_params(spec, 0), "tanh", "cosine", c, z, adam_steps=10, lbfgs_iters=5, plateau_tol=1.0)
+    improvement = tail_improvement(fit.history)
+    assert fit.stop_reason == "tolerance" or (fit.stop_reason == "plateau") == (improvement <= 1.0)
 
 
 def test_non_finite_objective_stops_the_fit():

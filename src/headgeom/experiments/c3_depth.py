@@ -23,10 +23,13 @@ expect roughly the CPU time plus start-up (~20 s). The small preset took 8 min w
 
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether fitted heads of
 growing depth reach ε-isotropy along the curve, and whether ε falls with depth, depends on the fit
-and the curve: it could come out either way.
+and the curve: it could come out either way. Its conventions (the convergence rule's plateau_tol, the
+threshold on ε, the majority) are re-judged over ``<name>_sweep`` from the stored ε, convergence flags and
+each fit's tail improvement (:func:`judge`, :func:`robustness`).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +37,7 @@ from typing import Any
 import torch
 
 from headgeom.claims.depth_isotropy import depth_isotropy_verdict
+from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.runs.cell import log_metrics
@@ -48,7 +52,7 @@ from headgeom.report.plots import c3_depth as plots
 from headgeom.report.table import Table
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
-                                            head_spec, init_params, isotropy, mlp_geometry)
+                                            head_spec, init_params, isotropy, mlp_geometry, tail_improvement)
 
 STATEMENT = ("Thm 3.2 + depth: deep enough smooth MLP heads make H_eff ε-isotropic along a trajectory; "
              "depth sets the capacity")
@@ -57,7 +61,7 @@ METRIC_KEYS = (
     "eps_kappa", "eps_iso", "rel_fro", "n_indefinite", "lambda_min", "lambda_max", "scale_min", "scale_max",
     "init_eps_kappa", "init_eps_iso", "init_rel_fro",
     "objective_initial", "objective_final", "adam_steps", "lbfgs_iterations", "func_evals", "grad_norm",
-    "converged", "stop_reason", "M_ratio_fro", "engine_gap",
+    "converged", "stop_reason", "tail_improvement", "M_ratio_fro", "engine_gap",
 )
 
 
@@ -84,6 +88,10 @@ class C3Config:
     plateau_tol: float = 1e-3  # converged if the best objective moved < this (relative) over the last 10% evals
     eps_threshold: float = 0.1  # ε = max_j κ − 1 the deepest heads must reach (criterion)
     majority: float = 0.8  # fraction of seeds / depth pairs (criterion)
+    # the ranges the verdict is re-judged over (the row's robustness; each setting's own value is added)
+    plateau_tol_sweep: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)
+    eps_threshold_sweep: tuple[float, ...] = (0.03, 0.1, 0.3)
+    majority_sweep: tuple[float, ...] = (0.5, 0.6, 0.8, 1.0)
     num_threads: int | None = 1  # torch threads inside a cell (tiny problems); None: as set
 
 
@@ -187,6 +195,7 @@ def run_cell(config: C3Config, cell: dict[str, Any]) -> dict[str, Any]:
         "objective_initial": fit.objective_initial, "objective_final": fit.objective_final,
         "adam_steps": fit.adam_steps, "lbfgs_iterations": fit.lbfgs_iterations, "func_evals": fit.func_evals,
         "grad_norm": fit.grad_norm, "converged": fit.converged, "stop_reason": fit.stop_reason,
+        "tail_improvement": tail_improvement(fit.history),
         "M_ratio_fro": m_ratio, "engine_gap": float((geo.h - h_eng).abs().max()) / max(scale, 1e-300),
     }
     return out
@@ -227,27 +236,72 @@ def depth_pairs(config: C3Config, groups: dict) -> tuple[int, int]:
     return wins, total
 
 
+CONVENTIONS = ("plateau_tol", "eps_threshold", "majority")
+"""The settings C3's verdict depends on, each re-judged over its config range (``<name>_sweep``)."""
+
+
+def converged(config: C3Config, m: dict[str, Any], plateau_tol: float | None = None) -> bool:
+    """Whether a fit converged at ``plateau_tol`` (the config's when None): L-BFGS stopped on its own tolerances, or
+    its best objective improved by at most plateau_tol over the last 10% of evaluations (the stored
+    ``tail_improvement``; cells without it keep the flag they recorded at the config's tolerance)."""
+    if plateau_tol is None or plateau_tol == config.plateau_tol or m.get("tail_improvement", "absent") == "absent":
+        return bool(m["converged"])
+    if m["stop_reason"] == "tolerance":
+        return True
+    return m["stop_reason"] in ("budget", "plateau") and m["tail_improvement"] is not None \
+        and m["tail_improvement"] <= plateau_tol
+
+
+def _best_deep(config: C3Config, groups: dict) -> dict[int, float]:
+    """Per seed, the best ε over widths at the deepest depth: a witness head for Thm 3.2."""
+    deepest = max(config.depths)
+    seeds = sorted({s for (dp, _), ms in groups.items() if dp >= 1 for s in ms})
+    return {s: min((eps_of(groups[(deepest, w)][s]) for w in config.widths if s in groups.get((deepest, w), {})),
+                   default=math.inf) for s in seeds}
+
+
+def judge(config: C3Config, groups: dict, **change: float):
+    """C3's verdict with the conventions of ``change`` (plateau_tol, eps_threshold, majority) in place of the
+    config's: a pure function of the stored ε, convergence flags and tail improvements."""
+    cfg = dataclasses.replace(config, **change)
+    mlp = [m for (dp, _), ms in groups.items() if dp >= 1 for m in ms.values()]
+    best = _best_deep(cfg, groups)
+    wins, total = depth_pairs(cfg, groups)
+    return depth_isotropy_verdict(
+        n_fits=len(mlp), converged=sum(converged(config, m, cfg.plateau_tol) for m in mlp) / max(1, len(mlp)),
+        frac_deep=sum(v <= cfg.eps_threshold for v in best.values()) / max(1, len(best)), wins=wins, total=total,
+        majority=cfg.majority)
+
+
+def robustness(config: C3Config, groups: dict) -> dict[str, Robustness]:
+    """The verdict re-judged over each of :data:`CONVENTIONS` (the others at the config's values); the plateau
+    tolerance only where every fit stored its tail improvement."""
+    names = [n for n in CONVENTIONS if n != "plateau_tol" or all(
+        "tail_improvement" in m for (dp, _), ms in groups.items() if dp >= 1 for m in ms.values())]
+    return {n: sweep(lambda v, n=n: judge(config, groups, **{n: v}), getattr(config, n),
+                     sorted({*getattr(config, f"{n}_sweep"), getattr(config, n)})) for n in names}
+
+
 def _claim(config: C3Config, groups: dict) -> Row:
     deepest = max(config.depths)
     mlp = [m for (dp, _), ms in groups.items() if dp >= 1 for m in ms.values()]
-    seeds = sorted({s for (dp, _), ms in groups.items() if dp >= 1 for s in ms})
-    # per seed, the best ε over widths at the deepest depth: a witness head for Thm 3.2
-    best_deep = {s: min((eps_of(groups[(deepest, w)][s]) for w in config.widths
-                         if s in groups.get((deepest, w), {})), default=math.inf) for s in seeds}
-    frac_deep = sum(v <= config.eps_threshold for v in best_deep.values()) / max(1, len(best_deep))
+    best_deep = _best_deep(config, groups)
     wins, total = depth_pairs(config, groups)
     frac_pairs = wins / total if total else float("nan")
     conv = sum(bool(m["converged"]) for m in mlp) / max(1, len(mlp))
     maj = config.majority
-    verdict, headline, reason = depth_isotropy_verdict(n_fits=len(mlp), converged=conv, frac_deep=frac_deep,
-                                                       wins=wins, total=total, majority=maj)
+    verdict, headline, reason = judge(config, groups)
+    robust = robustness(config, groups)
+    swept = "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
+    unswept = "" if "plateau_tol" in robust else " (plateau_tol not swept: these cells predate the stored tail " \
+                                                  "improvement; rerun them to sweep it)"
     criterion = (
         f"ε = max_j κ(H_eff(γ(t_j))) − 1 (∞ if some block is not positive definite). Judged only when ≥ {maj:.0%} "
         f"of the MLP fits converged (L-BFGS stopped on its tolerances, or the best objective moved less than "
         f"{config.plateau_tol:g} relatively over the last 10% of evaluations), else inconclusive. supported if, at "
         f"depth {deepest}, the best width reaches ε ≤ {config.eps_threshold:g} in ≥ {maj:.0%} of seeds AND "
         f"ε(depth D+1) < ε(depth D) in ≥ {maj:.0%} of (width, seed, consecutive depth) pairs; not supported "
-        f"otherwise. Reason: {reason}."
+        f"otherwise. Reason: {reason}. Re-judged: {swept}{unswept}."
     )
     meas: dict[str, Any] = {
         "frac_seeds_deepest_below_threshold": measured([float(v <= config.eps_threshold) for v in best_deep.values()],
@@ -260,6 +314,10 @@ def _claim(config: C3Config, groups: dict) -> Row:
         "engine_gap_max": measured(max(float(m["engine_gap"]) for ms in groups.values() for m in ms.values()),
                                    n=sum(len(ms) for ms in groups.values()), what="max over cells"),
     }
+    improvements = [m["tail_improvement"] for m in mlp if m.get("tail_improvement") is not None]
+    if improvements:
+        meas["fit_tail_improvement"] = measured(improvements, what="relative improvement of each fit's best "
+                                                "objective over its last 10% of evaluations (≤ plateau_tol: converged)")
     for (dp, w), ms in sorted(groups.items()):
         vals = [eps_of(m) for m in ms.values()]
         name = "linear" if dp == 0 else f"depth{dp}_width{w}"
@@ -276,6 +334,7 @@ def _claim(config: C3Config, groups: dict) -> Row:
             "reduction": "per-point blocks (loss summed over points)",
         },
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+        conventions=CONVENTIONS, robustness=robust,
     )
 
 

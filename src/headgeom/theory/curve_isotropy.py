@@ -359,6 +359,19 @@ class FitResult:
     history: list[float] = field(default_factory=list)
 
 
+def tail_improvement(history: list[float]) -> float | None:
+    """How much the best J improved over the last 10% of the finite evaluations (at least 2), relative to the best
+    before them: (min J before − min J overall) / |min J before|; None with fewer than twice that many. A fit stopped
+    by its budget has plateaued at ``plateau_tol`` when this is ≤ plateau_tol (:func:`fit_isotropy`), so storing it
+    lets the convergence rule be re-judged at any tolerance."""
+    finite = [h for h in history if math.isfinite(h)]
+    tail = max(2, len(finite) // 10)
+    if len(finite) < 2 * tail:
+        return None
+    before, after = min(finite[:-tail]), min(finite)
+    return (before - after) / max(abs(before), 1e-300)
+
+
 def _grads(value: Tensor, leaves: Params) -> list[Tensor]:
     """∂value/∂leaf for every leaf; zeros where value does not depend on it (e.g. the last bias under mse)."""
     grads = torch.autograd.grad(value, list(leaves.values()), allow_unused=True)
@@ -430,13 +443,8 @@ def fit_isotropy(params: Params, activation: str, loss_name: str, target: Tensor
     value = isotropy_objective(mlp_geometry(final, activation, loss_name, target, z).h)
     grad_norm = float(torch.sqrt(sum((g ** 2).sum() for g in _grads(value, final))))
     final = {k: v.detach() for k, v in final.items()}
-    finite = [h for h in history if math.isfinite(h)]
-    tail = max(2, len(finite) // 10)
-    plateau = False
-    if len(finite) >= 2 * tail:
-        before, after = min(finite[:-tail]), min(finite)
-        plateau = (before - after) <= plateau_tol * max(abs(before), 1e-300)
-    if stop == "budget" and plateau:
+    improvement = tail_improvement(history)
+    if stop == "budget" and improvement is not None and improvement <= plateau_tol:
         stop = "plateau"
     return FitResult(params=final, objective_initial=j0, objective_final=float(value.detach()), adam_steps=steps,
                      lbfgs_iterations=n_iter, func_evals=evals, grad_norm=grad_norm,
