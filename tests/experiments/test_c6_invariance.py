@@ -14,6 +14,8 @@ from torch.autograd.functional import hessian, jacobian
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c6_invariance import (
     CONTROLS,
+    HEAD_CONVENTIONS,
+    LOWPASS_CONVENTIONS,
     METRICS,
     STAGES,
     C6Config,
@@ -127,6 +129,11 @@ def test_summarize_claims_tables_and_figures(tiny_results):
         assert {"objective", "head", "reading", "preset", "regime", "metric"} <= set(claim["setting"])
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
+        # every convention named and swept, each at the config's own value, which gives the row's verdict
+        names = LOWPASS_CONVENTIONS if claim["setting"]["metric"] == "head_G vs backbone_G" else HEAD_CONVENTIONS
+        assert tuple(claim["conventions"]) == names and set(claim["robustness"]) == set(names)
+        for name, r in claim["robustness"].items():
+            assert r["at"] == getattr(TINY, name) and r["verdicts"][r["values"].index(r["at"])] == claim["verdict"]
     json.dumps(rows_json(s))
     (title, table), = tables_md(s)
     assert table.startswith("| regime | stage | metric |")
@@ -154,6 +161,12 @@ def _fake(gap, ratio_head, ratio_back=1.0, gap_back=1.0):
     return m
 
 
+def _rows(per_seed, **change):
+    cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed), **change)
+    return rows_json(summarize(cfg, [({"regime": "head_only", "seed": i}, _fake(*args))
+                                     for i, args in enumerate(per_seed)]))
+
+
 def _verdicts(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*args)) for i, args in enumerate(per_seed)]
@@ -179,6 +192,29 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdicts([(0.01, 0.01, 0.01)] * 5) == ("supported", "not supported")  # backbone degenerate too
     # the backbone itself became invariant: V_aug is ~0 in z-space, Prop 5.2 says nothing about the head
     assert _verdicts([(0.01, 0.5, 0.01, 0.01)] * 5) == ("inconclusive", "not supported")
+
+
+def test_robustness_flips_where_each_convention_crosses_the_measurement():
+    # invariant (gap 0.15) and degenerate (ratio 0.05) in every seed: the premise holds from premise_max 0.2 up
+    g, gl, low = _rows([(0.15, 0.05)] * 5)
+    assert g["verdict"] == "inconclusive" and g["robustness"]["premise_max"]["status"] == "flips at 0.2, 0.3"
+    assert g["robustness"]["premise_max"]["verdicts"] == ["inconclusive"] * 2 + ["supported"] * 2
+    assert "premise_max over [0.05, 0.1, 0.2, 0.3]: flips at 0.2, 0.3" in g["criterion"]
+    # ratio 0.15: degenerate from ratio_max 0.2 up; the low-pass row reads it the same way
+    g, _, low = _rows([(0.01, 0.15)] * 5)
+    assert g["robustness"]["ratio_max"]["status"] == "flips at 0.2"
+    assert low["robustness"]["ratio_max"]["status"] == "flips at 0.2"
+    # ratio 0.4, at most 2.5x suppression: 'not supported' only when ratio_none is 0.3
+    g, _, _ = _rows([(0.01, 0.4)] * 5)
+    assert g["verdict"] == "inconclusive" and g["robustness"]["ratio_none"]["status"] == "flips at 0.3"
+    # 4 of 5 seeds: a majority of 80 %, not of 100 %
+    g, _, _ = _rows([(0.01, 0.01)] * 4 + [(0.5, 0.01)])
+    assert g["verdict"] == "supported" and g["robustness"]["majority"]["status"] == "flips at 1"
+    assert g["robustness"]["control"]["values"] == list(CONTROLS) and g["robustness"]["control"]["status"] == "robust"
+    # the Prop 5.2 rows can read the content control instead (both measured)
+    assert _rows([(0.01, 0.01)] * 5, control="content")[0]["robustness"]["control"]["at"] == "content"
+    with pytest.raises(ValueError, match="control"):
+        cells(dataclasses.replace(TINY, control="smooth"))
 
 
 def test_headline_is_the_fraction_of_seeds_that_decided():

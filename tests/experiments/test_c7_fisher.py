@@ -9,6 +9,7 @@ from torch.autograd.functional import jacobian
 
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c7_fisher import (
+    CONVENTIONS,
     STAGES,
     C7Config,
     cells,
@@ -127,6 +128,12 @@ def test_summarize_claims_tables_and_figure(tiny_results):
         assert claim["id"] == "C7" and claim["verdict"] in VERDICTS
         assert claim["headline"] in claim["measured"]
         assert {"objective", "head", "reading", "preset", "observation_model", "rel_tol"} <= set(claim["setting"])
+        # every convention named and swept from the stored per-tolerance fractions, at the config's own values
+        assert tuple(claim["conventions"]) == CONVENTIONS and set(claim["robustness"]) == set(CONVENTIONS)
+        for name, r in claim["robustness"].items():
+            assert r["at"] == getattr(TINY, name) and r["verdicts"][r["values"].index(r["at"])] == claim["verdict"]
+        assert claim["robustness"]["rel_tol"]["values"] == [1e-8, 1e-3, 1e-2]
+        assert "{maj" not in claim["criterion"]
     assert len(tables_md(s)) == 3
     import matplotlib.pyplot as plt
 
@@ -135,7 +142,8 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     plt.close(fig)
 
 
-def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0):
+def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0, holds_at=None):
+    """Metrics of one seed; ``holds_at``: {tolerance of tol_sweep: holds_frac there} (default: 1.0)."""
     m = {}
     for stage in STAGES:
         for k in ("rank_Ix", "rank_Iz", "rank_Ih", "rank_Iu_given_z", "null_frac_Ih", "null_frac_Iz", "aug_info_rel_Ih"):
@@ -147,14 +155,20 @@ def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0):
         for tol in TINY.tol_sweep:
             for k in ("rank_Iz", "rank_Ih", "holds_frac"):
                 m[f"{stage}.{k}@{tol:g}"] = 1.0
+            m[f"{stage}.holds_frac@{tol:g}"] = (holds_at or {}).get(tol, 1.0)
+            m[f"{stage}.manifold_ok_frac@{tol:g}"] = manifold_ok
     return m
 
 
-def _verdict(per_seed):
+def _row(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*a)) for i, a in enumerate(per_seed)]
     (claim,) = rows_json(summarize(cfg, res))
-    return claim["verdict"]
+    return claim
+
+
+def _verdict(per_seed):
+    return _row(per_seed)["verdict"]
 
 
 def _headline(per_seed):
@@ -172,6 +186,19 @@ def test_verdict_follows_the_stated_criterion():
     assert _verdict([(0.01, 1.0, 0.5)] * 5) == "inconclusive"  # manifold Jacobian rank-deficient
     assert _verdict([(0.01, 0.5, 1.0, 0.01)] * 5) == "inconclusive"  # backbone invariant: hypothesis unmet
     assert _verdict([(0.01, 1.0)] * 3 + [(0.01, 0.5)] * 2) == "inconclusive"
+
+
+def test_robustness_flips_where_each_convention_crosses_the_measurement():
+    # the bound holds at rel_tol 1e-3 and 1e-2 (larger floors count fewer eigenvalues), not at 1e-8
+    claim = _row([(0.01, 1.0, 1.0, 1.0, {1e-8: 0.0})] * 5)
+    assert claim["verdict"] == "supported" and claim["robustness"]["rel_tol"]["status"] == "flips at 1e-08"
+    assert claim["robustness"]["rel_tol"]["verdicts"] == ["not supported", "supported", "supported"]
+    # h∘f nearly invariant (gap 0.15): the premise holds from premise_max 0.2 up
+    claim = _row([(0.15, 1.0)] * 5)
+    assert claim["verdict"] == "inconclusive" and claim["robustness"]["premise_max"]["status"] == "flips at 0.2, 0.3"
+    # 4 of 5 seeds hold: a majority of 80 %, not of 100 %
+    claim = _row([(0.01, 1.0)] * 4 + [(0.01, 0.5)])
+    assert claim["robustness"]["majority"]["status"] == "flips at 1"
 
 
 def test_headline_is_the_fraction_of_seeds_that_decided():

@@ -25,11 +25,16 @@ CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); deta
 
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: the tangent quotients of a
 trained head could come out either way; Prop 5.2's premise (an invariant h∘f) is measured beside
-(the invariance gap), not judged in a row of its own.
+(the invariance gap), not judged in a row of its own. Exact invariance would fix the outcome (the chain
+rule gives J_h v = 0 on V_aug); the premise here is approximate (an orbit spread of h∘f within
+``premise_max`` of the data spread) and the ratio compares tangents with controls point by point, so it
+is not fixed. Each row names its conventions (premise_max, ratio_max, ratio_none, majority and, for the
+Prop 5.2 rows, the control) and is re-judged over each from the stored per-seed gaps and ratios.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +42,7 @@ import torch
 from torch.func import jvp
 
 from headgeom.claims.invariance_verdict import degeneracy_verdict, lowpass_verdict
+from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
@@ -86,6 +92,12 @@ class C6Config:
     ratio_max: float = 0.1  # median|q_tangent| / median|q_control| ≤ this: degenerate on V_aug
     ratio_none: float = 0.5  # ratio ≥ this: not degenerate (at most 2× suppression); in between: partial
     majority: float = 0.8  # fraction of seeds a verdict needs
+    # the ranges the verdicts are re-judged over (each row's robustness; each setting's own value is added)
+    premise_max_sweep: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3)
+    ratio_max_sweep: tuple[float, ...] = (0.05, 0.1, 0.2)
+    ratio_none_sweep: tuple[float, ...] = (0.3, 0.5, 0.7)
+    majority_sweep: tuple[float, ...] = (0.5, 0.6, 0.8, 1.0)
+    control: str = "random"  # the control of the Prop 5.2 rows' ratio: "random" or "content" (both measured)
     num_threads: int | None = 1
 
 
@@ -131,6 +143,8 @@ RESOURCES = {"paper": Resources(cpus=2, mem_gb=4, time_min=30, expected_min=1.5)
 
 def cells(config: C6Config, seeds: int | None = None) -> list[dict[str, Any]]:
     """One cell per regime × seed (before and after training are measured in the same cell)."""
+    if config.control not in CONTROLS:
+        raise ValueError(f"C6 control {config.control!r} is not one of {CONTROLS}")
     return regime_cells("C6", config.regimes, config.seeds if seeds is None else seeds)
 
 
@@ -203,19 +217,49 @@ def _by_regime(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
+HEAD_CONVENTIONS = ("premise_max", "ratio_max", "ratio_none", "majority", "control")
+"""The settings the Prop 5.2 rows' verdicts depend on, each re-judged over its config range."""
+LOWPASS_CONVENTIONS = ("ratio_max", "ratio_none", "majority")
+"""The settings the low-pass rows' verdicts depend on."""
+
+
+def _sweeps(config: C6Config, names: tuple[str, ...], rule) -> dict[str, Robustness]:
+    """``rule(**{name: value})`` over each convention's range (``<name>_sweep``, or both controls), own value added."""
+    values = {n: (CONTROLS if n == "control" else sorted({*getattr(config, f"{n}_sweep"), getattr(config, n)}))
+              for n in names}
+    return {n: sweep(lambda v, n=n: rule(**{n: v}), getattr(config, n), values[n]) for n in names}
+
+
+def head_verdict(config: C6Config, ms: list[dict], metric: str, **change: Any):
+    """The Prop 5.2 verdict of ``metric`` with the conventions of ``change`` in place of the config's: a pure
+    function of the per-seed gaps and ratios stored after training."""
+    cfg = dataclasses.replace(config, **change)
+    premise = [m["after.gap_end_to_end"] <= cfg.premise_max < m["after.gap_backbone"] for m in ms]
+    ratio = [m[f"after.{metric}.ratio_{cfg.control}"] for m in ms]
+    return degeneracy_verdict(premise, ratio, ratio_max=cfg.ratio_max, ratio_none=cfg.ratio_none,
+                              majority=cfg.majority)
+
+
+def _swept_text(robust: dict[str, Robustness]) -> str:
+    return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
+
+
 def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> Row:
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"] for m in ms]
-    ratio = [m[f"after.{metric}.ratio_random"] for m in ms]
+    ratio = [m[f"after.{metric}.ratio_{config.control}"] for m in ms]
     maj = config.majority
-    verdict, headline, _ = degeneracy_verdict(premise, ratio, ratio_max=config.ratio_max, ratio_none=config.ratio_none,
-                                              majority=maj)
+    verdict, headline, _ = head_verdict(config, ms, metric)
+    robust = _sweeps(config, HEAD_CONVENTIONS, lambda **c: head_verdict(config, ms, metric, **c))
     criterion = (f"per seed, premise: invariance gap of h∘f after training <= {config.premise_max:g} while the gap of f "
                  f"stays > {config.premise_max:g} (f still moves along the orbits, so V_aug is not ~0 in z-space); "
-                 f"ratio = median|q_tangent| / median|q_random| of {metric} after training. Supported if >= {maj:.0%} of "
-                 f"seeds meet the premise with ratio <= {config.ratio_max:g} (degenerate); not supported if >= {maj:.0%} "
-                 f"meet the premise with ratio >= {config.ratio_none:g} (at most 2x suppression); inconclusive otherwise: "
-                 "partial suppression in between, training short of the premise (which Prop 5.2 assumes), or a backbone "
-                 "that became invariant itself")
+                 f"ratio = median|q_tangent| / median|q_{config.control}| of {metric} after training. Supported if "
+                 f">= {maj:.0%} of seeds meet the premise with ratio <= {config.ratio_max:g} (degenerate); not supported "
+                 f"if >= {maj:.0%} meet the premise with ratio >= {config.ratio_none:g} (at most 2x suppression); "
+                 "inconclusive otherwise: partial suppression in between, training short of the premise (which Prop 5.2 "
+                 "assumes), or a backbone that became invariant itself. A test, not an identity: exact invariance "
+                 "would force ratio 0 (the chain rule), but the premise bounds a finite orbit spread of h∘f against the "
+                 "data spread, while the ratio compares the head's metric on tangents with control directions at each "
+                 f"point, so approximate invariance leaves it open. Re-judged: {_swept_text(robust)}")
     # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
     meas = {"seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
             "seeds_premise_and_degenerate": measured(
@@ -230,23 +274,32 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> R
         for ctrl in CONTROLS:
             meas[f"ratio_{ctrl}_{stage}"] = measured([m[f"{stage}.{metric}.ratio_{ctrl}"] for m in ms])
         meas[f"p_below_random_{stage}"] = measured([m[f"{stage}.{metric}.p_below_random"] for m in ms])
-    return _claim(config, regime, metric, meas, verdict, criterion, headline)
+    return _claim(config, regime, metric, meas, verdict, criterion, headline).replace(
+        conventions=HEAD_CONVENTIONS, robustness=robust)
+
+
+def lowpass_flags(config: C6Config, ms: list[dict], **change: Any) -> tuple[list[bool], list[bool], list[bool]]:
+    """Per seed (head degenerate and backbone not, backbone degenerate, head at most 2× suppressed) on the content
+    control, with the conventions of ``change`` in place of the config's."""
+    cfg = dataclasses.replace(config, **change)
+    head = [m["after.head_G.ratio_content"] <= cfg.ratio_max for m in ms]
+    back = [m["after.backbone_G.ratio_content"] <= cfg.ratio_max for m in ms]
+    return ([h and not b for h, b in zip(head, back)], back,
+            [m["after.head_G.ratio_content"] >= cfg.ratio_none for m in ms])
 
 
 def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> Row:
-    head = [m["after.head_G.ratio_content"] <= config.ratio_max for m in ms]
-    back = [m["after.backbone_G.ratio_content"] <= config.ratio_max for m in ms]
-    head_only = [h and not b for h, b in zip(head, back)]
-    head_none = [m["after.head_G.ratio_content"] >= config.ratio_none for m in ms]
+    head_only, back, head_none = lowpass_flags(config, ms)
     maj = config.majority
     verdict, headline, _ = lowpass_verdict(head_only, back, head_none, majority=maj)
+    robust = _sweeps(config, LOWPASS_CONVENTIONS, lambda **c: lowpass_verdict(
+        *lowpass_flags(config, ms, **c), majority=c.get("majority", maj)))
     criterion = (f"content control (tangents against random directions of the data manifold's content tangent space, "
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
                  f"{config.ratio_max:g}); not supported if the backbone is degenerate in >= {maj:.0%} of seeds (the "
                  f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) "
-                 f"in >= "
-                 f"{maj:.0%}; inconclusive otherwise")
+                 f"in >= {maj:.0%}; inconclusive otherwise. Re-judged: {_swept_text(robust)}")
     # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
     meas = {"seeds_head_degenerate_backbone_not": measured(
                 [float(f) for f in head_only], what=f"1 if the head's ratio is <= {config.ratio_max:g} and the "
@@ -259,7 +312,8 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> Row:
                  for name in ("head_G", "backbone_G") for stage in STAGES})
     meas["gap_backbone_after"] = measured([m["after.gap_backbone"] for m in ms])
     claim = _claim(config, regime, "head_G vs backbone_G", meas, verdict, criterion, headline)
-    return claim.replace(statement=STATEMENT + " — read as: the head, not the backbone, carries the degeneracy on V_aug")
+    return claim.replace(statement=STATEMENT + " — read as: the head, not the backbone, carries the degeneracy on V_aug",
+                         conventions=LOWPASS_CONVENTIONS, robustness=robust)
 
 
 def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str,

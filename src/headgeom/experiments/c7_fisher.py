@@ -26,11 +26,13 @@ CPU) on 2 CPU cores under load 9-10 from other jobs (C6 36-52 s, C7 4-6 s); deta
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether the numerical Fisher
 rank drops by dim V_aug after training could come out either way; the theorem's premise (h∘f
 invariant, f not) is checked per seed inside the criterion, and seeds that miss it leave the row
-inconclusive.
+inconclusive. Each row names its conventions (the rank tolerance rel_tol, premise_max, the majority) and
+is re-judged over each (:func:`robustness`) from the per-tolerance fractions the cells store.
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from headgeom.claims.fisher_rank import rank_bound_verdict
+from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
@@ -68,6 +71,9 @@ class C7Config:
     tol_sweep: tuple[float, ...] = TOL_SWEEP
     premise_max: float = 0.1  # premise (as C6): gap of h∘f ≤ this and gap of f > this
     majority: float = 0.8  # fraction of points per seed, and of seeds, a verdict needs
+    # the ranges the verdict is re-judged over (the rows' robustness; rel_tol over tol_sweep; own values added)
+    premise_max_sweep: tuple[float, ...] = (0.05, 0.1, 0.2, 0.3)
+    majority_sweep: tuple[float, ...] = (0.5, 0.6, 0.8, 1.0)
     num_threads: int | None = 1
 
 
@@ -207,21 +213,59 @@ def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- summary (apart from computing)
+CONVENTIONS = ("rel_tol", "premise_max", "majority")
+"""The settings C7's verdict depends on, each re-judged over its range (rel_tol over ``tol_sweep``)."""
+
+
+def _at_tol(m: dict, key: str, tol: float, rel_tol: float) -> float:
+    """The stored ``after.<key>`` at rank tolerance ``tol`` (the unsuffixed entry is the config's rel_tol)."""
+    swept = f"after.{key}@{tol:g}"
+    if swept in m:
+        return m[swept]
+    if tol == rel_tol:
+        return m[f"after.{key}"]
+    raise KeyError(f"C7 cell has no {key} at rel_tol {tol:g}; tolerances measured: the config's tol_sweep")
+
+
+def seed_flags(config: C7Config, ms: list[dict], **change: Any) -> tuple[list[bool], list[bool]]:
+    """Per seed (premise met, rank bound holding at most points) with the conventions of ``change`` in place of the
+    config's: a pure function of the gaps and the per-tolerance fractions stored after training."""
+    cfg = dataclasses.replace(config, **change)
+    premise = [m["after.gap_end_to_end"] <= cfg.premise_max < m["after.gap_backbone"]
+               and _at_tol(m, "manifold_ok_frac", cfg.rel_tol, config.rel_tol) >= cfg.majority for m in ms]
+    holds = [_at_tol(m, "holds_frac", cfg.rel_tol, config.rel_tol) >= cfg.majority for m in ms]
+    return premise, holds
+
+
+def judge(config: C7Config, ms: list[dict], **change: Any):
+    """C7's verdict with the conventions of ``change``."""
+    return rank_bound_verdict(*seed_flags(config, ms, **change), change.get("majority", config.majority))
+
+
+def robustness(config: C7Config, ms: list[dict]) -> dict[str, Robustness]:
+    """The verdict re-judged over each of :data:`CONVENTIONS` (the others at the config's values)."""
+    ranges = {"rel_tol": config.tol_sweep, "premise_max": config.premise_max_sweep, "majority": config.majority_sweep}
+    return {n: sweep(lambda v, n=n: judge(config, ms, **{n: v}), getattr(config, n),
+                     sorted({*ranges[n], getattr(config, n)})) for n in CONVENTIONS}
+
+
 def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
     maj = config.majority
-    premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"]
-               and m["after.manifold_ok_frac"] >= maj for m in ms]
-    holds = [m["after.holds_frac"] >= maj for m in ms]
+    premise, holds = seed_flags(config, ms)
     both = [p and h for p, h in zip(premise, holds)]
-    verdict, headline, _ = rank_bound_verdict(premise, holds, maj)
+    verdict, headline, _ = judge(config, ms)
+    robust = robustness(config, ms)
     s = regime_spec(config.system, regime)
     criterion = (f"numerical rank = number of Fisher eigenvalues > {config.rel_tol:g} * lambda_max (I_z, I_h in "
                  "manifold-orthonormal coordinates). Per seed, premise: invariance gap of h∘f after training <= "
                  f"{config.premise_max:g}, the gap of f > {config.premise_max:g} (the theorem needs a backbone that still "
-                 "varies along the orbits) and the manifold Jacobian has full rank p + G at >= {maj:.0%} of points; holds: "
-                 f"rank(I_h) <= rank(I_z) - {s.dim_aug} at >= {maj:.0%} of points. Supported if >= {maj:.0%} of seeds "
-                 f"meet the premise and hold; not supported if >= {maj:.0%} meet the premise and none of them holds; "
-                 "inconclusive otherwise")
+                 f"varies along the orbits) and the manifold Jacobian has full rank p + G at >= {maj:.0%} of points; "
+                 f"holds: rank(I_h) <= rank(I_z) - {s.dim_aug} at >= {maj:.0%} of points. Supported if >= {maj:.0%} of "
+                 f"seeds meet the premise and hold; not supported if >= {maj:.0%} meet the premise and none of them "
+                 "holds; inconclusive otherwise. A test, not an identity: for an exactly invariant h∘f the bound is "
+                 "exact, but the premise is approximate and ranks are numerical, so whether the Fisher information "
+                 "along V_aug falls below the tolerance could go either way. Re-judged: "
+                 + "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items()))
     meas: dict[str, Any] = {
         "seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
         "seeds_premise_and_holding": measured([float(b) for b in both],
@@ -240,6 +284,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
                     "rel_tol": config.rel_tol, "dim_aug": s.dim_aug, "n_latent": s.n_content + s.dim_aug,
                     "n_eval": config.n_eval},
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+        conventions=CONVENTIONS, robustness=robust,
     )
 
 
