@@ -288,6 +288,31 @@ def test_the_claims_follow_selectivity_where_the_trace_ratios_disagree():
     assert any(n.startswith("Out of distribution") for n in s.notes)
 
 
+def test_every_row_is_rejudged_over_its_conventions():
+    verdicts, s = _verdicts(GOOD)
+    rows = rows_json(s)
+    for c in rows:
+        assert "level" in c["conventions"] and "level" not in c["robustness"] and "not swept" in c["criterion"]
+        assert set(c["robustness"]) <= set(c["conventions"])
+        for r in c["robustness"].values():
+            assert r["verdicts"][r["values"].index(r["at"])] == c["verdict"]
+    vicreg = rows[1]
+    # the per-dimension ratios carry D_h / D_z = 4: VICReg's expansion reads as compression under them
+    assert vicreg["robustness"]["metric"]["status"] == "flips at per_dim_ratio_raw, per_dim_ratio"
+    assert vicreg["robustness"]["head_input"] == {"at": "raw", "values": ["raw", "l2"],
+                                                  "verdicts": ["supported", "supported"], "status": "robust"}
+    assert "metric" in rows[3]["robustness"] and "metric" not in rows[4]["robustness"]  # the paper-metric dichotomy
+    # VICReg's hue CI holds 1: undecided over all families, decided by rotation alone
+    straddle = {**GOOD, "vicreg": {**GOOD["vicreg"], "hue": (0.9, 0.7, 1.1)}}
+    vicreg = rows_json(_verdicts(straddle)[1])[1]
+    assert vicreg["verdict"] == "inconclusive"
+    assert vicreg["robustness"]["family"]["values"] == ["all", "rotation_45", "hue"]
+    assert vicreg["robustness"]["family"]["status"] == "flips at rotation_45"
+    # without the files every re-judgement is undecided too: robust, and the missing file decides
+    missing = rows_json(_verdicts({k: v for k, v in GOOD.items() if k != "vicreg"})[1])[1]
+    assert missing["verdict"] == "inconclusive" and all(r["status"] == "robust" for r in missing["robustness"].values())
+
+
 def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
     """A file that is there but whose cell failed is reported as not measured, not as to be placed."""
     (tmp_path / EXPECTED_FILES["dino_vit"].filename).write_bytes(b"x")

@@ -17,7 +17,10 @@ the head for both inputs and mark z/‖z‖ in as out of distribution. Computati
 the experiment (headgeom.experiments.c10_pretrained); this module only reads the cells' metrics.
 
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: the orbit ratios of the
-official checkpoints could come out either way; the dichotomy rows combine the method rows.
+official checkpoints could come out either way; the dichotomy rows combine the method rows. Every row names
+its conventions (:data:`CONVENTIONS`) and is re-judged over the metric, the head input and the families from
+the stored estimates (:func:`method_robustness`); the CI level is named and not swept (it needs the bootstrap
+replicates, which the cells do not keep). Without a checkpoint every re-judgement is inconclusive too.
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_d
 from headgeom.claims.estimates import measured as measured_entry
 from headgeom.claims.evidence import TEST
 from headgeom.claims.orbit_direction import OPPOSITE, dichotomy_verdict, direction, direction_verdict
+from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.row import Row
 from headgeom.claims.verdict import Verdict
 from headgeom.experiments.registry import Summary
@@ -36,8 +40,8 @@ from headgeom.io import json_number
 from headgeom.report.plots import c10_pretrained as plots
 from headgeom.report.table import Table
 
-__all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "method_verdict",
-           "summarize"]
+__all__ = ["CONVENTIONS", "DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE",
+           "method_robustness", "method_verdict", "summarize"]
 
 STATEMENT = ("§6.3: DINO heads compress augmentation orbits (orbit variance falls through the head), "
              "VICReg and Barlow Twins heads expand them")
@@ -60,6 +64,12 @@ DECIDED_BY = ("decided by selectivity (trace_ratio / global_ratio), not by the p
               "shrinkage of the whole cloud and reads a BN-centred h against a non-centred z as expansion; "
               "selectivity compares each orbit with the cloud it lives in, in its own space")
 HEADLINE_RELEASE = {"dino": "dino_vit", "vicreg": "vicreg", "barlow_twins": "barlow_twins"}
+CONVENTIONS = ("metric", "head_input", "family", "level")
+"""The settings a C10 verdict depends on: the ratio it reads, the head's input, the families that must all go the
+stated way, and the CI level. The first three are re-judged from the stored estimates; the level is not (the cells
+keep each CI at one level, not the bootstrap replicates, so another level means measuring the checkpoints again)."""
+LEVEL_NOT_SWEPT = ("The CI level is a convention too, not swept: the cells keep each interval at one level, not the "
+                   "bootstrap replicates, so another level means measuring the checkpoints again")
 # docs/paper.md#c10, rotation orbits: the paper's per-dimension ratio and an independent trace-ratio reproduction
 PAPER_PER_DIM = {"dino_vit": 1284.0, "dino_resnet50": 176.0, "vicreg": 1.43, "barlow_twins": 2.63}
 REPRO_TRACE = {"dino_vit": 7.7, "dino_resnet50": 3.8, "vicreg": 0.25, "barlow_twins": 0.45}
@@ -114,6 +124,47 @@ def method_verdict(method: str, metric: str, head_input: str, measured: dict[str
     return verdict, pairs, []
 
 
+def _inputs(config: Any) -> list[str]:
+    return [v for v in ("raw", "l2") if v in config.head_inputs]
+
+
+def method_robustness(config: Any, method: str, measured: dict, metric: str = PRIMARY[0],
+                      head_input: str = PRIMARY[1], swept: tuple[str, ...] = ("metric", "head_input", "family")
+                      ) -> dict[str, Robustness]:
+    """A method's verdict re-judged over each convention of ``swept``: every metric of :data:`METRICS`, every head
+    input measured, all families ("all") and each family alone; the others as the row reads them."""
+    families = tuple(config.families)
+
+    def verdict(m: str = metric, v: str = head_input, fams: tuple[str, ...] = families):
+        return method_verdict(method, m, v, measured, fams)[0]
+
+    return _sweeps(verdict, metric, head_input, families, swept, _inputs(config))
+
+
+def _sweeps(rule, metric: str, head_input: str, families: tuple[str, ...], swept: tuple[str, ...],
+            inputs: list[str]) -> dict[str, Robustness]:
+    """``rule(m, v, fams)`` over the metrics, head inputs and family choices of ``swept`` (module docstring)."""
+    each = {"all": families, **{f: (f,) for f in families}}
+    out = {"metric": sweep(lambda m: rule(m=m), metric, list(METRICS)),
+           "head_input": sweep(lambda v: rule(v=v), head_input, inputs),
+           "family": sweep(lambda f: rule(fams=each[f]), "all", list(each))}
+    return {k: out[k] for k in swept}
+
+
+def _dichotomy_robustness(config: Any, measured: dict, missing: list[str], metric: str, head_input: str,
+                          swept: tuple[str, ...]) -> dict[str, Robustness]:
+    """The dichotomy re-judged as :func:`method_robustness` re-judges a method."""
+    def rule(m: str = metric, v: str = head_input, fams: tuple[str, ...] = tuple(config.families)):
+        return dichotomy_verdict({k: method_verdict(k, m, v, measured, fams)[0].outcome for k in METHODS},
+                                 complete=not missing)
+
+    return _sweeps(rule, metric, head_input, tuple(config.families), swept, _inputs(config))
+
+
+def _swept_text(robust: dict[str, Robustness]) -> str:
+    return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
+
+
 def _ci_measured(est: dict[str, Any], n: int) -> dict[str, Any]:
     lo, hi = (_f(c) for c in est["ci"])
     return {"value": _f(est["value"]), "n": n, "spread": None, "ci": [lo, hi],
@@ -148,6 +199,7 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
         setting["which"] = f"DINO {config.which}"
     setting.update(_unmeasured(missing, directory))
     what = (f"supported if every {name} checkpoint x family is '{want}', not supported if any is '{OPPOSITE[want]}'")
+    robust = method_robustness(config, method, measured)
     if not pairs:  # a checkpoint was not measured: that decided
         releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
         meas["checkpoints_measured"] = measured_entry([float(r in measured) for r in releases],
@@ -156,7 +208,9 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
                 + ("(orbit variance falls through the head)" if want == "compress"
                    else "(orbit variance grows through the head)"),
                 setting=setting, measured=meas, verdict=verdict.outcome, evidence=TEST, headline=verdict.headline,
-                criterion=DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what))
+                conventions=CONVENTIONS, robustness=robust,
+                criterion=DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)
+                + f". Re-judged: {_swept_text(robust)}. {LEVEL_NOT_SWEPT}")
     return claim, verdict.outcome
 
 
@@ -166,13 +220,16 @@ def _images_text(config: Any) -> str:
 
 
 def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: str, missing: list[str],
-               directory: str | None) -> Row:
+               directory: str | None, measured: dict) -> Row:
     verdict = dichotomy_verdict(verdicts, complete=not missing)  # the dichotomy is about all four checkpoints
     setting = {"metric": metric, "head_input": f"{head_input} z", "families": ", ".join(config.families),
                "images": _images_text(config)}
     setting.update(_unmeasured(missing, directory))
     what = "the dichotomy is supported if the DINO, VICReg and Barlow Twins claims under this metric all are, " \
            "not supported if any is not"
+    # the primary dichotomy is swept over the metric too; the paper-metric one exists to show that metric
+    swept = ("metric", "head_input", "family") if (metric, head_input) == PRIMARY else ("head_input", "family")
+    robust = _dichotomy_robustness(config, measured, missing, metric, head_input, swept)
     meas: dict[str, Any] = {
         "methods_supported": measured_entry([float(v == "supported") for v in verdicts.values()],
                                             what="1 if the method's claim under this metric is supported"),
@@ -181,8 +238,10 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
         **{f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}}
     return Row(id="C10", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict.outcome,
                headline=verdict.headline, evidence=TEST,
+               conventions=tuple(c for c in CONVENTIONS if c in swept or c == "level"), robustness=robust,
                criterion=(DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
-               + _criterion(metric, head_input, config.level, what))
+               + _criterion(metric, head_input, config.level, what)
+               + f". Re-judged: {_swept_text(robust)}. {LEVEL_NOT_SWEPT}")
 
 
 def _fmt(est: dict | None) -> str:
@@ -306,9 +365,9 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
     for method in METHODS:
         claim, verdicts[method] = _method_claim(config, method, measured, directory)
         claims.append(claim)
-    claims.append(_dichotomy(config, verdicts, *PRIMARY, missing, directory))
+    claims.append(_dichotomy(config, verdicts, *PRIMARY, missing, directory, measured))
     paper_verdicts = {m: method_verdict(m, *PAPER_METRIC, measured, tuple(config.families))[0].outcome for m in METHODS}
-    claims.append(_dichotomy(config, paper_verdicts, *PAPER_METRIC, missing, directory))
+    claims.append(_dichotomy(config, paper_verdicts, *PAPER_METRIC, missing, directory, measured))
     files = [file_cell(r, None if directory is None else Path(directory)) for r in EXPECTED_FILES]
     tables = [Table.from_markdown(placement_table(files), title="C10 official checkpoint files")]
     verdict_table, table = _verdict_table(config, measured)
