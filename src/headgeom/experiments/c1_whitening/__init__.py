@@ -93,7 +93,7 @@ class C1Config:
     barlow_eps: float = 0.0  # eps in Barlow Twins' sqrt(var + eps): 0 makes it scale-invariant, so fixed points exist
     grad_tol: float = 1e-10  # a fixed point: ‖∇L(u*)‖ ≤ grad_tol · ‖∇L(u0)‖
     grad_tol_sweep: tuple[float, ...] = (1e-12, 1e-10, 1e-8, 1e-6)
-    solver_iterations: int = 60  # damped Newton steps at most (headgeom.theory.fixed_points)
+    solver_iterations: int = 30  # damped Newton steps at most (those that converge here take 3-16)
     rel_tol: float = 1e-10  # sign/rank floor of A: rel_tol · max|λ| (docs/paper.md §4, pitfall 2)
     rel_tol_sweep: tuple[float, ...] = (1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
     iso_tol: float = 1e-10  # verdict: ε_S ≤ iso_tol is round-off
