@@ -104,7 +104,7 @@ class C1Config:
 
 
 def quick() -> C1Config:
-    """`headgeom reproduce --only C1 --preset quick`: ~25 s on 2 idle CPU cores, ~60 s when shared.
+    """`headgeom reproduce --only C1 --preset quick`: 19 s CPU, 73 s wall on 2 cores at load ~17 (measured).
 
     6 loss/readings × 5 seeds × 2 rows × 2 subspaces = 20 (S, seed) trials per loss/reading, d = 12, k = 8, N = 8,
     each at the fixed point near the head's output, found again at 4 view noises. Measures ε_S, leakage,
