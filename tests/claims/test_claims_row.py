@@ -11,7 +11,7 @@ import pytest
 from headgeom.claims.claim import CLAIMS, BottomLine, Claim, claim_of, declare
 from headgeom.claims.estimates import measured
 from headgeom.claims.measured import Measured
-from headgeom.claims.robustness import Robustness, status_of, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, status_of, sweep, with_own
 from headgeom.claims.row import Row, row_name
 from headgeom.claims.verdict import Verdict
 from headgeom.io import json_safe
@@ -121,6 +121,10 @@ def test_robustness_status_follows_from_the_verdicts():
         Robustness(0.1, (0.1, 1.0), ("supported", "not supported"), "robust")
     with pytest.raises(ValueError, match="among the values swept"):
         Robustness.of(2.0, (0.1, 1.0), ("supported", "supported"))
+    # a row's own setting joins its range, in order; the sweeps read in words for its criterion
+    assert with_own(0.2, (0.5, 0.1, 1.0)) == [0.1, 0.2, 0.5, 1.0] and with_own(0.5, (0.1, 0.5)) == [0.1, 0.5]
+    text = robustness_text({"view_gap": swept, "floor": sweep(rule, 0.1, (0.1,))})
+    assert text == "view_gap over [0.1, 0.3, 0.5, 1.0]: flips at 0.5, 1; floor over [0.1]: robust"
 
 
 def test_claims_and_bottom_lines():

@@ -15,7 +15,7 @@ from typing import Any
 
 from headgeom.claims.verdict import Verdict, check_verdict
 
-__all__ = ["ROBUST", "Robustness", "status_of", "sweep"]
+__all__ = ["ROBUST", "Robustness", "robustness_text", "status_of", "sweep", "with_own"]
 
 ROBUST = "robust"
 FLIPS = "flips at "
@@ -73,3 +73,14 @@ class Robustness:
 def sweep(rule: Callable[[Any], Verdict], at: Any, values: Sequence[Any]) -> Robustness:
     """``rule(value)`` at every value (``at``, the row's own, among them): the verdicts and their status."""
     return Robustness.of(at, values, [rule(v).outcome for v in values])
+
+
+def with_own(at: Any, values: Sequence[Any]) -> list[Any]:
+    """The values of a numeric convention to sweep, the row's own setting ``at`` among them, ascending."""
+    return sorted({*values, at})
+
+
+def robustness_text(robust: Mapping[str, Robustness]) -> str:
+    """The sweeps in words for a row's criterion, e.g. "rel_tol over [1e-12, 1e-10]: robust; majority over [0.5, 0.8]:
+    flips at 0.5"."""
+    return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())

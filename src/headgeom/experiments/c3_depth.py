@@ -37,7 +37,7 @@ from typing import Any
 import torch
 
 from headgeom.claims.depth_isotropy import depth_isotropy_verdict
-from headgeom.claims.robustness import Robustness, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, sweep, with_own
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.runs.cell import log_metrics
@@ -279,7 +279,7 @@ def robustness(config: C3Config, groups: dict) -> dict[str, Robustness]:
     names = [n for n in CONVENTIONS if n != "plateau_tol" or all(
         "tail_improvement" in m for (dp, _), ms in groups.items() if dp >= 1 for m in ms.values())]
     return {n: sweep(lambda v, n=n: judge(config, groups, **{n: v}), getattr(config, n),
-                     sorted({*getattr(config, f"{n}_sweep"), getattr(config, n)})) for n in names}
+                     with_own(getattr(config, n), getattr(config, f"{n}_sweep"))) for n in names}
 
 
 def _claim(config: C3Config, groups: dict) -> Row:
@@ -292,7 +292,6 @@ def _claim(config: C3Config, groups: dict) -> Row:
     maj = config.majority
     verdict, headline, reason = judge(config, groups)
     robust = robustness(config, groups)
-    swept = "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
     unswept = "" if "plateau_tol" in robust else " (plateau_tol not swept: these cells predate the stored tail " \
                                                   "improvement; rerun them to sweep it)"
     criterion = (
@@ -301,7 +300,7 @@ def _claim(config: C3Config, groups: dict) -> Row:
         f"{config.plateau_tol:g} relatively over the last 10% of evaluations), else inconclusive. supported if, at "
         f"depth {deepest}, the best width reaches ε ≤ {config.eps_threshold:g} in ≥ {maj:.0%} of seeds AND "
         f"ε(depth D+1) < ε(depth D) in ≥ {maj:.0%} of (width, seed, consecutive depth) pairs; not supported "
-        f"otherwise. Reason: {reason}. Re-judged: {swept}{unswept}."
+        f"otherwise. Reason: {reason}. Re-judged: {robustness_text(robust)}{unswept}."
     )
     meas: dict[str, Any] = {
         "frac_seeds_deepest_below_threshold": measured([float(v <= config.eps_threshold) for v in best_deep.values()],

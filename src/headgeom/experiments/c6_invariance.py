@@ -42,7 +42,7 @@ import torch
 from torch.func import jvp
 
 from headgeom.claims.invariance_verdict import degeneracy_verdict, lowpass_verdict
-from headgeom.claims.robustness import Robustness, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, sweep, with_own
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
@@ -225,7 +225,7 @@ LOWPASS_CONVENTIONS = ("ratio_max", "ratio_none", "majority")
 
 def _sweeps(config: C6Config, names: tuple[str, ...], rule) -> dict[str, Robustness]:
     """``rule(**{name: value})`` over each convention's range (``<name>_sweep``, or both controls), own value added."""
-    values = {n: (CONTROLS if n == "control" else sorted({*getattr(config, f"{n}_sweep"), getattr(config, n)}))
+    values = {n: (CONTROLS if n == "control" else with_own(getattr(config, n), getattr(config, f"{n}_sweep")))
               for n in names}
     return {n: sweep(lambda v, n=n: rule(**{n: v}), getattr(config, n), values[n]) for n in names}
 
@@ -238,10 +238,6 @@ def head_verdict(config: C6Config, ms: list[dict], metric: str, **change: Any):
     ratio = [m[f"after.{metric}.ratio_{cfg.control}"] for m in ms]
     return degeneracy_verdict(premise, ratio, ratio_max=cfg.ratio_max, ratio_none=cfg.ratio_none,
                               majority=cfg.majority)
-
-
-def _swept_text(robust: dict[str, Robustness]) -> str:
-    return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
 
 
 def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> Row:
@@ -259,7 +255,7 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> R
                  "assumes), or a backbone that became invariant itself. A test, not an identity: exact invariance "
                  "would force ratio 0 (the chain rule), but the premise bounds a finite orbit spread of h∘f against the "
                  "data spread, while the ratio compares the head's metric on tangents with control directions at each "
-                 f"point, so approximate invariance leaves it open. Re-judged: {_swept_text(robust)}")
+                 f"point, so approximate invariance leaves it open. Re-judged: {robustness_text(robust)}")
     # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
     meas = {"seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
             "seeds_premise_and_degenerate": measured(
@@ -299,7 +295,7 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> Row:
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
                  f"{config.ratio_max:g}); not supported if the backbone is degenerate in >= {maj:.0%} of seeds (the "
                  f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) "
-                 f"in >= {maj:.0%}; inconclusive otherwise. Re-judged: {_swept_text(robust)}")
+                 f"in >= {maj:.0%}; inconclusive otherwise. Re-judged: {robustness_text(robust)}")
     # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
     meas = {"seeds_head_degenerate_backbone_not": measured(
                 [float(f) for f in head_only], what=f"1 if the head's ratio is <= {config.ratio_max:g} and the "

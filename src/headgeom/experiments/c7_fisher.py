@@ -40,7 +40,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from headgeom.claims.fisher_rank import rank_bound_verdict
-from headgeom.claims.robustness import Robustness, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, sweep, with_own
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
@@ -246,7 +246,7 @@ def robustness(config: C7Config, ms: list[dict]) -> dict[str, Robustness]:
     """The verdict re-judged over each of :data:`CONVENTIONS` (the others at the config's values)."""
     ranges = {"rel_tol": config.tol_sweep, "premise_max": config.premise_max_sweep, "majority": config.majority_sweep}
     return {n: sweep(lambda v, n=n: judge(config, ms, **{n: v}), getattr(config, n),
-                     sorted({*ranges[n], getattr(config, n)})) for n in CONVENTIONS}
+                     with_own(getattr(config, n), ranges[n])) for n in CONVENTIONS}
 
 
 def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
@@ -264,8 +264,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
                  f"seeds meet the premise and hold; not supported if >= {maj:.0%} meet the premise and none of them "
                  "holds; inconclusive otherwise. A test, not an identity: for an exactly invariant h∘f the bound is "
                  "exact, but the premise is approximate and ranks are numerical, so whether the Fisher information "
-                 "along V_aug falls below the tolerance could go either way. Re-judged: "
-                 + "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items()))
+                 "along V_aug falls below the tolerance could go either way. Re-judged: " + robustness_text(robust))
     meas: dict[str, Any] = {
         "seeds_premise_met": measured([float(p) for p in premise], what="1 if the seed meets the premise"),
         "seeds_premise_and_holding": measured([float(b) for b in both],

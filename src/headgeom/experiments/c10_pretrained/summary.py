@@ -32,7 +32,7 @@ from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_d
 from headgeom.claims.estimates import measured as measured_entry
 from headgeom.claims.evidence import TEST
 from headgeom.claims.orbit_direction import OPPOSITE, dichotomy_verdict, direction, direction_verdict
-from headgeom.claims.robustness import Robustness, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, sweep
 from headgeom.claims.row import Row
 from headgeom.claims.verdict import Verdict
 from headgeom.experiments.registry import Summary
@@ -161,10 +161,6 @@ def _dichotomy_robustness(config: Any, measured: dict, missing: list[str], metri
     return _sweeps(rule, metric, head_input, tuple(config.families), swept, _inputs(config))
 
 
-def _swept_text(robust: dict[str, Robustness]) -> str:
-    return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
-
-
 def _ci_measured(est: dict[str, Any], n: int) -> dict[str, Any]:
     lo, hi = (_f(c) for c in est["ci"])
     return {"value": _f(est["value"]), "n": n, "spread": None, "ci": [lo, hi],
@@ -210,7 +206,7 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
                 setting=setting, measured=meas, verdict=verdict.outcome, evidence=TEST, headline=verdict.headline,
                 conventions=CONVENTIONS, robustness=robust,
                 criterion=DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)
-                + f". Re-judged: {_swept_text(robust)}. {LEVEL_NOT_SWEPT}")
+                + f". Re-judged: {robustness_text(robust)}. {LEVEL_NOT_SWEPT}")
     return claim, verdict.outcome
 
 
@@ -241,7 +237,7 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
                conventions=tuple(c for c in CONVENTIONS if c in swept or c == "level"), robustness=robust,
                criterion=(DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
                + _criterion(metric, head_input, config.level, what)
-               + f". Re-judged: {_swept_text(robust)}. {LEVEL_NOT_SWEPT}")
+               + f". Re-judged: {robustness_text(robust)}. {LEVEL_NOT_SWEPT}")
 
 
 def _fmt(est: dict | None) -> str:

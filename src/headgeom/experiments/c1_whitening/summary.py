@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from headgeom.claims.evidence import DIAGNOSTIC, IDENTITY, TEST
-from headgeom.claims.robustness import Robustness, sweep
+from headgeom.claims.robustness import Robustness, robustness_text, sweep, with_own
 from headgeom.claims.row import Row
 from headgeom.claims.whitening_verdict import (count_negative, dimension_verdict, fixed_point_verdict,
                                                positive_part_verdict)
@@ -71,11 +71,6 @@ def _mx(xs: list[float]) -> str:
     return f"{max(xs):.2e}" if xs else "–"
 
 
-def _with(at: Any, values: tuple) -> list:
-    """The swept values with the row's own setting among them, in order."""
-    return sorted({*values, at})
-
-
 def _sweep_data(ms: list[dict], noise: float) -> tuple[list[list[float]], list[float]]:
     """(A's eigenvalues per row, relative gradient per row) of the fixed points measured at view noise ``noise``."""
     runs = [m["view_noise_sweep"][f"{noise:g}"] for m in ms]
@@ -94,9 +89,9 @@ def literal_robustness(config: Any, ms: list[dict], best: list[float], worst: fl
     def at_noise(noise: float):  # fits of W only ran at the row's own noise; Sylvester's bound needs none
         return judge(eig, grad, best) if noise == config.view_noise else judge(*_sweep_data(ms, noise), [])
 
-    return {"view_noise": sweep(at_noise, config.view_noise, _with(config.view_noise, config.view_noise_sweep)),
+    return {"view_noise": sweep(at_noise, config.view_noise, with_own(config.view_noise, config.view_noise_sweep)),
             **{name: sweep(lambda v, name=name: judge(eig, grad, best, **{name: v}), tols[name],
-                           _with(tols[name], getattr(config, f"{name}_sweep"))) for name in tols}}
+                           with_own(tols[name], getattr(config, f"{name}_sweep"))) for name in tols}}
 
 
 def _literal_row(config: Any, obj: str, setting: dict, ms: list[dict], both_routes: Any, worst: float) -> Row:
@@ -110,7 +105,6 @@ def _literal_row(config: Any, obj: str, setting: dict, ms: list[dict], both_rout
     kind = DIAGNOSTIC if obj in DIAGNOSTIC_REASONS else TEST
     fixed = f"Diagnostic: {DIAGNOSTIC_REASONS[obj]}. " if kind == DIAGNOSTIC else ""
     robust = literal_robustness(config, ms, lit, worst)
-    swept = "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
     return Row(
         id="C1",
         statement=STATEMENT + " — as stated, r = rank A (all non-zero eigenvalues of A = ∇²_u L), at fixed points of "
@@ -147,7 +141,7 @@ def _literal_row(config: Any, obj: str, setting: dict, ms: list[dict], both_rout
                    f"supported if every trial reached a fixed point with n₋(A) = 0 (A ⪰ 0 up to the floor "
                    f"{config.rel_tol:g} · max|λ|, so rank A = rank A₊ and W = U_r Λ_r^{{-1/2}} Bᵀ reaches ε_S ≤ "
                    f"{config.iso_tol:g}); inconclusive otherwise (a trial short of a fixed point, a construction beyond "
-                   f"round-off, or a W that beats the bound: a bug). Re-judged: {swept}."),
+                   f"round-off, or a W that beats the bound: a bug). Re-judged: {robustness_text(robust)}."),
     )
 
 
