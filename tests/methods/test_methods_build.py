@@ -49,6 +49,10 @@ def test_default_heads_are_the_methods_presets():
         assert METHODS[name].default_head(512) == spec, name
     assert METHODS["simsiam"].default_predictor(2048) == get_head_spec("simsiam_predictor", in_dim=2048)
     assert METHODS["byol"].default_predictor(256) == get_head_spec("byol_predictor", in_dim=256)
+    # MoCo v3 (moco-v3 builder.py MoCo_ResNet): _build_mlp(2, d, 4096, 256) with its last BN affine-free,
+    # and the predictor _build_mlp(2, 256, 4096, 256, last_bn=False); every Linear without bias
+    assert METHODS["mocov3"].default_head(512) == parse_head("512-4096-256:relu:bn:last=bn_noaffine:nobias")
+    assert METHODS["mocov3"].default_predictor(256) == parse_head("256-4096-256:relu:bn:nobias")
     m = build_method("simclr", "resnet18", **BB)  # small enough to build
     assert m.spec.head == "16-16-128:relu"
 
@@ -140,7 +144,7 @@ def test_unknown_names():
 
 
 def test_predictor_for_a_method_without_one():
-    with pytest.raises(ValueError, match=r"'vicreg' has no predictor.*\['byol', 'simsiam'\]"):
+    with pytest.raises(ValueError, match=r"'vicreg' has no predictor.*\['byol', 'mocov3', 'simsiam'\]"):
         build_method("vicreg", "resnet18", head="d-8-8", predictor="d-4-8", **BB)
 
 

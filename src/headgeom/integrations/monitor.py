@@ -43,7 +43,7 @@ from torch import Tensor, nn
 
 from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import prepare_head
-from headgeom.methods.base import against_other_view
+from headgeom.objectives.declared import AnalysisLoss
 from headgeom.tags import tag
 from headgeom.tracking.record import HeffReading, TrackingRecord
 from headgeom.tracking.tracker import GeometryTracker
@@ -199,7 +199,7 @@ class _Problem(nn.Module):
         with torch.no_grad():
             prepared = prepare_head(self.projector, self.dtype, z2.device, self.head_cache)
             other = _rows(prepared.fn(z2.to(self.dtype)), "head")
-        return self.projector, against_other_view(self.loss, other)
+        return self.projector, AnalysisLoss.against(self.loss, other)
 
 
 class GeometryMonitor:
