@@ -200,3 +200,17 @@ def test_claim_rules_import_nothing_that_renders_and_no_runner_imports_them():
     bad += [f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in sorted((SRC / "claims").rglob("*.py"))
             for line, module in imported_modules(path) if module.split(".")[0] == "matplotlib"]
     assert not bad, "verdict rules mixed with rendering or running:\n" + "\n".join(bad)
+
+
+def module_arrows(module: str, targets: tuple[str, ...]) -> list[str]:
+    """``file:line imports module`` for every import from the top-level module ``module``.py into ``targets``."""
+    path = SRC / f"{module}.py"
+    return sorted({f"{path.relative_to(SRC.parent)}:{line} imports {name}" for line, name in imported_modules(path)
+                   if name.split(".")[:1] == ["headgeom"] and len(name.split(".")) > 1
+                   and name.split(".")[1] in targets})
+
+
+def test_the_tag_scheme_imports_no_integration():
+    # headgeom.tags holds the monitor's name table; integrations/monitor.py reads it (one way, no circle)
+    bad = module_arrows("tags", ("integrations", "train"))
+    assert not bad, "headgeom.tags imports a package that logs under its tags:\n" + "\n".join(bad)
