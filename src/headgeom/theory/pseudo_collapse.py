@@ -21,9 +21,7 @@ from torch import Tensor, nn
 from headgeom.geometry import effective_hessian
 from headgeom.heads import scale_linear_weights_
 
-INERT_REL_TOL = 1e-9  # float64 round-off: a larger relative gap means the scaling changed the geometry
-
-__all__ = ["INERT_REL_TOL", "pseudo_collapse_gap", "gap_at_init"]
+__all__ = ["pseudo_collapse_gap", "gap_at_init"]
 
 
 def _blocks(method: nn.Module, z_views: Sequence[Tensor], reading: str) -> Tensor:
