@@ -199,3 +199,21 @@ def test_objectives_run_in_float32_under_bf16_autocast(name, objective):
     assert outputs[0].dtype == torch.bfloat16 and loss.dtype == torch.float32
     expected = objective(outputs[0].float(), outputs[1].float())
     torch.testing.assert_close(loss, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_every_method_names_a_registered_objective_and_builds_its_loss_from_the_spec():
+    from headgeom.objectives import OBJECTIVES
+
+    for name, cls in METHODS.items():
+        assert cls.objective() is OBJECTIVES[cls.OBJECTIVE], name
+    m = build_method("simclr", "resnet18", head="d-8-4", temperature=0.3, **BB)
+    u, other = torch.randn(5, 4, dtype=torch.float64), torch.randn(5, 4)
+    loss = m.analysis_loss(other)  # the method's temperature, the other view cast to u's dtype
+    assert loss(u).item() == pytest.approx(nt_xent(u, other.double(), 0.3).item(), rel=1e-14)
+    assert loss.diagonal_blocks is not None  # the spec's closed form is declared
+
+    class Bare(SSLMethod):
+        name = "bare"
+
+    with pytest.raises(NotImplementedError, match="names no OBJECTIVE"):
+        Bare.objective()

@@ -166,6 +166,9 @@ class SSLMethod(nn.Module):
     @classmethod
     def objective(cls) -> ObjectiveSpec:
         """The spec of the method's objective (``OBJECTIVE``): the loss and its closed-form Hessian."""
+        if not cls.OBJECTIVE:
+            raise NotImplementedError(f"{cls.__name__} names no OBJECTIVE (a key of headgeom.objectives.OBJECTIVES): "
+                                      "set it, or implement geometry_problem")
         return get_objective(cls.OBJECTIVE)
 
     def analysis_loss(self, other: Tensor, **options: Any) -> AnalysisLoss:
