@@ -1,4 +1,4 @@
-"""No global RNG side effects (issue 32, item 4): calling headgeom's public theory functions, and the
+"""No global RNG side effects: calling headgeom's public theory functions, and the
 other library functions that seed or draw, leaves torch's global random stream where it was; only
 the run layer (a training run's setup, an experiment's cell) seeds it.
 
