@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from headgeom.objectives import analysis_loss
-from headgeom.theory.fixed_points import (FEATURE_AFFINE, FEATURE_SHIFT, NONE, ROW_SCALE, gradient_norm, loss_gauge,
-                                          stationary_point)
+from headgeom.theory.fixed_points import (FEATURE_AFFINE, FEATURE_SHIFT, NONE, ROW_SCALE, ROW_SHIFT, gradient_norm,
+                                          loss_gauge, stationary_point)
 from headgeom.theory.whitening import sample_loss_block, split_eigen
 from objectives_reference import barlow_ref, info_nce_ref, mse_ref, negative_cosine_ref, vicreg_ref
 
@@ -91,6 +91,7 @@ def test_batch_losses_reach_fixed_points_checked_apart_from_the_solver(objective
 
 @pytest.mark.parametrize("objective, options, gauge", [
     ("negative_cosine", {}, ROW_SCALE), ("info_nce", {}, ROW_SCALE), ("nt_xent", {}, ROW_SCALE),
+    ("mocov3", {}, ROW_SCALE), ("dino", {}, ROW_SHIFT),
     ("barlow_twins", {"eps": 0.0}, FEATURE_AFFINE), ("barlow_twins", {}, FEATURE_SHIFT), ("vicreg", {}, NONE),
     ("mse", {}, NONE)])
 def test_gauges_are_invariances_of_their_losses(objective, options, gauge):

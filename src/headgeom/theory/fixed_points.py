@@ -8,7 +8,8 @@ sign of H: it converges to the stationary point near u0, whether a minimum, a sa
 
 Gauges. A loss invariant under a group acting on u has no isolated fixed points, and its gradient can be
 made small by moving along the group alone: −cos(u_i, c_i) and InfoNCE do not change when a row u_i is scaled,
-and the gradient falls like 1/‖u_i‖, so an unconstrained solver "converges" by growing ‖u‖. A :class:`Gauge`
+and the gradient falls like 1/‖u_i‖, so an unconstrained solver "converges" by growing ‖u‖ (DINO's softmax does
+not change when a constant is added to a row). A :class:`Gauge`
 names the group's orbit directions at u (``tangents``) and maps u to the point of its orbit with the start's
 scale (``fix``). Steps are taken orthogonal to the orbit and every iterate is fixed, so ‖∇L‖ is always
 measured at the start's scale. The gauges of :func:`loss_gauge` are tested to be invariances of their losses.
@@ -30,7 +31,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["FixedPoint", "Gauge", "GAUGED", "gradient_norm", "loss_gauge", "stationary_point"]
+__all__ = ["FEATURE_AFFINE", "FEATURE_SHIFT", "FixedPoint", "Gauge", "GAUGED", "NONE", "ROW_SCALE", "ROW_SHIFT",
+           "gradient_norm", "loss_gauge", "stationary_point"]
 
 Loss = Callable[[Tensor], Tensor]
 
@@ -61,6 +63,18 @@ def _row_scale_fix(u: Tensor, u0: Tensor) -> Tensor:
     return u * (u0.norm(dim=1, keepdim=True) / u.norm(dim=1, keepdim=True))
 
 
+def _row_shift_tangents(u: Tensor) -> Tensor:
+    """e_i ⊗ 1 for every row i: adding a constant to every entry of row i."""
+    n, k = u.shape
+    t = u.new_zeros(n, n, k)
+    t[torch.arange(n), torch.arange(n)] = 1.0
+    return t.reshape(n, n * k)
+
+
+def _row_shift_fix(u: Tensor, u0: Tensor) -> Tensor:
+    return u - u.mean(dim=1, keepdim=True) + u0.mean(dim=1, keepdim=True)
+
+
 def _feature_shift_tangents(u: Tensor) -> Tensor:
     """1 ⊗ e_j for every feature j: shifting feature j over the batch."""
     n, k = u.shape
@@ -87,15 +101,18 @@ def _feature_affine_fix(u: Tensor, u0: Tensor) -> Tensor:
 
 NONE = Gauge("none", _no_tangents, lambda u, u0: u)
 ROW_SCALE = Gauge("scale of each row u_i", _row_scale_tangents, _row_scale_fix)
+ROW_SHIFT = Gauge("shift of every entry of each row u_i", _row_shift_tangents, _row_shift_fix)
 FEATURE_SHIFT = Gauge("shift of each feature over the batch", _feature_shift_tangents, _feature_shift_fix)
 FEATURE_AFFINE = Gauge("shift and scale of each feature over the batch", _feature_affine_tangents, _feature_affine_fix)
-GAUGED = {"negative_cosine": ROW_SCALE, "info_nce": ROW_SCALE, "nt_xent": ROW_SCALE}
+GAUGED = {"negative_cosine": ROW_SCALE, "info_nce": ROW_SCALE, "nt_xent": ROW_SCALE, "mocov3": ROW_SCALE,
+          "dino": ROW_SHIFT}
 """The objectives whose loss in u is invariant under a group whatever their options (Barlow Twins: :func:`loss_gauge`)."""
 
 
 def loss_gauge(objective: str, options: Mapping[str, object] | None = None) -> Gauge:
-    """The gauge of ``objective`` (a name of headgeom.objectives) with its ``options``: row scale for the cosine
-    losses, the feature shift (and scale when ``eps`` = 0) for Barlow Twins, none otherwise."""
+    """The gauge of ``objective`` (a name of headgeom.objectives) with its ``options``: row scale for the losses of
+    L2-normalised rows, row shift for DINO's softmax, the feature shift (and scale when ``eps`` = 0) for Barlow
+    Twins, none otherwise."""
     if objective == "barlow_twins":
         return FEATURE_AFFINE if float((options or {}).get("eps", 1e-5)) == 0.0 else FEATURE_SHIFT
     return GAUGED.get(objective, NONE)
