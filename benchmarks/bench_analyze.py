@@ -198,7 +198,8 @@ def ratios(runs: dict[str, list[dict]]) -> dict[str, dict]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--images", type=int, default=4, help="--images of headgeom analyze (default 4)")
     p.add_argument("--repeats", type=int, default=2, help="runs per model, order alternating (default 2)")
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")

@@ -70,7 +70,8 @@ def peak_rss_gib() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--scale", type=int, default=1, help="divide every width by this (a loaded machine)")
     p.add_argument("--no-jacobian", action="store_true", help="skip the previous release's row")

@@ -117,7 +117,8 @@ def worker(case: str, scale: int, n: int, reps: int, naive_samples: int) -> dict
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", help="revision timed as 'before' (required)")
     p.add_argument("--case", choices=CASES, default="simsiam")
     p.add_argument("--scale", type=int, default=1)

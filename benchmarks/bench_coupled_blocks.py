@@ -81,7 +81,7 @@ def timed(fn, repeats: int) -> tuple[float, Tensor]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--loss", default="nt_xent", choices=LOSSES)
     p.add_argument("--dims", default="128,512", help="backbone feature dims d, comma-separated")
     p.add_argument("--k", type=int, default=128, help="head output dim")

@@ -42,7 +42,8 @@ def load() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=16)
     p.add_argument("--in-dim", type=int, default=384)
     p.add_argument("--hidden", type=int, default=2048)

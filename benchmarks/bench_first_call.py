@@ -149,7 +149,8 @@ def run_worker(src: Path, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=8)
     p.add_argument("--scale", type=int, default=1, help="divide the paper's widths by this")
     p.add_argument("--rounds", type=int, default=5, help="fresh worker processes (per tree)")

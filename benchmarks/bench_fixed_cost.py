@@ -159,7 +159,8 @@ def load() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", default="79a1b42", help="revision timed as 'before' (default: before the cache)")
     p.add_argument("--scale", type=int, default=4, help="divide the paper's widths by this")
     p.add_argument("--rounds", type=int, default=3)

@@ -84,7 +84,8 @@ def sym_case(d: int, m: int, n: int, tiles: tuple[int, ...], rounds: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=int(os.environ.get("HEADGEOM_BENCH_THREADS", "2")))
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--tiny", action="store_true", help="toy shapes: a smoke run")

@@ -44,7 +44,7 @@ def run_version(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``headgeom`` parser; builds without importing torch."""
     p = argparse.ArgumentParser(
-        prog="headgeom", formatter_class=HelpFormatter,
+        prog="headgeom", formatter_class=HelpFormatter, allow_abbrev=False,  # --epoch is not --epochs
         description="Exact geometry of SSL projection heads: H_eff = G + M, collapse, invariance. "
         "`headgeom COMMAND --help` gives each command's options and examples.",
         epilog=examples_epilog(EXAMPLES))

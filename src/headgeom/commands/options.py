@@ -56,9 +56,10 @@ def examples_epilog(examples: Sequence[str]) -> str:
 
 def add_command(subparsers: Any, name: str, *, help: str, description: str, examples: Sequence[str],
                 **kwargs: Any) -> argparse.ArgumentParser:
-    """A sub-command whose help page ends with ``examples`` (:func:`examples_epilog`)."""
+    """A sub-command whose help page ends with ``examples`` (:func:`examples_epilog`); like every
+    headgeom parser it takes no abbreviated option (``--epoch`` is not ``--epochs``)."""
     return subparsers.add_parser(name, help=help, description=description, epilog=examples_epilog(examples),
-                                 formatter_class=HelpFormatter, **kwargs)
+                                 formatter_class=HelpFormatter, allow_abbrev=False, **kwargs)
 
 
 def key_value(text: str) -> tuple[str, Any]:
