@@ -14,6 +14,7 @@ import sys
 from headgeom import __version__
 from headgeom.commands.analyze import add_parser as add_analyze
 from headgeom.commands.checkpoint import add_parser as add_checkpoint
+from headgeom.commands.data import add_parser as add_data
 from headgeom.commands.eval import add_parser as add_eval
 from headgeom.commands.heads import add_parser as add_heads
 from headgeom.commands.hessian import add_hessian, add_version
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze(sub)
     add_checkpoint(sub)
     add_released(sub)
+    add_data(sub)
     add_heads(sub)
     return p
 
