@@ -3,7 +3,8 @@
 Every parser lives in :mod:`headgeom.commands` and imports no torch; a command's work is imported
 when it runs. :func:`main` is the one error boundary: the outputs a command declares are checked
 before any work, and user errors (bad values, missing or unwritable files, a full disk) end as
-one line on stderr with exit status 2.
+one line on stderr with exit status 2. While a command runs, the INFO messages of the libraries it
+drives stay off the console unless ``--verbose`` (:mod:`headgeom.commands.verbosity`).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from headgeom.commands.outputs import check_output, os_error_message
 from headgeom.commands.released import add_parser as add_released
 from headgeom.commands.reproduce import add_reproduce, add_theory
 from headgeom.commands.train import add_parser as add_train
+from headgeom.commands.verbosity import third_party_logs, verbose_requested
 
 __all__ = ["build_parser", "main"]
 
@@ -75,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for out in outputs:  # before any work: a bad --out fails now, not after an hour
             check_output(out)
-        return args.func(args)
+        with third_party_logs(verbose_requested(getattr(args, "verbose", False))):
+            return args.func(args)
     except OSError as err:  # FileNotFoundError, PermissionError, a full disk, ...
         print(f"headgeom {args.command}: error: {os_error_message(err, outputs)}", file=sys.stderr)
         return 2

@@ -31,6 +31,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         f"layouts under --data-dir DIR, else ${ENV}, else ~/.cache/headgeom/data; `fetch` downloads one there "
         "(md5 checked, extracted with every member vetted, renamed into place only when complete). `shapes` is "
         "generated in memory and needs nothing; `imagefolder` reads your own folder (--data-dir).",
+        group=True,
         examples=["headgeom data fetch cifar10",
                   "headgeom data fetch cifar100 --data-dir ~/data"])
     sub = p.add_subparsers(dest="data_command", metavar="ACTION")

@@ -26,6 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "pinned to one upstream commit with the sha256 of every file. `fetch` downloads them, `check` "
         f"verifies a copy. Commands that read them take --released DIR or ${ENV}. Pickled files are "
         "read without executing pickled code. Exit status 2 for a missing, damaged or refused file.",
+        group=True,
         examples=["headgeom released fetch ~/released",
                   "headgeom released check ~/released",
                   f"headgeom released check                 # the copy at ${ENV}"])
