@@ -8,13 +8,10 @@ from . import Command
 from .options import add_command
 from .outputs import Output
 
-__all__ = ["FETCHABLE", "FETCH_COMMAND", "add_parser"]
+__all__ = ["FETCHABLE", "add_parser"]
 
 FETCHABLE = ("cifar10", "cifar100")
 """The datasets with an official archive to fetch (headgeom.data.download.CIFAR_ARCHIVES' names)."""
-
-FETCH_COMMAND = "headgeom data fetch"
-"""What the messages of a missing dataset name (headgeom.data.cifar)."""
 
 ENV = "HEADGEOM_DATA"  # headgeom.data.download.DATA_ENV_VAR (this module imports no torch)
 

@@ -24,6 +24,7 @@ from headgeom.report.markdown import (config_table, distinct_settings, environme
                                       home_claim, measured_parts, run_text, setting_text, summary_note, verdict_parts,
                                       warnings)
 from headgeom.report.ood import ood_text
+from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, claim_line, natural_key, source_parts
 
 __all__ = ["render_html", "source_key", "write_html"]
@@ -149,7 +150,8 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
     preset, seeds = results.get("preset"), results.get("seeds")
     groups = by_claim(claims)
     homes = {eid: home_claim(eid, claims) for eid in exps}
-    out = ["<h1>headgeom: claims report</h1>",
+    notice = released_notice(results)
+    out = ["<h1>headgeom: claims report</h1>", *([f'<p class="warn">{inline(notice)}</p>'] if notice else []),
            f"<p>Produced by <code>{text(results.get('command', 'headgeom reproduce'))}</code> (finished "
            f"{text(results.get('finished', '?'))}); preset <strong>{text(preset)}</strong>; seeds: "
            + (f"{text(seeds)} (--seeds)" if seeds is not None else "each experiment's preset default") + ".</p>"]

@@ -19,6 +19,7 @@ from headgeom.claims.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
 from headgeom.claims.estimates import SPREAD_KIND, format_estimate
 from headgeom.claims.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
 from headgeom.report.ood import ood_text
+from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
 
 DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.claims.estimates.measured: not repeated per value
@@ -333,7 +334,8 @@ def render_report(results: dict[str, Any]) -> str:
     exps = results.get("experiments", {})
     claims = results.get("claims", [])
     seeds = results.get("seeds")
-    lines = ["# headgeom: claims report", "",
+    notice = released_notice(results)
+    lines = ["# headgeom: claims report", "", *([notice, ""] if notice else []),
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
