@@ -4,7 +4,6 @@ option or a variable: `--released DIR`, else $HEADGEOM_RELEASED, else $XDG_CACHE
 from a synthetic copy (tests/released_copy.py) and from the real one when $HEADGEOM_RELEASED names it."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import shutil
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from released_copy import write_copy
+from released_copy import Response, write_copy
 import headgeom.released.cli as released_cli
 from headgeom.cli import main
 from headgeom.released.manifest import (MANIFEST, RELEASED_ENV, ReleasedFileError, default_released_dir,
@@ -73,19 +72,11 @@ def test_a_copy_a_fetch_left_half_way_says_how_to_finish_it(cache, capsys, monke
     assert err.count("\n") == 1 and "1 of 20 released files missing or bad" in err
 
 
-class _Response(io.BytesIO):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def test_fetch_without_a_folder_fills_the_cache_folder(cache, tmp_path, capsys, monkeypatch):
     copy = write_copy(tmp_path / "upstream")
     monkeypatch.setattr(released_cli, "MANIFEST", copy.manifest)
     served = {copy.manifest.url(p): (copy.root / p).read_bytes() for p in copy.manifest.paths}
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: _Response(served[url]))
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: Response(served[url]))
     assert main(["released", "fetch", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert f"20 file(s) downloaded, 0 already intact, in {cache}; headgeom reproduce finds it there" in out
