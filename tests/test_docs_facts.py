@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -82,3 +83,60 @@ def test_the_check_tells_continuous_integration_from_confidence_intervals():
         assert INFRASTRUCTURE.search(infra), infra
     for statistics in ("the 95% CI of the selectivity", "kept beside it with its CI", "supported if the CI excludes 0"):
         assert not INFRASTRUCTURE.search(statistics), statistics
+
+
+# ----------------------------------------------------------------------------- what the README's commands cost
+spec = importlib.util.spec_from_file_location("costs", ROOT / "tools" / "costs.py")
+costs = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(costs)
+NOT_COSTED = ("apt-get update",)
+"""README commands without a row: the optional system packages (root and a network; not timed here)."""
+
+
+def test_the_readme_quotes_the_cost_of_each_command_it_shows_from_benchmarks():
+    rows = costs.cost_rows((ROOT / "BENCHMARKS.md").read_text(encoding="utf-8"))
+    assert {"headgeom hessian", "headgeom train", "headgeom reproduce", "python -m pytest -q"} <= {
+        " ".join(c.split()[:2]) if c.startswith("headgeom") else c for c in rows}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for lines, after in costs.readme_blocks(readme):
+        for line in lines:
+            if line.startswith(NOT_COSTED):
+                continue
+            command = costs.row_of(line, rows)
+            assert command is not None, f"README shows `{line}` but BENCHMARKS.md's costs table has no row for it"
+            assert costs.quote(rows[command]) in after, (
+                f"README: under `{command}`, the quote of BENCHMARKS.md's costs table (`python tools/costs.py quote` "
+                f"writes it):\n{costs.quote(rows[command])}")
+    assert costs.with_quotes(readme, rows) == readme  # nothing the tool would change
+
+
+TABLE = (f"x\n{costs.HEADING}\n\n| command | wall | peak memory | CPU | machine | measured |\n"
+         "|---|---|---|---|---|---|\n| `headgeom hessian --x 1` | 14 s | 0.90 GiB | 13 s | quiet | 2026-12-08, abc |\n\n"
+         "## next\n")
+
+
+def test_the_costs_tool_reads_the_table_and_rewrites_a_stale_quote():
+    rows = costs.cost_rows(TABLE)
+    assert rows == {"headgeom hessian --x 1": {"wall": "14 s", "memory": "0.90 GiB", "cpu": "13 s", "machine": "quiet",
+                                               "measured": "2026-12-08, abc"}}
+    stale = "# t\n\n```bash\nheadgeom hessian --x 1   # a comment\n```\n\nCost on two cores: 2 min wall (x).\n\nnext\n"
+    (lines, after), = costs.readme_blocks(stale)
+    assert lines == ["headgeom hessian --x 1"] and costs.quote(rows["headgeom hessian --x 1"]) not in after
+    fresh = costs.with_quotes(stale, rows)
+    assert fresh == ("# t\n\n```bash\nheadgeom hessian --x 1   # a comment\n```\n\n"
+                     f"{costs.quote(rows['headgeom hessian --x 1'])}\n\nnext\n")
+    assert costs.with_quotes(fresh, rows) == fresh
+    new = costs.write_row(TABLE, "headgeom hessian --x 1", {**rows["headgeom hessian --x 1"], "wall": "12 s"})
+    assert costs.cost_rows(new)["headgeom hessian --x 1"]["wall"] == "12 s" and new.endswith("## next\n")
+
+
+def test_a_gnu_time_report_becomes_a_row():
+    report = ("\tUser time (seconds): 90.22\n\tSystem time (seconds): 2.31\n"
+              "\tElapsed (wall clock) time (h:mm:ss or m:ss): 4:54.67\n\tMaximum resident set size (kbytes): 1961044\n")
+    measured = costs.time_report(report)
+    assert measured["wall"] == pytest.approx(294.67) and measured["cpu"] == pytest.approx(92.53)
+    assert measured["memory"] == 1961044 * 1024
+    assert costs.row(measured, [4.59, 10.27], "abc", "2026-12-07") == {
+        "wall": "4 min 55 s", "memory": "1.87 GiB", "cpu": "1 min 33 s",
+        "machine": "shared machine, load 4.6–10.3: to retake on a quiet one", "measured": "2026-12-07, abc"}
+    assert costs.row(measured, [0.3, 1.9], "abc", "d")["machine"] == "quiet machine, load ≤ 1.9"

@@ -20,7 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT_FOLDERS = ("src", "tools", "benchmarks")
 
 
-def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+Parsers = list[tuple[tuple[str, ...], argparse.ArgumentParser]]
+
+
+def walk(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Parsers:
     """``parser`` and every sub-command parser below it, with the words that reach each."""
     found = [(path, parser)]
     for action in parser._actions:
@@ -99,7 +102,8 @@ def _argument_parsers(path: Path) -> list[tuple[int, bool]]:
     """(line, whether allow_abbrev=False is passed) of every ``ArgumentParser(...)`` call in ``path``."""
     calls = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "ArgumentParser":
+        name = getattr(node, "func", None) and getattr(node.func, "attr", getattr(node.func, "id", None))
+        if isinstance(node, ast.Call) and name == "ArgumentParser":
             off = any(k.arg == "allow_abbrev" and isinstance(k.value, ast.Constant) and k.value.value is False
                       for k in node.keywords)
             calls.append((node.lineno, off))

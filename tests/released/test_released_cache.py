@@ -62,8 +62,9 @@ def test_a_fetched_copy_is_found_after_the_option_and_the_variable(cache, tmp_pa
 def test_a_copy_a_fetch_left_half_way_says_how_to_finish_it(cache, capsys, monkeypatch):
     copy = write_copy(cache)
     (cache / MANIFEST.files[3].path).unlink()
-    with pytest.raises(ReleasedFileError, match=r"incomplete \(1 of 20 pinned files missing, first "
-                                               rf"{MANIFEST.files[3].path}\): finish it with `headgeom released fetch`"):
+    first = MANIFEST.files[3].path
+    with pytest.raises(ReleasedFileError, match=rf"incomplete \(1 of 20 pinned files missing, first {first}\): "
+                                                r"finish it with `headgeom released fetch`"):
         resolve_released_dir()
     monkeypatch.setattr(released_cli, "MANIFEST", copy.manifest)
     assert main(["released", "check"]) == 2  # check shows the copy's table, the missing file in it

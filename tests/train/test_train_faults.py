@@ -210,12 +210,12 @@ def test_a_second_ctrl_c_mid_step_stops_at_once_and_leaves_a_folder_that_resumes
     step = SignalInStep(monkeypatch, capfd, at=7, times=2)  # step 7 updated the parameters, wrote nothing yet
     with torch_one_thread(), default_sigint():
         code = main(["train", *TINY, *EPOCHS, "--out", str(run)])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler from before, put back
     last = run / "checkpoints" / "last.pt"
     assert step.said_during_step == "headgeom train: stopping after step 7 (Ctrl-C); Ctrl-C again to stop now\n"
     assert code == 130 and _one_line(capfd.readouterr().err) == (
         f"headgeom train: stopped at once during step 7 (Ctrl-C again); its checkpoint of step 4 ({last}) is intact: "
         f"continue with: headgeom train --resume --out {run}")
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
     assert load_checkpoint(last)["step"] == 4 and sorted(p.name for p in last.parent.iterdir()) == ["last.pt"]
     assert [r["step"] for r in _lines(run)] == list(range(1, 7)) and not (run / "done.json").exists()
 
