@@ -89,7 +89,10 @@ def worker(case: str, scale: int, n: int, reps: int, naive_samples: int) -> dict
     from torch.func import hessian
 
     from headgeom.geometry import effective_hessian
-    from headgeom.geometry.mlp_sandwich import block_costs
+    try:
+        from headgeom.geometry.engine.sandwich import block_costs
+    except ImportError:  # a --before tree from before geometry/ had its engine, layers and linalg rooms
+        from headgeom.geometry.engine.sandwich import block_costs
 
     head, loss, per_sample, z = problem(case, scale, n)
     load0 = os.getloadavg()[0]

@@ -31,7 +31,7 @@ import torch
 from torch.func import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss, dino_pair
 

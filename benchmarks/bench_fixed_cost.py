@@ -52,7 +52,7 @@ def cache_kw() -> dict:
     """``effective_hessian`` keywords for repeated calls on one head: ``cache=HeadCache()``, or nothing
     for a ``--before`` tree older than HeadCache (its module-level cache reused the head by itself)."""
     try:
-        from headgeom.geometry.head_cache import HeadCache
+        from headgeom.geometry import HeadCache
     except ImportError:
         return {}
     return {"cache": HeadCache()}

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from headgeom.geometry.readings import READINGS
+from headgeom.geometry.engine.readings import READINGS
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, Updates
 
 __all__ = ["HEFF_FIELDS", "OPERATOR_ONLY", "STATISTICS", "TRAIN_KEYS", "UPDATES", "tag", "table_markdown", "tagged"]

@@ -86,7 +86,7 @@ def test_the_vocabulary_matches_the_registries():
     from headgeom.backbones.registry import BACKBONES
     from headgeom.data.registry import DATASETS
     from headgeom.experiments.registry import EXPERIMENTS, PRESETS, load_all
-    from headgeom.geometry.readings import READINGS
+    from headgeom.geometry.engine.readings import READINGS
     from headgeom.heads import HEAD_PRESETS
     from headgeom.heads.activations import ACTIVATIONS, ALIASES
     from headgeom.methods.registry import METHODS

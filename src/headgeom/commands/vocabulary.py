@@ -14,7 +14,7 @@ BACKBONES = ("resnet18", "resnet50", "vit_tiny", "vit_small")
 DATASETS = ("cifar10", "cifar100", "shapes", "imagefolder")
 # headgeom.objectives.registry.OBJECTIVES
 OBJECTIVES = ("mse", "negative_cosine", "nt_xent", "info_nce", "vicreg", "barlow_twins", "dino")
-# headgeom.geometry.readings.READINGS
+# headgeom.geometry.engine.readings.READINGS
 READINGS = ("ambient", "tangential")
 # headgeom.train.optim.OPTIMIZERS and headgeom.train.schedules.SCHEDULES
 OPTIMIZERS = ("sgd", "adam", "adamw", "lars")

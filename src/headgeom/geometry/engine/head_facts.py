@@ -1,10 +1,10 @@
 """What the engine derives from an analysis copy's weights alone, kept as long as the copy.
 
-A :class:`~headgeom.geometry.head_function.PreparedHead` carries one :class:`HeadFacts`: its
-discovered, affine-folded chain (:mod:`headgeom.geometry.discovery`; a traced chain per input
+A :class:`~headgeom.geometry.engine.head_function.PreparedHead` carries one :class:`HeadFacts`: its
+discovered, affine-folded chain (:mod:`headgeom.geometry.engine.discovery`; a traced chain per input
 shape, since a forward may read the shape) and the chain's shared weight products
-(:class:`~headgeom.geometry.mlp_sandwich.ChainProducts`). They are derived on first use and live
-with the copy, which a :class:`~headgeom.geometry.head_cache.HeadCache` hands out again only
+(:class:`~headgeom.geometry.engine.sandwich.ChainProducts`). They are derived on first use and live
+with the copy, which a :class:`~headgeom.geometry.engine.head_cache.HeadCache` hands out again only
 while the head's weights are unchanged; a call without a cache gets a fresh copy and fresh facts.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from torch import Tensor, nn
 
 from .discovery import Discovery, discover
-from .mlp_sandwich import ChainProducts, chain_products
-from .mlp_structure import fuse_affine_runs
+from .sandwich import ChainProducts, chain_products
+from .chain import fuse_affine_runs
 
 
 @dataclass(eq=False)
@@ -36,7 +36,7 @@ class HeadFacts:
         return found
 
     def chain_products(self, layers: list[nn.Module], d: int, like: Tensor) -> ChainProducts:
-        """The chain's shared products (:func:`~headgeom.geometry.mlp_sandwich.chain_products`)."""
+        """The chain's shared products (:func:`~headgeom.geometry.engine.sandwich.chain_products`)."""
         if self.products is None:
             self.products = chain_products(layers, d, like)
         return self.products

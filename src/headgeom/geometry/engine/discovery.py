@@ -1,6 +1,6 @@
 """Structure discovery: the chain of registered layers a head's forward computes, or why there is none.
 
-Two front ends produce the same chain of :mod:`headgeom.geometry.layer_rules`:
+Two front ends produce the same chain of :mod:`headgeom.geometry.layers.registry`:
 
 - ``sequential``: an ``nn.Sequential`` (nested too) whose every child has a rule is its children in
   order (its forward is that chain by definition);
@@ -14,7 +14,7 @@ Two front ends produce the same chain of :mod:`headgeom.geometry.layer_rules`:
 
 What is not a chain is analysed by the generic exact path, with the reason in ``eh.info()``
 ("discovered_by"). The engine checks that the discovered chain reproduces the head's output before
-using it (:func:`headgeom.geometry.analysis_facts.verified_chain`).
+using it (:func:`headgeom.geometry.engine.analysis_facts.verified_chain`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import torch
 import torch.fx as fx
 from torch import nn
 
-from .layer_rules import FUNCTION_RULES, NotAChain, rule_for_module
+from ..layers.registry import FUNCTION_RULES, NotAChain, rule_for_module
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,13 @@
 
 :func:`measure_facts` measures, in this order: the head output u = h(z) and the residual gradient
 ρ = ∇_u L (both checked finite; ρ by plain autograd, :func:`residual_gradient`); the head's chain (discovered and folded once per analysis copy,
-:class:`~headgeom.geometry.head_facts.HeadFacts`) and the guard that it reproduces u on the first
+:class:`~headgeom.geometry.engine.head_facts.HeadFacts`) and the guard that it reproduces u on the first
 rows; whether the head is row-wise (a verified chain is, by construction) and whether the loss
 Hessian is block-diagonal over samples (a declared form is checked against the exact HVP, which is
 the probe too). What only some queries need is measured on first use and then kept, each a
 ``cached_property`` named in ``LAZY_FACTS``: the loss's declared, checked or discovered curvature,
 its declared coupled blocks, the HVP closures of the operator path and the operand scale.
-The strategies (:mod:`headgeom.geometry.block_strategies`, :mod:`headgeom.geometry.operator_path`)
+The strategies (:mod:`headgeom.geometry.engine.block_strategies`, :mod:`headgeom.geometry.engine.operator_path`)
 read these facts and never write them.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from headgeom.objectives.declared import AnalysisLoss
 from .head_function import PreparedHead, is_row_wise, non_finite_count
 from .loss_curvature import LowRankCurvature, coupled_blocks_for, curvature_for
 from .loss_discovery import discover_curvature, is_block_diagonal
-from .mlp_sandwich import ChainProducts, chain_output
+from .sandwich import ChainProducts, chain_output
 from .operand_scale import OperandScale, measure_operand_scale
 from .readings import hvp_fn, loss_hvp
 
@@ -103,7 +103,7 @@ class AnalysisFacts:
     @cached_property
     def loss_curvature(self) -> tuple[LowRankCurvature | None, str]:
         """The separable loss's blocks in low-rank form and where they come from: declared
-        (checked), else discovered (verified, :mod:`headgeom.geometry.loss_discovery`) when the
+        (checked), else discovered (verified, :mod:`headgeom.geometry.engine.loss_discovery`) when the
         settings allow, else (None, "hvp")."""
         curv, how = self.declared_curvature, "declared-curvature"
         if curv is None and self.settings.discover_structure and self.separable_loss:
@@ -127,13 +127,13 @@ class AnalysisFacts:
 
     @cached_property
     def operand_scale(self) -> OperandScale:
-        """S = 1.1 · max_i ‖A_i‖₂ ‖J_i‖₂² (:mod:`headgeom.geometry.operand_scale`)."""
+        """S = 1.1 · max_i ‖A_i‖₂ ‖J_i‖₂² (:mod:`headgeom.geometry.engine.operand_scale`)."""
         return measure_operand_scale(self.head.fn, self.z, self.u, self.loss, self.row_wise_head, self.separable_loss)
 
 
 def residual_gradient(loss: AnalysisLoss, u: Tensor) -> Tensor:
     """ρ = ∇_u L at u by torch.autograd (no torch.func: see
-    :func:`headgeom.geometry.readings.autograd_loss_hvp`); a loss constant in u has ρ = 0."""
+    :func:`headgeom.geometry.engine.readings.autograd_loss_hvp`); a loss constant in u has ρ = 0."""
     with torch.enable_grad():
         x = u.detach().requires_grad_(True)
         value = loss(x)
@@ -183,7 +183,7 @@ def measure_facts(head: PreparedHead, loss: AnalysisLoss, z: Tensor, settings: S
     declared = loss.hessian_structure is not None
     if n < 2 or declared:
         separable = True
-    else:  # ⌈log₂ N⌉ batched probes separate every pair of rows (headgeom.geometry.loss_discovery)
+    else:  # ⌈log₂ N⌉ batched probes separate every pair of rows (headgeom.geometry.engine.loss_discovery)
         separable = is_block_diagonal(loss_hvp(loss, u, settings.reading), u)
     facts = AnalysisFacts(head, loss, z, settings, u, rho, layers, discovered_by, row_wise, separable)
     if declared and n >= 2:

@@ -9,7 +9,7 @@ Conventions (docs/paper.md §4):
 - Dense and block spectra are computed in float64 (pitfall 2), whatever the input dtype.
 - floor = rel_floor · max|λ|, or rel_floor · max(max|λ|, S) when the caller passes the scale S of
   the operands the matrix was summed from (``scale=``; for G and H_eff the engine's
-  ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`): a result that is tiny because large
+  ``operand_scale()``, :mod:`headgeom.geometry.engine.operand_scale`): a result that is tiny because large
   terms cancelled carries round-off of order eps · S, not eps · max|λ|. An eigenvalue counts as
   negative only if λ < −floor, as zero if |λ| ≤ floor. The default rel_floor = 1e-10 sits far above float64 roundoff of a symmetric
   eigensolver (~n · 1e-16 · max|λ|), so a −1e-16 eigenvalue beside order-1 ones is zero, and far
@@ -29,8 +29,8 @@ import torch
 from torch import Tensor
 
 from headgeom.io import json_safe
-from headgeom.geometry.lanczos import LanczosResult, lanczos_extremes
-from headgeom.geometry.operators import as_operator, check_symmetric
+from headgeom.geometry.linalg.lanczos import LanczosResult, lanczos_extremes
+from headgeom.geometry.linalg.operators import as_operator, check_symmetric
 
 __all__ = ["Spectrum", "spectrum"]
 
@@ -162,7 +162,7 @@ def _summary(v: Tensor) -> dict[str, float | int | None]:
 
 def _check_dense(x: Tensor, name: str, scale: float | None = None) -> Tensor:
     """Validate an (n, n) or (N, d, d) tensor; return its float64 symmetrised copy (symmetry to
-    round-off of max(max|x|, scale): :func:`headgeom.geometry.operators.check_symmetric`)."""
+    round-off of max(max|x|, scale): :func:`headgeom.geometry.linalg.operators.check_symmetric`)."""
     if not x.dtype.is_floating_point:
         raise TypeError(f"{name} must be a floating tensor, got {x.dtype}.")
     if x.ndim not in (2, 3) or x.shape[-1] != x.shape[-2] or x.numel() == 0:

@@ -15,7 +15,7 @@ including ReLU (σ'' = 0) and thresholded softplus.
 
 LayerNorm and L2-normalisation (DINO's bottleneck) are row-wise nonlinearities with dense but
 low-rank-structured J and ∇²: their term is A_lᵀ ∇²⟨g_l, y_l⟩ A_l, in closed form from
-:mod:`headgeom.geometry.norm_structure`. A weight-normed Linear is a Linear with W = g·V/‖V‖.
+:mod:`headgeom.geometry.layers.row_norm`. A weight-normed Linear is a Linear with W = g·V/‖V‖.
 
 Jacobians are kept transposed, Jt_i = J_iᵀ of shape (d, width), so that a Linear layer is one
 large matrix product (s·d, w_in) @ (w_in, w_out) for a chunk of s samples.
@@ -29,16 +29,16 @@ from torch import Tensor, nn
 from torch.nn.utils.weight_norm import WeightNorm
 
 from .discovery import discover
-from .layer_rules import fixed_linear
-from .norm_structure import ChannelAffine, RowNorm, row_norm_pass
-from .weighted_gram import symmetric_bmm
+from ..layers.registry import fixed_linear
+from ..layers.row_norm import ChannelAffine, RowNorm, row_norm_pass
+from ..linalg.weighted_gram import symmetric_bmm
 
 def flatten_layers(module: nn.Module, input_shape: tuple[int, ...] | None = None) -> list[nn.Module] | None:
     """The layers of a chain head in forward order, or None if it is not such a chain.
 
-    Found by :func:`headgeom.geometry.discovery.discover` (an nn.Sequential walked, any other
+    Found by :func:`headgeom.geometry.engine.discovery.discover` (an nn.Sequential walked, any other
     module's forward traced; ``input_shape`` is the batch's, for forwards that check it) from the
-    rules of :mod:`headgeom.geometry.layer_rules`: a LayerNorm over the last dim becomes
+    rules of :mod:`headgeom.geometry.layers.registry`: a LayerNorm over the last dim becomes
     RowNorm("ln") followed by its γ, β as a ChannelAffine; L2-normalisation becomes RowNorm("l2");
     a weight-normed Linear (either torch API) is a Linear whose weight is read as g·V/‖V‖
     (:func:`effective_weight`). The caller checks numerically that the chain reproduces the head's output.

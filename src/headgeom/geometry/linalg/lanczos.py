@@ -28,7 +28,7 @@ import torch
 from scipy.linalg import eigh_tridiagonal
 from torch import Tensor
 
-from headgeom.geometry.operators import as_operator
+from headgeom.geometry.linalg.operators import as_operator
 
 __all__ = ["LanczosResult", "LanczosNotConvergedWarning", "lanczos_extremes"]
 

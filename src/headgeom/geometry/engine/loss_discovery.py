@@ -21,7 +21,7 @@ g_i ⊥ Q_i has H_i g_i = α_i g_i, and
 
 exactly: 3p + 1 HVPs for all samples, in two batched calls (:func:`discover_curvature`). When k ≤ 2p the blocks
 themselves come from k HVPs (Q_i = I, α_i = 0). The result is a
-:class:`headgeom.geometry.loss_curvature.LowRankCurvature`, the form a declaration takes, and
+:class:`headgeom.geometry.engine.loss_curvature.LowRankCurvature`, the form a declaration takes, and
 like a declaration it is used only after it reproduces the exact HVP on fresh random tangents
 on every row (:func:`reproduces`). A per-sample Hessian that is not a scaled identity plus rank
 ≤ p (a softmax cross-entropy's diag(p) − ppᵀ) fails that check, and the engine keeps its HVP path.
@@ -71,7 +71,7 @@ def reproduces(curv: LowRankCurvature, w: Tensor, exact: Tensor) -> bool:
     """Whether ``curv`` gives the exact block-diagonal HVPs ``exact`` (T, N, k) of random tangents
     ``w`` (T, N, k) drawn independently of it, row by row, to 1e-8 relative in float64 (1e-3 in
     lower precision), the rule that declarations are checked by
-    (:mod:`headgeom.geometry.loss_curvature`)."""
+    (:mod:`headgeom.geometry.engine.loss_curvature`)."""
     tol = 1e-8 if w.dtype == torch.float64 else 1e-3
     got = torch.stack([curv.apply(wj) for wj in w])
     if not (torch.isfinite(got).all() and torch.isfinite(exact).all()):

@@ -1,7 +1,7 @@
 """Turn a user's head into a pure function z ↦ u for analysis, without ever changing the head.
 
 The head is deep-copied and cast to the analysis dtype; a caller that analyses the same head
-across calls passes a :class:`~headgeom.geometry.head_cache.HeadCache`, which hands the copy out
+across calls passes a :class:`~headgeom.geometry.engine.head_cache.HeadCache`, which hands the copy out
 again while the head is unchanged (checked on every call). BatchNorm layers keep the mode they
 were given: in eval mode they use their running statistics (a row-wise affine map); in train
 mode they use batch statistics (coupling the samples), and the copy stops tracking running

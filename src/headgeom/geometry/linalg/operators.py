@@ -25,7 +25,7 @@ def check_symmetric(A: Tensor, name: str = "A", rtol: float | None = None, scale
     Tolerance: max|A − Aᵀ| ≤ rtol · max(max|A|, scale) per matrix, with rtol = max(1e-8, 10 ·
     eps(dtype)) by default (1e-8 for float64; float32 roundoff alone exceeds 1e-8). ``scale``: the
     size of the operands A was summed from, when A is small by cancellation (the pullback metric
-    under the tangential reading, :mod:`headgeom.geometry.operand_scale`): its round-off asymmetry is
+    under the tangential reading, :mod:`headgeom.geometry.engine.operand_scale`): its round-off asymmetry is
     of order eps · scale, not eps · max|A|.
     """
     if rtol is None:

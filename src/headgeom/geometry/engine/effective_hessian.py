@@ -12,11 +12,11 @@ M is computed from the head's second derivatives contracted with ρ, never as H_
 that H_eff = G + M is a check rather than a definition.
 
 Shape: :func:`effective_hessian` prepares the head (an analysis copy, reused through a
-:class:`~headgeom.geometry.head_cache.HeadCache` when the caller passes one) and measures the
-facts (:mod:`headgeom.geometry.analysis_facts`); an :class:`EffectiveHessian` holds them, frozen,
-and answers queries through the strategies: per-sample blocks (:mod:`headgeom.geometry.block_dispatch`,
-:mod:`headgeom.geometry.block_strategies`), matvecs and dense matrices
-(:mod:`headgeom.geometry.operator_path`).
+:class:`~headgeom.geometry.engine.head_cache.HeadCache` when the caller passes one) and measures the
+facts (:mod:`headgeom.geometry.engine.analysis_facts`); an :class:`EffectiveHessian` holds them, frozen,
+and answers queries through the strategies: per-sample blocks (:mod:`headgeom.geometry.engine.block_dispatch`,
+:mod:`headgeom.geometry.engine.block_strategies`), matvecs and dense matrices
+(:mod:`headgeom.geometry.engine.operator_path`).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from .block_dispatch import PARTS, Rows, block_path, compute_blocks, rows_index
 from .head_cache import HeadCache
 from .head_function import HeadFn, prepare_head
 from .operand_scale import OperandScale
-from .operators import SymmetricOperator
+from ..linalg.operators import SymmetricOperator
 from .precision import measured_error
 from .readings import READINGS, Loss, check_reading
 
@@ -103,7 +103,7 @@ class EffectiveHessian:
 
     @cached_property
     def precision(self) -> dict:
-        """The measured error against float64 (headgeom.geometry.precision), once."""
+        """The measured error against float64 (headgeom.geometry.engine.precision), once."""
         if self.source is None:
             return {"measured": False, "why": "built without effective_hessian()"}
         head, z = self.source
@@ -114,7 +114,7 @@ class EffectiveHessian:
 
     def operand_scale(self) -> OperandScale:
         """S = 1.1 · max_i ‖A_i‖₂ ‖J_i‖₂² (A_i the ambient loss-Hessian block, J_i the head Jacobian),
-        the operand-relative reference of the sign floor (:mod:`headgeom.geometry.operand_scale`), once."""
+        the operand-relative reference of the sign floor (:mod:`headgeom.geometry.engine.operand_scale`), once."""
         return self.facts.operand_scale
 
     # ------------------------------------------------------------------ blocks
@@ -141,7 +141,7 @@ class EffectiveHessian:
     def block_path(self, part: str = "H") -> str:
         """The path a block query of ``part`` takes: "H" (blocks, decomposed_blocks), "G"
         (gauss_newton_blocks) or "M" (interaction_blocks); the same for every ``rows``.
-        See :func:`headgeom.geometry.block_dispatch.plan` for the paths."""
+        See :func:`headgeom.geometry.engine.block_dispatch.plan` for the paths."""
         if part not in PARTS:
             raise ValueError(f"part must be one of {sorted(PARTS)}; got {part!r}")
         return block_path(self.facts, part)
@@ -221,23 +221,23 @@ def effective_hessian(
             its Hessian (checked against exact HVPs before use); a plain callable declares none.
         z: (N, d) representation batch.
         reading: loss-Hessian reading for G: "ambient" or "tangential" (see
-            :mod:`headgeom.geometry.readings`).
+            :mod:`headgeom.geometry.engine.readings`).
         dtype: analysis dtype: float64 by default (on every device); float32 is faster (on a GPU much
             faster), and its error against float64, measured on the same problem, is reported in
-            ``info()["precision"]`` (:mod:`headgeom.geometry.precision`); None keeps z's dtype.
+            ``info()["precision"]`` (:mod:`headgeom.geometry.engine.precision`); None keeps z's dtype.
         max_dense: largest N·d for which ``dense()``, ``gauss_newton()`` and ``interaction()``
             build a matrix.
         chunk_size: samples per chunk in the block path (memory vs speed).
         block_strategy: for MLP heads under separable losses, "sandwich" (blocks formed at the
-            last activation's width, :mod:`headgeom.geometry.mlp_sandwich`), "jacobian" (J
-            propagated to the output, :mod:`headgeom.geometry.mlp_structure`) or "auto" (the
+            last activation's width, :mod:`headgeom.geometry.engine.sandwich`), "jacobian" (J
+            propagated to the output, :mod:`headgeom.geometry.engine.chain`) or "auto" (the
             cheaper by a FLOP count). Every strategy is exact; the one used is in ``info()``.
         discover_structure: for a separable loss that declares no Hessian form, find its
             per-sample blocks as a scaled identity plus low rank from a few batched HVPs and
-            verify them exactly (:mod:`headgeom.geometry.loss_discovery`) so that the sandwich
+            verify them exactly (:mod:`headgeom.geometry.engine.loss_discovery`) so that the sandwich
             needs no further loss HVPs; False keeps one loss HVP per sandwich column (the
             result is the same to round-off either way).
-        cache: a :class:`~headgeom.geometry.head_cache.HeadCache` owned by a caller that analyses
+        cache: a :class:`~headgeom.geometry.engine.head_cache.HeadCache` owned by a caller that analyses
             the same head across calls (a tracker): the head's analysis copy, its discovered chain
             and kept weight products are reused while the head is unchanged (checked at every
             call); None (the default) copies the head afresh.

@@ -5,7 +5,7 @@ ambient per-sample block of ∇²_u L (before any reading's projection) and J_i 
 z_i. When those terms cancel (the tangential reading P_i A_i P_i of a head whose Jacobian maps almost
 onto the radial direction û_i, so P_i J_i ≈ 0) the result is tiny and carries round-off of order
 eps · S, far above eps · max|λ(G)|. A sign floor relative to the result alone then counts that
-round-off as curvature; :func:`headgeom.geometry.spectrum.spectrum` takes ``scale=S`` so that the
+round-off as curvature; :func:`headgeom.geometry.spectrum` takes ``scale=S`` so that the
 floor is rel_floor · max(max|λ|, S) (docs/paper.md §4 pitfall 2).
 
 S covers G's operands only. M = Σ_i ρ_i ∇²_z h_i is computed from the head's second derivatives

@@ -1,10 +1,10 @@
 """Which strategy computes a block query, decided from the analysis's facts alone.
 
 A query of the per-sample diagonal blocks of H_eff, G or M is dispatched by the head and the loss
-(:class:`~headgeom.geometry.analysis_facts.AnalysisFacts`): row-wise head and separable loss: the
-sandwich (an MLP chain, when the FLOP count of :func:`~headgeom.geometry.mlp_sandwich.block_costs`
+(:class:`~headgeom.geometry.engine.analysis_facts.AnalysisFacts`): row-wise head and separable loss: the
+sandwich (an MLP chain, when the FLOP count of :func:`~headgeom.geometry.engine.sandwich.block_costs`
 and memory allow) or the Jacobian strategy; row-wise head and coupled loss: the rows strategy; a
-head that couples samples: the coupled-matvecs strategy (:mod:`headgeom.geometry.block_strategies`).
+head that couples samples: the coupled-matvecs strategy (:mod:`headgeom.geometry.engine.block_strategies`).
 :func:`plan` is the pure decision, :func:`compute_blocks` runs it and returns the path taken.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from torch import Tensor
 from .analysis_facts import AnalysisFacts
 from .block_strategies import coupled_head_blocks, coupled_loss_blocks, separable_blocks
 from .loss_curvature import LowRankCurvature
-from .mlp_sandwich import block_costs, is_linear_chain, tail_width
+from .sandwich import block_costs, is_linear_chain, tail_width
 
 SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
 PARTS = {"H": (True, True), "G": (True, False), "M": (False, True)}

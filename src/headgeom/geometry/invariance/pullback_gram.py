@@ -1,7 +1,7 @@
 """The head's pullback metric per sample, G(z) = J_hᵀJ_h (d × d), through its last Linear layer.
 
 It is the Fisher information the head output carries about z under y = h(z) + ε, ε ~ N(0, I)
-(docs/paper.md §2 C7; headgeom.geometry.fisher). A head whose last map is linear, u = W y(z) + b
+(docs/paper.md §2 C7; headgeom.geometry.invariance.fisher). A head whose last map is linear, u = W y(z) + b
 with W (k, m), has J_h = W J_y; with the thin QR factorisation W = Q R (R (m, m), formed once),
 
     G(z) = J_yᵀ WᵀW J_y = (R J_y)ᵀ (R J_y),
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from headgeom.geometry.fisher import per_sample_jacobian
+from headgeom.geometry.invariance.fisher import per_sample_jacobian
 from headgeom.heads import ProjectionHead
 
 __all__ = ["PullbackGram", "pullback_gram"]

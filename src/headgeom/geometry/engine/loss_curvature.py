@@ -18,7 +18,7 @@ A loss declares its form as an :class:`headgeom.objectives.AnalysisLoss` whose
 to the MSE and cosine losses). The engine
 then needs no loss-Hessian products at all: W_Lᵀ [∇²L]_ii W_L = α_i W_LᵀW_L + (W_LᵀU_i) B_i (…)ᵀ.
 A declaration is never trusted blindly: :func:`curvature_for` checks it against the exact
-HVP on a random probe (reverse-over-reverse autograd, :func:`headgeom.geometry.readings.autograd_loss_hvp`)
+HVP on a random probe (reverse-over-reverse autograd, :func:`headgeom.geometry.engine.readings.autograd_loss_hvp`)
 and refuses a disagreement.
 
 A batch-coupled loss (NT-Xent: every row is a negative of every other) has no block-diagonal
@@ -37,7 +37,7 @@ from torch import Tensor
 from headgeom.objectives.declared import AnalysisLoss, as_analysis_loss
 
 from .readings import Loss, autograd_loss_hvp
-from .weighted_gram import weighted_gram
+from ..linalg.weighted_gram import weighted_gram
 
 
 @dataclass
@@ -79,7 +79,7 @@ class LowRankCurvature:
 
         w None means W = I (m = k). gram may be None when every alpha is 0 (the DINO loss).
         A declared diagonal's Wᵀ diag(δ_i) W is a weighted Gram of W for all samples at once
-        (:mod:`headgeom.geometry.weighted_gram`: row tiles of the upper triangle, no (N, m, k)
+        (:mod:`headgeom.geometry.linalg.weighted_gram`: row tiles of the upper triangle, no (N, m, k)
         temporary; ``wt`` = Wᵀ contiguous if the caller keeps it). The blocks are written into
         ``out`` (N, m, m) if given: the scaled identity part in two element-wise passes and the
         low-rank part added in place by one batched product, with no (N, m, m) temporary.

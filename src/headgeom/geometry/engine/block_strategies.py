@@ -1,8 +1,8 @@
 """Per-sample diagonal blocks of H_eff, G and M: the strategies, functions of the measured facts.
 
 - row-wise head, separable loss (block-diagonal ∇²_u L): the sandwich of
-  :mod:`headgeom.geometry.mlp_sandwich` for MLP chains, with the loss's blocks declared,
-  discovered (:mod:`headgeom.geometry.loss_discovery`) or from loss HVPs; else J_iᵀ for
+  :mod:`headgeom.geometry.engine.sandwich` for MLP chains, with the loss's blocks declared,
+  discovered (:mod:`headgeom.geometry.engine.loss_discovery`) or from loss HVPs; else J_iᵀ for
   every sample and one loss HVP per column of J carrying every sample at once ("jacobian")
   (:func:`separable_blocks`);
 - row-wise head, coupled loss: per-sample Jacobians and the loss's diagonal blocks, declared
@@ -10,8 +10,8 @@
 - batch-coupled head (train-mode BatchNorm): one H_eff matvec per basis vector e_{i,c} of the
   requested samples ("coupled-matvecs", :func:`coupled_head_blocks`).
 
-Each takes the :class:`~headgeom.geometry.analysis_facts.AnalysisFacts` (and the choice of
-:mod:`headgeom.geometry.block_dispatch`) and returns ``(G blocks, M blocks)``; every strategy is
+Each takes the :class:`~headgeom.geometry.engine.analysis_facts.AnalysisFacts` (and the choice of
+:mod:`headgeom.geometry.engine.block_dispatch`) and returns ``(G blocks, M blocks)``; every strategy is
 exact, and none writes to the facts.
 """
 from __future__ import annotations
@@ -24,10 +24,10 @@ from torch.func import hessian, jacfwd, jacrev, vmap
 
 from .analysis_facts import AnalysisFacts
 from .loss_curvature import LowRankCurvature
-from .mlp_sandwich import sandwich_blocks
-from .mlp_structure import chain_pass
+from .sandwich import sandwich_blocks
+from .chain import chain_pass
 from .operator_path import gauss_newton_matvec, interaction_matvec
-from .weighted_gram import symmetric_bmm
+from ..linalg.weighted_gram import symmetric_bmm
 
 Blocks = tuple[Tensor | None, Tensor | None]
 

@@ -1,6 +1,6 @@
 """Layer rules: what one call in a head's forward becomes in the chain the structured block path runs on.
 
-The structured passes (:mod:`headgeom.geometry.mlp_structure`, :mod:`headgeom.geometry.mlp_sandwich`)
+The structured passes (:mod:`headgeom.geometry.engine.chain`, :mod:`headgeom.geometry.engine.sandwich`)
 run on a chain of a few layer kinds: ``nn.Linear`` (weight-normed by either torch API too: its
 weight is read as g·V/‖V‖), eval-mode ``nn.BatchNorm1d``, element-wise activations (a registered
 module, or :class:`Elementwise` for one called as a function), :class:`RowNorm` (LayerNorm's
@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from headgeom.heads.activations import ACTIVATION_REGISTRY
 from headgeom.heads.build import L2Normalize
 
-from .norm_structure import ChannelAffine, RowNorm
+from .row_norm import ChannelAffine, RowNorm
 
 ModuleRule = Callable[[nn.Module], list[nn.Module]]
 FunctionRule = Callable[[tuple, dict], list[nn.Module]]

@@ -9,15 +9,15 @@ and c_l = σ_l''(a_l) ⊙ g_l (g_l the residual gradient ρ back-propagated to �
 so H_eff's block is B_iᵀ (D_i K_i D_i + diag c_L) B_i plus the earlier layers' terms: one m × m
 sandwich instead of propagating J through W_L (k × m) and forming Jᵀ(∇²L J) at width k.
 K_i costs nothing when the loss declares α_i I + U_i B_i U_iᵀ blocks
-(:mod:`headgeom.geometry.loss_curvature`); otherwise it comes from m loss HVPs and one GEMM.
+(:mod:`headgeom.geometry.engine.loss_curvature`); otherwise it comes from m loss HVPs and one GEMM.
 
 A term A_lᵀ diag(c_l) A_l whose Jacobian A_l is the same for every sample (the first Linear)
 is formed by row tiles of the upper triangle, each one GEMM over the chunk's samples: about
 half the work of per-sample products, as large matrix products
-(:mod:`headgeom.geometry.weighted_gram`).
+(:mod:`headgeom.geometry.linalg.weighted_gram`).
 
 A RowNorm (LayerNorm, L2-normalisation) takes the place of an activation with its own J_l and
-second derivative (:mod:`headgeom.geometry.norm_structure`): D_i K_i D_i becomes J_lᵀ K_i J_l and
+second derivative (:mod:`headgeom.geometry.layers.row_norm`): D_i K_i D_i becomes J_lᵀ K_i J_l and
 diag c_l becomes ∇²⟨g_l, y_l⟩. A DINO head (MLP → L2 → weight-normed b → 65,536 Linear) is
 sandwiched at the bottleneck width b: K_i = Wᵀ [∇²L]_ii W (b × b) and g = Wᵀρ, and nothing of
 width 65,536 is formed per sample beyond the loss HVPs' tangents.
@@ -33,10 +33,10 @@ from torch import Tensor, nn
 from torch.func import vmap
 
 from .loss_curvature import LowRankCurvature
-from .layer_rules import is_elementwise
-from .mlp_structure import _activation_derivatives
-from .norm_structure import RowNorm, RowNormPass, row_norm_pass
-from .weighted_gram import GRAM_TILE, SYMMETRIC_TILE, symmetric_bmm, upper_fraction, weighted_gram
+from ..layers.registry import is_elementwise
+from .chain import _activation_derivatives
+from ..layers.row_norm import RowNorm, RowNormPass, row_norm_pass
+from ..linalg.weighted_gram import GRAM_TILE, SYMMETRIC_TILE, symmetric_bmm, upper_fraction, weighted_gram
 
 
 @dataclass
@@ -180,8 +180,8 @@ class ChainProducts:
     shared (d, w_0): P_0 = the first activation's pre-activation Jacobianᵀ (the identity when no
     Linear comes first);
     w_tail (k, m): the affine map after the last activation (None: the identity). Their Grams are
-    formed on first use and kept with the analysis copy (its :class:`~headgeom.geometry.head_facts.HeadFacts`):
-    a tracker's :class:`~headgeom.geometry.head_cache.HeadCache` hands the same copy out at every step
+    formed on first use and kept with the analysis copy (its :class:`~headgeom.geometry.engine.head_facts.HeadFacts`):
+    a tracker's :class:`~headgeom.geometry.engine.head_cache.HeadCache` hands the same copy out at every step
     while the weights are unchanged.
     """
 
