@@ -30,8 +30,7 @@ import torch
 from torch import nn
 from torch.func import hessian
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.geometry.engine.sandwich import HVP_COST_PER_ELEMENT, block_costs
 from headgeom.objectives import analysis_loss
 

@@ -26,8 +26,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import grad, jacrev, jvp, vmap
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.io import atomic_write_json
 from headgeom.objectives import analysis_loss
 from headgeom.objectives.registry import DIAGONAL_BLOCKS

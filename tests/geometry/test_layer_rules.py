@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.functional import hessian, jacobian
 
-from headgeom.geometry.layers.registry import FUNCTION_RULES, MODULE_RULES, NotAChain, is_elementwise, rule_for_module
+from headgeom.geometry.layers import FUNCTION_RULES, MODULE_RULES, NotAChain, is_elementwise, rule_for_module
 from headgeom.geometry.engine.chain import chain_pass, fuse_affine_runs
-from headgeom.geometry.layers.row_norm import ChannelAffine, RowNorm
+from headgeom.geometry.layers import ChannelAffine, RowNorm
 from headgeom.heads import ACTIVATION_REGISTRY, L2Normalize
 
 DT = torch.float64

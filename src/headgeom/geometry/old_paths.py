@@ -18,7 +18,7 @@ OLD_PATHS: dict[str, str] = {
     "mlp_sandwich": "engine.sandwich", "mlp_structure": "engine.chain",
     "operand_scale": "engine.operand_scale", "operator_path": "engine.operator_path",
     "precision": "engine.precision", "readings": "engine.readings",
-    "layer_rules": "layers.registry", "norm_structure": "layers.row_norm",
+    "layer_rules": "layers", "norm_structure": "layers",
     "lanczos": "linalg.lanczos", "operators": "linalg.operators", "shifted_power": "linalg.shifted_power",
     "spectrum": "linalg.spectrum", "threshold": "linalg.threshold", "weighted_gram": "linalg.weighted_gram",
     "fisher": "invariance.fisher", "pullback_gram": "invariance.pullback_gram", "tangents": "invariance.tangents",

@@ -25,7 +25,8 @@ from headgeom.objectives.declared import AnalysisLoss
 from .head_function import PreparedHead, is_row_wise, non_finite_count
 from .loss_curvature import LowRankCurvature, coupled_blocks_for, curvature_for
 from .loss_discovery import discover_curvature, is_block_diagonal
-from .sandwich import ChainProducts, chain_output
+from .chain import chain_output
+from .sandwich import ChainProducts
 from .operand_scale import OperandScale, measure_operand_scale
 from .readings import hvp_fn, loss_hvp
 

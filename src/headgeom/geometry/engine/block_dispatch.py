@@ -17,7 +17,7 @@ from torch import Tensor
 from .analysis_facts import AnalysisFacts
 from .block_strategies import coupled_head_blocks, coupled_loss_blocks, separable_blocks
 from .loss_curvature import LowRankCurvature
-from .sandwich import block_costs, is_linear_chain, tail_width
+from .sandwich import block_costs, tail_width
 
 SANDWICH_MEMORY = 1 << 30  # bytes of (N, m, m) loss blocks the generic sandwich may hold
 PARTS = {"H": (True, True), "G": (True, False), "M": (False, True)}
@@ -33,9 +33,9 @@ class Plan(NamedTuple):
 
 
 def _use_sandwich(facts: AnalysisFacts, want_g: bool) -> tuple[bool, LowRankCurvature | None]:
-    """(True, the loss's low-rank blocks or None) when the sandwich path of mlp_sandwich runs."""
+    """(True, the loss's low-rank blocks or None) when the sandwich path (:mod:`headgeom.geometry.engine.sandwich`) runs."""
     layers, strategy = facts.layers, facts.settings.block_strategy
-    if layers is None or not is_linear_chain(layers) or strategy == "jacobian":
+    if layers is None or strategy == "jacobian":
         return False, None
     curv = facts.loss_curvature[0] if want_g else None
     if strategy == "sandwich" or not want_g:
@@ -104,7 +104,8 @@ def rows_index(rows: Rows, n: int, device: torch.device) -> Tensor | None:
 
 def compute_blocks(facts: AnalysisFacts, want_g: bool, want_m: bool, merged: bool = False,
                    idx: Tensor | None = None) -> tuple[Tensor | None, Tensor | None, str]:
-    """(G blocks, M blocks, path) of the samples idx (None: all); with ``merged`` only G + M is meaningful."""
+    """(G blocks, M blocks, path) of the samples idx (None: all). With ``merged`` only G + M is
+    meaningful, and a strategy may return it whole as (G + M, None)."""
     chosen = plan(facts, want_g, want_m)
     if not facts.row_wise_head:
         g, m = coupled_head_blocks(facts, want_g, want_m, idx)

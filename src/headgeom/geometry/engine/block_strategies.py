@@ -61,8 +61,9 @@ def separable_blocks(facts: AnalysisFacts, want_g: bool, want_m: bool, merged: b
         curv = None if curv is None else curv.rows(idx)
     if sandwich:
         z, rho = (z_all, facts.rho) if idx is None else (z_all[idx], facts.rho[idx])
-        return sandwich_blocks(facts.layers, z, rho, curv, hvp, want_g, want_m, size, merged=merged,
-                               products=facts.chain_products())
+        with facts.head.facts.workspace.lease() as workspace:
+            return sandwich_blocks(facts.layers, z, rho, curv, hvp, want_g, want_m, size, merged=merged,
+                                   products=facts.chain_products(), workspace=workspace)
     n = facts.n if idx is None else idx.numel()
     jt_all = torch.empty(n, d, k, **kw) if want_g else None
     ms = []

@@ -1,24 +1,21 @@
-"""The structured block path for MLP heads: exact per-sample J, and the second-order term.
+"""A head as a chain of layers: found, folded, and passed through for exact per-sample J and M.
 
-For a head that is a chain of Linear layers, eval-mode BatchNorm (an affine map per channel)
-and element-wise activations σ, the per-sample blocks follow the layer structure:
+For a head that is a chain of layers y_l = f_l(x_l) (docs/paper.md §1), the per-sample blocks follow
+the layer structure:
 
-    J_i   = ∂u_i/∂z_i                      (forward propagation of the d-dim identity)
-    M_i   = Σ_l  A_lᵀ diag(σ_l''(a_l) ⊙ g_l) A_l
+    J_i   = ∂u_i/∂z_i = Π_l J_l                 (forward propagation of the d-dim identity)
+    M_i   = Σ_l  A_lᵀ S_l A_l,   S_l = ∇²_x⟨g_l, f_l(x)⟩
 
-where a_l is the pre-activation of the l-th activation, A_l = ∂a_l/∂z its Jacobian, and
-g_l = ∂⟨ρ, u⟩/∂σ_l(a_l) the residual gradient back-propagated to that activation's output
-(linear and affine layers have no second derivative). This costs a few dense matrix products
-per layer and sample, instead of the d reverse passes of a generic Hessian. σ' and σ'' come
-from autograd on the activation module itself, so every element-wise module is exact,
-including ReLU (σ'' = 0) and thresholded softplus.
+where A_l = ∂x_l/∂z is the Jacobian at layer l's input and g_l = ∂⟨ρ, u⟩/∂y_l the residual gradient
+back-propagated to its output (affine layers have S_l = 0). This costs a few dense matrix products
+per layer and sample, instead of the d reverse passes of a generic Hessian. What J_l and S_l are,
+and how they are applied, is each layer's own (the protocol of :mod:`headgeom.geometry.layers.base`):
+:func:`chain_pass` is a plain loop over the layers. Jacobians are kept transposed, Jt_i = J_iᵀ of
+shape (d, width), so that a Linear layer is one large matrix product; while no nonlinear layer has
+been passed they are shared by the samples, (d, width).
 
-LayerNorm and L2-normalisation (DINO's bottleneck) are row-wise nonlinearities with dense but
-low-rank-structured J and ∇²: their term is A_lᵀ ∇²⟨g_l, y_l⟩ A_l, in closed form from
-:mod:`headgeom.geometry.layers.row_norm`. A weight-normed Linear is a Linear with W = g·V/‖V‖.
-
-Jacobians are kept transposed, Jt_i = J_iᵀ of shape (d, width), so that a Linear layer is one
-large matrix product (s·d, w_in) @ (w_in, w_out) for a chunk of s samples.
+:func:`fuse_affine_runs` folds consecutive affine layers into one Linear (between two nonlinear
+layers the head is one affine map).
 """
 from __future__ import annotations
 
@@ -26,59 +23,33 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
-from torch.nn.utils.weight_norm import WeightNorm
 
+from ..layers import ChainLayer, LayerPass, fixed_linear, layer_of
 from .discovery import discover
-from ..layers.registry import fixed_linear
-from ..layers.row_norm import ChannelAffine, RowNorm, row_norm_pass
-from ..linalg.weighted_gram import symmetric_bmm
+
 
 def flatten_layers(module: nn.Module, input_shape: tuple[int, ...] | None = None) -> list[nn.Module] | None:
     """The layers of a chain head in forward order, or None if it is not such a chain.
 
     Found by :func:`headgeom.geometry.engine.discovery.discover` (an nn.Sequential walked, any other
     module's forward traced; ``input_shape`` is the batch's, for forwards that check it) from the
-    rules of :mod:`headgeom.geometry.layers.registry`: a LayerNorm over the last dim becomes
-    RowNorm("ln") followed by its γ, β as a ChannelAffine; L2-normalisation becomes RowNorm("l2");
-    a weight-normed Linear (either torch API) is a Linear whose weight is read as g·V/‖V‖
-    (:func:`effective_weight`). The caller checks numerically that the chain reproduces the head's output.
+    rules of :mod:`headgeom.geometry.layers`. The caller checks numerically that the chain
+    reproduces the head's output.
     """
     return discover(module, input_shape).layers
 
 
-def effective_weight(linear: nn.Linear) -> Tensor:
-    """The weight a Linear multiplies by now: g·V/‖V‖ for a weight-normed one.
-
-    With torch.nn.utils.parametrizations.weight_norm ``linear.weight`` is computed on access;
-    the older torch.nn.utils.weight_norm stores a tensor refreshed only by a forward pre-hook
-    (stale after an update of weight_v or a cast of the module), so it is recomputed here.
-    """
-    for hook in linear._forward_pre_hooks.values():
-        if isinstance(hook, WeightNorm) and hook.name == "weight":
-            return hook.compute_weight(linear)
-    return linear.weight
-
-
-def _affine_of(layer: nn.Module) -> tuple[Tensor, Tensor] | None:
-    """(W, b) of an affine leaf layer (Linear, eval-mode BatchNorm, ChannelAffine), else None."""
-    if isinstance(layer, ChannelAffine):
-        return torch.diag(layer.scale), layer.shift
-    if isinstance(layer, nn.Linear):
-        w = effective_weight(layer)
-        b = layer.bias if layer.bias is not None else torch.zeros(w.shape[0], dtype=w.dtype, device=w.device)
-        return w, b
-    if isinstance(layer, nn.BatchNorm1d):
-        scale, shift = _bn_affine(layer)
-        return torch.diag(scale), shift
-    return None
+def bind(layers: list[nn.Module]) -> list[ChainLayer]:
+    """The chain's layers as the passes see them (:func:`headgeom.geometry.layers.layer_of`)."""
+    return [layer_of(layer) for layer in layers]
 
 
 def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
-    """Fold consecutive affine layers (Linear, eval BatchNorm, Identity) into one Linear.
+    """Fold consecutive affine layers (Linear, eval BatchNorm, a norm's γ and β) into one Linear.
 
     Every affine layer comes out as a plain Linear holding its weight as it is now (a
     weight-normed layer's g·V/‖V‖ fixed at analysis time).
-    Between two activations the head is one affine map, so its Jacobian is a single product
+    Between two nonlinear layers the head is one affine map, so its Jacobian is a single product
     per sample. Two maps are folded when the folded width product w_in·w_out is no larger
     than the sum of the separate ones (a 2048→2048→512 pair becomes one 2048→512 map; a
     2048→8→2048 bottleneck stays as it is). Exact up to float rounding of the reassociation.
@@ -94,15 +65,14 @@ def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
             out.append(fixed_linear(w, b))
         pending, pending_cost = None, 0
 
-    for layer in layers:
-        if isinstance(layer, nn.Identity):
-            continue
-        wb = _affine_of(layer)
-        if wb is None:
+    for module, layer in zip(layers, bind(layers)):
+        if not layer.is_affine:
             flush()
-            out.append(layer)
+            out.append(module)
             continue
-        w, b = wb
+        w, b = layer.affine()
+        if b is None:
+            b = torch.zeros(w.shape[0], dtype=w.dtype, device=w.device)
         if pending is None:
             pending, pending_cost = (w, b), w.numel()
             continue
@@ -116,27 +86,12 @@ def fuse_affine_runs(layers: list[nn.Module]) -> list[nn.Module]:
     return out
 
 
-def _bn_affine(bn: nn.BatchNorm1d) -> tuple[Tensor, Tensor]:
-    """Eval-mode BatchNorm as x * scale + shift."""
-    scale = torch.rsqrt(bn.running_var + bn.eps)
-    shift = -bn.running_mean * scale
-    if bn.affine:
-        scale, shift = scale * bn.weight, shift * bn.weight + bn.bias
-    return scale, shift
-
-
-def _activation_derivatives(act: nn.Module, a: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """σ(a), σ'(a), σ''(a) element-wise, from autograd on the module itself."""
-    with torch.enable_grad():
-        a_ = a.detach().requires_grad_(True)
-        y = act(a_)
-        (d1,) = torch.autograd.grad(y.sum(), a_, create_graph=True)
-        if d1.requires_grad:
-            (d2,) = torch.autograd.grad(d1.sum(), a_, allow_unused=True)
-        else:
-            d2 = None
-    d2 = torch.zeros_like(a) if d2 is None else d2.detach()
-    return y.detach(), d1.detach(), d2
+def chain_output(layers: list[nn.Module], z: Tensor) -> Tensor:
+    """u = the chain applied to z (forward values only: no derivatives, no autograd)."""
+    x = z
+    for layer in layers:
+        x = layer(x)
+    return x
 
 
 @dataclass
@@ -152,58 +107,32 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
     """Exact u_i, J_iᵀ and (given ρ_i) M_i for a chunk z (s, d) of a chain head."""
     s, d = z.shape
     x = z
-    jt: Tensor | None = None  # None: the identity (no layer yet)
-    saved: list[tuple] = []  # (layer index, σ', σ'', A_lᵀ), or (index, RowNormPass, None, A_lᵀ)
-    for idx, layer in enumerate(layers):
-        if isinstance(layer, nn.Linear):
-            w = layer.weight
-            x = x @ w.T if layer.bias is None else torch.addmm(layer.bias, x, w.T)
-            jt = w.T.expand(s, d, w.shape[0]) if jt is None else jt @ w.T
-        elif isinstance(layer, nn.BatchNorm1d):
-            scale, shift = _bn_affine(layer)
-            x = x * scale + shift
-            jt = torch.diag(scale).expand(s, d, d) if jt is None else jt * scale
-        elif isinstance(layer, nn.Identity):
-            continue
-        elif isinstance(layer, RowNorm):
-            if jt is None:
-                jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
-            state = row_norm_pass(layer, x)
-            if rho is not None:
-                saved.append((idx, state, None, jt))
-            x = state.y
-            jt = state.pull_jt(jt)
-        else:  # element-wise activation
-            if jt is None:
-                jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
-            y, d1, d2 = _activation_derivatives(layer, x)
-            if rho is not None:
-                saved.append((idx, d1, d2, jt))
-            x = y
-            jt = jt * d1[:, None, :]
+    jt: Tensor | None = None  # None: the identity (no layer yet); (d, w) while shared by the samples
+    passes: list[tuple[LayerPass, Tensor]] = []  # each nonlinear layer's state and the Jacobianᵀ at its input
+    states: list[LayerPass] = []
+    for layer in bind(layers):
+        state = layer.forward(x)
+        states.append(state)
+        if layer.is_affine:
+            jt = layer.affine()[0].T if jt is None else state.pull_jt(jt)
+        else:
+            at = torch.eye(d, dtype=z.dtype, device=z.device) if jt is None else jt
+            passes.append((state, at))
+            jt = state.pull_jt(at)
+        x = state.y
     if jt is None:
-        jt = torch.eye(d, dtype=z.dtype, device=z.device).expand(s, d, d)
+        jt = torch.eye(d, dtype=z.dtype, device=z.device)
+    if jt.ndim == 2:
+        jt = jt.expand(s, *jt.shape)
     if rho is None:
         return ChainPass(u=x, jt=jt, interaction=None)
 
-    # back-propagate ρ through the chain, collecting g_l at each activation's output
-    interaction = torch.zeros(s, d, d, dtype=z.dtype, device=z.device)
+    # back-propagate ρ through the chain (recording each layer's second derivative along it), then
+    # add each nonlinear layer's term A_lᵀ S_l A_l
     g = rho
-    pending = {idx: (d1, d2, at) for idx, d1, d2, at in saved}
-    for idx in range(len(layers) - 1, -1, -1):
-        layer = layers[idx]
-        if isinstance(layer, nn.Linear):
-            g = g @ layer.weight
-        elif isinstance(layer, nn.BatchNorm1d):
-            g = g * _bn_affine(layer)[0]
-        elif idx in pending and isinstance(layer, RowNorm):
-            state, _, at = pending.pop(idx)
-            g = state.backward(g)
-            interaction = interaction + state.interaction(at)
-        elif idx in pending:
-            d1, d2, at = pending.pop(idx)
-            c = d2 * g  # (s, width)
-            if bool((c != 0).any()):
-                interaction = symmetric_bmm(at * c[:, None, :], at, interaction, accumulate=True)
-            g = g * d1
+    for state in reversed(states):
+        g = state.backward(g)
+    interaction = torch.zeros(s, d, d, dtype=z.dtype, device=z.device)
+    for state, at in passes:
+        state.interaction_into(at, interaction, accumulate=True)
     return ChainPass(u=x, jt=jt, interaction=interaction)

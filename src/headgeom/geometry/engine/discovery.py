@@ -25,7 +25,7 @@ import torch
 import torch.fx as fx
 from torch import nn
 
-from ..layers.registry import FUNCTION_RULES, NotAChain, rule_for_module
+from ..layers import FUNCTION_RULES, NotAChain, layer_of, rule_for_module
 
 
 @dataclass(frozen=True)
@@ -45,13 +45,20 @@ def discover(module: nn.Module, input_shape: tuple[int, ...] | None = None) -> D
     """The (unfolded) chain of ``module``: walked if it is an nn.Sequential of ruled layers, else traced."""
     if _is_plain_sequential(module):
         try:
-            return Discovery(walk_sequential(module), "sequential")
+            return Discovery(_with_layers(walk_sequential(module)), "sequential")
         except NotAChain:
             pass  # a child without a rule may still trace into ruled calls
     try:
-        return Discovery(trace_chain(module, input_shape), "traced")
+        return Discovery(_with_layers(trace_chain(module, input_shape)), "traced")
     except NotAChain as e:
         return Discovery(None, "generic", str(e))
+
+
+def _with_layers(chain: list[nn.Module]) -> list[nn.Module]:
+    """The chain, once every module in it has a registered chain layer (else NotAChain says which)."""
+    for module in chain:
+        layer_of(module)
+    return chain
 
 
 def _is_plain_sequential(module: nn.Module) -> bool:

@@ -122,7 +122,7 @@ class EffectiveHessian:
         """(b, d, d) diagonal blocks of H_eff of the samples ``rows`` (None: all N, b = N; an int b:
         the first b; a slice or index tensor), batched over samples."""
         g, m, _ = compute_blocks(self.facts, True, True, merged=True, idx=self._rows(rows))
-        return (g + m).detach()
+        return (g if m is None else g.add_(m)).detach()  # g is the strategy's own fresh tensor
 
     def gauss_newton_blocks(self, rows: Rows = None) -> Tensor:
         """(b, d, d) diagonal blocks of G of the samples ``rows`` (as in :meth:`blocks`)."""

@@ -13,7 +13,10 @@ needs is ∇²⟨g, y(x)⟩ for the residual gradient g at the layer's output):
 
 Both Jacobians are symmetric, J = c (I − E Eᵀ) with E (w, q), q ≤ 2, and both second
 derivatives are β (I − F Fᵀ) + V Bv Vᵀ with V (w, 2): applying them to a batch of transposed
-Jacobians costs a few rank-one updates, not a w × w product per sample.
+Jacobians costs a few rank-one updates, not a w × w product per sample (:class:`RowNormPass`, the
+layer protocol of :mod:`headgeom.geometry.layers.base`). The rules: ``nn.LayerNorm`` and
+``F.layer_norm`` over the last dim become RowNorm("ln") and their γ, β a ChannelAffine;
+headgeom's ``L2Normalize`` and ``F.normalize(x, p=2, dim=-1)`` become RowNorm("l2").
 """
 from __future__ import annotations
 
@@ -23,6 +26,12 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+from headgeom.heads.build import L2Normalize
+
+from .affine import channel_affine
+from .base import ChainLayer, LayerPass
+from .registry import NotAChain, as_is, call_arguments, chain_layer, function_rule, module_rule
 
 
 class RowNorm(nn.Module):
@@ -43,21 +52,12 @@ class RowNorm(nn.Module):
         return f"kind={self.kind}, eps={self.eps}"
 
 
-class ChannelAffine(nn.Module):
-    """x ⊙ scale + shift per channel (LayerNorm's γ, β), folded into a neighbouring Linear."""
-
-    def __init__(self, scale: Tensor, shift: Tensor) -> None:
-        super().__init__()
-        self.scale, self.shift = scale, shift
-
-    def forward(self, x: Tensor) -> Tensor:
-        return x * self.scale + self.shift
-
-
 @dataclass
-class RowNormPass:
+class RowNormPass(LayerPass):
     """The per-sample state of a RowNorm over s rows: J = c (I − E Eᵀ); after :meth:`backward`,
-    the second derivative ∇²⟨g, y⟩ = β (I − F Fᵀ) + V Bv Vᵀ."""
+    the second derivative ∇²⟨g, y⟩ = β (I − F Fᵀ) + V Bv Vᵀ. ``second_scale`` multiplies the l2
+    form's second derivative (1 for F.normalize; RMSNorm's is the l2 form scaled, see
+    :mod:`headgeom.geometry.layers.rms_norm`)."""
 
     y: Tensor  # (s, w) output
     c: Tensor  # (s,)
@@ -66,12 +66,13 @@ class RowNormPass:
     beta: Tensor | None = None  # (s,)
     v: Tensor | None = None  # (s, w, 2)
     bv: Tensor | None = None  # (s, 2, 2)
+    second_scale: float = 1.0
 
-    def rows(self, sel: slice) -> "RowNormPass":
+    def rows(self, sel: slice | Tensor) -> "RowNormPass":
         """The state of the samples ``sel``."""
         pick = lambda t: None if t is None else t[sel]  # noqa: E731
         return RowNormPass(y=self.y[sel], c=self.c[sel], e=self.e[sel], f=self.f, beta=pick(self.beta),
-                           v=pick(self.v), bv=pick(self.bv))
+                           v=pick(self.v), bv=pick(self.bv), second_scale=self.second_scale)
 
     def sandwich(self, k: Tensor) -> Tensor:
         """(s, w, w) Jᵀ K J for K (s, w, w), by rank-q updates: c² (I − EEᵀ) K (I − EEᵀ)."""
@@ -129,7 +130,7 @@ class RowNormPass:
         else:  # l2: ŷ = e[..., 0] (zero on the rows in the linear branch, where the term vanishes)
             yhat = self.e[..., 0]
             s = (g * yhat).sum(dim=1)
-            k = self.c * self.c
+            k = self.c * self.c * self.second_scale
             self.beta = -s * k
             self.v = torch.stack([g, yhat], dim=-1)
             two[:, 0, 1] = two[:, 1, 0] = -k
@@ -155,3 +156,49 @@ def row_norm_pass(layer: RowNorm, x: Tensor) -> RowNormPass:
     y = x / denom[:, None]
     yhat = torch.where(active[:, None], y, torch.zeros_like(y))
     return RowNormPass(y=y, c=1.0 / denom, e=yhat[..., None])
+
+
+@chain_layer(RowNorm)
+class RowNormLayer(ChainLayer):
+    """LayerNorm's normalisation or L2-normalisation of each row."""
+
+    def forward(self, x: Tensor) -> RowNormPass:
+        return row_norm_pass(self.module, x)
+
+
+module_rule(RowNorm)(as_is)
+
+
+@module_rule(nn.LayerNorm)
+def _layer_norm(module: nn.LayerNorm) -> list[nn.Module]:
+    return _layer_norm_layers(tuple(module.normalized_shape), module.weight, module.bias, module.eps)
+
+
+@function_rule(F.layer_norm)
+def _layer_norm_call(args: tuple, kwargs: dict) -> list[nn.Module]:
+    a = call_arguments(args, kwargs, ("normalized_shape", "weight", "bias", "eps"),
+                       {"weight": None, "bias": None, "eps": 1e-5}, "F.layer_norm")
+    shape = a["normalized_shape"]
+    return _layer_norm_layers(tuple(shape) if isinstance(shape, (list, tuple)) else (shape,),
+                              a["weight"], a["bias"], a["eps"])
+
+
+def _layer_norm_layers(shape: tuple, weight: Tensor | None, bias: Tensor | None, eps: float) -> list[nn.Module]:
+    """RowNorm("ln") and, when LayerNorm has γ or β, a ChannelAffine (folded into the next Linear)."""
+    if len(shape) != 1:
+        raise NotAChain(f"LayerNorm over {len(shape)} trailing dims (the chain normalises each row)")
+    return [RowNorm("ln", eps), *channel_affine(weight, bias, shape[0])]
+
+
+@module_rule(L2Normalize)
+def _l2_module(module: L2Normalize) -> list[nn.Module]:
+    return [RowNorm("l2", module.eps)]
+
+
+@function_rule(F.normalize)
+def _normalize_call(args: tuple, kwargs: dict) -> list[nn.Module]:
+    a = call_arguments(args, kwargs, ("p", "dim", "eps", "out"), {"p": 2.0, "dim": 1, "eps": 1e-12, "out": None},
+                       "F.normalize")
+    if a["p"] != 2 or a["dim"] not in (1, -1) or a["out"] is not None:
+        raise NotAChain(f"F.normalize with p={a['p']}, dim={a['dim']} (the chain has the L2 norm over the features)")
+    return [RowNorm("l2", float(a["eps"]))]

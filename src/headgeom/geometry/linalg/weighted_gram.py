@@ -24,14 +24,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .workspace import Workspace, work_buffer
+
 BUFFER_BYTES = 1 << 26  # the scaled rows held at once (64 MiB); at least one sample's tile
 GRAM_TILE = 16  # rows per tile of weighted_gram (measured against 8-128: BENCHMARKS.md)
 
 
-def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = GRAM_TILE) -> Tensor:
+def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = GRAM_TILE,
+                  workspace: Workspace | None = None) -> Tensor:
     """(N, d, d) blocks Aᵀ diag(c_i) A = Σ_j c_ij a_j a_jᵀ for a shared Aᵀ = at (d, w), c (N, w).
 
-    ``out`` (N, d, d), if given, receives the blocks (a slice of a larger tensor will do).
+    ``out`` (N, d, d), if given, receives the blocks (a slice of a larger tensor will do); the scaled
+    rows are held in ``workspace``'s buffer when one is given (reused across calls).
     """
     d, w = at.shape
     n = c.shape[0]
@@ -39,7 +43,7 @@ def weighted_gram(at: Tensor, c: Tensor, out: Tensor | None = None, tile: int = 
         out = torch.empty(n, d, d, dtype=at.dtype, device=at.device)
     t = max(1, min(tile, d))
     group = max(1, min(n, BUFFER_BYTES // (t * w * at.element_size())))  # samples per GEMM
-    buf = torch.empty(group * t * w, dtype=at.dtype, device=at.device)
+    buf = work_buffer(workspace, "gram-tiles", group * t * w, at)
     a = at.T  # (w, d)
     for s0 in range(0, n, group):
         s1 = min(s0 + group, n)
