@@ -78,6 +78,7 @@ MODULE_EXAMPLES = {
     nn.CELU: lambda: nn.CELU(0.5), nn.SELU: nn.SELU, nn.Hardtanh: lambda: nn.Hardtanh(-0.5, 0.5),
     nn.ReLU6: nn.ReLU6, nn.Softsign: nn.Softsign, nn.Tanhshrink: nn.Tanhshrink,
     nn.GroupNorm: lambda: _affine_norm(nn.GroupNorm(3, W, eps=1e-3)), GroupNormalize: lambda: GroupNormalize(1, 1e-5),
+    nn.GLU: lambda: nn.GLU(dim=1),
 }
 
 # function rules: key -> (the function as called, the arguments after the input, keyword arguments)
@@ -95,7 +96,7 @@ FUNCTION_EXAMPLES = {
     torch.selu: (torch.selu, (), {}), F.hardtanh: (F.hardtanh, (-0.5, 0.5), {}), F.relu6: (F.relu6, (), {}),
     F.softsign: (F.softsign, (), {}), F.tanhshrink: (F.tanhshrink, (), {}),
     "relu": (Tensor.relu, (), {}), "tanh": (Tensor.tanh, (), {}), "sigmoid": (Tensor.sigmoid, (), {}),
-    F.group_norm: (F.group_norm, (2, GAMMA, BETA), {"eps": 1e-4}),
+    F.group_norm: (F.group_norm, (2, GAMMA, BETA), {"eps": 1e-4}), F.glu: (F.glu, (), {"dim": -1}),
 }
 
 
