@@ -15,7 +15,7 @@ from torch.autograd.functional import hessian, jacobian
 
 from headgeom.geometry.layers import FUNCTION_RULES, MODULE_RULES, NotAChain, is_elementwise, rule_for_module
 from headgeom.geometry.engine.chain import chain_pass, fuse_affine_runs
-from headgeom.geometry.layers import ChannelAffine, GroupNormalize, RowNorm
+from headgeom.geometry.layers import ChannelAffine, GroupNormalize, RMSNormalize, RowNorm
 from headgeom.heads import ACTIVATION_REGISTRY, L2Normalize
 
 DT = torch.float64
@@ -78,7 +78,7 @@ MODULE_EXAMPLES = {
     nn.CELU: lambda: nn.CELU(0.5), nn.SELU: nn.SELU, nn.Hardtanh: lambda: nn.Hardtanh(-0.5, 0.5),
     nn.ReLU6: nn.ReLU6, nn.Softsign: nn.Softsign, nn.Tanhshrink: nn.Tanhshrink,
     nn.GroupNorm: lambda: _affine_norm(nn.GroupNorm(3, W, eps=1e-3)), GroupNormalize: lambda: GroupNormalize(1, 1e-5),
-    nn.GLU: lambda: nn.GLU(dim=1),
+    nn.GLU: lambda: nn.GLU(dim=1), nn.RMSNorm: lambda: _affine_norm(nn.RMSNorm(W)), RMSNormalize: lambda: RMSNormalize(0.1),
 }
 
 # function rules: key -> (the function as called, the arguments after the input, keyword arguments)
@@ -97,6 +97,7 @@ FUNCTION_EXAMPLES = {
     F.softsign: (F.softsign, (), {}), F.tanhshrink: (F.tanhshrink, (), {}),
     "relu": (Tensor.relu, (), {}), "tanh": (Tensor.tanh, (), {}), "sigmoid": (Tensor.sigmoid, (), {}),
     F.group_norm: (F.group_norm, (2, GAMMA, BETA), {"eps": 1e-4}), F.glu: (F.glu, (), {"dim": -1}),
+    F.rms_norm: (F.rms_norm, ((W,), GAMMA), {}),
 }
 
 
