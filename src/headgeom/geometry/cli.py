@@ -6,7 +6,9 @@ The setting is synthetic and stated in the output: z ~ N(0, I) (N, d); a second 
 z₂ = z + σ ε (σ = ``view_noise``) gives the other view's head output (or the stop-gradient
 target) held fixed, so L(u) = analysis_loss(objective, h(z₂)); the Hessian is taken with
 respect to the first view's z. ``pseudo-collapsed`` scales every Linear weight of the head
-by 0.1, the paper's pseudo-collapsed initialisation (docs/paper.md §3).
+by 0.1, the paper's pseudo-collapsed initialisation (docs/paper.md §3). The head's initialisation,
+z and the second view come from ``seed`` alone, and the caller's global random stream is left as it
+was: the head is built under :func:`torch.random.fork_rng`, z is drawn from a local generator.
 """
 from __future__ import annotations
 
@@ -65,8 +67,9 @@ def hessian_report(
         raise ValueError(f"mode must be 'eval' or 'train'; got {mode!r}")
     if batch < 1:
         raise ValueError(f"batch must be at least 1; got {batch}")
-    torch.manual_seed(seed)
-    model = head_from(head).to(dtype)
+    with torch.random.fork_rng(devices=[]):  # the head's initialisation from ``seed``, the caller's stream untouched
+        torch.manual_seed(seed)
+        model = head_from(head).to(dtype)
     if state == "pseudo-collapsed":
         scale_linear_weights_(model, PSEUDO_COLLAPSE_SCALE)
     model.train(mode == "train")
