@@ -19,6 +19,7 @@ from torch.autograd.functional import hessian, jacobian
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.engine.chain import chain_pass, fuse_affine_runs
 from headgeom.geometry.layers import layer_of
+from headgeom.objectives import analysis_loss
 
 from geometry_reference import diagonal_blocks, reference_parts
 
@@ -106,3 +107,28 @@ def assert_head_exact(head: nn.Module, loss, z: torch.Tensor, what: str, reading
             _assert_rel(got, want, f"{label} {part}", rel)
         _assert_rel(eh.blocks(), ref[0], f"{label} blocks()", rel)
         _assert_rel(eh.blocks(rows=[n - 1, 0]), ref[0][[n - 1, 0]], f"{label} blocks(rows)", rel)
+
+
+def assert_head_exact_under_losses(head: nn.Module, n: int, d: int, seed: int, what: str) -> None:
+    """:func:`assert_head_exact` at a random z (n, d) of ``seed``, under the declared negative cosine
+    and MSE to random targets (ambient), and the cosine read tangential for seed 0."""
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(n, d, generator=gen, dtype=DT)
+    with torch.no_grad():
+        k = head(z).shape[1]
+    target = torch.randn(n, k, generator=gen, dtype=DT)
+    assert_head_exact(head, analysis_loss("negative_cosine", target), z, f"{what}/{seed}")
+    assert_head_exact(head, analysis_loss("mse", target), z, f"{what}/{seed}/mse")
+    if seed == 0:
+        assert_head_exact(head, analysis_loss("negative_cosine", target), z, f"{what}/{seed}", reading="tangential")
+
+
+def assert_traced_head_exact(head: nn.Module, n: int, d: int, what: str) -> None:
+    """A head with its own forward: found by tracing, structured and exact (:func:`assert_head_exact`)."""
+    gen = torch.Generator().manual_seed(3)
+    z = torch.randn(n, d, generator=gen, dtype=DT)
+    with torch.no_grad():
+        k = head(z).shape[1]
+    loss = analysis_loss("negative_cosine", torch.randn(n, k, generator=gen, dtype=DT))
+    assert effective_hessian(head, loss, z).info()["discovered_by"] == "traced", what
+    assert_head_exact(head, loss, z, what)

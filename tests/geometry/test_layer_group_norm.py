@@ -15,7 +15,8 @@ from headgeom.geometry import effective_hessian
 from headgeom.geometry.layers import FUNCTION_RULES, NotAChain, rule_for_module
 from headgeom.objectives import analysis_loss
 
-from layer_reference import DT, assert_head_exact, assert_layer_matches_autograd
+from layer_reference import (DT, assert_head_exact_under_losses, assert_layer_matches_autograd,
+                             assert_traced_head_exact)
 
 SEEDS = (0, 1, 2)
 N, D = 3, 6
@@ -62,16 +63,7 @@ def _heads(seed: int) -> dict[str, nn.Module]:
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("name", ["gn-silu", "ln-gelu-gn", "gn-first"])
 def test_heads_with_group_norm_are_exact(seed, name):
-    head = _heads(seed)[name].to(DT).eval()
-    gen = torch.Generator().manual_seed(seed)
-    z = torch.randn(N, D, generator=gen, dtype=DT)
-    with torch.no_grad():
-        k = head(z).shape[1]
-    target = torch.randn(N, k, generator=gen, dtype=DT)
-    assert_head_exact(head, analysis_loss("negative_cosine", target), z, f"{name}/{seed}")
-    assert_head_exact(head, analysis_loss("mse", target), z, f"{name}/{seed}/mse")
-    if seed == 0:
-        assert_head_exact(head, analysis_loss("negative_cosine", target), z, f"{name}/{seed}", reading="tangential")
+    assert_head_exact_under_losses(_heads(seed)[name].to(DT).eval(), N, D, seed, name)
 
 
 class _OwnForward(nn.Module):
@@ -88,11 +80,7 @@ class _OwnForward(nn.Module):
 
 def test_a_traced_group_norm_head_is_structured_and_exact():
     torch.manual_seed(3)
-    head = _OwnForward().to(DT)
-    z = torch.randn(N, D, dtype=DT)
-    loss = analysis_loss("negative_cosine", torch.randn(N, 5, dtype=DT))
-    assert effective_hessian(head, loss, z).info()["discovered_by"] == "traced"
-    assert_head_exact(head, loss, z, "traced F.group_norm")
+    assert_traced_head_exact(_OwnForward().to(DT), N, D, "traced F.group_norm")
 
 
 def test_group_norm_says_structured_and_sandwiches_by_default():

@@ -81,15 +81,17 @@ def hessian_report(
         other = model(z2)
     loss = analysis_loss(objective, other)
     eh = effective_hessian(model, loss, z, reading=reading, dtype=dtype)
+    engine, operand, rho_norm = eh.info(), eh.operand_scale().record(), float(eh.rho.norm())
     # H_eff and G: floor relative to G's operands too (headgeom.geometry.engine.operand_scale); M has no cancellation
-    s = eh.operand_scale().value
-
+    s = operand["value"]
     if scope == "blocks":
         h, gn, m = eh.decomposed_blocks()
     elif scope == "dense":
         h, gn, m = eh.dense(), eh.gauss_newton(), eh.interaction()
     else:
         h, gn, m = (eh.operator(p) for p in "HGM")
+    if scope != "operator":
+        del eh  # its analysis copy, chain products and work buffers: the spectra of matrices need none of them
     spectra = {"H_eff": spectrum(h, decomposition={"G": gn, "M": m}, scale=s), "G": spectrum(gn, scale=s),
                "M": spectrum(m)}
     return {
@@ -98,9 +100,9 @@ def hessian_report(
             "reading": reading, "seed": seed, "scope": scope, "mode": mode, "view_noise": view_noise,
             "z": "N(0, I); other view z + view_noise * N(0, I), its head output held fixed",
         },
-        "engine": eh.info(),
-        "operand_scale": eh.operand_scale().record(),
-        "rho_norm": float(eh.rho.norm()),
+        "engine": engine,
+        "operand_scale": operand,
+        "rho_norm": rho_norm,
         "spectra": {name: s.to_dict() for name, s in spectra.items()},
         "summary": {name: s.summary() for name, s in spectra.items()},
     }

@@ -285,10 +285,12 @@ def sandwich_blocks(layers: list[nn.Module], z: Tensor, rho: Tensor, curvature: 
             m_out.zero_()
         return (g_out, None) if merged else (g_out, m_out)
 
+    if want_m:  # the first nonlinear layer's term, with the shared Jacobian P_0 (written, not added), for every
+        # sample at once: a weighted Gram's row tiles are then GEMMs over all N samples (2x faster at N = 128
+        # than four chunks of 32: the shared operand is read once per tile, not once per chunk)
+        states[0].interaction_into(shared, m_out, gram=products.shared_gram, workspace=workspace)
     for start in range(0, n, chunk_size):
         rows = slice(start, min(start + chunk_size, n))
-        if want_m:  # the first nonlinear layer's term, with the shared Jacobian P_0 (written, not added)
-            states[0].rows(rows).interaction_into(shared, m_out[rows], gram=products.shared_gram, workspace=workspace)
         pre = shared  # P_j: (d, w) shared for j = 0, then (s, d, w) per sample
         for j in range(1, p):
             pre = states[j - 1].rows(rows).pull_through(pre, weights_between(chain, acts[j - 1] + 1, acts[j]),

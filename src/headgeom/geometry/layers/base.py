@@ -77,19 +77,15 @@ class LayerPass:
 
     def interaction(self, pre: Tensor, gram: Tensor | None = None) -> Tensor:
         """(s, d, d) pre S preᵀ for pre (d, w_in) shared or (s, d, w_in) (``gram``: pre preᵀ, if known)."""
-        ps = torch.matmul(pre, self.dense_second())
-        s, d = ps.shape[0], ps.shape[1]
-        out = torch.empty(s, d, d, dtype=ps.dtype, device=ps.device)
-        return symmetric_bmm(ps, pre.expand(s, *pre.shape[-2:]), out)
+        out = torch.empty(self.y.shape[0], pre.shape[-2], pre.shape[-2], dtype=pre.dtype, device=pre.device)
+        self.interaction_into(pre, out, gram=gram)
+        return out
 
     def interaction_into(self, pre: Tensor, out: Tensor, accumulate: bool = False, gram: Tensor | None = None,
                          workspace: Workspace | None = None) -> None:
         """out (s, d, d) = pre S preᵀ, or += with ``accumulate``."""
-        term = self.interaction(pre, gram)
-        if accumulate:
-            out.add_(term)
-        else:
-            out.copy_(term)
+        ps = torch.matmul(pre, self.dense_second())
+        symmetric_bmm(ps, pre.expand(ps.shape[0], *pre.shape[-2:]), out, accumulate=accumulate)
 
     def sandwich(self, k: Tensor) -> Tensor:
         """(s, w_in, w_in) Jᵀ K J for K (s, w_out, w_out)."""

@@ -92,12 +92,6 @@ class ElementwisePass(LayerPass):
             return pulled.view(s, w.shape[0], d).transpose(1, 2)
         return super().pull_through(pre, weights, workspace)
 
-    def interaction(self, pre: Tensor, gram: Tensor | None = None) -> Tensor:
-        s, d = self.c.shape[0], pre.shape[-2]
-        out = torch.empty(s, d, d, dtype=pre.dtype, device=pre.device)
-        self.interaction_into(pre, out)
-        return out
-
     def interaction_into(self, pre: Tensor, out: Tensor, accumulate: bool = False, gram: Tensor | None = None,
                          workspace: Workspace | None = None) -> None:
         if pre.ndim == 2 and not accumulate:  # the shared Jacobian: a weighted Gram

@@ -54,12 +54,6 @@ class GLUPass(LayerPass):
         pa, pb = pre.chunk(2, dim=-1)
         return pa * self.sig[:, None, :] + pb * (self.a * self.d1)[:, None, :]
 
-    def interaction(self, pre: Tensor, gram: Tensor | None = None) -> Tensor:
-        s, d = self.a.shape[0], pre.shape[-2]
-        out = torch.empty(s, d, d, dtype=pre.dtype, device=pre.device)
-        self.interaction_into(pre, out)
-        return out
-
     def interaction_into(self, pre: Tensor, out: Tensor, accumulate: bool = False, gram: Tensor | None = None,
                          workspace: Workspace | None = None) -> None:
         pa, pb = pre.chunk(2, dim=-1)

@@ -61,28 +61,21 @@ class GroupNormPass(LayerPass):
     def _groups(self, x: Tensor) -> Tensor:
         return x.reshape(*x.shape[:-1], self.y4.shape[1], self._v)
 
-    def _apply_j(self, x4: Tensor) -> Tensor:
-        """J_g x_g for x4 (s, G, v), or (s, d, G, v) (each of the d rows of a sample alike)."""
-        s, groups, v = self.y4.shape
-        y, c = self.y4, self.c[..., None]
-        if x4.ndim == 4:
-            y, c = y[:, None], c[:, None]
-        along = (x4 * y).sum(dim=-1, keepdim=True)
-        return (x4 - x4.mean(dim=-1, keepdim=True) - y * along / v) * c
-
     def backward(self, g: Tensor) -> Tensor:
         g4 = self._groups(g)
         self.a = g4 - g4.mean(dim=-1, keepdim=True)
-        self.t = (self.a * self.y4).sum(dim=-1)
-        return self._apply_j(g4).reshape(g.shape)
+        self.t = (self.a * self.y4).sum(dim=-1)  # = yᵀ g per group
+        return ((self.a - self.y4 * (self.t / self._v)[..., None]) * self.c[..., None]).reshape(g.shape)
 
     def pull_jt(self, pre: Tensor) -> Tensor:
-        """pre J (J is symmetric) for pre (d, w) shared or (s, d, w): per group, pre_g − its means and
-        its projection on y_g."""
+        """pre J (J is symmetric) for pre (d, w) shared or (s, d, w): per group, pre_g less its mean
+        (computed once when pre is shared) less its projection on y_g (yᵀ1 = 0, so yᵀ(p − mean p) = yᵀp)."""
+        s, groups, v = self.y4.shape
         p4 = self._groups(pre)
-        if pre.ndim == 2:
-            p4 = p4.expand(self.y4.shape[0], *p4.shape)
-        return self._apply_j(p4).reshape(*p4.shape[:2], -1)
+        centred = p4 - p4.mean(dim=-1, keepdim=True)
+        along = torch.einsum("dgv,sgv->sdg" if pre.ndim == 2 else "sdgv,sgv->sdg", centred, self.y4)
+        out = torch.addcmul(centred, self.y4[:, None], along[..., None], value=-1.0 / v)
+        return out.mul_(self.c[:, None, :, None]).reshape(s, pre.shape[-2], -1)
 
     def _beta(self) -> Tensor:
         """β_g = −t_g c_g²/v (s, G)."""
@@ -103,12 +96,6 @@ class GroupNormPass(LayerPass):
                   + k * (-(outer(self.a, self.y4) + outer(self.y4, self.a)) + 3.0 * self.t[..., None, None] / v
                          * outer(self.y4, self.y4)))
         return torch.stack([torch.block_diag(*b) for b in blocks])
-
-    def interaction(self, pre: Tensor, gram: Tensor | None = None) -> Tensor:
-        s, d = self.y.shape[0], pre.shape[-2]
-        out = torch.empty(s, d, d, dtype=pre.dtype, device=pre.device)
-        self.interaction_into(pre, out)
-        return out
 
     def interaction_into(self, pre: Tensor, out: Tensor, accumulate: bool = False, gram: Tensor | None = None,
                          workspace: Workspace | None = None) -> None:

@@ -29,6 +29,7 @@ from torch import Tensor, nn
 
 from headgeom.heads.build import L2Normalize
 
+from ..linalg.workspace import Workspace
 from .affine import channel_affine
 from .base import ChainLayer, LayerPass
 from .registry import NotAChain, as_is, call_arguments, chain_layer, function_rule, module_rule
@@ -114,6 +115,14 @@ class RowNormPass(LayerPass):
             base = gram - pf @ pf.transpose(-1, -2)
         pv = torch.matmul(pre, self.v)  # (s, d, 2)
         return self.beta[:, None, None] * base + pv @ self.bv @ pv.transpose(1, 2)
+
+    def interaction_into(self, pre: Tensor, out: Tensor, accumulate: bool = False, gram: Tensor | None = None,
+                         workspace: Workspace | None = None) -> None:
+        term = self.interaction(pre, gram)
+        if accumulate:
+            out.add_(term)
+        else:
+            out.copy_(term)
 
     def backward(self, g: Tensor) -> Tensor:
         """Record the second derivative for the gradient g (s, w) at the output; return Jᵀ g."""

@@ -19,6 +19,9 @@ MatVec = Callable[[Tensor], Tensor]
 __all__ = ["SymmetricOperator", "as_operator", "check_symmetric"]
 
 
+CHECK_ELEMENTS = 1 << 21  # entries of the temporaries check_symmetric forms at once (16 MiB in float64)
+
+
 def check_symmetric(A: Tensor, name: str = "A", rtol: float | None = None, scale: float | None = None) -> None:
     """Raise ValueError if the square (n, n) or batched (N, d, d) `A` is not symmetric.
 
@@ -30,8 +33,11 @@ def check_symmetric(A: Tensor, name: str = "A", rtol: float | None = None, scale
     """
     if rtol is None:
         rtol = max(1e-8, 10.0 * torch.finfo(A.dtype).eps)
-    asym = (A - A.transpose(-1, -2)).abs().amax(dim=(-1, -2))
-    size = A.abs().amax(dim=(-1, -2))
+    blocks = A if A.ndim == 3 else A[None]
+    step = max(1, CHECK_ELEMENTS // max(1, blocks[0].numel()))  # a few blocks at a time: bounded temporaries
+    asym = torch.cat([torch.sub(b, b.transpose(-1, -2)).abs_().amax(dim=(-1, -2))
+                      for b in blocks.split(step)]).reshape(A.shape[:-2])
+    size = torch.cat([b.abs().amax(dim=(-1, -2)) for b in blocks.split(step)]).reshape(A.shape[:-2])
     ref = size if scale is None else size.clamp_min(scale)
     bad = asym > rtol * ref
     if bool(bad.any()):

@@ -182,7 +182,19 @@ def _check_dense(x: Tensor, name: str, scale: float | None = None) -> Tensor:
         raise ValueError(f"{name} has {int(bad.sum())} non-finite entries (NaN/inf), the first at {first}.")
     check_symmetric(x, name, scale=scale)
     x = x.detach().to(torch.float64)
-    return 0.5 * (x + x.transpose(-1, -2))
+    return torch.add(x, x.transpose(-1, -2)).mul_(0.5)  # one (N, d, d) copy, no second temporary
+
+
+BLOCK_ELEMENTS = 1 << 21  # entries of the blocks a LAPACK call copies at once (16 MiB in float64)
+
+
+def _by_blocks(fn, x: Tensor) -> Tensor:
+    """``fn`` of a dense (n, n) matrix, or of a batch of blocks a few blocks at a time (each block's
+    result is the same as in one batched call; the solver's copies stay small)."""
+    if x.ndim == 2:
+        return fn(x)
+    step = max(1, BLOCK_ELEMENTS // max(1, x[0].numel()))
+    return torch.cat([fn(b) for b in x.split(step)])
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -192,14 +204,14 @@ def _ratio(num: float, den: float) -> float | None:
 def _decomp_dense(x: Tensor, parts: Mapping[str, Any], scale: float | None) -> dict[str, dict[str, Any]]:
     """‖part‖ / ‖x‖ in Frobenius and spectral norm for dense (n, n) or blocks (N, d, d)."""
     fro_x = torch.linalg.matrix_norm(x, "fro")
-    sp_x = torch.linalg.matrix_norm(x, 2)
+    sp_x = _by_blocks(lambda b: torch.linalg.matrix_norm(b, 2), x)
     out: dict[str, dict[str, Any]] = {}
     for name, p in parts.items():
         if not isinstance(p, Tensor) or tuple(p.shape) != tuple(x.shape):
             got = tuple(p.shape) if isinstance(p, Tensor) else type(p).__name__
             raise ValueError(f"decomposition part {name!r} must be a tensor of shape {tuple(x.shape)} like x, got {got}.")
         p = _check_dense(p, f"decomposition part {name!r}", scale).to(x.device)
-        fro_p, sp_p = torch.linalg.matrix_norm(p, "fro"), torch.linalg.matrix_norm(p, 2)
+        fro_p, sp_p = torch.linalg.matrix_norm(p, "fro"), _by_blocks(lambda b: torch.linalg.matrix_norm(b, 2), p)
         if x.ndim == 2:
             out[name] = {"fro": _ratio(float(fro_p), float(fro_x)), "spectral": _ratio(float(sp_p), float(sp_x))}
             continue
@@ -219,7 +231,7 @@ def _spectrum_dense(x: Tensor, rel_floor: float, decomposition: Mapping[str, Any
                     scale: float | None) -> Spectrum:
     in_dtype = x.dtype
     xs = _check_dense(x, "x", scale)
-    lam = torch.linalg.eigvalsh(xs)  # ascending; (n,) or (N, d)
+    lam = _by_blocks(torch.linalg.eigvalsh, xs)  # ascending; (n,) or (N, d)
     fl = _floor(rel_floor, float(lam.abs().max()), scale)
     floor = fl["floor"]
     neg, zero, pos = _counts(lam, floor)
