@@ -56,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
@@ -63,12 +64,14 @@ from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapse_escape import escape_row
 from headgeom.claims.collapsed_states import collapsed_state_claim
-from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
+from headgeom.claims.curvature_verdict import AMBIENT_WHY, INERT_REL_TOL, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
+from headgeom.report.paper_protocol import RESNET18, PaperProtocol, paper_heads
 from headgeom.report.plots import c8_hessian_tracking as plots
+from headgeom.report.table import Table
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.theory.pseudo_collapse import gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_predictor, paper_scale, simsiam_cell
@@ -256,7 +259,7 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
-                 activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
+                 activation_of: dict[str, str], collapsed: dict[str, bool]) -> Row:
     """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not. One
     inclusion rule for every run (:func:`headgeom.claims.training_verdicts.usable_escape`): only seeds collapsed
     at step 0 against the calibrated level count; the others (a geometrically inert pseudo-collapse among them)
@@ -274,9 +277,9 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
     # collapsed run's; without any collapsed run, the first run's spread ratio (nothing was judged)
     head = next((f"escaped[{r}]" for r in escaped if activation_of[r] not in NON_SMOOTH),
                 f"escaped[{escaped[0]}]" if escaped else next(iter(meas)))
-    return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
-            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": head}
+    return Row(id="C8", statement=STATEMENT, setting={**setting, "reading": "n/a (spread)", "part": "escape"},
+               budget=budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
+               measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=head)
 
 
 def _disagreements(ms: list[dict], reading: str) -> str:
@@ -296,13 +299,12 @@ def _inert(ms: list[dict]) -> str:
     return f"{sum(bool(m.get('inert_pseudo_collapse')) for m in ms)}/{len(ms)} (gap ≤ {max(gaps):.1e})"
 
 
-def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
+def _table(config: C8Config, groups: dict[str, list[dict]]) -> Table:
     cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
     if config.power_iterations is not None:
         cols += [f"power-iteration disagrees [{r}]" for r in config.readings]
-    lines = ["| run | " + " | ".join(cols)
-             + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | inert pseudo-collapse | loss |",
-             "|" + "---|" * (len(cols) + 8)]
+    table = Table(["run", *cols, "max ‖M‖/‖H‖", "spread init", "spread final", "escaped", "dead", "inert pseudo-collapse",
+                   "loss"], title="C8: tracked H_eff and spread per run (mean ± std (n seeds))")
     for run in config.runs:
         ms = groups.get(run)
         if not ms:
@@ -316,8 +318,8 @@ def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
                   f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}",
                   f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}", _inert(ms),
                   pm([m["final_loss"] for m in ms], ".4f")])
-        lines.append(f"| {run} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        table.add(run, *row)
+    return table
 
 
 def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -352,8 +354,7 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                      f"(float32 shifted power iteration, {config.power_iterations} steps per run, on the same blocks) "
                      f"and the exact lambda_min differ in sign (one below -floor, the other not) or by more than "
                      f"{config.power_rel_tol:g} * max|lambda|; reported, not judged.")
-    return Summary(claims=claims, tables=[("C8: tracked H_eff and spread per run (mean ± std (n seeds))",
-                                          _table(config, groups))], figures=figures, notes=notes)
+    return Summary(claims=claims, tables=[_table(config, groups)], figures=figures, notes=notes)
 
 
 TINY_NEGATIVE = 1e-6  # |λ_min| / λ_max below which a run's negative points are named in a note
@@ -410,6 +411,23 @@ def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
     return notes
 
 
+PAPER_PROTOCOL = PaperProtocol(
+    {"dataset": "cifar10", "backbone": RESNET18, "method": "simsiam", "optimizer": "sgd",
+     "head": paper_heads(("silu", "relu")),  # normal+Swish, collapsed+Swish, collapsed+ReLU; no BN
+     "pseudo_collapse": (None, 0.1), "epochs": 100, "batch_size": 256, "lr": 0.05, "runs": 3,
+     "track_every": 195,  # per epoch: 50,000 // 256 steps
+     "curvature": "λ_min of the HVP operator of the batch loss w.r.t. z1 (power iteration), 5 batches per epoch"},
+    described={"curvature": "exact eigenvalues (float64 eigh) of the per-sample H_eff blocks of 32 probe samples, "
+                            "once per epoch, ambient and tangential readings"},
+    differences={
+        "head": "adds a collapsed linear run: the claim (Fig. 3) is that ReLU and linear heads show no negative "
+                "curvature, and the paper tracked no linear head",
+        "runs": "the added collapsed-linear run (see head)",
+        "curvature": "power iteration on the shifted operator is wrong when the largest-magnitude eigenvalue is "
+                     "negative, and float32 HVPs under-resolve eigenvalues near 1e-6 (docs/paper.md §4 pitfalls 1-2); "
+                     "exact float64 blocks with a relative floor replace it",
+    })
+
 EXPERIMENT = register(Experiment(
     id="C8",
     title="Hessian tracking during SimSiam training (Fig. 3)",
@@ -420,4 +438,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    protocol=PAPER_PROTOCOL,
 ))
