@@ -30,8 +30,7 @@ import time
 import torch
 from torch.func import hessian
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss, dino_pair
 

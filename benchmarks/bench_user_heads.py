@@ -40,8 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured
 from headgeom.runs.cell import current_run_dir
 
@@ -38,9 +39,9 @@ def run_cell(config: Config, cell: dict) -> dict:
 
 def summarize(config: Config, results: list) -> Summary:
     vals = [m["v"] for _, m in results]
-    claim = {"id": ID, "statement": "v is positive", "setting": {"objective": "none", "head": "none"},
-             "measured": {"v": measured(vals)}, "verdict": "supported" if vals and min(vals) > 0 else "inconclusive",
-             "criterion": "every v > 0", "evidence": "test", "headline": "v"}
+    claim = Row(id=ID, statement="v is positive", setting={"objective": "none", "head": "none"},
+                measured={"v": measured(vals)}, verdict="supported" if vals and min(vals) > 0 else "inconclusive",
+                criterion="every v > 0", evidence="test", headline="v")
     return Summary(claims=[claim])
 
 

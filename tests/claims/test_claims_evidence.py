@@ -2,20 +2,22 @@
 
 The fake experiment's cells give v = seed + 1. Its summary builds one row of each kind, each made to
 have that kind: a test (v > threshold in every seed: the config decides either way), an identity
-(the mean of v equals sum(v) / n by construction; ``bug`` breaks it on purpose) and a premise (at
-least two seeds, which the theorem of the fake claim would need).
+(the mean of v equals sum(v) / n by construction; ``bug`` breaks it on purpose), a premise (at
+least two seeds, which the theorem of the fake claim would need) and a diagnostic (v > 0, which the
+cells' construction v = seed + 1 fixes).
 """
 import dataclasses
 import json
 
 import pytest
 
-from headgeom.experiments import runner
-from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, check_claim, measured
-from headgeom.experiments.runner import run_experiments
-from headgeom.claims.evidence import (EVIDENCE, VERDICTS, check_evidence, count_verdicts, counts_text,
+from headgeom.claims.evidence import (EVIDENCE, KINDS, VERDICTS, EvidenceKind, check_kind, count_verdicts, counts_text,
                                       support_counts, verdict_text)
-from headgeom.report.markdown import claims_table, format_claims_short
+from headgeom.claims.row import Row
+from headgeom.experiments import runner
+from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, measured
+from headgeom.experiments.runner import run_experiments
+from headgeom.report.markdown import claims_table, evidence_legend, format_claims_short, rows_of
 
 FAKE = "FAKE_EVIDENCE"
 
@@ -27,10 +29,9 @@ class Config:
     bug: bool = False
 
 
-def _row(kind, verdict, statement, values=()):
-    return {"id": FAKE, "statement": statement, "setting": {"objective": "none"},
-            "measured": {"v": measured(list(values))},
-            "verdict": verdict, "criterion": "see the statement", "evidence": kind, "headline": "v"}
+def _row(kind, verdict, statement, values=(0.0,)):
+    return Row(id=FAKE, statement=statement, setting={"objective": "none"}, measured={"v": measured(list(values))},
+               verdict=verdict, criterion="see the statement", evidence=kind, headline="v")
 
 
 def _summarize(config, results):
@@ -40,6 +41,7 @@ def _summarize(config, results):
         _row("test", "supported" if min(vals) > config.threshold else "not supported", "v exceeds the threshold", vals),
         _row("identity", "supported" if mean == sum(vals) / len(vals) else "not supported", "mean = sum / n", vals),
         _row("premise", "supported" if len(vals) >= 2 else "not supported", "at least two seeds", vals),
+        _row("diagnostic", "supported" if min(vals) > 0 else "not supported", "v > 0 (fixed by v = seed + 1)", vals),
     ])
 
 
@@ -66,11 +68,14 @@ def _run(tmp_path, name, **kw):
 def test_each_kind_holds_on_a_case_built_to_have_it(fake, tmp_path):
     fake()
     res, report = _run(tmp_path, "ok")
-    kinds = {c["evidence"]: c for c in res["claims"]}
+    kinds = {c.evidence: c for c in rows_of(res)}
     assert set(kinds) == set(EVIDENCE)
-    assert [verdict_text(kinds[k]) for k in EVIDENCE] == ["supported", "identity holds", "premise holds"]
+    assert [verdict_text(kinds[k]) for k in EVIDENCE] == ["supported", "identity holds", "premise holds",
+                                                          "diagnostic: shows it (fixed by the reading)"]
     data = json.loads((tmp_path / "ok" / "results.json").read_text())
-    assert [c["evidence"] for c in data["claims"]] == ["test", "identity", "premise"]
+    assert [c["evidence"] for c in data["claims"]] == ["test", "identity", "premise", "diagnostic"]
+    # a diagnostic is shown and never counted as support
+    assert support_counts(rows_of(res)) == {"supported": 1, "not supported": 0, "inconclusive": 0}
     assert "| test | **supported** |" in report and "| identity | **identity holds** |" in report
     assert "| premise | **premise holds** |" in report
 
@@ -78,11 +83,12 @@ def test_each_kind_holds_on_a_case_built_to_have_it(fake, tmp_path):
 def test_failures_are_named_by_their_kind(fake, tmp_path, monkeypatch):
     fake(threshold=5.0, bug=True, seeds=1)  # v = 1 misses the threshold; the mean is broken; one seed
     res, report = _run(tmp_path, "bad")
-    words = {c["evidence"]: verdict_text(c) for c in res["claims"]}
-    assert words == {"test": "not supported", "identity": "identity fails: a bug", "premise": "premise fails"}
+    words = {c.evidence: verdict_text(c) for c in rows_of(res)}
+    assert words == {"test": "not supported", "identity": "identity fails: a bug", "premise": "premise fails",
+                     "diagnostic": "diagnostic: shows it (fixed by the reading)"}
     assert "| identity | **identity fails: a bug** |" in report and "| premise | **premise fails** |" in report
     # a failed premise or identity is never counted as "not supported"
-    assert "tests: 1 not supported; identities: 1 fail (a bug); premises: 1 fail" in report
+    assert "tests: 1 not supported; identities: 1 fail (a bug); premises: 1 fail; diagnostics: 1 show it" in report
 
 
 def test_counting_excludes_identity_and_premise_rows():
@@ -107,20 +113,55 @@ def test_counting_excludes_identity_and_premise_rows():
 
 
 def test_a_row_without_evidence_is_rejected(fake, tmp_path):
-    row = _row("test", "supported", "a")
+    row = _row("test", "supported", "a").to_json()
     del row["evidence"]
     with pytest.raises(ValueError, match="lacks keys \\['evidence'\\]"):
-        check_claim(row)
+        Row.from_json(row)
     with pytest.raises(ValueError, match="has no 'evidence'"):
-        check_evidence(row)
+        check_kind(None, "x")
     with pytest.raises(ValueError, match="evidence 'proof' is not one of"):
-        check_claim(dict(row, evidence="proof"))
-    assert all(check_claim(_row(k, v, "x")) for k in EVIDENCE for v in VERDICTS)
+        Row.from_json(dict(row, evidence="proof"))
+    assert all(Row.from_json(_row(k, v, "x").to_json()) for k in EVIDENCE for v in VERDICTS)
 
-    # through the runner: the row is dropped and reported as a summary error
+    # through the runner: a dict without its evidence is dropped and reported as a summary error
     fake()
     good = EXPERIMENTS[FAKE]
     EXPERIMENTS[FAKE] = dataclasses.replace(good, summarize=lambda config, results: Summary(claims=[row]))
     res = run_experiments([FAKE], out=tmp_path / "o", progress=False)
     assert res["claims"] == [] and res["n_failed"] == 1
     assert "lacks keys ['evidence']" in res["experiments"][FAKE]["errors"][0]
+
+
+def test_a_kind_is_one_entry_of_the_table_and_every_count_reads_it(monkeypatch):
+    """Adding a kind is one EvidenceKind: its rows are checked, counted apart from support and named in words."""
+    shown = EvidenceKind("probe", "probes", "shown, never counted",
+                         display={"supported": "probe: as built", "not supported": "probe: unexpected",
+                                  "inconclusive": "probe: undecided"},
+                         count_words={"supported": "as built", "not supported": "unexpected",
+                                      "inconclusive": "undecided"})
+    with pytest.raises(ValueError, match="evidence 'probe' is not one of"):
+        _row("probe", "supported", "d")
+    monkeypatch.setitem(KINDS, "probe", shown)
+    rows = [_row("probe", "supported", "d"), _row("test", "supported", "t")]
+    assert support_counts(rows) == {"supported": 1, "not supported": 0, "inconclusive": 0}
+    assert count_verdicts(rows)["probe"] == {"supported": 1, "not supported": 0, "inconclusive": 0}
+    assert counts_text(rows) == "tests: 1 supported; probes: 1 as built"
+    assert verdict_text(rows[0]) == "probe: as built"
+    assert "- `probe`: shown, never counted." in evidence_legend()
+    assert "| probe | **probe: as built** |" in claims_table(rows)
+    with pytest.raises(ValueError, match="must name every verdict"):
+        EvidenceKind("half", "halves", "m", display={"supported": "x"}, count_words={})
+
+
+def test_an_identity_without_data_is_not_checked_never_holds():
+    nan_row = dict(id=FAKE, statement="M = 0", setting={"objective": "none"}, criterion="by construction",
+                   evidence="identity", headline="m")
+    with pytest.raises(ValueError, match="identity without data cannot hold"):
+        Row(**nan_row, measured={"m": measured(float("nan"))}, verdict="supported")
+    with pytest.raises(ValueError, match="identity without data cannot hold"):
+        Row.from_json({**nan_row, "measured": {"m": None}, "verdict": "supported"})
+    unchecked = Row(**nan_row, measured={"m": measured(float("nan"))}, verdict="inconclusive")
+    assert verdict_text(unchecked) == "identity not checked"
+    # the same row with data holds; a test row may have no data (it reads inconclusive by its own rule)
+    assert verdict_text(Row(**nan_row, measured={"m": measured([0.0])}, verdict="supported")) == "identity holds"
+    Row(**{**nan_row, "evidence": "test"}, measured={"m": measured(float("nan"))}, verdict="supported")

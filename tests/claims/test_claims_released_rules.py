@@ -12,6 +12,7 @@ from headgeom.claims.depth_trend import increase_test, learned_floor_check
 from headgeom.claims.estimated_curvature import NO_FLOOR, estimated_curvature
 from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, seed_outcome, seeds_verdict
 from headgeom.claims.probe_gap import gap_verdict, smallest_deciding_n, tie_band
+from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
 from headgeom.claims.training_verdicts import escape
 
@@ -109,4 +110,6 @@ def test_one_model_per_depth_is_inconclusive_and_the_learned_floor():
 
 
 def test_sources():
-    assert ours("quick") == "ours (quick)" and is_authors({"source": AUTHORS}) and not is_authors({})
+    row = Row(id="C9", statement="s", setting={}, measured={"x": 1.0}, verdict="supported", evidence="test",
+              headline="x", criterion="c")
+    assert ours("quick") == "ours (quick)" and is_authors(row.replace(source=AUTHORS)) and not is_authors(row)

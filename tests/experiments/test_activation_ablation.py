@@ -8,7 +8,9 @@ import pytest
 from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.activation_ablation import (
     ACTIVATIONS, TRAIN, AblationConfig, cells, run_cell, summarize, train_config)
-from headgeom.experiments.registry import VERDICTS, check_claim
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -78,11 +80,11 @@ def _verdict(fracs, readings=("ambient",)):
     results = [({"activation": a, "seed": s}, _fake(f)) for a, f in fracs.items() for s in range(2)]
     summary = summarize(cfg, results)
     # the test row of the last reading (under the tangential reading the ReLU/linear half is an identity row)
-    claim = [c for c in summary.claims if c["evidence"] == "test"][-1]
-    for c in summary.claims:
-        check_claim(c)
+    claim = [c for c in rows_json(summary) if c["evidence"] == "test"][-1]
+    for c in rows_json(summary):
+        Row.from_json(c)
     assert claim["id"] == "C8" and claim["verdict"] in VERDICTS
-    assert summary.tables[0][1].count("\n") == 1 + len(fracs)
+    assert tables_md(summary)[0][1].count("\n") == 1 + len(fracs)
     return claim["verdict"]
 
 

@@ -20,10 +20,13 @@ from headgeom.backbones import VisionTransformer, resnet50
 from headgeom.checkpoints.pretrained_files import CHECKPOINTS_ENV, EXPECTED_FILES
 from headgeom.data import DATASET_STATS, load_dataset
 from headgeom.experiments.c10_pretrained import FAMILIES, C10Config, cells, run_cell, summarize
-from headgeom.experiments.c10_pretrained.summary import PAPER_METRIC, PRIMARY, direction
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.c10_pretrained.summary import PAPER_METRIC, PRIMARY
+from headgeom.experiments.registry import load_all
 from headgeom.experiments.runner import cell_key, jsonable, run_experiments
 from official_models import BarlowTwins, VICReg, dino_full_checkpoint, method_full_checkpoint, randomise_
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -84,19 +87,19 @@ def test_no_files_every_claim_inconclusive_with_placement_message(tmp_path, monk
     for c, m in results:
         assert m["status"] == "absent" and str(folder / c["file"]) in m["message"]
     s = summarize(config, results)
-    assert len(s.claims) == 5 and all(check_claim(c)["verdict"] == "inconclusive" for c in s.claims)
-    for claim in s.claims[:3]:  # no file measured decided the method rows
+    assert len(rows_json(s)) == 5 and all(Row.from_json(c).verdict == "inconclusive" for c in rows_json(s))
+    for claim in rows_json(s)[:3]:  # no file measured decided the method rows
         assert claim["headline"] == "checkpoints_measured" and claim["measured"]["checkpoints_measured"]["value"] == 0
-    for claim in s.claims:
+    for claim in rows_json(s):
         assert claim["headline"] in claim["measured"]
-    for claim in s.claims[:3]:  # one per method: names that method's files and where they go
+    for claim in rows_json(s)[:3]:  # one per method: names that method's files and where they go
         method = {"DINO": "dino", "VICReg": "vicreg", "Barlow Twins": "barlow_twins"}[claim["setting"]["method"]]
         msg = claim["setting"]["missing_files"]
         for r, e in EXPECTED_FILES.items():
             assert (f"`{folder / e.filename}`" in msg) == (e.method == method), (r, msg)
-    for claim in s.claims[3:]:  # the dichotomy: all four files
+    for claim in rows_json(s)[3:]:  # the dichotomy: all four files
         assert all(f"`{folder / e.filename}`" in claim["setting"]["missing_files"] for e in EXPECTED_FILES.values())
-    text = "\n".join(md for _, md in s.tables) + "\n".join(s.notes)
+    text = "\n".join(md for _, md in tables_md(s)) + "\n".join(s.notes)
     for e in EXPECTED_FILES.values():
         assert e.filename in text and e.url in text and str(folder / e.filename) in text
     assert s.figures == []
@@ -107,7 +110,7 @@ def test_no_directory_says_how_to_give_one(monkeypatch):
     config = C10Config()
     cs = cells(config)
     assert all(c["dir"] is None and not c["present"] for c in cs)
-    claim = summarize(config, [(c, run_cell(config, c)) for c in cs]).claims[3]
+    claim = rows_json(summarize(config, [(c, run_cell(config, c)) for c in cs]))[3]
     msg = claim["setting"]["missing_files"]
     assert "--checkpoints DIR" in msg and CHECKPOINTS_ENV in msg and "DIR/checkpoint.pth" in msg
 
@@ -146,10 +149,10 @@ def test_run_cell_on_synthetic_official_files(measured):
     dims = {m["release"]: (m["families"]["hue"]["dim_z"], m["families"]["hue"]["dim_head"]) for _, m in results}
     assert dims == {"dino_vit": (64, 48), "dino_resnet50": (128, 40), "vicreg": (128, 80), "barlow_twins": (128, 48)}
     s = summarize(config, [(c, jsonable(m)) for c, m in results])
-    assert len(s.claims) == 5 and all(check_claim(c)["verdict"] in VERDICTS for c in s.claims)
-    assert not any("missing_files" in c["setting"] for c in s.claims)
-    assert any("dimension factor flips" in n for n in s.notes) and len(s.tables) == 4
-    profile = s.tables[3][1]
+    assert len(rows_json(s)) == 5 and all(Row.from_json(c).verdict in VERDICTS for c in rows_json(s))
+    assert not any("missing_files" in c["setting"] for c in rows_json(s))
+    assert any("dimension factor flips" in n for n in s.notes) and len(tables_md(s)) == 4
+    profile = tables_md(s)[3][1]
     assert "head.0 Linear(64->32) (D=32)" in profile and "l2z/" not in profile
     fig = s.figures[0][1]()
     assert_legends_outside(fig)
@@ -221,7 +224,7 @@ def _fake(trace: dict[str, dict[str, tuple[float, float, float]]], selectivity=N
 def _verdicts(trace, selectivity=None):
     config = C10Config(families=("rotation_45", "hue"))
     s = summarize(config, _fake(trace, selectivity))
-    return [c["verdict"] for c in s.claims], s
+    return [c["verdict"] for c in rows_json(s)], s
 
 
 GOOD = {"dino_vit": {"rotation_45": (7.7, 5, 9), "hue": (3, 2, 4)},
@@ -237,26 +240,26 @@ def test_verdicts_follow_the_stated_rule():
     assert verdicts[4] == "not supported"
     assert any("VICReg: not supported under the paper's per-dimension ratio, supported under the trace ratio" in n
                for n in s.notes)
-    assert [c["headline"] for c in s.claims] == [
+    assert [c["headline"] for c in rows_json(s)] == [
         "selectivity[dino_vit/rotation_45]", "selectivity[vicreg/rotation_45]",
         "selectivity[barlow_twins/rotation_45]", "methods_supported", "methods_not_supported"]
-    assert s.claims[3]["measured"]["methods_supported"]["value"] == 1.0
-    assert s.claims[4]["measured"]["methods_not_supported"]["value"] == pytest.approx(2 / 3)  # VICReg, Barlow Twins
+    assert rows_json(s)[3]["measured"]["methods_supported"]["value"] == 1.0
+    assert rows_json(s)[4]["measured"]["methods_not_supported"]["value"] == pytest.approx(2 / 3)  # VICReg, Barlow Twins
     straddle = {**GOOD, "vicreg": {**GOOD["vicreg"], "hue": (0.9, 0.7, 1.1)}}
     verdicts, s = _verdicts(straddle)
     assert verdicts[:4] == ["supported", "inconclusive", "supported", "inconclusive"]
-    assert s.claims[1]["headline"] == "selectivity[vicreg/hue]"  # the pair whose CI holds 1 decided
+    assert rows_json(s)[1]["headline"] == "selectivity[vicreg/hue]"  # the pair whose CI holds 1 decided
     wrong = {**GOOD, "barlow_twins": {**GOOD["barlow_twins"], "rotation_45": (1.5, 1.2, 1.9)}}
     verdicts, s = _verdicts(wrong)
     assert verdicts[:4] == ["supported", "supported", "not supported", "not supported"]
-    assert s.claims[2]["headline"] == "selectivity[barlow_twins/rotation_45]"
-    assert s.claims[3]["headline"] == "methods_not_supported"
+    assert rows_json(s)[2]["headline"] == "selectivity[barlow_twins/rotation_45]"
+    assert rows_json(s)[3]["headline"] == "methods_not_supported"
     dino_expands = {**GOOD, "dino_resnet50": {**GOOD["dino_resnet50"], "hue": (1e-5, 1e-6, 5e-5)}}
     assert _verdicts(dino_expands)[0][0] == "not supported"
     partial = {k: v for k, v in GOOD.items() if k != "dino_vit"}
     verdicts, s = _verdicts(partial)
     assert verdicts == ["inconclusive", "supported", "supported", "inconclusive", "inconclusive"]
-    assert EXPECTED_FILES["dino_vit"].filename in s.claims[0]["setting"]["missing_files"]
+    assert EXPECTED_FILES["dino_vit"].filename in rows_json(s)[0]["setting"]["missing_files"]
     assert PRIMARY == ("selectivity", "raw") and PAPER_METRIC[0] == "per_dim_ratio_raw"
 
 
@@ -268,9 +271,9 @@ def test_the_claims_follow_selectivity_where_the_trace_ratios_disagree():
            "vicreg": {"rotation_45": (3, 2, 4), "hue": (2, 1.5, 2.5)}}
     verdicts, s = _verdicts(GOOD, sel)
     assert verdicts[:4] == ["not supported", "not supported", "supported", "not supported"]
-    dino = s.claims[0]
-    for c in s.claims:
-        check_claim(c)
+    dino = rows_json(s)[0]
+    for c in rows_json(s):
+        Row.from_json(c)
         assert "decided by selectivity" in c["criterion"] or c["setting"]["metric"] == PAPER_METRIC[0]
     assert dino["headline"] == "selectivity[dino_vit/rotation_45]"
     assert dino["measured"]["selectivity[dino_vit/rotation_45]"]["value"] == 0.5
@@ -280,17 +283,9 @@ def test_the_claims_follow_selectivity_where_the_trace_ratios_disagree():
     assert any("DINO: not supported under selectivity (the claims), supported under the raw trace ratio" in n
                for n in s.notes)
     # the ratio table shows the cosine at the head for both inputs, the l2 one marked out of distribution
-    ratio_table = next(t for title, t in s.tables if title.startswith("C10 orbit variance ratios"))
+    ratio_table = next(t for title, t in tables_md(s) if title.startswith("C10 orbit variance ratios"))
     assert "mean pairwise cosine h (l2 in, out of distribution)" in ratio_table and "0.994 [0.99, 0.997]" in ratio_table
     assert any(n.startswith("Out of distribution") for n in s.notes)
-
-
-def test_direction_reads_the_interval():
-    assert direction(_est(2, 1.01, 3)) == "compress"
-    assert direction(_est(0.5, 0.2, 0.99)) == "expand"
-    assert direction(_est(1, 0.9, 1.1)) == "neither"
-    assert direction(_est(1, None, 1.1)) == "undefined"
-    assert direction(_est(5, 2, "inf")) == "compress"
 
 
 def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
@@ -298,7 +293,7 @@ def test_a_present_file_without_measurement_is_not_called_missing(tmp_path):
     (tmp_path / EXPECTED_FILES["dino_vit"].filename).write_bytes(b"x")
     results = [({**c, "dir": str(tmp_path)}, m) for c, m in _fake({k: v for k, v in GOOD.items() if k != "dino_vit"})]
     s = summarize(C10Config(families=("rotation_45", "hue")), results)
-    dino = s.claims[0]
+    dino = rows_json(s)[0]
     assert dino["verdict"] == "inconclusive" and "missing_files" not in dino["setting"]
     assert EXPECTED_FILES["dino_vit"].filename in dino["setting"]["not_measured"]
     assert "Failed cells" in dino["setting"]["not_measured"]

@@ -11,9 +11,11 @@ import torch
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c11_depth import (TRAIN, C11Config, cells, depth_head, increase_test, paper, run_cell,
                                             summarize, train_config)
-from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.orbits.run_measures import RATIOS
 from headgeom.train.recipes import paper_head
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -162,21 +164,21 @@ def test_summarize_verdicts_follow_the_rule():
                                                linear[d, s]))
                for s in range(3) for d in (1, 2, 3)]
     summary = summarize(cfg, results)
-    for c in summary.claims:
-        check_claim(c)
+    for c in rows_json(summary):
+        Row.from_json(c)
         assert c["id"] == "C11" and c["verdict"] in VERDICTS
-    by = {(c["setting"].get("head_input") or c["setting"]["probe"]): c["verdict"] for c in summary.claims}
+    by = {(c["setting"].get("head_input") or c["setting"]["probe"]): c["verdict"] for c in rows_json(summary)}
     assert by == {"raw": "supported", "l2": "supported", "knn": "not supported", "linear": "inconclusive"}
-    raw = summary.claims[0]["measured"]
+    raw = rows_json(summary)[0]["measured"]
     assert raw["paired_difference"]["value"] == pytest.approx(math.log(4.0)) and raw["paired_difference"]["n"] == 3
     assert raw["selectivity[depth 2]"]["n"] == 3 and raw["compression[depth 2]"]["n"] == 3
     assert raw["compression[depth 2]"]["per_seed_ci"][0] == pytest.approx([18.0, 22.0])  # the cells' bootstrap CIs
-    assert summary.claims[0]["headline"] == "selectivity depth 3 / depth 1"
+    assert rows_json(summary)[0]["headline"] == "selectivity depth 3 / depth 1"
     assert raw["selectivity depth 3 / depth 1"]["value"] == pytest.approx(4.0) and "decided by selectivity" in \
-        summary.claims[0]["criterion"]
-    json.dumps(summary.claims)
-    assert [t for t, _ in summary.tables] and summary.tables[0][1].count("\n") == 1 + 3
-    assert summary.tables[1][1].count("\n") == 1 + 3 and summary.tables[2][1].count("\n") == 1 + 9
+        rows_json(summary)[0]["criterion"]
+    json.dumps(rows_json(summary))
+    assert [t for t, _ in tables_md(summary)] and tables_md(summary)[0][1].count("\n") == 1 + 3
+    assert tables_md(summary)[1][1].count("\n") == 1 + 3 and tables_md(summary)[2][1].count("\n") == 1 + 9
     import matplotlib
 
     matplotlib.use("Agg")
@@ -185,13 +187,13 @@ def test_summarize_verdicts_follow_the_rule():
     # a clear accuracy increase, but every depth within learned_floor of chance (0.1): nothing to protect
     near_chance = [({"depth": d, "seed": s}, _fake(d, s, 10.0, 0.1 + 0.01 * d, 0.1 + 0.01 * d + 0.001 * s))
                    for s in range(3) for d in (1, 2, 3)]
-    verdicts = {c["setting"].get("probe"): c["verdict"] for c in summarize(cfg, near_chance).claims}
+    verdicts = {c["setting"].get("probe"): c["verdict"] for c in rows_json(summarize(cfg, near_chance))}
     assert verdicts["knn"] == verdicts["linear"] == "inconclusive"
     lifted = [(c, {**m, "knn[z]": m["knn[z]"] + 0.2}) for c, m in near_chance]
-    assert {c["setting"].get("probe"): c["verdict"] for c in summarize(cfg, lifted).claims}["knn"] == "supported"
+    assert {c["setting"].get("probe"): c["verdict"] for c in rows_json(summarize(cfg, lifted))}["knn"] == "supported"
     # a failed cell (depth 3, seed 2 missing): still a summary; with one seed left everything is inconclusive
     few = [r for r in results if r[0]["seed"] == 0]
-    assert {c["verdict"] for c in summarize(cfg, few).claims} == {"inconclusive"}
+    assert {c["verdict"] for c in rows_json(summarize(cfg, few))} == {"inconclusive"}
 
 
 def test_the_compression_verdict_follows_selectivity_where_the_papers_compression_disagrees():
@@ -200,9 +202,9 @@ def test_the_compression_verdict_follows_selectivity_where_the_papers_compressio
     def verdicts(comp, sel):
         results = [({"depth": d, "seed": s}, _fake(d, s, comp(d, s), 0.5, 0.5, selectivity=sel(d, s)))
                    for s in range(3) for d in (1, 2, 3)]
-        claims = summarize(cfg, results).claims
+        claims = rows_json(summarize(cfg, results))
         for c in claims:
-            check_claim(c)
+            Row.from_json(c)
         return {c["setting"]["head_input"]: c for c in claims if "head_input" in c["setting"]}
 
     rises = lambda d, s: 10.0 * 2 ** (d - 1) * (1 + 0.05 * s)  # noqa: E731

@@ -9,8 +9,10 @@ from headgeom.data.shapes import SHAPE_CLASSES
 from headgeom.experiments.c12_guillotine import (
     CONTEXT_PROBES, PROBES, TRAIN, C12Config, cell_train_config, cells, gap_statistics, run_cell, summarize, tie_band,
     train_config)
-from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.report.style import CHANCE_GID
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -80,18 +82,18 @@ def test_verdict_follows_the_stated_criterion():
     cfg = dataclasses.replace(TINY, seeds=5)
     per_seed = [{"knn": 0.05, "linear": -0.1, "rotation": 0.05}] * 4 + [{"knn": 0.05, "linear": -0.1, "rotation": 0.0}]
     summary = summarize(cfg, [({"seed": s}, _fake(g)) for s, g in enumerate(per_seed)])
-    verdicts = {c["setting"]["probe"]: c["verdict"] for c in summary.claims}
-    for c in summary.claims:
-        check_claim(c)
+    verdicts = {c["setting"]["probe"]: c["verdict"] for c in rows_json(summary)}
+    for c in rows_json(summary):
+        Row.from_json(c)
         assert c["id"] == "C12" and c["verdict"] in VERDICTS and c["headline"] in c["measured"]
     # knn: z ahead in 5/5 seeds; linear: behind in 5/5; rotation: ahead in 4/5 = 80% (the tie counts as neither)
     assert verdicts == {"knn": "supported", "linear": "not supported", "rotation": "supported"}
     per_seed = [{"knn": 0.05, "linear": 0.005, "rotation": -0.05}] * 3 + [{"knn": -0.05, "linear": 0.0, "rotation": 0.05}] * 2
     summary = summarize(cfg, [({"seed": s}, _fake(g)) for s, g in enumerate(per_seed)])
-    assert {c["setting"]["probe"]: c["verdict"] for c in summary.claims} == {
+    assert {c["setting"]["probe"]: c["verdict"] for c in rows_json(summary)} == {
         "knn": "inconclusive", "linear": "inconclusive", "rotation": "inconclusive"}
-    assert summary.tables[0][1].count("\n") == 1 + 3
-    json.dumps(summary.claims)
+    assert tables_md(summary)[0][1].count("\n") == 1 + 3
+    json.dumps(rows_json(summary))
 
 
 PAPER_RUNS = (("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18"))
@@ -103,10 +105,10 @@ def test_mlp_probe_is_reported_beside_the_linear_probe_as_context_without_a_verd
     results = [({"seed": s}, {**_fake(g), "num_classes": 10}) for s, g in enumerate(per_seed)]
     summary = summarize(cfg, results)
     # the verdicts are those of the judged probes alone
-    assert sorted(c["setting"]["probe"] for c in summary.claims) == sorted(PROBES)
-    table = summary.tables[0][1].splitlines()
+    assert sorted(c["setting"]["probe"] for c in rows_json(summary)) == sorted(PROBES)
+    table = tables_md(summary)[0][1].splitlines()
     assert table[0] == "| point | kNN | linear | MLP (context) | rotation |" and len(table) == 2 + 3
-    title, context = summary.tables[1]
+    title, context = tables_md(summary)[1]
     assert "context, no verdict" in title
     mlp_row = next(line for line in context.splitlines() if "| MLP (context) |" in line)
     meas, above, below = gap_statistics(cfg, results, "mlp")
@@ -121,7 +123,7 @@ def test_mlp_probe_is_reported_beside_the_linear_probe_as_context_without_a_verd
     assert chance == {"knn": [0.1], "linear": [0.1], "MLP (context)": [0.1], "rotation": [0.25]}
     # cells measured without the MLP probe (older runs, or mlp=False): no MLP column, no context table
     plain = summarize(cfg, [({"seed": 0}, _fake({p: 0.05 for p in PROBES}))])
-    assert "MLP" not in plain.tables[0][1] and len(plain.tables) == 1
+    assert "MLP" not in tables_md(plain)[0][1] and len(tables_md(plain)) == 1
 
 
 def test_settings_give_a_cell_per_dataset_backbone_and_seed():
@@ -142,11 +144,11 @@ def test_each_setting_is_judged_on_its_own():
     results = ([({"data": "cifar10", "backbone": "resnet18", "seed": s}, _fake(ahead)) for s in range(5)]
                + [({"data": "cifar100", "backbone": "resnet18", "seed": s}, _fake(behind)) for s in range(5)])
     summary = summarize(cfg, results)
-    verdicts = {(c["setting"]["data"], c["setting"]["probe"]): c["verdict"] for c in summary.claims}
+    verdicts = {(c["setting"]["data"], c["setting"]["probe"]): c["verdict"] for c in rows_json(summary)}
     assert verdicts == {**{("cifar10", p): "supported" for p in PROBES},
                         **{("cifar100", p): "not supported" for p in PROBES}}
     assert [name for name, _ in summary.figures] == ["probes_cifar10_resnet18", "probes_cifar100_resnet18"]
-    assert len(summary.tables) == 2 and "cifar100" in summary.tables[1][0]
+    assert len(tables_md(summary)) == 2 and "cifar100" in tables_md(summary)[1][0]
 
 
 def test_a_tiny_vit_cell_trains_and_probes():

@@ -8,19 +8,12 @@ import json
 import pytest
 import torch
 
+from claim_rows import rows_json, tables_md
 from figure_checks import assert_legends_outside
-from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, check_claim
-from headgeom.experiments.c1_whitening import (
-    DEFAULT_SETTINGS,
-    C1Config,
-    cells,
-    literal_rank_verdict,
-    paper,
-    quick,
-    run_cell,
-    small,
-    summarize,
-)
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
+from headgeom.experiments.c1_whitening import DEFAULT_SETTINGS, C1Config, cells, paper, quick, run_cell, small, summarize
+from headgeom.experiments.registry import EXPERIMENTS
 
 TINY = C1Config(preset="quick", head="6-10-4:silu", batch=4, samples=1, subspaces=1, fit_restarts=1, seeds=1)
 ROW_KEYS = ("rank_positive", "n_negative", "n_zero", "rank", "lambda_min", "lambda_max", "cond_positive",
@@ -97,19 +90,19 @@ def test_readings_give_the_known_structure(results):
 
 def test_summarize_claims_tables_figure(results, tmp_path):
     summary = summarize(TINY, results)
-    assert summary.claims
-    for claim in summary.claims:
-        check_claim(claim)
+    assert rows_json(summary)
+    for claim in rows_json(summary):
+        Row.from_json(claim)
         assert claim["id"] == "C1" and claim["verdict"] in VERDICTS and claim["criterion"]
         assert claim["headline"] in claim["measured"]
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
-    json.dumps(summary.claims)
-    main = {(c["setting"]["objective"], c["setting"]["reading"]): c for c in summary.claims
+    json.dumps(rows_json(summary))
+    main = {(c["setting"]["objective"], c["setting"]["reading"]): c for c in rows_json(summary)
             if "positive part" in c["statement"]}
     assert len(main) == len(DEFAULT_SETTINGS)
     assert main[("mse", "ambient")]["verdict"] == "supported"
-    literal = {(c["setting"]["objective"], c["setting"]["reading"]): c for c in summary.claims
+    literal = {(c["setting"]["objective"], c["setting"]["reading"]): c for c in rows_json(summary)
                if "as stated, r = rank A" in c["statement"]}
     assert len(literal) == len(DEFAULT_SETTINGS) and all(c["evidence"] == "test" for c in literal.values())
     assert literal[("mse", "ambient")]["verdict"] == "supported"  # A = I/N ⪰ 0: rank A = rank A₊
@@ -122,10 +115,10 @@ def test_summarize_claims_tables_figure(results, tmp_path):
     # the identity rows quote the worst ε_S over both routes (max decides), the dimension row every W's ε_S (min)
     pos = main[("mse", "ambient")]["measured"]["isotropy_error_both_routes"]
     assert main[("mse", "ambient")]["headline"] == "isotropy_error_both_routes" and pos["n"] == 2 * TINY.subspaces
-    dim = [c for c in summary.claims if "dimension condition" in c["statement"]]
+    dim = [c for c in rows_json(summary) if "dimension condition" in c["statement"]]
     assert len(dim) == 1 and dim[0]["verdict"] == "supported"
     assert dim[0]["headline"] == "error_any_W" and dim[0]["measured"]["error_any_W"]["min"] >= 1 - 1e-6
-    (title, table), = summary.tables
+    (title, table), = tables_md(summary)
     assert table.count("\n") == 1 + len(DEFAULT_SETTINGS)
     assert any("negative eigenvalues" in n for n in summary.notes)
     (name, build), = summary.figures
@@ -138,7 +131,7 @@ def test_summarize_claims_tables_figure(results, tmp_path):
 def test_verdict_logic_on_edited_metrics(results):
     bad = copy.deepcopy(results)
     _by(bad, "mse:ambient")["iso_error"][0] = 1e-6  # beyond round-off
-    claims = summarize(TINY, bad).claims
+    claims = rows_json(summarize(TINY, bad))
     mse = next(c for c in claims if c["setting"]["objective"] == "mse" and "positive part" in c["statement"])
     assert mse["verdict"] == "not supported"
     empty = copy.deepcopy(results[:1])
@@ -146,31 +139,18 @@ def test_verdict_logic_on_edited_metrics(results):
     m["rank_positive"] = [0]
     for key in ("iso_error", "iso_error_engine"):
         m[key] = []
-    only = summarize(TINY, empty).claims[0]
+    only = rows_json(summarize(TINY, empty))[0]
     assert only["verdict"] == "inconclusive"
     fake = copy.deepcopy(results)
     _by(fake, "negative_cosine:ambient")["oversize_fit_error"][0] = 1e-12  # would contradict inertia
-    dim = next(c for c in summarize(TINY, fake).claims if "dimension condition" in c["statement"])
+    dim = next(c for c in rows_json(summarize(TINY, fake)) if "dimension condition" in c["statement"])
     assert dim["verdict"] == "not supported"
-
-
-def test_literal_rank_rule_on_built_cases():
-    # n₋(A) = 0 in every trial: A ⪰ 0, the construction whitens dim S = rank A
-    assert literal_rank_verdict([0, 0, 0], [], 3e-14, 1e-10)[:2] == ("supported", "trials_with_negative_A")
-    # n₋(A) > 0 in one trial, every W at the inertia bound: a counterexample to the theorem as stated
-    verdict, key, why = literal_rank_verdict([0, 2, 0], [1.0], 3e-14, 1e-10)
-    assert verdict == "not supported" and key == "trials_with_negative_A" and "1 of 3 trials" in why
-    # a W below the bound where n₋ > 0 contradicts Sylvester: a bug, not evidence
-    assert literal_rank_verdict([1], [1e-12], 3e-14, 1e-10)[:2] == ("inconclusive", "best_error_any_W")
-    # A ⪰ 0 but the construction failed, or nothing measured: undecided
-    assert literal_rank_verdict([0], [], 1e-3, 1e-10)[:2] == ("inconclusive", "construction_isotropy_error")
-    assert literal_rank_verdict([], [], float("nan"), 1e-10)[0] == "inconclusive"
 
 
 def test_literal_row_is_decided_by_n_negative(results):
     def literal(res, setting):
         obj, reading = setting.split(":")
-        return next(c for c in summarize(TINY, res).claims if "as stated, r = rank A" in c["statement"]
+        return next(c for c in rows_json(summarize(TINY, res)) if "as stated, r = rank A" in c["statement"]
                     and (c["setting"]["objective"], c["setting"]["reading"]) == (obj, reading))
 
     assert literal(results, "mse:ambient")["verdict"] == "supported"

@@ -9,7 +9,10 @@ import torch
 
 from figure_checks import assert_legends_outside
 from headgeom.experiments import c2_curvature as c2
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import load_all
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 TINY = dataclasses.replace(
     c2.quick(), head="4-8-3:silu", n_samples=2, settings=("negative_cosine:tangential", "mse:ambient"),
@@ -72,13 +75,13 @@ def test_summarize_claims_table_and_figure(results):
 
     matplotlib.use("Agg")
     summary = c2.summarize(TINY, results)
-    assert [c["setting"]["objective"] for c in summary.claims] == ["negative_cosine"]  # flat control is no claim
-    for claim in summary.claims:
-        check_claim(claim)
+    assert [c["setting"]["objective"] for c in rows_json(summary)] == ["negative_cosine"]  # flat control is no claim
+    for claim in rows_json(summary):
+        Row.from_json(claim)
         assert claim["id"] == "C2" and claim["verdict"] in VERDICTS
         assert claim["headline"] == c2.iso_key(TINY) and claim["headline"] in claim["measured"]
         assert all({"value", "n", "spread"} <= set(v) for v in claim["measured"].values())
-    title, table = summary.tables[0]
+    title, table = tables_md(summary)[0]
     assert "negative_cosine:tangential" in table and "mse:ambient" in table
     name, build = summary.figures[0]
     fig = build()
@@ -88,28 +91,28 @@ def test_summarize_claims_table_and_figure(results):
 
 
 def test_criterion_reacts_to_flat_control_and_route_disagreement(results):
-    assert c2.summarize(TINY, results).claims[0]["verdict"] == "supported"
+    assert rows_json(c2.summarize(TINY, results))[0]["verdict"] == "supported"
     broken = copy.deepcopy(results)
     for cell, m in broken:
         if m["objective"] == "mse":
             m["iso_error_max"] = [0.0, 1e-3, 1e-2]
-    claim = c2.summarize(TINY, broken).claims[0]
+    claim = rows_json(c2.summarize(TINY, broken))[0]
     assert claim["verdict"] == "inconclusive" and "flat control" in claim["reason"]
     assert claim["headline"] == "flat_control_iso_error"  # the gate that ended the judgement names its measure
     disagree = copy.deepcopy(results)
     for cell, m in disagree:
         if m["objective"] != "mse":
             m["route_rel_diff"] = 1e-2
-    claim = c2.summarize(TINY, disagree).claims[0]
+    claim = rows_json(c2.summarize(TINY, disagree))[0]
     assert (claim["verdict"], claim["headline"]) == ("inconclusive", "route_rel_diff")
     stuck = copy.deepcopy(results)
     for cell, m in stuck:
         if m["objective"] != "mse":
             m["iso_error_max"] = [0.0, 1e-5, 1e-4]
-    claim = c2.summarize(TINY, stuck).claims[0]
+    claim = rows_json(c2.summarize(TINY, stuck))[0]
     assert (claim["verdict"], claim["headline"]) == ("not supported", c2.iso_key(TINY))
     no_control = [(c, m) for c, m in results if m["objective"] != "mse"]
-    assert c2.summarize(TINY, no_control).claims[0]["verdict"] == "inconclusive"
+    assert rows_json(c2.summarize(TINY, no_control))[0]["verdict"] == "inconclusive"
 
 
 def test_registered_as_theory_with_presets():

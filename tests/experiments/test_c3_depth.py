@@ -11,7 +11,10 @@ import pytest
 
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c3_depth import METRIC_KEYS, C3Config, cells, depth_pairs, eps_of, run_cell, summarize
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import load_all
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 TINY = C3Config(preset="quick", d=2, k=4, n_points=5, depths=(1, 2), widths=(4,), seeds=1, adam_steps=10,
                 lbfgs_iters=10)
@@ -78,15 +81,15 @@ def test_flat_control_linear_baseline_reaches_zero():
 
 def test_summarize_claim_table_and_figure(tiny_results):
     s = summarize(TINY, tiny_results)
-    (claim,) = s.claims
-    check_claim(claim)
+    (claim,) = rows_json(s)
+    Row.from_json(claim)
     assert claim["id"] == "C3" and claim["verdict"] in VERDICTS and "ε" in claim["criterion"]
     assert claim["headline"] in claim["measured"]
     assert {"objective", "head", "reading", "preset"} <= set(claim["setting"])
     for value in claim["measured"].values():
         assert {"value", "n", "spread"} <= set(value)
-    json.dumps(s.claims)
-    (title, table), = s.tables
+    json.dumps(rows_json(s))
+    (title, table), = tables_md(s)
     assert table.startswith("| depth | width |") and table.count("\n") == 2 + len(tiny_results) - 1
     (name, build), = s.figures
     fig = build()
@@ -110,7 +113,7 @@ def _verdict(eps_by_depth, converged=True, threshold=0.1):
     cfg = dataclasses.replace(TINY, depths=depths, widths=(4,), seeds=n_seeds, eps_threshold=threshold)
     results = [({"depth": dp, "width": 0 if dp == 0 else 4, "seed": s}, _fake(e, converged))
                for dp, es in eps_by_depth.items() for s, e in enumerate(es)]
-    (claim,) = summarize(cfg, results).claims
+    (claim,) = rows_json(summarize(cfg, results))
     return claim["verdict"], claim
 
 

@@ -19,7 +19,10 @@ from headgeom.experiments.c4_collapse import (
     run_cell,
     summarize,
 )
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import load_all
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 TINY = C4Config(preset="quick", d=3, hidden=6, k=5, n_samples=2, activations=("linear", "relu", "silu"), seeds=2,
                 sweep_points=5, threshold_rel_tol=0.1)
@@ -109,16 +112,16 @@ def test_tiny_run_robust_facts(tiny_results):
 
 def test_summarize_claims_tables_and_figure(tiny_results):
     s = summarize(TINY, tiny_results)
-    for claim in s.claims:
-        check_claim(claim)
+    for claim in rows_json(s):
+        Row.from_json(claim)
         assert claim["id"] == "C4" and claim["verdict"] in VERDICTS and claim["criterion"]
         assert {"objective", "head", "reading", "preset", "state"} <= set(claim["setting"])
         assert claim["headline"] in claim["measured"]
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
-    json.dumps(s.claims)
-    tests = [c for c in s.claims if c["evidence"] == "test"]
-    identities = [c for c in s.claims if c["evidence"] == "identity"]
+    json.dumps(rows_json(s))
+    tests = [c for c in rows_json(s) if c["evidence"] == "test"]
+    identities = [c for c in rows_json(s) if c["evidence"] == "identity"]
     # the tests are judged at the state training starts from, one per reading; never at a built equilibrium
     assert sorted((c["setting"]["state"], c["setting"]["reading"]) for c in tests) == sorted(
         ("pseudo-collapsed", r) for r in READINGS)
@@ -130,7 +133,7 @@ def test_summarize_claims_tables_and_figure(tiny_results):
     assert all(c["verdict"] == "supported" for c in identities)
     cosine = [c for c in lemma if c["setting"]["reading"].startswith("ambient")]
     assert all(c["measured"]["readings_gap"]["value"] <= 1e-8 for c in cosine)
-    assert len(s.tables) == len(STATES) and all(t.startswith("| activation | reading |") for _, t in s.tables)
+    assert len(tables_md(s)) == len(STATES) and all(t.startswith("| activation | reading |") for _, t in tables_md(s))
     assert [name for name, _ in s.figures] == ["lambda_min", "lambda_min_sweep"]
     for _, build in s.figures:
         assert assert_legends_outside(build()) == 1
@@ -142,7 +145,7 @@ def test_summarize_claims_tables_and_figure(tiny_results):
         plt.close(fig)
     assert all("threshold[silu]" in c["measured"] for c in lemma)
     # no threshold measured at one state is set against the init's magnitude, another state
-    assert not any(k.startswith("init_") for c in s.claims for k in c["measured"])
+    assert not any(k.startswith("init_") for c in rows_json(s) for k in c["measured"])
 
 
 def _fake(n_negative_h, n_negative_g=0, n_negative_m=1, threshold=0.5):
@@ -165,7 +168,7 @@ def _init_verdict(reading, per_seed):
                         _fake(3, 3, 0)))  # a linear head is never judged, whatever it shows
         results.append(({"activation": "silu", "state": "pseudo-collapsed", "reading": reading, "seed": seed},
                         _fake(nh, ng)))
-    (test,) = summarize(cfg, results).claims
+    (test,) = rows_json(summarize(cfg, results))
     assert test["evidence"] == "test"
     return test["verdict"]
 
@@ -186,7 +189,7 @@ def test_the_lemma_is_an_identity_that_fails_only_on_a_contradiction():
     def lemma(*cells):
         results = [({"activation": "silu", "state": "equilibrium", "reading": "mse", "seed": s}, m)
                    for s, m in enumerate(cells)]
-        (row,) = [c for c in summarize(cfg, results).claims if c["statement"].startswith("lemma")]
+        (row,) = [c for c in rows_json(summarize(cfg, results)) if c["statement"].startswith("lemma")]
         assert row["evidence"] == "identity"
         return row["verdict"]
 

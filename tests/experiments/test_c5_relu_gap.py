@@ -12,9 +12,12 @@ import numpy as np
 import pytest
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.registry import EXPERIMENTS, VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import EXPERIMENTS, load_all
 from headgeom.experiments import c5_relu_gap as c5
 from headgeom.theory import dynamics as dyn
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 TINY = dataclasses.replace(
     c5.quick(), seeds=2, heads=("linear", "relu", "silu"), horizon=0.2, n_record=4, lrs=(0.05, 0.1),
@@ -76,14 +79,14 @@ def test_piecewise_linear_heads_without_bn_have_zero_M_and_smooth_ones_do_not(re
 
 def test_summarize_claims_tables_and_figure(results):
     summary = c5.summarize(TINY, results)
-    assert len(summary.claims) == 1
-    claim = check_claim(summary.claims[0])
+    assert len(rows_json(summary)) == 1
+    claim = Row.from_json(rows_json(summary)[0]).to_json()
     assert claim["id"] == "C5" and claim["verdict"] in VERDICTS and claim["criterion"]
     assert claim["headline"] in claim["measured"]
     for name, value in claim["measured"].items():
         assert {"value", "n", "spread"} <= set(value), name
-    titles = [t for t, _ in summary.tables]
-    assert len(titles) == 3 and all(tab.count("\n") >= 2 for _, tab in summary.tables)
+    titles = [t for t, _ in tables_md(summary)]
+    assert len(titles) == 3 and all(tab.count("\n") >= 2 for _, tab in tables_md(summary))
     fig = summary.figures[0][1]()
     assert len(fig.axes) == len(TINY.heads) and assert_legends_outside(fig) == 1
 
@@ -94,7 +97,7 @@ def test_summarize_reads_metrics_back_from_json(results):
     from headgeom.experiments.runner import jsonable
 
     back = [(c, json.loads(json.dumps(jsonable(m)))) for c, m in results]
-    check_claim(c5.summarize(TINY, back).claims[0])
+    Row.from_json(rows_json(c5.summarize(TINY, back))[0])
 
 
 def test_bad_escape_target_is_rejected():

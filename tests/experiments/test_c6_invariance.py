@@ -22,9 +22,12 @@ from headgeom.experiments.c6_invariance import (
     run_cell,
     summarize,
 )
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import load_all
 from headgeom.objectives import analysis_loss
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, build_models
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 D64 = torch.float64
 SPEC = InvarianceSpec(size=8, n_content=3, hidden=8, d=6, head_hidden=8, k=5, n_train=64, steps=30, batch=32)
@@ -116,16 +119,16 @@ def test_run_cell_keys_and_robust_facts(tiny_results):
 
 def test_summarize_claims_tables_and_figures(tiny_results):
     s = summarize(TINY, tiny_results)
-    assert len(s.claims) == 3 * len(TINY.regimes)
-    for claim in s.claims:
-        check_claim(claim)
+    assert len(rows_json(s)) == 3 * len(TINY.regimes)
+    for claim in rows_json(s):
+        Row.from_json(claim)
         assert claim["id"] == "C6" and claim["verdict"] in VERDICTS
         assert claim["headline"] in claim["measured"]
         assert {"objective", "head", "reading", "preset", "regime", "metric"} <= set(claim["setting"])
         for value in claim["measured"].values():
             assert {"value", "n", "spread"} <= set(value)
-    json.dumps(s.claims)
-    (title, table), = s.tables
+    json.dumps(rows_json(s))
+    (title, table), = tables_md(s)
     assert table.startswith("| regime | stage | metric |")
     import matplotlib.pyplot as plt
 
@@ -154,7 +157,7 @@ def _fake(gap, ratio_head, ratio_back=1.0, gap_back=1.0):
 def _verdicts(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*args)) for i, args in enumerate(per_seed)]
-    g, gl, low = summarize(cfg, res).claims
+    g, gl, low = rows_json(summarize(cfg, res))
     assert g["setting"]["metric"] == "head_G" and gl["setting"]["metric"] == "head_GL"
     return g["verdict"], low["verdict"]
 
@@ -162,7 +165,7 @@ def _verdicts(per_seed):
 def _headlines(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*args)) for i, args in enumerate(per_seed)]
-    g, _, low = summarize(cfg, res).claims
+    g, _, low = rows_json(summarize(cfg, res))
     return g["headline"], g["measured"][g["headline"]]["value"], low["headline"]
 
 

@@ -18,8 +18,11 @@ from headgeom.experiments.c7_fisher import (
     run_cell,
     summarize,
 )
-from headgeom.experiments.registry import VERDICTS, check_claim, load_all
+from headgeom.experiments.registry import load_all
 from headgeom.theory.invariance import InvarianceSpec, PatternManifold, build_models
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 D64 = torch.float64
 SPEC = InvarianceSpec(size=8, n_content=3, hidden=8, d=6, head_hidden=8, k=5, n_train=64, steps=30, batch=32)
@@ -118,13 +121,13 @@ def test_run_cell_structure_and_rank_bounds(tiny_results):
 
 def test_summarize_claims_tables_and_figure(tiny_results):
     s = summarize(TINY, tiny_results)
-    assert len(s.claims) == len(TINY.regimes)
-    for claim in s.claims:
-        check_claim(claim)
+    assert len(rows_json(s)) == len(TINY.regimes)
+    for claim in rows_json(s):
+        Row.from_json(claim)
         assert claim["id"] == "C7" and claim["verdict"] in VERDICTS
         assert claim["headline"] in claim["measured"]
         assert {"objective", "head", "reading", "preset", "observation_model", "rel_tol"} <= set(claim["setting"])
-    assert len(s.tables) == 3
+    assert len(tables_md(s)) == 3
     import matplotlib.pyplot as plt
 
     fig = s.figures[0][1]()
@@ -150,14 +153,14 @@ def _fake(gap, holds, manifold_ok=1.0, gap_back=1.0):
 def _verdict(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*a)) for i, a in enumerate(per_seed)]
-    (claim,) = summarize(cfg, res).claims
+    (claim,) = rows_json(summarize(cfg, res))
     return claim["verdict"]
 
 
 def _headline(per_seed):
     cfg = dataclasses.replace(TINY, regimes=("head_only",), seeds=len(per_seed))
     res = [({"regime": "head_only", "seed": i}, _fake(*a)) for i, a in enumerate(per_seed)]
-    (claim,) = summarize(cfg, res).claims
+    (claim,) = rows_json(summarize(cfg, res))
     return claim["headline"], claim["measured"][claim["headline"]]["value"]
 
 

@@ -9,8 +9,10 @@ import pytest
 
 from headgeom.experiments.c8_hessian_tracking import (
     RUNS, TRAIN, C8Config, cells, estimator_disagreement, run_cell, summarize, train_config)
-from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.claims.training_verdicts import dead_head, escape, negative_fraction
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -110,8 +112,8 @@ def test_disagreements_reach_the_claim_and_the_table():
             ms[i] = {**m, **{f"power_disagreement[{r}]": {"sign": 1, "value": 2, "either": 2, "points": 4} for r in READ}}
     s = summarize(dataclasses.replace(TINY, readings=READ, seeds=2),
                   [({"run": r, "seed": i}, m) for r, ms in runs.items() for i, m in enumerate(ms)])
-    assert s.claims[0]["measured"]["power_estimator_disagrees[collapsed-relu]"]["value"] == pytest.approx(0.5)
-    assert "4/8 (sign 2)" in s.tables[0][1]
+    assert rows_json(s)[0]["measured"]["power_estimator_disagrees[collapsed-relu]"]["value"] == pytest.approx(0.5)
+    assert "4/8 (sign 2)" in tables_md(s)[0][1]
 
 
 def _fake(frac_neg, escaped=False, dead=False, ambient=None, collapsed=True, m_ratio=0.1, past=None):
@@ -121,7 +123,7 @@ def _fake(frac_neg, escaped=False, dead=False, ambient=None, collapsed=True, m_r
     m = {"steps": [0, 1], "spread_projector": [start, 0.15 if escaped else start], "spread_z": [0.1, 0.1],
          "spread_initial": start, "spread_final": 0.15 if escaped else start, "spread_ratio": 1.0,
          "spread_reference": 0.2, "collapse_level": 0.1, "collapsed_initially": collapsed,
-         "escaped": escaped, "dead_head": dead, "final_loss": -0.5}
+         "escaped": escaped, "dead_head": dead, "final_loss": -0.5, "train_budget": {"steps": 100, "batch": 32}}
     for r in READ:
         f = ambient if (r == "ambient" and ambient is not None) else frac_neg
         lmin = -1.0 if (past if past is not None else f) else 1.0
@@ -140,11 +142,11 @@ def _rows(per_run):
     cfg = dataclasses.replace(TINY, readings=READ, seeds=len(next(iter(per_run.values()))))
     results = [({"run": run, "seed": s}, m) for run, ms in per_run.items() for s, m in enumerate(ms)]
     s = summarize(cfg, results)
-    for c in s.claims:
-        check_claim(c)
-        assert c["verdict"] in VERDICTS and c["criterion"] and "budget" in c
-    json.dumps(s.claims)
-    return {(c["id"], c["setting"]["part"], c["setting"]["reading"], c["evidence"]): c for c in s.claims}
+    for c in rows_json(s):
+        Row.from_json(c)
+        assert c["verdict"] in VERDICTS and c["criterion"] and c["budget"]["steps"] == 100
+    json.dumps(rows_json(s))
+    return {(c["id"], c["setting"]["part"], c["setting"]["reading"], c["evidence"]): c for c in rows_json(s)}
 
 
 def _verdicts(per_run):

@@ -9,9 +9,11 @@ import torch
 from figure_checks import assert_legends_outside
 from headgeom.experiments.c9_orbit_compression import (TRAIN, C9Config, cells, orbit_images, run_cell, seed_outcome,
                                                        summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
-from headgeom.experiments.registry import VERDICTS, check_claim
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import compression_measures, interval_side
+from claim_rows import rows_json
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -110,9 +112,9 @@ def test_tiny_cells_are_finite_and_consistent_with_the_full_analysis(tiny):
 def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
     results = [({"backbone": b, "seed": 0}, m) for b, m in tiny.items()]
     summary = summarize(TINY, results)
-    assert len(summary.claims) == 8
-    for c in summary.claims:
-        check_claim(c)
+    assert len(rows_json(summary)) == 8
+    for c in rows_json(summary):
+        Row.from_json(c)
         assert c["verdict"] in VERDICTS
     fig = summary.figures[0][1]()
     assert len(fig.axes) == 4  # compression and selectivity rows, one column per backbone
@@ -138,10 +140,10 @@ def _verdicts(per_seed):
     cfg = dataclasses.replace(TINY, families=("rotation",), seeds=len(per_seed))
     results = [({"backbone": b, "seed": s}, _fake(e)) for b in ("resnet18", "vit_tiny") for s, e in enumerate(per_seed)]
     summary = summarize(cfg, results)
-    for c in summary.claims:
-        check_claim(c)
-    json.dumps(summary.claims)
-    return {(c["setting"]["backbone"], c["statement"].startswith("Tables")): c["verdict"] for c in summary.claims
+    for c in rows_json(summary):
+        Row.from_json(c)
+    json.dumps(rows_json(summary))
+    return {(c["setting"]["backbone"], c["statement"].startswith("Tables")): c["verdict"] for c in rows_json(summary)
             if c["setting"]["head_input"].startswith("corrected")}
 
 
@@ -210,11 +212,11 @@ def test_the_verdict_follows_selectivity_where_the_papers_compression_disagrees(
         assert (comp, sel) == (("above", "below") if kind == "global" else ("below", "above")), (kind, seed)
         results.append(({"backbone": "resnet18", "seed": seed},
                         {"families": {"rotation": {"raw": ms, "l2": ms}}}))
-    claims = summarize(cfg, results).claims
+    claims = rows_json(summarize(cfg, results))
     raw = [c for c in claims if c["setting"]["head_input"].startswith("corrected")]
     assert [c["verdict"] for c in raw] == [want, want]  # the paper's compression alone would say the opposite
     for c in raw:
-        check_claim(c)
+        Row.from_json(c)
         assert c["headline"] == "selectivity" and "decided by selectivity" in c["criterion"]
         assert c["measured"]["compression"]["per_seed_ci"]  # the paper's ratio stays, with its CIs
         assert "out_of_distribution" not in c

@@ -7,7 +7,9 @@ import pytest
 
 from headgeom.experiments.collapse_grid import (
     TRAIN, GridConfig, cells, grid_runs, run_cell, run_name, summarize, train_config)
-from headgeom.experiments.registry import VERDICTS, check_claim
+from claim_rows import rows_json, tables_md
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import VERDICTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
@@ -101,12 +103,12 @@ def _verdicts(escapes, never=()):
             results.append(({"activation": a, "bn": bn, "lr": lr, "seed": s},
                             _fake(e, collapsed=(a, bn, lr) not in never)))
     summary = summarize(cfg, results)
-    for c in summary.claims:
-        check_claim(c)
+    for c in rows_json(summary):
+        Row.from_json(c)
         assert c["id"] in ("C5", "C4") and c["verdict"] in VERDICTS and c["headline"] in c["measured"]
-    json.dumps(summary.claims)
-    assert summary.tables[0][1].count("\n") == 1 + 14
-    return [c["verdict"] for c in summary.claims if c["id"] == "C5"]
+    json.dumps(rows_json(summary))
+    assert tables_md(summary)[0][1].count("\n") == 1 + 14
+    return [c["verdict"] for c in rows_json(summary) if c["id"] == "C5"]
 
 
 def test_verdicts_follow_the_stated_criterion():

@@ -5,9 +5,8 @@ import subprocess
 import pytest
 
 from headgeom.cli import main
-from headgeom.experiments.registry import load_all
+from headgeom.experiments.registry import load_all, protocols
 from headgeom.launch.dry_run import cost
-from headgeom.report.paper_protocol import DIFFERENCES
 from headgeom.launch.resources import Resources
 
 
@@ -31,8 +30,8 @@ def test_paper_dry_run_lists_every_training_experiment_and_submits_nothing(tmp_p
     for exp in training:
         assert f"\n{exp.id} (training): {exp.title}\n" in text
     assert "differs from the paper because …" in text
-    for exp_id, reasons in DIFFERENCES.items():  # every listed difference is printed with its reason
-        for why in reasons.values():
+    for exp_id, protocol in protocols().items():  # every listed difference is printed with its reason
+        for why in protocol.differences.values():
             assert why in text, (exp_id, why)
     assert "NOT LISTED" not in text
     # C8: 12 cells × 1 GPU × 15 min = 3 GPU-hours

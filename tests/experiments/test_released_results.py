@@ -14,11 +14,12 @@ from released_copy import write_copy
 from headgeom.cli import main
 from headgeom.claims.sources import AUTHORS
 from headgeom.experiments import runner
-from headgeom.experiments.registry import check_claim
 from headgeom.experiments.released_results import ReleasedConfig, available, cells, run_cell, summarize
 from headgeom.experiments.runner import plan_experiments, run_experiments
 from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError
 from headgeom.released.parts import NO_REFERENCE
+from claim_rows import rows_json
+from headgeom.claims.row import Row
 
 REAL = os.environ.get(RELEASED_ENV, "")
 needs_copy = pytest.mark.skipif(not REAL, reason="HEADGEOM_RELEASED is unset: the real released copy is not checked "
@@ -54,7 +55,7 @@ def _side(est):
 def test_rows_on_a_synthetic_copy_follow_the_stated_criteria(synthetic):
     copy, manifest = synthetic
     config = _config(copy, manifest)
-    claims = [check_claim(c) for c in _summary(config).claims]
+    claims = [Row.from_json(c).to_json() for c in rows_json(_summary(config))]
     assert {c["id"] for c in claims} == {"C5", "C8", "C9", "C11", "C12"}
     assert all(c["source"] == AUTHORS and c["evidence"] == "test" for c in claims)
     c5 = [c for c in claims if c["id"] == "C5"]  # two contrasts per CIFAR-10 grid, none for CIFAR-100
@@ -86,7 +87,7 @@ def test_c12_verdicts_on_built_accuracies(synthetic, z, h, verdict):
     config = _config(copy, _manifest_file(copy, copy.root.parent / "repinned.json"))
     cell = next(c for c in cells(config) if c["part"] == "C12" and c["dataset"] == "cifar10"
                 and c["backbone"] == "resnet18")
-    (row,) = [r for r in summarize(config, [(cell, run_cell(config, cell))]).claims]
+    (row,) = [r for r in rows_json(summarize(config, [(cell, run_cell(config, cell))]))]
     assert row["verdict"] == verdict
 
 

@@ -18,11 +18,14 @@ import torch
 
 from headgeom.cli import main
 from headgeom.experiments import runner
-from headgeom.experiments.registry import CLAIM_KEYS, EXPERIMENTS, VERDICTS, Experiment, Summary, measured
+from headgeom.claims.row import REQUIRED_KEYS, Row
+from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, measured
+from headgeom.report.table import Table
 from headgeom.experiments.runner import cell_key, jsonable, run_experiments
 from headgeom.runs.cell import log_metrics
 from headgeom.runs.metrics import read_metrics
 from headgeom.runs import LOCK_NAME, RunLock
+from headgeom.claims.verdict import VERDICTS
 
 FAKE = "FAKE_RUNNER"
 CALLS: list[dict] = []
@@ -53,10 +56,10 @@ def _summarize(config, results):
         f.add_subplot().plot(vals)
         return f
 
-    claim = {"id": FAKE, "statement": "v is positive", "setting": {"objective": "none", "head": "fake"},
-             "measured": {"v": measured(vals)}, "verdict": "supported" if min(vals) > 0 else "not supported",
-             "criterion": "every v > 0", "evidence": "test", "headline": "v"}
-    return Summary(claims=[claim], tables=[("values", "| v |\n|---|\n" + "\n".join(f"| {v} |" for v in vals))],
+    claim = Row(id=FAKE, statement="v is positive", setting={"objective": "none", "head": "fake"},
+                measured={"v": measured(vals)}, verdict="supported" if min(vals) > 0 else "not supported",
+                criterion="every v > 0", evidence="test", headline="v")
+    return Summary(claims=[claim], tables=[Table(["v"], [[v] for v in vals], title="values")],
                    figures=[("values", fig)], notes=["fake note"])
 
 
@@ -113,7 +116,8 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     (claim,) = data["claims"]
-    assert set(CLAIM_KEYS) <= set(claim) and claim["verdict"] in VERDICTS
+    assert set(REQUIRED_KEYS) <= set(claim) and claim["verdict"] in VERDICTS
+    assert e["tables"][0][1].startswith("| v |\n|---|\n| ")  # stored as its markdown
     assert claim["setting"] == {"objective": "none", "head": "fake", "preset": "quick"}
     assert claim["source"] == "ours (quick)"  # every own row says where it comes from (headgeom.claims.sources)
     vals = [1.0, 2.0]  # scale * (seed + 1)
@@ -287,6 +291,14 @@ def test_summary_errors_are_reported_not_fatal(fake, tmp_path):
     res = _run(tmp_path / "o")
     assert res["n_failed"] == 1 and res["claims"] == []
     assert "lacks keys" in res["experiments"][FAKE]["errors"][0]
+
+    def bad_tables(config, results):  # a table that is not one: reported, the rest kept
+        return Summary(claims=_summarize(config, results).claims, tables=[("values", "| v |\n|---|")])
+
+    EXPERIMENTS[FAKE] = dataclasses.replace(fake, summarize=bad_tables)
+    res = _run(tmp_path / "t")
+    assert res["n_failed"] == 1 and len(res["claims"]) == 1 and res["experiments"][FAKE]["tables"] == []
+    assert "must hold headgeom.report.table.Table objects; got ['tuple']" in res["experiments"][FAKE]["errors"][0]
 
     def bad_figures(config, results):
         good = _summarize(config, results)

@@ -11,8 +11,8 @@ from torch import nn
 from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
-from headgeom.geometry.mlp_sandwich import block_costs
+from headgeom.geometry.engine.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
+from headgeom.geometry.engine.sandwich import block_costs
 from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
@@ -93,7 +93,7 @@ def test_declared_curvature_is_used_only_when_declared():
     hvp = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich", discover_structure=False)
     hvp.blocks()
     assert declared.block_path() == "sandwich+declared-curvature"
-    assert plain.block_path() == "sandwich+discovered-curvature"  # headgeom.geometry.loss_discovery
+    assert plain.block_path() == "sandwich+discovered-curvature"  # headgeom.geometry.engine.loss_discovery
     assert hvp.block_path() == "sandwich+hvp"
     jac = effective_hessian(head, ls["cosine-plain"], z, block_strategy="jacobian")
     jac.blocks()
@@ -268,13 +268,11 @@ def test_unknown_strategy_is_refused():
 
 
 def test_simsiam_and_byol_geometry_losses_declare_their_curvature():
-    from headgeom.methods.siamese import scaled_cosine_loss
-
     head = HEADS["gelu-2-bn"]()
     z = torch.randn(N, D, dtype=DT)
     target = torch.randn(N, 5, dtype=torch.float32)  # a float32 training target, analysed in float64
-    for scale, shift in ((0.5, 0.0), (2.0, 2.0)):
-        loss = scaled_cosine_loss(scale, shift, lambda p: target.to(p.dtype))
+    for scale, shift in ((0.5, 0.0), (2.0, 2.0)):  # SimSiam's and BYOL's geometry losses
+        loss = analysis_loss("negative_cosine", target).scaled(scale, shift)
         eh = effective_hessian(head, loss, z)
         h = eh.blocks()
         assert eh.block_path() == "sandwich+declared-curvature"

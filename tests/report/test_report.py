@@ -7,6 +7,7 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
+from headgeom.claims.row import Row
 from headgeom.report import (claims_table, figure_file_name, figure_png_bytes, format_claims_short, format_measured,
                              make_figure, render_report, save_figure, use_agg, write_report)
 from headgeom.report.figures import DPI
@@ -42,8 +43,12 @@ def test_format_measured():
     assert format_measured(7) == "7" and format_measured("inf") == "inf"
 
 
+def _rows(*entries):
+    return [Row.from_json(e) for e in entries]
+
+
 def test_claims_table_rows_and_escaping():
-    text = claims_table([CLAIM])
+    text = claims_table(_rows(CLAIM))
     lines = text.splitlines()
     assert lines[0] == "| row | id | statement | setting | measured | evidence | verdict | criterion |"
     row = lines[2]
@@ -60,7 +65,7 @@ def test_a_rows_headline_leads_and_values_per_group_form_a_small_table():
         "ratio": {"value": 2.0, "n": 3, "spread": 0.1}, "count": 7,
         "threshold[gelu]": {"value": 0.3, "n": 5, "spread": 0.01}, "threshold[silu]": {"value": 0.2, "n": 5, "spread": 0.02},
         "lambda_min_H[silu]": {"value": -1e-4, "n": 5, "spread": 1e-5}})
-    text = claims_table([claim])
+    text = claims_table(_rows(claim))
     row = text.splitlines()[2]
     assert "**count: 7**<br>ratio: 2 ± 0.1 (n=3)<br>per 2 groups: table 1 below" in row
     assert "threshold" not in row  # not one cell of many values
@@ -102,17 +107,26 @@ def test_report_without_failures_and_with_summary_errors(tmp_path):
     assert path.read_text() == md
 
 
+def _words(text):
+    return text.replace("\n", " ").split()
+
+
 def test_short_claims_table():
-    text = format_claims_short([dict(CLAIM, incomplete="x")])
+    text = format_claims_short(_rows(dict(CLAIM, incomplete="x")))
     header, row, total, tests = text.splitlines()
     assert header == "C9  orbits | shrink"
-    assert row.startswith("  [test] supported (incomplete)  ratio=21.85 ± 1.5 (n=3)")
+    # the headline (the measure that decided) and how many others report.md holds
+    assert row == "  [test] supported (incomplete)  ratio=21.85 ± 1.5 (n=3); +2 more in report.md"
     assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
-    assert all(len(line) <= 20 for line in format_claims_short([CLAIM], width=20).splitlines())
-    assert format_claims_short([CLAIM], width=20).splitlines()[1].endswith("...")
-    # the headline (the measure that decided) comes first, whatever its place in measured
-    row = format_claims_short([dict(CLAIM, headline="count")], width=200).splitlines()[1]
-    assert row.startswith("  [test] supported  count=7; ratio=21.85")
+    # narrow: every line fits, and the cells wrap between words: no word is cut, none is lost
+    narrow = format_claims_short(_rows(dict(CLAIM, incomplete="x")), width=20)
+    assert all(len(line) <= 20 for line in narrow.splitlines()) and "..." not in narrow
+    assert sorted(_words(narrow)) == sorted(_words(text))
+    # a word longer than the width stands whole on its own line
+    long = format_claims_short(_rows(dict(CLAIM, statement="a supercalifragilistic word")), width=12)
+    assert "supercalifragilistic" in long.splitlines()
+    row = format_claims_short(_rows(dict(CLAIM, headline="count")), width=200).splitlines()[1]
+    assert row == "  [test] supported  count=7; +2 more in report.md"
 
 
 def test_short_claims_table_tells_entries_and_experiments_apart():
@@ -121,12 +135,13 @@ def test_short_claims_table_tells_entries_and_experiments_apart():
             for h, v in (("relu", "supported"), ("silu", "not supported"))]
     ablation = dict(CLAIM, id="C8", experiment="ABLATION", statement="smooth heads escape",
                     setting={"act": "gelu"}, verdict="inconclusive")
-    lines = format_claims_short([*rows, ablation]).splitlines()
+    lines = format_claims_short(_rows(*rows, ablation)).splitlines()
     assert lines[0].startswith("C9  orbits")
     assert lines[1].split()[:3] == ["[test]", "supported", "head=relu"] and "preset" not in lines[1]
     assert lines[2].split()[:4] == ["[test]", "not", "supported", "head=silu"]
+    assert lines[1].index("head=") == lines[2].index("head=")  # one column
     assert lines[3] == "C8 (ABLATION)  smooth heads escape"
-    assert lines[4].startswith("  [test] inconclusive   ratio=")
+    assert lines[4].startswith("  [test] inconclusive  ratio=")
     assert lines[5:] == ["3 claim entries (only tests count as support):",
                          "  tests: 1 supported, 1 not supported, 1 inconclusive"]
 
@@ -186,13 +201,12 @@ def test_count_noun_agrees_with_the_count():
 
 
 def test_the_out_of_distribution_flag_appears_in_the_report_only_when_set():
-    from headgeom.experiments.registry import check_claim
-    from headgeom.report.ood import ood_flag
+    from headgeom.claims.ood import ood_flag
 
     cos = {"value": 0.994, "n": 2, "spread": 0.002}
-    flagged = dict(CLAIM, setting={"head": "relu", "head_input": "l2"}, out_of_distribution=ood_flag(cos))
+    flagged = dict(CLAIM, setting={"head": "relu", "head_input": "l2"}, out_of_distribution=ood_flag(cos).to_json())
     plain = dict(CLAIM, setting={"head": "relu", "head_input": "raw"})
-    check_claim(flagged)
+    assert Row.from_json(flagged).to_json()["out_of_distribution"] == flagged["out_of_distribution"]
     md = render_report(_results(**{}) | {"claims": [plain, flagged]})
     row_plain, row_flagged = [line for line in md.splitlines() if re.match(r"\| \d+ \| C9 \|", line)]
     assert "out of distribution" not in row_plain
@@ -201,10 +215,10 @@ def test_the_out_of_distribution_flag_appears_in_the_report_only_when_set():
     section = md[md.index("### C9: Orbit compression"):]
     assert "**Heads evaluated out of distribution:**" in section
     assert "- C9 (head_input=l2): out of distribution" in section and "head_input=raw" not in section
-    assert "(head out of distribution)" in format_claims_short([plain, flagged], width=200)
+    assert "(head out of distribution)" in format_claims_short(_rows(plain, flagged), width=200)
     # nothing flagged: no word of it anywhere
     assert "out of distribution" not in render_report(_results() | {"claims": [plain]}).lower()
     with pytest.raises(ValueError, match="mean pairwise cosine"):
         ood_flag(0.99)
     with pytest.raises(ValueError, match="out_of_distribution"):
-        check_claim(dict(CLAIM, out_of_distribution={"why": "x"}))
+        Row.from_json(dict(CLAIM, out_of_distribution={"why": "x"}))

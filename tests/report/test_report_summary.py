@@ -1,26 +1,32 @@
 """The one-screen summary that opens report.md: exactly one line per claim present, its parts, and
 the details grouped under each claim."""
+import pytest
+
 from headgeom.claims.budget import PaperBudget, budget
+from headgeom.claims.claim import CLAIMS
+from headgeom.claims.row import Row
 from headgeom.report.markdown import format_measured, render_report
-from headgeom.report.summary import CLAIMS, headline, summary_table
+from headgeom.report.summary import headline, summary_table
 
 PAPER = PaperBudget(epochs=1, batch=100, n_train=400)
 
 
 def _row(cid, kind="test", verdict="supported", experiment=None, measured=None, **extra):
-    return {"id": cid, "statement": f"statement of {cid}", "setting": {}, "verdict": verdict, "criterion": "c",
-            "evidence": kind, "experiment": experiment or cid,
-            "measured": {"x": {"value": 2.0, "n": 3, "spread": 0.5}} if measured is None else measured, **extra}
+    measured = {"x": {"value": 2.0, "n": 3, "spread": 0.5}} if measured is None else measured
+    fields = {"headline": next(iter(measured), None), **extra}
+    return Row(id=cid, statement=f"statement of {cid}", setting=fields.pop("setting", {}), verdict=verdict,
+               criterion="c", evidence=kind, experiment=experiment or cid, measured=measured, **fields)
 
 
-def _summary_lines(text):
+def _summary_lines(table):
+    text = table if isinstance(table, str) else table.markdown()
     return [line for line in text.splitlines() if line.startswith("| **C")]
 
 
 def test_one_line_per_claim_present_in_natural_order():
     rows = [_row("C10"), _row("C1", "identity"), _row("C1", "premise", "not supported"), _row("C2"),
             _row("C5", experiment="GRID"), _row("C5")]
-    lines = _summary_lines(summary_table(rows, format_measured, str))
+    lines = _summary_lines(summary_table(rows, format_measured))
     assert [line.split(" | ")[0] for line in lines] == ["| **C1**", "| **C2**", "| **C5**", "| **C10**"]
     c1 = lines[0]
     assert CLAIMS["C1"].short in c1 and " proof " in c1
@@ -32,21 +38,22 @@ def test_ours_quotes_the_headline_of_the_first_test_row():
                  headline="compression"),
             _row("C9", measured={"other": 1.0, "compression": {"value": 21.0, "n": 3, "spread": 2.0}},
                  headline="compression")]
-    assert headline(rows) == ("compression", {"value": 21.0, "n": 3, "spread": 2.0})
-    (line,) = _summary_lines(summary_table(rows, format_measured, str))
+    key, entry = headline(rows)
+    assert (key, entry.to_json()) == ("compression", {"value": 21.0, "n": 3, "spread": 2.0})
+    (line,) = _summary_lines(summary_table(rows, format_measured))
     assert "compression: 21 ± 2 (n=3)" in line and "21.85×" in line  # ours and the paper's
-    # no test row: the first row's; no row naming one (a results file from before headlines were required): none
-    assert headline(rows[:1]) == ("compression", {"value": 9.0, "n": 1, "spread": 0.0})
-    assert headline([_row("C9", measured={"y": 1.0})]) is None
-    (line,) = _summary_lines(summary_table([_row("C9", measured={"y": 1.0})], format_measured, str))
-    assert "y:" not in line and "tests: 1 supported" in line
+    # no test row: the first row's; no row at all: none
+    assert headline(rows[:1])[1].to_json() == {"value": 9.0, "n": 1, "spread": 0.0}
+    assert headline([]) is None
+    (line,) = _summary_lines(summary_table([_row("C9", measured={"y": 1.0})], format_measured))
+    assert "y: 1" in line and "tests: 1 supported" in line
 
 
 def test_the_least_budget_and_its_label():
     rows = [_row("C12", budget=budget(1, 99, PAPER)), _row("C12", budget=budget(4, 100, PAPER))]
-    (line,) = _summary_lines(summary_table(rows, format_measured, str))
+    (line,) = _summary_lines(summary_table(rows, format_measured))
     assert "24.8% of the paper's budget (1 steps × 99 vs 4 × 100), budget-limited" in line
-    (theory,) = _summary_lines(summary_table([_row("C3")], format_measured, str))
+    (theory,) = _summary_lines(summary_table([_row("C3")], format_measured))
     assert theory.endswith("| - |")  # no budget in ours, no row from the authors
 
 
@@ -54,7 +61,8 @@ def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim()
     exp = {"title": "t", "statement": "s", "config": {}, "seeds": 1, "n_cells": 1, "n_failed": 0, "elapsed_s": 1.0,
            "tables": [("Grid table", "| a |\n|---|\n| 1 |")], "notes": [], "figures": [], "failed_cells": [],
            "errors": []}
-    res = {"preset": "quick", "command": "headgeom reproduce", "claims": [_row("C5", experiment="GRID"), _row("C1")],
+    res = {"preset": "quick", "command": "headgeom reproduce",
+           "claims": [_row("C5", experiment="GRID").to_json(), _row("C1").to_json()],
            "experiments": {"C1": exp, "GRID": exp, "C7": exp, "EXTRA": exp}, "environment": {}}
     md = render_report(res)
     head = md[:md.index("## Details")]
@@ -68,43 +76,33 @@ def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim()
 
 def test_the_headline_a_row_names_is_quoted_not_another_key():
     sel = {"value": 0.9, "n": 2, "spread": 0.1}
-    rows = [_row("C9", measured={"compression": {"value": 21.0, "n": 3, "spread": 2.0}}),
+    rows = [_row("C9", "identity", measured={"compression": {"value": 21.0, "n": 3, "spread": 2.0}}),
             _row("C9", measured={"compression": {"value": 5.0, "n": 2, "spread": 1.0}, "selectivity": sel},
                  headline="selectivity")]
-    assert headline(rows) == ("selectivity", sel)  # the first test row names none: the next one's
-    (line,) = _summary_lines(summary_table(rows, format_measured, str))
-    assert "selectivity: 0.9 ± 0.1 (n=2)" in line and "compression: 21" not in line
+    assert headline(rows)[0] == "selectivity"  # the first test row's, not the first key nor the first row's
+    (line,) = _summary_lines(summary_table(rows, format_measured))
+    assert "selectivity: 0.9 ± 0.1 (n=2)" in line and "compression: 21" not in line and "compression: 5" not in line
     # a test row's headline is preferred to an identity row's
     ident = _row("C9", "identity", measured={"x": {"value": 1.0, "n": 1, "spread": 0.0}}, headline="x")
     assert headline([ident] + rows)[0] == "selectivity"
 
 
 def test_a_headline_must_name_a_measured_key():
-    import pytest
-
-    from headgeom.experiments.registry import check_claim
-    from headgeom.report.summary import check_headline
-
-    check_headline(_row("C9", headline="x"))
-    check_claim(_row("C9", headline="x"))
+    assert _row("C9", headline="x").headline == "x"
     with pytest.raises(ValueError, match="headline 'selectivity' is not one of its measured keys"):
-        check_claim(_row("C9", headline="selectivity"))
+        _row("C9", headline="selectivity")
 
 
 def test_every_row_must_name_its_headline():
-    import pytest
-
-    from headgeom.experiments.registry import check_claim
-
     row = _row("C4", setting={"part": "collapsed states", "reading": "tangential"},
-               measured={"min_frac_past_threshold": {"value": 1.0, "n": 5, "spread": 0.0}, "y": 2.0})
+               measured={"min_frac_past_threshold": {"value": 1.0, "n": 5, "spread": 0.0}, "y": 2.0}).to_json()
     # the error names the row (id and the setting that tells it apart) and the keys it may choose from
     with pytest.raises(ValueError, match=r"claim row C4 \(part collapsed states, reading tangential\) names no "
                                          r"headline.*\['min_frac_past_threshold', 'y'\]"):
-        check_claim(row)
+        Row.from_json(dict(row, headline=None))
     with pytest.raises(ValueError, match="names no headline"):
-        check_claim(_row("C1", measured={}))
-    assert check_claim(dict(row, headline="min_frac_past_threshold"))["headline"] == "min_frac_past_threshold"
+        _row("C1", measured={})
+    assert Row.from_json(row).headline == "min_frac_past_threshold"
 
 
 def test_ours_and_the_authors_runs_side_by_side():
@@ -115,12 +113,12 @@ def test_ours_and_the_authors_runs_side_by_side():
     theirs = _row("C12", verdict="inconclusive", source=AUTHORS, budget=budget(4, 100, PAPER),
                   measured={"gap_z_minus_head_output": {"value": 0.147, "n": 1, "spread": 0.0}},
                   headline="gap_z_minus_head_output")
-    text = summary_table([ours, theirs], format_measured, str, preset="quick")
+    text = summary_table([ours, theirs], format_measured, preset="quick").markdown()
     assert "| ours (quick, budget) | authors' runs, re-judged (their budget) |" in text
     (line,) = _summary_lines(text)
     mine, authors = line.split(" | ")[3:5]
     assert "tests: 1 supported" in mine and "0.02 ± 0.01 (n=2)" in mine and "24.8% of the paper's budget" in mine
     assert "tests: 1 inconclusive" in authors and "0.147" in authors and "100% of the paper's budget" in authors
     # a claim only one source has: the other column is "-"
-    (only,) = _summary_lines(summary_table([theirs], format_measured, str, preset="released"))
+    (only,) = _summary_lines(summary_table([theirs], format_measured, preset="released"))
     assert only.split(" | ")[3] == "-"

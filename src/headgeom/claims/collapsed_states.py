@@ -3,7 +3,7 @@ run is collapsed (projector spread under the calibrated collapse level,
 :data:`headgeom.claims.training_verdicts.ESCAPE_DEFINITION`), is a smooth head past its own threshold?
 
 At each such point the tracker records λ_min(H_eff), λ_min(G) and the threshold ratio
-r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.threshold`): the state sits at r times
+r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.linalg.threshold`): the state sits at r times
 the threshold of its own ray G + t·M, past it when r > 1, which with G ⪰ 0 is λ_min(H_eff) < −floor. Only
 points where G is PSD can attribute negative curvature to M; the others are counted apart. Magnitudes are
 compared within one state. A pure function of the cells' series.
@@ -16,6 +16,7 @@ from typing import Any
 from headgeom.claims.budget import PaperBudget, budget_of_cells
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import TEST
+from headgeom.claims.row import Row
 
 __all__ = ["STATEMENT", "collapsed_points", "collapsed_state_claim"]
 
@@ -48,7 +49,7 @@ def collapsed_points(m: dict[str, Any], reading: str) -> dict[str, list[float]]:
 
 
 def collapsed_state_claim(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                          smooth: dict[str, bool], *, paper: PaperBudget) -> dict[str, Any]:
+                          smooth: dict[str, bool], *, paper: PaperBudget) -> Row:
     """The C4 row at the collapsed points of training runs under ``reading``: per smooth run, a seed is past its
     threshold when >= ``config.negative_points`` of its usable collapsed points are; supported if every smooth run
     with usable seeds is in >= ``config.majority`` of them (runs that never collapsed are not judged), not supported if one is in none, inconclusive otherwise
@@ -79,10 +80,10 @@ def collapsed_state_claim(config: Any, groups: dict[str, list[dict]], reading: s
         verdict = "supported"
     else:
         verdict = "inconclusive"
-    return {"id": "C4", "statement": STATEMENT, "setting": {**setting, "reading": reading, "part": "collapsed states"},
-            "measured": meas, "headline": "min_frac_past_threshold", "evidence": TEST, "verdict": verdict,
-            "budget": budget_of_cells([m for ms in groups.values() for m in ms], paper),
-            "criterion": ("collapsed points: tracking points whose projector spread is under the run's calibrated "
+    return Row(id="C4", statement=STATEMENT, setting={**setting, "reading": reading, "part": "collapsed states"},
+               measured=meas, headline="min_frac_past_threshold", evidence=TEST, verdict=verdict,
+               budget=budget_of_cells([m for ms in groups.values() for m in ms], paper),
+               criterion=("collapsed points: tracking points whose projector spread is under the run's calibrated "
                           "collapse level; usable: those whose G has no eigenvalue below -floor (the others cannot "
                           "attribute negative curvature to M and are counted apart); a point is past its own threshold "
                           "when lambda_min(H_eff) < -floor (equivalently lambda_max(-G^-1/2 M G^-1/2) > 1); a seed is "
@@ -90,4 +91,4 @@ def collapsed_state_claim(config: Any, groups: dict[str, list[dict]], reading: s
                           f"every smooth run ({', '.join(smooth_runs) or 'none'}) that reached a usable collapsed point is "
                           f"past in >= {maj:.0%} of its seeds with usable points (a run that never collapsed has no such "
                           "state and is not judged), not supported if one is past in none, inconclusive otherwise or when no "
-                          "smooth run reached a usable collapsed point. ReLU/linear runs (M = 0) are reported, not judged")}
+                          "smooth run reached a usable collapsed point. ReLU/linear runs (M = 0) are reported, not judged"))

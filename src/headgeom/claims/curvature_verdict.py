@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from headgeom.claims.budget import PaperBudget, budget_of_cells
+from headgeom.claims.budget import Budget, PaperBudget, budget_of_cells
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import IDENTITY, TEST
+from headgeom.claims.row import Row
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, contrast_rule, contrast_verdict, fraction
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL
 
-__all__ = ["AMBIENT_WHY", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "why_reading"]
+__all__ = ["AMBIENT_WHY", "INERT_REL_TOL", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "why_reading"]
 
 NON_SMOOTH = ("relu", "linear")  # activations with M = 0: negative curvature not expected
 TANGENTIAL = "tangential"  # the reading under which the ReLU/linear half is an identity
 M_ZERO_TOL = 1e-12  # |M|_F / |H_eff|_F at or below this is M = 0 up to round-off
+# a pseudo-collapse is inert when its relative H_eff gap (headgeom.theory.pseudo_collapse) is within
+# float64 round-off: a larger gap means the scaling changed the geometry
+INERT_REL_TOL = 1e-9
 
 AMBIENT_WHY = ("the ambient Hessian of a cosine loss is indefinite whenever u is not parallel to its target, for any "
                "head (its scale is 1/|u|^2), so a linear head shows negative eigenvalues through G alone")
@@ -77,7 +80,7 @@ def _criterion(config: Any) -> str:
 
 
 def curvature_claims(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                     activation_of: dict[str, str], *, statement: str, paper: PaperBudget) -> list[dict[str, Any]]:
+                     activation_of: dict[str, str], *, statement: str, paper: PaperBudget) -> list[Row]:
     """C8's curvature rows under ``reading`` (module docstring): under the tangential reading a ``test`` of the
     smooth runs and an ``identity`` of the ReLU/linear runs; under any other reading one ``test`` of the
     contrast smooth vs ReLU/linear. Dead seeds are left out (and counted)."""
@@ -97,10 +100,10 @@ def curvature_claims(config: Any, groups: dict[str, list[dict]], reading: str, s
     else:
         verdict, reason = contrast_verdict(pos, neg, config.majority)
         rule = "expected: smooth runs; not expected: ReLU/linear runs; " + contrast_rule(config.majority)
-    rows.append({"id": "C8", "statement": statement, "setting": {**setting, "reading": reading, "part": "curvature"},
-                 "measured": meas, "budget": budget, "verdict": verdict, "evidence": TEST, "headline": headline,
-                 "criterion": (f"{_criterion(config)}; {rule}; dead seeds are left out ({DEAD_DEFINITION}); "
-                               f"{why_reading(reading)}. Outcome: {reason}")})
+    rows.append(Row(id="C8", statement=statement, setting={**setting, "reading": reading, "part": "curvature"},
+                    measured=meas, budget=budget, verdict=verdict, evidence=TEST, headline=headline,
+                    criterion=(f"{_criterion(config)}; {rule}; dead seeds are left out ({DEAD_DEFINITION}); "
+                               f"{why_reading(reading)}. Outcome: {reason}")))
     if reading == TANGENTIAL and neg:
         rows.append(_identity_row(config, groups, reading, setting, activation_of, budget))
     return rows
@@ -117,11 +120,11 @@ def _smooth_verdict(pos: dict[str, list[bool]], majority: float) -> tuple[str, s
 
 
 def _identity_row(config: Any, groups: dict[str, list[dict]], reading: str, setting: dict[str, Any],
-                  activation_of: dict[str, str], budget: dict[str, Any] | None) -> dict[str, Any]:
+                  activation_of: dict[str, str], budget: Budget | None) -> Row:
     """The ReLU/linear half under the tangential reading: M ≡ 0 at every tracking point (so any negative
     curvature is G's, at points where cos theta <= 0 for some probe sample, counted apart)."""
     meas: dict[str, Any] = {}
-    broken = []
+    broken, unchecked = [], []
     for run, ms in groups.items():
         if activation_of[run] not in NON_SMOOTH:
             continue
@@ -134,13 +137,20 @@ def _identity_row(config: Any, groups: dict[str, list[dict]], reading: str, sett
                                   "(counted apart, not evidence)")
         if any(w > M_ZERO_TOL for w in worst):
             broken.append(f"{run}: |M|/|H| up to {max(worst):.3g}")
+        if not worst:
+            unchecked.append(run)
     first = next(iter(meas))
-    return {"id": "C8", "statement": "ReLU/linear heads inject no negative curvature: M = 0 (tangential reading)",
-            "setting": {**setting, "reading": reading, "part": "curvature, ReLU/linear half"}, "measured": meas,
-            "budget": budget, "headline": first, "evidence": IDENTITY,
-            "verdict": "not supported" if broken else "supported",
-            "criterion": (f"holds by construction (bias-free ReLU/linear heads: h(z) = Jz, M = 0, G = J^T (cos theta P/"
+    # an identity checked on no data is "not checked", never "holds" (headline: the first run without data)
+    verdict = "not supported" if broken else "inconclusive" if unchecked else "supported"
+    if unchecked and not broken:
+        first = f"max_M_ratio_fro[{unchecked[0]}]"
+    return Row(id="C8", statement="ReLU/linear heads inject no negative curvature: M = 0 (tangential reading)",
+               setting={**setting, "reading": reading, "part": "curvature, ReLU/linear half"}, measured=meas,
+               budget=budget, headline=first, evidence=IDENTITY,
+               verdict=verdict,
+               criterion=(f"holds by construction (bias-free ReLU/linear heads: h(z) = Jz, M = 0, G = J^T (cos theta P/"
                           f"(N|u|^2)) J PSD wherever cos theta > 0); checked as |M|_F/|H_eff|_F <= {M_ZERO_TOL:g} at every "
                           "tracking point; points where H_eff = G has lambda_min < -floor are points with cos theta <= 0 "
                           "for some probe sample, counted apart; never counted as support; a failure is a bug"
-                          + (f": {'; '.join(broken)}" if broken else ""))}
+                          + (f": {'; '.join(broken)}" if broken else "")
+                          + (f"; not checked: no |M|/|H| recorded for {unchecked}" if unchecked else "")))

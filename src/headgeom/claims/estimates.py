@@ -1,7 +1,8 @@
 """Estimates over seeds: the measured entry of a claim and its one text form, "mean ± std".
 
 Every reported number carries n and a spread. :func:`measured`
-builds the entry a claim's ``measured`` dict holds ({"value", "n", "spread", ...}); every table
+builds the entry a claim's ``measured`` dict holds (a :class:`~headgeom.claims.measured.Measured`:
+{"value", "n", "spread", ...}); every table
 cell, note and label that shows such an estimate as text goes through :func:`format_estimate`
 (or :func:`mean_std_text`, which builds the estimate from raw values first), so the form
 "mean ± std" is written in one place.
@@ -12,6 +13,8 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from headgeom.claims.measured import Measured
+
 NumberFormat = str | Callable[[Any], str]  # a format spec (".3g") or a function of the number
 
 SPREAD_KIND = "std over n (ddof=1)"
@@ -19,8 +22,9 @@ SPREAD_KIND = "std over n (ddof=1)"
 __all__ = ["SPREAD_KIND", "format_estimate", "mean_std_text", "measured"]
 
 
-def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
-    """A measured value with n and spread: mean, std (ddof=1 when n > 1), min, max.
+def measured(values: list[float] | float, **extra: Any) -> Measured:
+    """A measured value with n and spread: mean, std (ddof=1 when n > 1), min, max; ``extra`` keys are added
+    (or replace those, e.g. ``n=`` or ``spread=None``).
 
     Non-finite values are left out of mean, std, min and max but counted in n."""
     xs = [float(values)] if isinstance(values, (int, float)) else [float(v) for v in values]
@@ -31,14 +35,14 @@ def measured(values: list[float] | float, **extra: Any) -> dict[str, Any]:
     out = {"value": mean, "n": n, "spread": std, "spread_kind": SPREAD_KIND,
            "min": min(finite) if finite else None, "max": max(finite) if finite else None}
     out.update(extra)
-    return out
+    return Measured.from_json(out)
 
 
 def _number(x: Any, fmt: NumberFormat) -> str:
     return fmt(x) if callable(fmt) else format(x, fmt)
 
 
-def format_estimate(estimate: dict[str, Any], value_fmt: NumberFormat = ".3g", spread_fmt: NumberFormat = ".2g", *,
+def format_estimate(estimate: Measured | dict[str, Any], value_fmt: NumberFormat = ".3g", spread_fmt: NumberFormat = ".2g", *,
                     with_n: bool = False, spread_of_one: bool = True) -> str:
     """``"mean ± std"`` of a :func:`measured` entry, e.g. ``"0.123 ± 0.045"``.
 

@@ -1,7 +1,7 @@
-"""What a claim row's verdict is evidence of: the one vocabulary of evidence kinds, their counting
-rules and their display words (docs/paper.md §2).
+"""What a claim row's verdict is evidence of: the one table of evidence kinds, their counting rules and
+their display words (docs/paper.md §2).
 
-Every claim row carries ``evidence``, one of :data:`EVIDENCE`:
+Every claim row carries ``evidence``, the name of one :class:`EvidenceKind` of :data:`KINDS`:
 
 - ``test``: the measurement could have come out either way. Only these rows count as support or
   refutation of the paper's claims.
@@ -11,89 +11,143 @@ Every claim row carries ``evidence``, one of :data:`EVIDENCE`:
 - ``premise``: the row checks whether a theorem's premise holds in the setting. A premise that
   fails says the theorem does not apply there, not that it is wrong: it is displayed as
   "premise fails", never as "not supported".
+- ``diagnostic``: the reading or the construction fixes the outcome (e.g. the ambient cosine Hessian is
+  indefinite for every head, linear included, so a "negative curvature" row under it cannot come out the
+  other way). Shown, with the reason in its criterion, and never counted.
 
-The verdict words themselves (:data:`VERDICTS`) live here too; ``headgeom.experiments.registry``
-re-exports them. This module imports nothing heavy, so reports can be rendered without torch.
+An ``identity`` needs data: a row that would read "identity holds" while its headline has no finite
+value is "not checked" (:func:`check_identity_data`, called by the row's own check).
+
+A new kind is one :class:`EvidenceKind` in :data:`KINDS` (its words for each verdict, its plural, what it
+means, whether it counts): the checks, counts and both renderers read this table. The verdict words
+themselves are :data:`headgeom.claims.verdict.VERDICTS`. This module imports nothing heavy, so reports can
+be rendered without torch.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+import math
+from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-VERDICTS = ("supported", "not supported", "inconclusive")
-TEST, IDENTITY, PREMISE = "test", "identity", "premise"
-EVIDENCE = (TEST, IDENTITY, PREMISE)
+from headgeom.claims.verdict import VERDICTS
 
-# what each (kind, verdict) is called in report.md and on the terminal
-DISPLAY: dict[tuple[str, str], str] = {
-    (TEST, "supported"): "supported",
-    (TEST, "not supported"): "not supported",
-    (TEST, "inconclusive"): "inconclusive",
-    (IDENTITY, "supported"): "identity holds",
-    (IDENTITY, "not supported"): "identity fails: a bug",
-    (IDENTITY, "inconclusive"): "identity not checked",
-    (PREMISE, "supported"): "premise holds",
-    (PREMISE, "not supported"): "premise fails",
-    (PREMISE, "inconclusive"): "premise undecided",
-}
-# the same in counts ("identities: 8 hold, 1 fail (a bug)") and after a "[kind]" tag on the terminal
-COUNT_WORDS: dict[tuple[str, str], str] = {
-    **{(TEST, v): v for v in VERDICTS},
-    (IDENTITY, "supported"): "hold", (IDENTITY, "not supported"): "fail (a bug)",
-    (IDENTITY, "inconclusive"): "not checked",
-    (PREMISE, "supported"): "hold", (PREMISE, "not supported"): "fail", (PREMISE, "inconclusive"): "undecided",
-}
-PLURAL = {TEST: "tests", IDENTITY: "identities", PREMISE: "premises"}
-MEANING = {
-    TEST: "the measurement could have come out either way; only these rows count as support",
-    IDENTITY: "holds by construction: a check of the code, never counted as support; a failure is a bug",
-    PREMISE: "checks whether a theorem's premise holds in the setting; a failure means the theorem does not apply",
-}
+if TYPE_CHECKING:  # the row type imports this module (its evidence check); only its name is needed here
+    from headgeom.claims.row import Row
+
+__all__ = ["DIAGNOSTIC", "EVIDENCE", "IDENTITY", "KINDS", "PREMISE", "TEST", "VERDICTS", "EvidenceKind",
+           "check_identity_data", "check_kind",
+           "count_verdicts", "counts_text", "support_counts", "tagged_verdict", "verdict_text"]
+
+TEST, IDENTITY, PREMISE, DIAGNOSTIC = "test", "identity", "premise", "diagnostic"
 
 
-def check_evidence(claim: dict[str, Any]) -> str:
-    """The row's evidence kind; ValueError when it is missing or not one of :data:`EVIDENCE`."""
-    kind = claim.get("evidence")
+@dataclass(frozen=True)
+class EvidenceKind:
+    """One evidence kind: what its verdicts are called in the report (``display``, one entry per verdict) and
+    in counts (``count_words``), its plural, what it means, and whether its rows count as support."""
+
+    name: str
+    plural: str
+    meaning: str
+    display: Mapping[str, str]
+    count_words: Mapping[str, str]
+    counts_as_support: bool = False
+
+    def __post_init__(self) -> None:
+        for what, words in (("display", self.display), ("count_words", self.count_words)):
+            if set(words) != set(VERDICTS):
+                raise ValueError(f"evidence kind {self.name!r}: {what} must name every verdict {VERDICTS}; "
+                                 f"it names {sorted(words)}")
+
+
+KINDS: dict[str, EvidenceKind] = {k.name: k for k in (
+    EvidenceKind(TEST, "tests", "the measurement could have come out either way; only these rows count as support",
+                 display={v: v for v in VERDICTS}, count_words={v: v for v in VERDICTS}, counts_as_support=True),
+    EvidenceKind(IDENTITY, "identities",
+                 "holds by construction: a check of the code, never counted as support; a failure is a bug",
+                 display={"supported": "identity holds", "not supported": "identity fails: a bug",
+                          "inconclusive": "identity not checked"},
+                 count_words={"supported": "hold", "not supported": "fail (a bug)", "inconclusive": "not checked"}),
+    EvidenceKind(PREMISE, "premises",
+                 "checks whether a theorem's premise holds in the setting; a failure means the theorem does not apply",
+                 display={"supported": "premise holds", "not supported": "premise fails",
+                          "inconclusive": "premise undecided"},
+                 count_words={"supported": "hold", "not supported": "fail", "inconclusive": "undecided"}),
+    EvidenceKind(DIAGNOSTIC, "diagnostics",
+                 "the reading or the construction fixes the outcome, so it could not have come out the other way: "
+                 "shown and explained, never counted",
+                 display={"supported": "diagnostic: shows it (fixed by the reading)",
+                          "not supported": "diagnostic: does not show it (fixed by the reading)",
+                          "inconclusive": "diagnostic: undecided"},
+                 count_words={"supported": "show it", "not supported": "do not show it", "inconclusive": "undecided"}),
+)}
+"""Every evidence kind by name, in the order the report lists them; every check, count and rendering reads it."""
+
+EVIDENCE = tuple(KINDS)  # the kinds' names
+
+
+def check_kind(kind: object, row_name: str = "?") -> str:
+    """``kind`` when it names an evidence kind; ValueError (naming the row and the kinds) otherwise."""
     if kind is None:
-        raise ValueError(f"claim row {claim.get('id', '?')} has no 'evidence'; give it one of {EVIDENCE} "
-                         f"({'; '.join(f'{k}: {m}' for k, m in MEANING.items())})")
-    if kind not in EVIDENCE:
-        raise ValueError(f"claim row {claim.get('id', '?')}: evidence {kind!r} is not one of {EVIDENCE}")
-    return kind
+        raise ValueError(f"claim row {row_name} has no 'evidence'; give it one of {tuple(KINDS)} "
+                         f"({'; '.join(f'{k.name}: {k.meaning}' for k in KINDS.values())})")
+    if kind not in KINDS:
+        raise ValueError(f"claim row {row_name}: evidence {kind!r} is not one of {tuple(KINDS)}")
+    return str(kind)
 
 
-def verdict_text(claim: dict[str, Any]) -> str:
+def has_data(entry: object) -> bool:
+    """Whether a measured entry (a Measured, its JSON form, or a plain value) holds a finite value."""
+    value = entry.get("value") if isinstance(entry, Mapping) else getattr(entry, "value", entry)
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, (int, float)) and math.isfinite(value)
+
+
+def check_identity_data(kind: str, verdict: str, headline_entry: object, row_name: str = "?") -> None:
+    """ValueError when an ``identity`` row reads "holds" (verdict "supported") while its headline has no finite
+    value: an identity checked on no data is "not checked" (verdict "inconclusive"), never "holds"."""
+    if kind == IDENTITY and verdict == "supported" and not has_data(headline_entry):
+        raise ValueError(f"claim row {row_name}: an identity without data cannot hold (its headline has no finite "
+                         f"value: {headline_entry!r}); give it the verdict 'inconclusive' (identity not checked) "
+                         "and say in its criterion what is missing")
+
+
+def verdict_text(row: Row) -> str:
     """The verdict as the report says it: e.g. "supported", "premise fails", "identity fails: a bug"."""
-    return DISPLAY[(check_evidence(claim), claim["verdict"])]
+    return KINDS[row.evidence].display[row.verdict]
 
 
-def tagged_verdict(claim: dict[str, Any]) -> str:
+def tagged_verdict(row: Row) -> str:
     """``[kind] words`` for a terminal line, the kind said once: "[test] supported", "[identity] holds",
     "[identity] fails: a bug", "[premise] fails"."""
-    kind = check_evidence(claim)
-    words = DISPLAY[(kind, claim["verdict"])]
-    return f"[{kind}] " + words.removeprefix(kind + " ")
+    words = KINDS[row.evidence].display[row.verdict]
+    return f"[{row.evidence}] " + words.removeprefix(row.evidence + " ")
 
 
-def count_verdicts(claims: Iterable[dict[str, Any]]) -> dict[str, dict[str, int]]:
+def count_verdicts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:
     """{kind: {verdict: number of rows}} over every kind and verdict (zeros included)."""
-    counts = {k: {v: 0 for v in VERDICTS} for k in EVIDENCE}
-    for c in claims:
-        counts[check_evidence(c)][c["verdict"]] += 1
+    counts = {k: {v: 0 for v in VERDICTS} for k in KINDS}
+    for r in rows:
+        counts[r.evidence][r.verdict] += 1
     return counts
 
 
-def support_counts(claims: Iterable[dict[str, Any]]) -> dict[str, int]:
-    """{verdict: number of ``test`` rows}: the only rows that count as support or refutation."""
-    return count_verdicts(claims)[TEST]
+def support_counts(rows: Iterable[Row]) -> dict[str, int]:
+    """{verdict: number of rows of the kinds that count as support}: the only rows that count as support or
+    refutation (today the ``test`` rows)."""
+    counts = count_verdicts(rows)
+    return {v: sum(counts[k.name][v] for k in KINDS.values() if k.counts_as_support) for v in VERDICTS}
 
 
-def counts_text(claims: Iterable[dict[str, Any]]) -> str:
+def counts_text(rows: Iterable[Row]) -> str:
     """One phrase per kind present, e.g. "tests: 2 supported, 1 not supported; identities: 3 hold;
     premises: 1 fail" (kinds and verdicts with no row left out)."""
-    counts = count_verdicts(claims)
+    counts = count_verdicts(rows)
     parts = []
-    for kind in EVIDENCE:
-        words = [f"{n} {COUNT_WORDS[(kind, v)]}" for v, n in counts[kind].items() if n]
+    for kind in KINDS.values():
+        words = [f"{n} {kind.count_words[v]}" for v, n in counts[kind.name].items() if n]
         if words:
-            parts.append(f"{PLURAL[kind]}: " + ", ".join(words))
+            parts.append(f"{kind.plural}: " + ", ".join(words))
     return "; ".join(parts) or "no rows"

@@ -4,7 +4,10 @@ authors' released paper-scale runs re-judged by headgeom's rules (headgeom.exper
 The report puts the two side by side per claim (headgeom.report.summary)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from headgeom.claims.row import Row
 
 __all__ = ["AUTHORS", "is_authors", "ours"]
 
@@ -16,6 +19,6 @@ def ours(preset: str) -> str:
     return f"ours ({preset})"
 
 
-def is_authors(claim: dict[str, Any]) -> bool:
+def is_authors(row: Row) -> bool:
     """Whether the row re-judges the authors' released runs (a row without ``source`` is headgeom's own)."""
-    return claim.get("source") == AUTHORS
+    return row.source == AUTHORS

@@ -42,6 +42,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.claims.ood import ood_flag
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
@@ -49,8 +51,10 @@ from headgeom.claims.depth_trend import (ACCURACY_MARGIN, COMPRESSION_MARGIN, LE
                                          learned_floor_check)
 from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
-from headgeom.report.ood import ood_flag
+from headgeom.report.paper_protocol import SIMCLR as SIMCLR_PROTOCOL
+from headgeom.report.paper_protocol import PaperProtocol
 from headgeom.report.plots import c11_depth as plots
+from headgeom.report.table import Table
 from headgeom.orbits.run_measures import measure_run
 from headgeom.claims.training_verdicts import pm
 from headgeom.runs.cell import seeded_cells
@@ -206,7 +210,7 @@ def _by_depth(results: list[tuple[dict, dict]], key: str) -> dict[int, dict[int,
 
 
 def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log: bool, margin: float,
-           what: str, setting: dict[str, Any]) -> dict[str, Any]:
+           what: str, setting: dict[str, Any]) -> Row:
     by = _by_depth(results, key)
     for d in config.depths:
         by.setdefault(d, {})
@@ -234,10 +238,10 @@ def _claim(config: C11Config, results: list[tuple[dict, dict]], key: str, *, log
             "backbone": f"resnet18 width {train.backbone_options['width']}",
             "steps": train.max_steps or f"{train.epochs} epochs",
             "preset": config.preset}
-    return {"id": "C11", "statement": STATEMENT, "setting": {**base, **setting}, "measured": meas,
-            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
-            "verdict": t["verdict"], "evidence": TEST, "criterion": criterion,
-            "headline": f"{what} depth {hi_d} / depth {lo_d}" if log and t.get("diffs") else f"{what}[depth {hi_d}]"}
+    return Row(id="C11", statement=STATEMENT, setting={**base, **setting}, measured=meas,
+               budget=budget_of_cells([m for _, m in results], PAPER_BUDGET),
+               verdict=t["verdict"], evidence=TEST, criterion=criterion,
+               headline=f"{what} depth {hi_d} / depth {lo_d}" if log and t.get("diffs") else f"{what}[depth {hi_d}]")
 
 
 def _beside(results: list[tuple[dict, dict]], key: str, what: str) -> dict[str, Any]:
@@ -250,21 +254,19 @@ def _beside(results: list[tuple[dict, dict]], key: str, what: str) -> dict[str, 
     return out
 
 
-def _compression_claim(config: C11Config, results: list[tuple[dict, dict]], v: str, orbit: str) -> dict[str, Any]:
+def _compression_claim(config: C11Config, results: list[tuple[dict, dict]], v: str, orbit: str) -> Row:
     """"Deeper heads compress more" for head input ``v``, decided on selectivity (module docstring)."""
     claim = _claim(config, results, f"{DECIDER}[{v}]", log=True, margin=config.compression_margin, what=DECIDER,
                    setting={"part": "deeper heads compress more", "head_input": v,
                             "metric": "selectivity = compression / global ratio of L2-normalised features, z over "
                                       "h(z); beside it the paper's compression (trace ratio)", "orbits": orbit})
-    claim["criterion"] = DECIDED_BY + ". " + claim["criterion"]
-    claim["measured"].update(_beside(results, f"trace_ratio[{v}]", "compression"))
-    if v == "l2":  # every head here was trained on raw z
-        claim["out_of_distribution"] = ood_flag(measured(
-            [_value(m, "mean_pairwise_cosine_h[l2]") for _, m in results if "mean_pairwise_cosine_h[l2]" in m]))
-    return claim
+    ood = ood_flag(measured([_value(m, "mean_pairwise_cosine_h[l2]") for _, m in results
+                             if "mean_pairwise_cosine_h[l2]" in m])) if v == "l2" else None  # heads trained on raw z
+    return claim.replace(criterion=DECIDED_BY + ". " + claim.criterion, out_of_distribution=ood,
+                         measured={**claim.measured, **_beside(results, f"trace_ratio[{v}]", "compression")})
 
 
-def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[dict[str, Any]]:
+def _claims(config: C11Config, results: list[tuple[dict, dict]]) -> list[Row]:
     orbit = (f"rotation 0-330° in {config.orbit_steps} steps, {config.orbit_classes} classes × "
              f"{config.orbit_per_class} test images")
     claims = [_compression_claim(config, results, v, orbit) for v in config.head_inputs]
@@ -282,14 +284,14 @@ def _col(results: list[tuple[dict, dict]], key: str, fmt: str = ".3g") -> str:
     return pm([_value(m, key) for _, m in results], fmt)
 
 
-def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
+def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> Table:
     l2 = "l2" in config.head_inputs
     head = ["depth", "selectivity (raw z in)", "trace ratio (raw z in)", "fresh head (raw z in)", "trained / fresh"]
     head += ["selectivity (l2 z in, paper)", "trace ratio (l2 z in, paper)",
              "mean pairwise cosine h (l2 z in: out of distribution)"] if l2 else []
     head += ["class/orbit z", "class/orbit h(z)", "class/orbit change", "kNN z", "linear z", "kNN h(z)", "linear h(z)",
              "paper compression"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = Table(head, title="C11: per depth (mean ± std (n seeds))")
     for d in sorted(config.depths):
         rs = [(c, m) for c, m in results if int(c["depth"]) == d]
         vs_fresh = [_value(m, "trace_ratio[raw]") / _value(m, "fresh_trace_ratio[raw]") for _, m in rs]
@@ -301,8 +303,8 @@ def _depth_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
                 _col(rs, "class_orbit_change[raw]"), _col(rs, "knn[z]", ".3f"), _col(rs, "linear[z]", ".3f"),
                 _col(rs, "knn[h]", ".3f"), _col(rs, "linear[h]", ".3f"),
                 f"{PAPER_COMPRESSION[d]:g}" if d in PAPER_COMPRESSION else "-"]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        table.add(*row)
+    return table
 
 
 def _ci(e: Any) -> str:
@@ -313,30 +315,30 @@ def _ci(e: Any) -> str:
     return f"{e['value']:.3g}{band}"
 
 
-def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> str:
+def _controls_table(config: C11Config, results: list[tuple[dict, dict]]) -> Table:
     head = ["depth"] + [f"{what} ({v} z in)" for v in config.head_inputs
                         for what in ("trained", "fresh head", "random directions")]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = Table(head, title="C11: trace ratio z / h(z) of the trained head and its controls (mean ± std (n seeds))")
     for d in sorted(config.depths):
         rs = [(c, m) for c, m in results if int(c["depth"]) == d]
         row = [str(d)] + [_col(rs, f"{prefix}trace_ratio[{v}]") for v in config.head_inputs
                           for prefix in ("", "fresh_", "random_dir_")]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        table.add(*row)
+    return table
 
 
-def _cell_table(results: list[tuple[dict, dict]]) -> str:
+def _cell_table(results: list[tuple[dict, dict]]) -> Table:
     head = ["depth", "seed", "selectivity [CI]", "global ratio [CI]", "trace ratio [CI]", "spread compression",
             "centred compression [CI]", "per-dim ratio", "raw-feature trace ratio", "class/orbit change [CI]",
             "fresh head trace ratio [CI]", "final loss"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table = Table(head, title="C11: per cell (raw z into the head; bootstrap CIs over images)")
     for c, m in sorted(results, key=lambda r: (int(r[0]["depth"]), int(r[0]["seed"]))):
         row = [str(c["depth"]), str(c["seed"])] + [_ci(m.get(k)) for k in (
             "selectivity[raw]", "global_ratio[raw]", "trace_ratio[raw]", "compression[raw]", "compression_centred[raw]",
             "per_dim_ratio[raw]", "trace_ratio_raw[raw]", "class_orbit_change[raw]", "fresh_trace_ratio[raw]")]
         row += [f"{m['final_loss']:.4g}" if isinstance(m.get("final_loss"), (int, float)) else "-"]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        table.add(*row)
+    return table
 
 
 def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -373,13 +375,16 @@ def summarize(config: C11Config, results: list[tuple[dict, dict]]) -> Summary:
     by_key = {key: _by_depth(results, key) for _, keys, _ in panels for key, _ in keys}
     classes = {m["num_classes"] for _, m in results if m.get("num_classes")}
     return Summary(claims=claims,
-                   tables=[("C11: per depth (mean ± std (n seeds))", _depth_table(config, results)),
-                           ("C11: trace ratio z / h(z) of the trained head and its controls (mean ± std (n seeds))",
-                            _controls_table(config, results)),
-                           ("C11: per cell (raw z into the head; bootstrap CIs over images)", _cell_table(results))],
+                   tables=[_depth_table(config, results), _controls_table(config, results), _cell_table(results)],
                    figures=[("depth", lambda: plots.depth(panels, by_key, config.depths, classes,
                                                           f"{config.preset}, {config.train.data}"))], notes=notes)
 
+
+# depth 1/2/3 heads (our count: hidden layers)
+PAPER_PROTOCOL = PaperProtocol(
+    {**SIMCLR_PROTOCOL, "head": ("d-2048-2048:relu:nobias:bn:last=bn", "d-2048-2048-2048:relu:nobias:bn:last=bn",
+                                 "d-2048-2048-2048-2048:relu:nobias:bn:last=bn"),
+     "runs": 3, "orbit_classes": 5, "orbit_per_class": 3, "orbit_steps": 12})
 
 EXPERIMENT = register(Experiment(
     id="C11",
@@ -391,4 +396,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    protocol=PAPER_PROTOCOL,
 ))

@@ -39,6 +39,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.eval import EvalConfig, LinearProbeConfig, MLPProbeConfig, evaluate_run
+from headgeom.claims.row import Row
+from headgeom.report.paper_protocol import RESNET18, SIMCLR as SIMCLR_PROTOCOL, VIT_TINY, PaperProtocol
+from headgeom.report.table import Table
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
@@ -236,7 +239,7 @@ def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: s
 
 
 def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
-           setting: tuple[str, str] | None = None) -> dict[str, Any]:
+           setting: tuple[str, str] | None = None) -> Row:
     meas, above, below = gap_statistics(config, results, probe)
     n = len(results)
     verdict, _, _ = gap_verdict([m[f"gap[{probe}]"] for _, m in results],
@@ -257,9 +260,9 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
                "protocol": {"knn": f"weighted cosine kNN, k = {config.knn_k}, T = 0.1",
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
-    return {"id": "C12", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
-            "budget": budget_of_cells([m for _, m in results], PAPER_BUDGET),
-            "evidence": TEST, "criterion": criterion, "headline": "gap_z_minus_head_output"}
+    return Row(id="C12", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict,
+               budget=budget_of_cells([m for _, m in results], PAPER_BUDGET),
+               evidence=TEST, criterion=criterion, headline="gap_z_minus_head_output")
 
 
 HEADERS = {"knn": "kNN", "linear": "linear", "mlp": "MLP (context)", "rotation": "rotation"}
@@ -272,30 +275,30 @@ def probes_of(results: list[tuple[dict, dict]]) -> list[str]:
     return ["knn", "linear", *ctx, "rotation"]
 
 
-def _table(results: list[tuple[dict, dict]]) -> str:
+def _table(results: list[tuple[dict, dict]], title: str) -> Table:
     points = results[0][1]["points"]
     probes = probes_of(results)
-    lines = ["| point | " + " | ".join(HEADERS[p] for p in probes) + " |", "|---" * (len(probes) + 1) + "|"]
+    table = Table(["point", *(HEADERS[p] for p in probes)], title=title)
     for p in points:
-        lines.append(f"| {p} | " + " | ".join(pm([m["accuracy"][probe].get(p) for _, m in results], ".3f")
-                                            for probe in probes) + " |")
-    return "\n".join(lines)
+        table.add(p, *(pm([m["accuracy"][probe].get(p) for _, m in results], ".3f") for probe in probes))
+    return table
 
 
-def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[dict, dict]]]) -> str:
+def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[dict, dict]]]) -> Table:
     """Per setting, the MLP probe's statistics beside the linear probe's (those of a claim's ``measured``)."""
-    lines = ["| setting | probe | acc(z) | acc(h(z)) | gap z − h(z) | gap z − best head layer | tie band "
-             "| seeds above / below the band |", "|---" * 8 + "|"]
+    table = Table(("setting", "probe", "acc(z)", "acc(h(z))", "gap z − h(z)", "gap z − best head layer", "tie band",
+                   "seeds above / below the band"),
+                  title="C12: MLP probe beside the linear probe (context, no verdict; mean ± std over seeds, "
+                        "accuracies as fractions)")
     for (data, backbone), rs in groups.items():
         for probe in ("linear", *CONTEXT_PROBES):
             meas, above, below = gap_statistics(config, rs, probe)
             head = next(v for k, v in meas.items() if k.startswith("acc_head_output"))
             stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
                      meas["tie_band"]]
-            lines.append(f"| {data}, {backbone} | {HEADERS[probe]} | "
-                         + " | ".join(format_estimate(c, ".3f", ".3f") for c in stats)
-                         + f" | {above:.0%} / {below:.0%} (n = {len(rs)}) |")
-    return "\n".join(lines)
+            table.add(f"{data}, {backbone}", HEADERS[probe], *(format_estimate(c, ".3f", ".3f") for c in stats),
+                      f"{above:.0%} / {below:.0%} (n = {len(rs)})")
+    return table
 
 
 def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -317,19 +320,22 @@ def summarize(config: C12Config, results: list[tuple[dict, dict]]) -> Summary:
         notes.append("shapes draws every image's shape angle and shading direction uniformly, so its image distribution "
                      "is invariant under the 4 rotations: the rotation probe has nothing to find there (chance 0.25) "
                      "and its verdict says nothing; the small and paper presets (CIFAR-10) are the ones for it.")
-    tables = [(f"C12{label(st)}: test accuracy per feature point (mean ± std (n seeds))", _table(rs))
+    tables = [_table(rs, f"C12{label(st)}: test accuracy per feature point (mean ± std (n seeds))")
               for st, rs in groups.items()]
     if all(set(CONTEXT_PROBES) <= set(probes_of(rs)) for rs in groups.values()):
         notes.append("the MLP probe (one hidden ReLU layer, AdamW; headgeom.eval.mlp_probe) is context, not "
                      "evidence: it has no claim row; its statistics are those of the judged probes.")
-        tables.append(("C12: MLP probe beside the linear probe (context, no verdict; mean ± std over seeds, "
-                       "accuracies as fractions)", _context_table(config, groups)))
+        tables.append(_context_table(config, groups))
     figures = [("probes" + (f"_{st[0]}_{st[1]}" if several else ""),
                 lambda rs=rs: plots.probes([m for _, m in rs], {p: HEADERS[p] if p in CONTEXT_PROBES else p
                                                                 for p in probes_of(rs)}))
                for st, rs in groups.items()]
     return Summary(claims=claims, tables=tables, figures=figures, notes=notes)
 
+
+# rotation probe backbone vs head: C10/R18, ViT, C100
+PAPER_PROTOCOL = PaperProtocol({**SIMCLR_PROTOCOL, "dataset": ("cifar10", "cifar100"), "backbone": (RESNET18, VIT_TINY),
+                                "runs": 3})
 
 EXPERIMENT = register(Experiment(
     id="C12",
@@ -341,4 +347,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    protocol=PAPER_PROTOCOL,
 ))

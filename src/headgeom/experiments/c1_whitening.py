@@ -23,7 +23,8 @@ Evidence kinds of the rows (:mod:`headgeom.claims.evidence`):
 - per loss × reading, "r = rank A₊": ``identity``. W = U_r Λ_r^{-1/2} Bᵀ gives WᵀAW = BBᵀ by
   construction, so ε_S ≤ iso_tol fails only through a bug (in the construction, the loss Hessian
   block or the engine's H_eff), never through the paper being wrong.
-- per loss × reading, "Thm 3.1 as stated, r = rank A": ``test`` (:func:`literal_rank_verdict`).
+- per loss × reading, "Thm 3.1 as stated, r = rank A": ``test``
+  (:func:`headgeom.claims.whitening_verdict.literal_rank_verdict`).
   The paper's statement takes r = rank ∇²_u L and states no premise A ⪰ 0 (docs/paper.md#c1),
   so the row tests the theorem as stated, decided by the measured inertia of A: supported when
   n₋(A) = 0 (no eigenvalue below −rel_tol · max|λ|) in every trial, where rank A = rank A₊ and
@@ -41,14 +42,17 @@ import torch
 from torch import Tensor, nn
 from torch.func import vmap
 
-from headgeom.experiments.registry import Experiment, Summary, check_claim, measured, register
+from headgeom.claims.row import Row
+from headgeom.claims.whitening_verdict import dimension_verdict, literal_rank_verdict, positive_part_verdict
+from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.readings import check_reading
+from headgeom.geometry.engine.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
 from headgeom.claims.evidence import IDENTITY, TEST
 from headgeom.report.plots import c1_whitening as plots
+from headgeom.report.table import Table
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.whitening import (
     best_fit_isotropy,
@@ -296,42 +300,6 @@ def _mx(xs: list[float]) -> str:
     return f"{max(xs):.2e}" if xs else "–"
 
 
-INERTIA_BOUND = 1 - 1e-6  # ε_S every W must reach where n₋(A) > 0 (Sylvester: 1), less round-off
-
-
-def literal_rank_verdict(n_negative: list[int], best_error: list[float], worst_positive_part: float,
-                         tol: float) -> tuple[str, str, str]:
-    """(verdict, the measured key that decided it, reason) of Thm 3.1 as stated, r = rank A, from n₋(A)
-    of every trial.
-
-    n_negative: n₋(A) per trial (eigenvalues below the sign floor); best_error: the lowest ε_S any W
-    reached on dim S = rank A in each trial with n₋(A) > 0; worst_positive_part: the largest ε_S of
-    W = U_r Λ_r^{-1/2} Bᵀ over the trials (NaN when none ran). Supported iff n₋(A) = 0 in every trial
-    and that construction reaches ε_S ≤ tol; not supported iff n₋(A) > 0 in some trial and every W
-    tried there stays at the inertia bound (a counterexample); else inconclusive. The key names the literal
-    row's measured entry of the quantity that decided: ``trials_with_negative_A`` (n₋(A) > 0 per trial),
-    ``best_error_any_W`` (a W below the inertia bound) or ``construction_isotropy_error``.
-    """
-    n, neg = len(n_negative), sum(x > 0 for x in n_negative)
-    if not n:
-        return "inconclusive", "trials_with_negative_A", "no trial"
-    if neg:
-        if any(x < INERTIA_BOUND for x in best_error):
-            return "inconclusive", "best_error_any_W", (
-                f"n₋(A) > 0 in {neg} of {n} trials, but a W reached ε_S = {min(best_error):.3g} "
-                "< 1, which contradicts the inertia bound (a bug)")
-        return "not supported", "trials_with_negative_A", (
-            f"n₋(A) > 0 in {neg} of {n} trials (n₋ up to {max(n_negative)}): no W whitens "
-            f"dim S = rank A there (best ε_S any W reached: "
-            f"{min(best_error) if best_error else float('nan'):.3f})")
-    if not worst_positive_part <= tol:
-        return "inconclusive", "construction_isotropy_error", (
-            f"A ⪰ 0 in all {n} trials, but the construction's ε_S = {worst_positive_part:.3g} "
-            f"> {tol:g} (see the positive-part row)")
-    return "supported", "trials_with_negative_A", (f"A ⪰ 0 in all {n} trials; the construction's largest ε_S = "
-                                                   f"{worst_positive_part:.2e}")
-
-
 def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
     """Claims per loss/reading: the positive-part construction (identity) and Thm 3.1 as stated,
     r = rank A (a test decided by n₋(A)); one for the dimension condition."""
@@ -343,7 +311,11 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
             "construction": "W = U_r Λ_r^{-1/2} Bᵀ from the positive part of A = [∇²_u L]_ii",
             "reduction": "loss mean over the batch (A carries 1/N)",
             "rank_tolerance": f"eigenvalue counted if |λ| > {config.rel_tol:g} · max|λ|"}
-    claims, rows, notes = [], [], []
+    claims, notes = [], []
+    table = Table(("objective", "reading", "trials", "r = n₊(A)", "n₋(A)", "max κ(A₊)", "max ε_S (WᵀAW)",
+                   "max ε_S (engine)", "max leakage", "max engine − formula", "max abs M",
+                   "ε_S with abs(Λ), dim S = rank A", "S with n₋ directions at −1, n₊ at +1",
+                   "ε_S, dim S = r+1: natural / best fit (min)"), title="C1: subspace whitening per loss × reading")
     over_nat, over_fit = [], []
     for s, ms in groups.items():
         obj, reading = parse_setting(s)
@@ -365,29 +337,25 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
             "block_check": measured(_values(ms, "block_check"), definition="max|A_hvp − A_hessian|"),
         }
         worst = max(iso + iso_e) if iso else float("nan")
-        if not iso or max(ranks) == 0:
-            verdict = "inconclusive"
-        else:
-            verdict = "supported" if worst <= tol else "not supported"
-        claims.append(check_claim({
-            "id": "C1", "statement": STATEMENT + " — r = rank of the positive part A₊",
-            "setting": setting, "measured": meas, "verdict": verdict, "evidence": IDENTITY,
-            "headline": "isotropy_error_both_routes",
-            "criterion": (f"supported if ε_S ≤ {tol:g} (round-off) for every subspace and seed, from WᵀAW "
-                          f"and from the engine's H_eff of the linear head; not supported if any exceeds it; "
-                          f"inconclusive if A₊ = 0 everywhere ({len(iso)} trials)"),
-        }))
+        verdict = positive_part_verdict(iso, iso_e, ranks, tol)
+        claims.append(Row(
+            id="C1", statement=STATEMENT + " — r = rank of the positive part A₊",
+            setting=setting, measured=meas, verdict=verdict.outcome, evidence=IDENTITY, headline=verdict.headline,
+            criterion=(f"supported if ε_S ≤ {tol:g} (round-off) for every subspace and seed, from WᵀAW "
+                       f"and from the engine's H_eff of the linear head; not supported if any exceeds it; "
+                       f"inconclusive if A₊ = 0 everywhere ({len(iso)} trials)"),
+        ))
         lit = _values(ms, "literal_best")
         v2, decided_by, why = literal_rank_verdict(nneg, lit, worst, tol)
-        claims.append(check_claim({
-            "id": "C1",
-            "statement": STATEMENT + " — as stated, r = rank A (all non-zero eigenvalues of A = ∇²_u L); the "
-                         "paper states no premise A ⪰ 0 (docs/paper.md#c1)",
-            "setting": {**setting, "construction": "W = U_r Λ_r^{-1/2} Bᵀ where A ⪰ 0; where n₋(A) > 0, "
-                                                   "W = U |Λ|^{-1/2} Bᵀ over all non-zero eigenvalues and an "
-                                                   "L-BFGS best fit of W",
-                        "sign_floor": f"an eigenvalue of A counts as negative below −{config.rel_tol:g} · max|λ|"},
-            "measured": {
+        claims.append(Row(
+            id="C1",
+            statement=STATEMENT + " — as stated, r = rank A (all non-zero eigenvalues of A = ∇²_u L); the "
+                                  "paper states no premise A ⪰ 0 (docs/paper.md#c1)",
+            setting={**setting, "construction": "W = U_r Λ_r^{-1/2} Bᵀ where A ⪰ 0; where n₋(A) > 0, "
+                                                "W = U |Λ|^{-1/2} Bᵀ over all non-zero eigenvalues and an "
+                                                "L-BFGS best fit of W",
+                     "sign_floor": f"an eigenvalue of A counts as negative below −{config.rel_tol:g} · max|λ|"},
+            measured={
                 "n_negative": measured(nneg, definition=f"n₋(A): eigenvalues below −{config.rel_tol:g} · max|λ|"),
                 "trials_with_negative_A": measured([float(x > 0) for x in nneg],
                                                    definition="1 if n₋(A) > 0 in the trial"),
@@ -397,25 +365,24 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                                                 definition="1 if BᵀHB has n₋ eigenvalues −1 and n₊ at +1"),
                 "best_fit_error": measured(_values(ms, "literal_fit_error")),
                 "best_error_any_W": measured(lit),
-                "construction_isotropy_error": dict(both_routes),
+                "construction_isotropy_error": both_routes,
             },
-            "verdict": v2, "evidence": TEST, "headline": decided_by,
-            "criterion": (f"decided by n₋(A) measured in each of the {len(nneg)} trials: supported if n₋(A) = 0 "
+            verdict=v2, evidence=TEST, headline=decided_by,
+            criterion=(f"decided by n₋(A) measured in each of the {len(nneg)} trials: supported if n₋(A) = 0 "
                           f"in every trial (A ⪰ 0 up to the floor {config.rel_tol:g} · max|λ|, so rank A = rank A₊ "
                           f"and W = U_r Λ_r^{{-1/2}} Bᵀ reaches ε_S ≤ {tol:g}); not supported if n₋(A) > 0 in some "
                           "trial: a counterexample, since Sylvester's law of inertia gives ε_S ≥ 1 for every W on "
                           "dim S = rank A > n₊(A), and every W tried confirms it (ε_S ≥ 1 − 1e-6); inconclusive "
                           f"otherwise (no trial, or a W tried contradicts the bound). Here: {why}"),
-        }))
+        ))
         on, of = _values(ms, "oversize_iso_error"), _values(ms, "oversize_fit_error")
         over_nat += on
         over_fit += of
         abs_err = _values(ms, "abs_iso_error")
         mins = "–" if not (on or of) else " / ".join(f"{min(x):.3f}" if x else "–" for x in (on, of))
-        rows.append("| " + " | ".join([
-            obj, reading, str(len(iso)), _rng(ranks), _rng(nneg), _mx(_values(ms, "cond_positive")), _mx(iso),
-            _mx(iso_e), _mx(_values(ms, "leakage")), _mx(_values(ms, "engine_vs_direct")),
-            _mx(_values(ms, "engine_M_max")), _mx(abs_err), _signs(ms), mins]) + " |")
+        table.add(obj, reading, str(len(iso)), _rng(ranks), _rng(nneg), _mx(_values(ms, "cond_positive")), _mx(iso),
+                  _mx(iso_e), _mx(_values(ms, "leakage")), _mx(_values(ms, "engine_vs_direct")),
+                  _mx(_values(ms, "engine_M_max")), _mx(abs_err), _signs(ms), mins)
         vacuous = sum(x == 0 for x in ranks)
         if vacuous:
             notes.append(f"{obj}/{reading}: A₊ = 0 (A negative semi-definite) in {vacuous} of {len(ranks)} rows: "
@@ -429,26 +396,20 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
                 f"|Λ| construction on dim S = rank A gives vᵀH_eff v = −‖v‖² on n₋ of them "
                 f"(ε_S = {_mx(abs_err)}), and no W found does better than {_mn(lit)} (inertia bound: 1).")
     if over_fit or over_nat:
-        lowest = min(over_fit + over_nat)
-        v3 = "supported" if lowest >= 1 - 1e-6 else ("not supported" if lowest <= tol else "inconclusive")
+        v3 = dimension_verdict(over_fit + over_nat, tol)
         any_w = measured(over_nat + over_fit, definition="ε_S of every W tried (natural construction and best fit)",
                          reduce="min is the criterion")
-        claims.append(check_claim({
-            "id": "C1",
-            "statement": "Thm 3.1's dimension condition: for dim S > r = rank A₊ no linear W makes H_eff isotropic on S",
-            "setting": {"objective": "all", "reading": "all", **base, "dim_S": "r + 1"},
-            "measured": {"error_any_W": any_w,
-                         "natural_construction_error": measured(over_nat,
-                                                                definition="W whitens r of the r+1 directions"),
-                         "best_fit_error": measured(over_fit, definition="L-BFGS on ‖VᵀAV − I‖_F², spectral error")},
-            "verdict": v3, "evidence": IDENTITY, "headline": "error_any_W",
-            "criterion": ("supported if every W tried has ε_S ≥ 1 − 1e-6 (the inertia bound: the error is never zero); "
-                          f"not supported if some W reaches ε_S ≤ {tol:g}; inconclusive in between"),
-        }))
-    header = ("| objective | reading | trials | r = n₊(A) | n₋(A) | max κ(A₊) | max ε_S (WᵀAW) | max ε_S (engine) "
-              "| max leakage | max engine − formula | max abs M | ε_S with abs(Λ), dim S = rank A "
-              "| S with n₋ directions at −1, n₊ at +1 | ε_S, dim S = r+1: natural / best fit (min) |\n"
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        claims.append(Row(
+            id="C1",
+            statement="Thm 3.1's dimension condition: for dim S > r = rank A₊ no linear W makes H_eff isotropic on S",
+            setting={"objective": "all", "reading": "all", **base, "dim_S": "r + 1"},
+            measured={"error_any_W": any_w,
+                      "natural_construction_error": measured(over_nat, definition="W whitens r of the r+1 directions"),
+                      "best_fit_error": measured(over_fit, definition="L-BFGS on ‖VᵀAV − I‖_F², spectral error")},
+            verdict=v3.outcome, evidence=IDENTITY, headline=v3.headline,
+            criterion=("supported if every W tried has ε_S ≥ 1 − 1e-6 (the inertia bound: the error is never zero); "
+                       f"not supported if some W reaches ε_S ≤ {tol:g}; inconclusive in between"),
+        ))
     notes += [
         "H_eff = WᵀAW for u = W z (M = 0); the engine check uses nn.Linear(W, bias b = u0_i − W z0_i) with the "
         "loss u ↦ L(u + C) so that every row sits at u0 and the tangential reading projects at u0_i.",
@@ -458,7 +419,7 @@ def summarize(config: C1Config, results: list[tuple[dict, dict]]) -> Summary:
         f"or target h(z0 + {config.view_noise:g} ξ) fixed.",
     ]
     values = {s: {key: _values(ms, key) for key in plots.KEYS} for s, ms in groups.items()}
-    return Summary(claims=claims, tables=[("C1: subspace whitening per loss × reading", header + "\n" + "\n".join(rows))],
+    return Summary(claims=claims, tables=[table],
                    figures=[("isotropy_error", lambda: plots.isotropy_error(values, tol))], notes=notes)
 
 

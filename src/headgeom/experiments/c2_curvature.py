@@ -5,7 +5,7 @@ z ~ N(0, I); the other view (the stop-gradient target of the cosine loss, the fi
 of InfoNCE / VICReg / Barlow Twins) is h(z + view_noise·ε). k = N·K. A slice is
 u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ ∇²_u L(u0 + Bx) B.
 
-- Readings (``headgeom.geometry.readings``), one per setting ``"objective:reading"``:
+- Readings (``headgeom.geometry.engine.readings``), one per setting ``"objective:reading"``:
   ``negative_cosine:tangential`` (P H P, positive definite on the sphere's tangent where
   cos(u_i, c_i) > 0) and ``negative_cosine:ambient`` (the exact, indefinite Hessian);
   ``info_nce`` (u the anchors, block-diagonal), ``vicreg``, ``barlow_twins`` ambient; ``mse``
@@ -42,6 +42,8 @@ from typing import Any
 import torch
 from torch.func import vmap
 
+from headgeom.claims.curvature_barrier import barrier_verdict, iso_key
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
@@ -49,6 +51,7 @@ from headgeom.objectives import analysis_loss
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import IDENTITY
 from headgeom.report.plots import c2_curvature as plots
+from headgeom.report.table import Table
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curvature import (curvature_exact, curvature_fd, is_positive_definite, isotropy_error,
                                        random_slice_basis, route_difference, slice_metric, whitener)
@@ -272,41 +275,6 @@ def _fmt(xs: list[float]) -> str:
     return format_estimate(measured(xs), spread_of_one=False)
 
 
-def iso_key(config: C2Config) -> str:
-    """The measured key of the isotropy error at the largest radius (the quantity supported / not supported reads)."""
-    return f"iso_error_at_r={config.radii[-1]:g}l"
-
-
-def _verdict(config: C2Config, rows, flat_r, flat_iso) -> tuple[str, str, str]:
-    """(verdict, the measured key of the claim row that decided it, the reason in words) by the criterion of
-    ``summarize``: each gate that can end the judgement names its own measure."""
-    found = [r for r in rows if r["slice_found"]]
-    if not found:
-        return "inconclusive", "slice_found_fraction", "no slice with a positive-definite g(0) was found"
-    if flat_r is None:
-        return "inconclusive", "flat_control_max_abs_R", "no flat control (mse) was run"
-    if flat_r >= config.flat_tol or flat_iso >= config.flat_tol:
-        return ("inconclusive", "flat_control_max_abs_R" if flat_r >= config.flat_tol else "flat_control_iso_error",
-                f"the flat control fails: max|R| = {flat_r:.2g}, isotropy error = {flat_iso:.2g}")
-    bad = [r for r in found if r["route_rel_diff"] is None or r["route_rel_diff"] >= config.route_tol]
-    if bad:
-        worst = max(bad, key=lambda r: r["route_rel_diff"] or 0.0)
-        return "inconclusive", "route_rel_diff", (
-            f"routes disagree in {len(bad)} of {len(found)} cells (worst rel diff "
-            f"{worst['route_rel_diff']:.2g} where max|R|/terms = {worst['cancellation']:.2g})")
-    flat = [r for r in found if r["cancellation"] <= config.curved_min]
-    if flat:
-        return "inconclusive", "curvature_over_terms", (f"curvature at round-off in {len(flat)} of {len(found)} cells "
-                                                        "(premise not met)")
-    stuck = [r for r in found if not (r["iso_error_max"][0] < config.origin_tol
-                                      and r["iso_error_max"][-1] > config.growth_min)]
-    if stuck:
-        return "not supported", iso_key(config), (f"curved, but the isotropy error did not grow past "
-                                                  f"{config.growth_min:g} in {len(stuck)} of {len(found)} cells")
-    return "supported", iso_key(config), (f"all {len(found)} cells curved, routes agree, isotropy error grows; flat "
-                                          "control at round-off")
-
-
 def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, Any]]]) -> Summary:
     """Claims (one per curved setting, each judged with the flat control), a table and the figure."""
     rows = [m for _, m in results]
@@ -326,31 +294,29 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                  f"error < {config.flat_tol:g}; not supported if curved and routes agree but the error stays "
                  f"≤ {config.growth_min:g}; inconclusive otherwise (no slice, routes disagree, flat, or no control)")
     claims, notes = [], []
-    head = ("| setting | cells (slice found) | max route rel diff | max abs R, g-frame | abs scalar S | "
-            "R / terms (min) | iso err at x0 (max) | iso err at r_max | log-log slope | indefinite pts | "
-            "neg. eig. of ∇²L at u0 |")
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    table = Table(("setting", "cells (slice found)", "max route rel diff", "max abs R, g-frame", "abs scalar S",
+                   "R / terms (min)", "iso err at x0 (max)", "iso err at r_max", "log-log slope", "indefinite pts",
+                   "neg. eig. of ∇²L at u0"), title="C2: curvature and isotropy barrier")
     for setting, rs in by.items():
         found = [r for r in rs if r["slice_found"]]
         rel = _vals(found, "route_rel_diff")
-        lines.append(
-            f"| {setting} | {len(rs)} ({len(found)}) | {f'{max(rel):.2g}' if rel else '– (R = 0)'} | "
-            f"{_fmt(_vals(found, 'max_abs_R_frame'))} | {_fmt(_vals(found, 'scalar_exact'))} | "
-            f"{min(_vals(found, 'cancellation'), default=float('nan')):.2g} | "
-            f"{max(_vals(found, 'iso_error_max', 0), default=float('nan')):.2g} | "
-            f"{_fmt(_vals(found, 'iso_error_max', -1))} | {_fmt(_vals(found, 'iso_slope'))} | "
-            f"{sum(r['n_points_indefinite'] for r in found)}/{sum(r['n_points'] for r in found)} | "
-            f"{_fmt(_vals(rs, 'hess_n_negative'))} of k={rs[0]['k']} |")
+        table.add(setting, f"{len(rs)} ({len(found)})", f"{max(rel):.2g}" if rel else "– (R = 0)",
+                  _fmt(_vals(found, "max_abs_R_frame")), _fmt(_vals(found, "scalar_exact")),
+                  f"{min(_vals(found, 'cancellation'), default=float('nan')):.2g}",
+                  f"{max(_vals(found, 'iso_error_max', 0), default=float('nan')):.2g}",
+                  _fmt(_vals(found, "iso_error_max", -1)), _fmt(_vals(found, "iso_slope")),
+                  f"{sum(r['n_points_indefinite'] for r in found)}/{sum(r['n_points'] for r in found)}",
+                  f"{_fmt(_vals(rs, 'hess_n_negative'))} of k={rs[0]['k']}")
         objective, reading = _parse_setting(setting)
         if objective == FLAT:
             continue
-        verdict, decided_by, reason = _verdict(config, rs, flat_r, flat_iso)
-        claims.append({
-            "id": "C2", "statement": STATEMENT,
-            "setting": {"objective": objective, "reading": reading, "head": config.head, "N": config.n_samples,
+        verdict, decided_by, reason = barrier_verdict(config, rs, flat_r, flat_iso)
+        claims.append(Row(
+            id="C2", statement=STATEMENT,
+            setting={"objective": objective, "reading": reading, "head": config.head, "N": config.n_samples,
                         "slice_dims": list(config.slice_dims), "slice_mode": config.slice_mode,
                         "preset": config.preset, "isotropy_norm": "spectral", "radius_unit": "ℓ = ‖u0‖_F/√N"},
-            "measured": {
+            measured={
                 "max_abs_R_frame": measured(_vals(found, "max_abs_R_frame")),
                 "abs_scalar_curvature": measured(_vals(found, "scalar_exact")),
                 "curvature_over_terms": measured(_vals(found, "cancellation")),
@@ -363,9 +329,8 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "indefinite_point_fraction": measured([r["n_points_indefinite"] / r["n_points"] for r in found]),
                 "slice_found_fraction": measured([float(r["slice_found"]) for r in rs]),
             },
-            "verdict": verdict, "criterion": criterion, "reason": reason, "evidence": IDENTITY,
-            "headline": decided_by,
-        })
+            verdict=verdict, criterion=criterion, reason=reason, evidence=IDENTITY, headline=decided_by,
+        ))
         notes.append(f"{setting}: {verdict} — {reason}.")
     notes[:0] = [
         f"g(x) = Bᵀ ∇²_u L(u0 + Bx) B on m = {list(config.slice_dims)} slices, k = N·K; "
@@ -379,7 +344,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         "curvature (coordinate invariant) rules out any head, linear or not.",
         "Curvature is at x0 only; n = cells (seeds × m); spread = std (ddof=1).",
     ]
-    return Summary(claims=claims, tables=[("C2: curvature and isotropy barrier", "\n".join(lines))],
+    return Summary(claims=claims, tables=[table],
                    figures=[("isotropy_vs_distance", lambda: plots.isotropy_vs_distance(
                        by, config.radii, {s for s in by if _parse_setting(s)[0] == FLAT}))], notes=notes)
 

@@ -33,6 +33,8 @@ from typing import Any
 
 import torch
 
+from headgeom.claims.depth_isotropy import depth_isotropy_verdict
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.runs.cell import log_metrics
 from headgeom.geometry import effective_hessian
@@ -41,7 +43,9 @@ from headgeom.objectives.cosine import negative_cosine
 from headgeom.objectives.mse import mse_to_target
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
+from headgeom.report.paper_protocol import PaperProtocol
 from headgeom.report.plots import c3_depth as plots
+from headgeom.report.table import Table
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory.curve_isotropy import (LOSSES, fit_isotropy, fixed_target, fourier_curve, head_from_params,
                                             head_spec, init_params, isotropy, mlp_geometry)
@@ -223,7 +227,7 @@ def depth_pairs(config: C3Config, groups: dict) -> tuple[int, int]:
     return wins, total
 
 
-def _claim(config: C3Config, groups: dict) -> dict[str, Any]:
+def _claim(config: C3Config, groups: dict) -> Row:
     deepest = max(config.depths)
     mlp = [m for (dp, _), ms in groups.items() if dp >= 1 for m in ms.values()]
     seeds = sorted({s for (dp, _), ms in groups.items() if dp >= 1 for s in ms})
@@ -235,23 +239,8 @@ def _claim(config: C3Config, groups: dict) -> dict[str, Any]:
     frac_pairs = wins / total if total else float("nan")
     conv = sum(bool(m["converged"]) for m in mlp) / max(1, len(mlp))
     maj = config.majority
-    witness = frac_deep >= maj
-    # headline: the measured fraction whose comparison with the majority decided the verdict
-    if not mlp or total == 0:
-        verdict, reason = "inconclusive", "no MLP cells or no pair of depths to compare"
-        headline = "frac_depth_pairs_decreasing"
-    elif conv < maj:
-        verdict, headline = "inconclusive", "frac_fits_converged"
-        reason = (f"only {conv:.0%} of MLP fits converged, so ε vs depth reflects the optimisation budget, not "
-                  f"capacity (at equal budget the deepest heads {'do' if witness else 'do not'} reach the "
-                  f"threshold and ε falls with depth in {wins}/{total} pairs)")
-    elif witness and frac_pairs >= maj:
-        verdict, reason = "supported", "the deepest heads reach the threshold and depth lowers ε in most pairs"
-        headline = "frac_seeds_deepest_below_threshold"  # the witness of Thm 3.2 (the pairs also pass)
-    else:
-        verdict = "not supported"
-        reason = "the deepest heads miss the threshold" if not witness else "depth does not lower ε in most pairs"
-        headline = "frac_seeds_deepest_below_threshold" if not witness else "frac_depth_pairs_decreasing"
+    verdict, headline, reason = depth_isotropy_verdict(n_fits=len(mlp), converged=conv, frac_deep=frac_deep,
+                                                       wins=wins, total=total, majority=maj)
     criterion = (
         f"ε = max_j κ(H_eff(γ(t_j))) − 1 (∞ if some block is not positive definite). Judged only when ≥ {maj:.0%} "
         f"of the MLP fits converged (L-BFGS stopped on its tolerances, or the best objective moved less than "
@@ -277,30 +266,30 @@ def _claim(config: C3Config, groups: dict) -> dict[str, Any]:
         meas[f"eps_kappa[{name}]"] = measured([v for v in vals if math.isfinite(v)],
                                               n_infinite=sum(math.isinf(v) for v in vals))
         meas[f"eps_iso[{name}]"] = measured([float(m["eps_iso"]) for m in ms.values()])
-    return {
-        "id": "C3", "statement": STATEMENT,
-        "setting": {
+    return Row(
+        id="C3", statement=STATEMENT,
+        setting={
             "objective": config.loss + " to a fixed target (exact Hessian)", "reading": "ambient",
             "head": f"{config.d}-[width]x[depth]-{config.k}:{config.activation}" + ("" if config.bias else ":nobias"),
             "preset": config.preset, "depths": list(config.depths), "widths": list(config.widths),
             "T": config.n_points, "curve": f"Fourier, {config.n_modes} modes, radius {config.radius:g}",
             "reduction": "per-point blocks (loss summed over points)",
         },
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
-    }
+        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+    )
 
 
-def _table(config: C3Config, groups: dict) -> str:
-    lines = ["| depth | width | ε = max κ − 1 | ‖H − I‖₂ | rel. Frobenius to cI | ε at init | converged | "
-             "L-BFGS iters | final objective | ‖M‖/‖H‖ | n |", "|" + "---|" * 11]
+def _table(config: C3Config, groups: dict) -> Table:
+    table = Table(("depth", "width", "ε = max κ − 1", "‖H − I‖₂", "rel. Frobenius to cI", "ε at init", "converged",
+                   "L-BFGS iters", "final objective", "‖M‖/‖H‖", "n"),
+                  title=f"C3: isotropy of H_eff along γ after fitting (mean ± std over seeds), {config.loss} loss")
     for (dp, w), ms in sorted(groups.items()):
         rows = list(ms.values())
-        lines.append(
-            f"| {'linear' if dp == 0 else dp} | {'-' if dp == 0 else w} | {_fmt(rows)} | {_fmt(rows, 'eps_iso')} | "
-            f"{_fmt(rows, 'rel_fro')} | {_fmt([{'eps_kappa': m['init_eps_kappa']} for m in rows])} | "
-            f"{sum(bool(m['converged']) for m in rows)}/{len(rows)} | {_fmt(rows, 'lbfgs_iterations')} | "
-            f"{_fmt(rows, 'objective_final')} | {_fmt(rows, 'M_ratio_fro')} | {len(rows)} |")
-    return "\n".join(lines)
+        table.add("linear" if dp == 0 else dp, "-" if dp == 0 else w, _fmt(rows), _fmt(rows, "eps_iso"),
+                  _fmt(rows, "rel_fro"), _fmt([{"eps_kappa": m["init_eps_kappa"]} for m in rows]),
+                  f"{sum(bool(m['converged']) for m in rows)}/{len(rows)}", _fmt(rows, "lbfgs_iterations"),
+                  _fmt(rows, "objective_final"), _fmt(rows, "M_ratio_fro"), len(rows))
+    return table
 
 
 def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -326,12 +315,13 @@ def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:
     notes.append("fit stop reasons: " + ", ".join(f"{k} {v}" for k, v in sorted(stops.items())))
     return Summary(
         claims=[_claim(config, groups)] if any(dp >= 1 for dp, _ in groups) else [],
-        tables=[(f"C3: isotropy of H_eff along γ after fitting (mean ± std over seeds), {config.loss} loss",
-                 _table(config, groups))],
+        tables=[_table(config, groups)],
         figures=[("eps_vs_width", lambda: plots.eps_vs_width(
             {key: [eps_of(m) for m in ms.values()] for key, ms in groups.items()}, config.depths, config.widths,
             config.eps_threshold, config.loss, config.d, config.k))], notes=notes)
 
+
+PAPER_PROTOCOL = PaperProtocol({"depths": (1, 2, 3)})  # docs/paper.md §2: "fit heads of depth 1-3 along a curve"
 
 EXPERIMENT = register(Experiment(
     id="C3",
@@ -343,4 +333,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     theory=True,
     resources=RESOURCES,
+    protocol=PAPER_PROTOCOL,
 ))

@@ -11,7 +11,7 @@ States (docs/paper.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
   ‖∇_z L‖ is reported.
 
 Analyses (the ``reading`` axis), each a stated loss and a reading of its Hessian
-(``headgeom.geometry.readings``): ``ambient`` and ``tangential`` read the SimSiam negative cosine loss
+(``headgeom.geometry.engine.readings``): ``ambient`` and ``tangential`` read the SimSiam negative cosine loss
 −mean_i cos(u_i, sg(c_i)); ``mse`` is the collapse theorem's premise as a loss, mean_i ½‖u_i − c_i‖²,
 read ambient (its exact Hessian is I/N, and ρ in M is its own, (u − c)/N). The loss is a batch mean, so blocks carry 1/N. Heads: Linear(d→hidden)
 → act → Linear(hidden→k), bias-free like the paper's projector; ``linear`` has nothing between.
@@ -52,14 +52,17 @@ from typing import Any
 
 import torch
 
+from headgeom.claims.collapse_instability import construction_verdict, past_threshold_verdict
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.threshold import pullback_and_ratio
+from headgeom.geometry.linalg.threshold import pullback_and_ratio
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import mean_std_text
 from headgeom.claims.evidence import IDENTITY, TEST
 from headgeom.report.plots import c4_collapse as plots
+from headgeom.report.table import Table
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.theory.collapse import collapsed_equilibrium, equilibrium_residual, pseudo_collapsed_point
 from headgeom.theory.collapse_threshold import (
@@ -316,9 +319,8 @@ def _thresholds(ms: list[dict], magnitude: str) -> dict[str, Any]:
         return {"value": None, "n": len(ms), "spread": None, "n_with_threshold": 0, "what": what,
                 "status": ", ".join(statuses)}
     out = measured(vals, what=what, n_with_threshold=len(vals), n_seeds=len(ms), status=", ".join(statuses))
-    out.update(mean=out["value"], value=statistics.median(vals),
-               spread_kind="median over the seeds with a threshold; spread = std (ddof=1)")
-    return out
+    return out.replace(mean=out["value"], value=statistics.median(vals),
+                       spread_kind="median over the seeds with a threshold; spread = std (ddof=1)")
 
 
 def _setting(config: C4Config, state: str, reading: str, acts: list[str]) -> dict[str, Any]:
@@ -332,9 +334,9 @@ def _setting(config: C4Config, state: str, reading: str, acts: list[str]) -> dic
 COINCIDE_TOL = 1e-8  # |λ(ambient) − λ(tangential)| / max|λ| at a cosine equilibrium: equal up to round-off
 
 
-def _lemma_claim(config: C4Config, groups: dict, state: str, readings: tuple[str, ...]) -> dict[str, Any] | None:
+def _lemma_claim(config: C4Config, groups: dict, state: str, readings: tuple[str, ...]) -> Row | None:
     """Per equilibrium state and loss: "M has a negative direction ⇒ a finite threshold" (an identity,
-    :mod:`headgeom.geometry.threshold`); for the cosine loss the ambient and tangential readings are one row,
+    :mod:`headgeom.geometry.linalg.threshold`); for the cosine loss the ambient and tangential readings are one row,
     since they coincide at an equilibrium, and their coincidence is checked in the same row."""
     acts = [a for a in config.activations if a not in NON_SMOOTH and any((state, r, a) in groups for r in readings)]
     if not acts:
@@ -368,20 +370,21 @@ def _lemma_claim(config: C4Config, groups: dict, state: str, readings: tuple[str
     coincide = ("; and the ambient and tangential readings give the same lambda_min(H_eff) and threshold to "
                 f"{COINCIDE_TOL:g} (relative): Euler's identity for the 0-homogeneous -cos gives P H P - H = "
                 "(u^ rho^T + rho u^T)/|u|, which J^T rho = 0 annihilates in J^T(.)J") if len(readings) > 1 else ""
-    return {
-        "id": "C4", "statement": "lemma: where M has a negative direction, H_eff = G + tM turns indefinite at a finite t",
-        "setting": _setting(config, state, label, acts), "measured": meas, "headline": f"threshold[{acts[0]}]",
-        "verdict": "not supported" if broken else "supported", "evidence": IDENTITY,
-        "criterion": ("holds by construction: if v^T M v < 0 then v^T (G + tM) v < 0 for t > v^T G v / (-v^T M v), "
+    verdict = construction_verdict(broken, f"threshold[{acts[0]}]")
+    return Row(
+        id="C4", statement="lemma: where M has a negative direction, H_eff = G + tM turns indefinite at a finite t",
+        setting=_setting(config, state, label, acts), measured=meas, headline=verdict.headline,
+        verdict=verdict.outcome, evidence=IDENTITY,
+        criterion=("holds by construction: if v^T M v < 0 then v^T (G + tM) v < 0 for t > v^T G v / (-v^T M v), "
                       "and with rho drawn sign-symmetrically M has such a direction almost surely, so a finite "
                       "threshold exists; never counted as support. Threshold in closed form (t* = 1/lambda_max"
                       "(-G^-1/2 M G^-1/2) per block, the minimum over blocks; the angle arctan t* under the cosine "
                       f"loss); a bisection sweep over a {config.sweep_points}-point log grid is the tests' cross-check"
-                      + coincide + ". A failure is a bug" + (f": {'; '.join(broken)}" if broken else "")),
-    }
+                   + coincide + ". A failure is a bug" + (f": {'; '.join(broken)}" if broken else "")),
+    )
 
 
-def _init_claim(config: C4Config, groups: dict, reading: str) -> dict[str, Any] | None:
+def _init_claim(config: C4Config, groups: dict, reading: str) -> Row | None:
     """The test at the state training starts from (the paper's pseudo-collapsed init): do smooth heads have
     negative curvature that M injects into a positive semi-definite G, i.e. is the state past its own threshold?"""
     state = "pseudo-collapsed"
@@ -408,43 +411,39 @@ def _init_claim(config: C4Config, groups: dict, reading: str) -> dict[str, Any] 
     meas["min_frac_past_threshold"] = measured(min((f for f in fractions.values() if f is not None), default=float("nan")),
                                                n=len(smooth), what="smallest fraction over the smooth activations")
     maj = config.majority
-    defined = {a: f for a, f in fractions.items() if f is not None}
-    if any(f == 0 for f in defined.values()):
-        verdict = "not supported"
-    elif len(defined) == len(smooth) and all(f >= maj for f in defined.values()):
-        verdict = "supported"
-    else:
-        verdict = "inconclusive"
+    verdict = past_threshold_verdict({a: fractions.get(a) for a in smooth}, maj, "min_frac_past_threshold")
     why = {"ambient": "the exact Hessian of the cosine loss; away from an equilibrium u is not parallel to its target "
                       "and this reading is indefinite for any head, so seeds whose G is indefinite cannot attribute "
                       "negative curvature to M and are left out (counted)",
            "tangential": "the Riemannian Hessian of the cosine loss on the sphere, G = J^T (cos theta P/|u|^2) J / N is "
                          "PSD wherever cos theta > 0",
            "mse": "the collapse theorem's MSE premise as a loss (G = J^T J / N is PSD by construction)"}[reading]
-    return {
-        "id": "C4", "statement": ("Thm 4.1 at the state training starts from (the paper's pseudo-collapsed init): smooth "
-                                  "heads have negative curvature injected by M, i.e. the state is past its own threshold"),
-        "setting": _setting(config, state, reading, acts), "measured": meas, "headline": "min_frac_past_threshold",
-        "verdict": verdict, "evidence": TEST,
-        "criterion": (f"per seed with G PSD (no eigenvalue below -floor, floor = {config.rel_floor:g} * max|lambda|): "
+    return Row(
+        id="C4", statement=("Thm 4.1 at the state training starts from (the paper's pseudo-collapsed init): smooth "
+                            "heads have negative curvature injected by M, i.e. the state is past its own threshold"),
+        setting=_setting(config, state, reading, acts), measured=meas, headline=verdict.headline,
+        verdict=verdict.outcome, evidence=TEST,
+        criterion=(f"per seed with G PSD (no eigenvalue below -floor, floor = {config.rel_floor:g} * max|lambda|): "
                       "the state is past its own threshold when lambda_min(H_eff) < -floor (equivalently the ratio "
                       "lambda_max(-G^-1/2 M G^-1/2) > 1, reported as threshold_ratio); supported if every smooth "
                       f"activation ({', '.join(smooth)}) is past it in >= {maj:.0%} of its usable seeds; not supported if a "
                       "smooth activation is past it in none; inconclusive otherwise or when a smooth activation has no "
                       f"usable seed. Reading: {why}. Linear and ReLU heads (M = 0) are reported beside, not judged: they "
-                      "cannot be past a threshold. Magnitudes are compared within this state only"),
-    }
+                   "cannot be past a threshold. Magnitudes are compared within this state only"),
+    )
 
 
-def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, Any] | None:
+def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> Row | None:
     """The MSE loss's linear/ReLU branch at ``state``: H_eff = G = JᵀJ/N ⪰ 0 since M ≡ 0 (an identity);
     None when neither head ran under that reading."""
     acts = [a for a in NON_SMOOTH if (state, "mse", a) in groups]
     if not acts:
         return None
     cells_here = [m for a in acts for m in groups[(state, "mse", a)]]
-    verdict = ("supported" if all(m["n_negative_H"] == 0 and not _has_threshold(m) for m in cells_here)
-               else "not supported")
+    verdict = construction_verdict([f"n_negative(H_eff) = {m['n_negative_H']}" + (", a threshold in range"
+                                                                              if _has_threshold(m) else "")
+                                    for m in cells_here if m["n_negative_H"] != 0 or _has_threshold(m)],
+                                   f"lambda_min_H[{acts[0]}]")
     meas: dict[str, Any] = {}
     for a in acts:
         ms = groups[(state, "mse", a)]
@@ -453,34 +452,34 @@ def _non_smooth_claim(config: C4Config, groups: dict, state: str) -> dict[str, A
         meas[f"lambda_min_H[{a}]"] = measured([m["lambda_min_H"] for m in ms])
         meas[f"n_negative_H[{a}]"] = measured([m["n_negative_H"] for m in ms])
         meas[f"M_fro[{a}]"] = measured([m["M_fro"] for m in ms], what="‖M‖_F (0 for linear; ReLU off its kinks)")
-    return {
-        "id": "C4", "statement": ("Thm 4.1, linear branch under the MSE premise: with ∇²_u L = I/N, G = JᵀJ/N ⪰ 0 "
-                                  "and M ≡ 0 (linear; ReLU away from its kinks), so H_eff ⪰ 0"),
-        "setting": {"objective": "mse", "head": f"{config.d}-{config.hidden}-{config.k}"
+    return Row(
+        id="C4", statement=("Thm 4.1, linear branch under the MSE premise: with ∇²_u L = I/N, G = JᵀJ/N ⪰ 0 "
+                            "and M ≡ 0 (linear; ReLU away from its kinks), so H_eff ⪰ 0"),
+        setting={"objective": "mse", "head": f"{config.d}-{config.hidden}-{config.k}"
                     + ("" if config.bias else ":nobias") + f" x {{{', '.join(acts)}}}", "reading": "mse",
                     "engine_reading": ENGINE_READING["mse"], "preset": config.preset, "state": state, "N": config.n_samples,
                     "weight_scale": 1.0 if state == "equilibrium" else config.pseudo_scale,
-                    "reduction": "batch mean (per-sample blocks carry 1/N)"},
-        "measured": meas, "verdict": verdict, "evidence": IDENTITY, "headline": f"lambda_min_H[{acts[0]}]",
-        "criterion": (f"holds by construction; supported if n_negative(H_eff) = 0 (lambda < -floor, floor = "
+                 "reduction": "batch mean (per-sample blocks carry 1/N)"},
+        measured=meas, verdict=verdict.outcome, evidence=IDENTITY, headline=verdict.headline,
+        criterion=(f"holds by construction; supported if n_negative(H_eff) = 0 (lambda < -floor, floor = "
                       f"{config.rel_floor:g} * max|lambda|) in every seed of {', '.join(acts)}, at residual "
                       f"{config.mse_residual:g} and everywhere on the sweep of [{config.residual_range[0]:g}, "
-                      f"{config.residual_range[1]:g}] (no threshold in range); not supported (a bug) otherwise"),
-    }
+                   f"{config.residual_range[1]:g}] (no threshold in range); not supported (a bug) otherwise"),
+    )
 
 
-def _table(config: C4Config, groups: dict, state: str) -> str:
+def _table(config: C4Config, groups: dict, state: str) -> Table:
     cols = [("n_neg(H)", "n_negative_H"), ("λ_min(H)", "lambda_min_H"), ("λ_min(G)", "lambda_min_G"),
             ("λ_min(M)", "lambda_min_M"), ("‖M‖_F/‖H‖_F", "M_ratio_fro"), ("‖∇_z L‖", "grad_z_norm"),
             ("‖∇_z L‖ rel", "grad_z_rel")]
-    lines = ["| activation | reading | " + " | ".join(c for c, _ in cols) + " | n |",
-             "|" + "---|" * (len(cols) + 3)]
+    table = Table(["activation", "reading", *(c for c, _ in cols), "n"],
+                  title=f"C4 {state}: spectra of H_eff = G + M (mean ± std over seeds; blocks carry 1/N)")
     for a in config.activations:
         for r in config.readings:
             ms = groups.get((state, r, a))
             if ms:
-                lines.append(f"| {a} | {r} | " + " | ".join(_pm(ms, k) for _, k in cols) + f" | {len(ms)} |")
-    return "\n".join(lines)
+                table.add(a, r, *(_pm(ms, k) for _, k in cols), len(ms))
+    return table
 
 
 def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -495,8 +494,7 @@ def summarize(config: C4Config, results: list[tuple[dict, dict]]) -> Summary:
     claims += [c for st in config.states if st in EQUILIBRIUM_STATES
                if (c := _non_smooth_claim(config, groups, st)) is not None]
     claims += [c for r in config.readings if (c := _init_claim(config, groups, r)) is not None]
-    tables = [(f"C4 {st}: spectra of H_eff = G + M (mean ± std over seeds; blocks carry 1/N)", _table(config, groups, st))
-              for st in config.states if any(k[0] == st for k in groups)]
+    tables = [_table(config, groups, st) for st in config.states if any(k[0] == st for k in groups)]
     notes = [f"floor = {config.rel_floor:g} * max|lambda| of the whole block-diagonal H_eff; λ < -floor counts as negative.",
              "ambient/tangential readings use the SimSiam negative cosine loss; mse is the MSE loss mean_i "
              "1/2|u_i - c_i|^2 read ambient (its own Hessian I/N and its own rho = (u - c)/N)."]

@@ -26,11 +26,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from headgeom.claims.relu_gap import relu_gap_verdict, smooth_key
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import mean_std_text
 from headgeom.claims.evidence import TEST
+from headgeom.report.paper_protocol import PaperProtocol
 from headgeom.report.plots import c5_relu_gap as plots
+from headgeom.report.table import Table
 from headgeom.runs.cell import seeded_cells
 from headgeom.theory import dynamics as dyn
 
@@ -156,11 +160,10 @@ def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
     (the first condition of the criterion that failed, or the ReLU flow's alive-and-stuck fraction when all hold)."""
     relu = _select(results, "relu", False)
     relu_bn = _select(results, "relu", True)
-    n = len(relu)
     dead = [any(g["dead"] for g in m["geometry"][:1]) for m in relu]
     flow_esc = [_escaped(m["runs"]["flow"]) for m in relu]
     complete = [bool(m["runs"]["flow"]["success"]) for m in relu]  # a budget-stopped flow decides nothing
-    kept = sum(1 for e, d, c in zip(flow_esc, dead, complete) if not e and not d and c)
+    stuck = [not e and not d and c for e, d, c in zip(flow_esc, dead, complete)]
     other = any(_escaped(r) for m in relu for k, r in m["runs"].items() if k != "flow") or \
         any(_escaped(r) for m in relu_bn for r in m["runs"].values())
     smooth = {h: [_escaped(m["runs"]["flow"]) for m in _select(results, h, False)] for h in SMOOTH}
@@ -169,8 +172,7 @@ def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
     m_zero = bool(relu_m) and all(np.isfinite(x) and x <= 1e-10 for x in relu_m)
     meas = {
         "relu_flow_escape_fraction": measured([float(e) for e in flow_esc] or [float("nan")], unit="fraction of seeds"),
-        "relu_flow_alive_and_not_escaped_fraction": measured(
-            [float(not e and not d and c) for e, d, c in zip(flow_esc, dead, complete)] or [float("nan")]),
+        "relu_flow_alive_and_not_escaped_fraction": measured([float(k) for k in stuck] or [float("nan")]),
         "relu_dead_at_start_fraction": measured([float(d) for d in dead] or [float("nan")]),
         "relu_flow_complete_fraction": measured([float(c) for c in complete] or [float("nan")],
                                                 meaning="flow reached T within max_nfev"),
@@ -191,33 +193,21 @@ def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
                  f"≥ {config.support_fraction:.0%} of seeds, ReLU escapes under some GD lr or with BN, and a smooth "
                  f"head (silu/gelu, no BN) escapes under the flow in ≥ 50% of seeds; not supported if ReLU (no BN) "
                  f"escapes under the flow in > 50% of seeds or its M is not zero; inconclusive otherwise")
-    ran = {h: f for h, f in smooth_frac.items() if np.isfinite(f)}
-    smooth_ok = any(f >= 0.5 for f in ran.values())
-    if ran:  # the smooth condition reads the smooth head that escaped most
-        smooth_key = f"{max(ran, key=ran.get)}_flow_escape_fraction"
-    else:
-        smooth_key = "smooth_flow_escape_fraction"
-        meas[smooth_key] = measured([], meaning="no smooth head (silu/gelu, no BN) was run")
-    if not n:
-        verdict, headline = "inconclusive", "relu_flow_escape_fraction"
-    elif (sum(flow_esc) / n > 0.5) or not m_zero:
-        verdict = "not supported"
-        headline = "relu_flow_escape_fraction" if sum(flow_esc) / n > 0.5 else "relu_max_M_over_H_along_flow"
-    elif kept / n >= config.support_fraction and other and smooth_ok:
-        verdict, headline = "supported", "relu_flow_alive_and_not_escaped_fraction"
-    else:
-        verdict = "inconclusive"
-        headline = ("relu_flow_alive_and_not_escaped_fraction" if kept / n < config.support_fraction
-                    else "relu_other_route_escaped" if not other else smooth_key)
-    return verdict, meas, criterion, headline
+    if not any(np.isfinite(f) for f in smooth_frac.values()):  # the smooth condition has nothing to read
+        meas[smooth_key(smooth_frac)] = measured([], meaning="no smooth head (silu/gelu, no BN) was run")
+    verdict = relu_gap_verdict(flow_esc, stuck, other, m_zero, smooth_frac, config.support_fraction)
+    return verdict.outcome, meas, criterion, verdict.headline
 
 
-def _tables(config: C5Config, results) -> list[tuple[str, str]]:
+def _tables(config: C5Config, results) -> list[Table]:
     kinds = ["flow"] + [f"gd_lr={lr:g}" for lr in config.lrs]
-    esc = ["| head | BN | " + " | ".join(kinds) + " |", "|---|---|" + "---|" * len(kinds)]
-    ratio = list(esc)
-    geo = ["| head | BN | max ‖M‖/‖H_eff‖ along flow | dead at t=0 | active fraction t=0 | λ_min(H_eff) t=0 |",
-           "|---|---|---|---|---|---|"]
+    n = config.seeds
+    esc = Table(["head", "BN", *kinds], title=(f"C5 escapes (escaped seeds/n, escape time mean ± std; {config.escape_on} "
+                                               f"spread ≥ {config.escape_factor}× initial within T={config.horizon}; "
+                                               f"n={n} seeds)"))
+    ratio = Table(["head", "BN", *kinds], title=f"C5 final/initial {config.escape_on} spread (mean ± std over n={n} seeds)")
+    geo = Table(("head", "BN", "max ‖M‖/‖H_eff‖ along flow", "dead at t=0", "active fraction t=0", "λ_min(H_eff) t=0"),
+                title="C5 head geometry along the flow (z1 ↦ p1, L = −½cos(p1, sg u2), ambient reading, dense float64)")
     for h in config.heads:
         for b in config.bn:
             ms = _select(results, h, b)
@@ -232,17 +222,12 @@ def _tables(config: C5Config, results) -> list[tuple[str, str]]:
                 e_cells.append(f"{len(times)}/{len(runs)}" + (f", t {_fmt(times)}" if times else "")
                                + (f", {div} diverged" if div else "") + (f", {cut} stopped early" if cut else ""))
                 r_cells.append(_fmt([r["final_over_initial"] for r in runs]))
-            esc.append(f"| {h} | {b} | " + " | ".join(e_cells) + " |")
-            ratio.append(f"| {h} | {b} | " + " | ".join(r_cells) + " |")
+            esc.add(h, b, *e_cells)
+            ratio.add(h, b, *r_cells)
             g0 = [m["geometry"][0] for m in ms if m["geometry"]]
-            geo.append(f"| {h} | {b} | {_fmt([_max_m_ratio(m) for m in ms])} | {sum(g['dead'] for g in g0)}/{len(g0)} "
-                       f"| {_fmt([g['active_fraction'] for g in g0])} | {_fmt([g['lambda_min_H'] for g in g0])} |")
-    n = config.seeds
-    return [(f"C5 escapes (escaped seeds/n, escape time mean ± std; {config.escape_on} spread ≥ "
-             f"{config.escape_factor}× initial within T={config.horizon}; n={n} seeds)", "\n".join(esc)),
-            (f"C5 final/initial {config.escape_on} spread (mean ± std over n={n} seeds)", "\n".join(ratio)),
-            ("C5 head geometry along the flow (z1 ↦ p1, L = −½cos(p1, sg u2), ambient reading, dense float64)",
-             "\n".join(geo))]
+            geo.add(h, b, _fmt([_max_m_ratio(m) for m in ms]), f"{sum(g['dead'] for g in g0)}/{len(g0)}",
+                    _fmt([g["active_fraction"] for g in g0]), _fmt([g["lambda_min_H"] for g in g0]))
+    return [esc, ratio, geo]
 
 
 def _by_head(config: C5Config, results) -> dict[str, dict[bool, list[dict]]]:
@@ -254,17 +239,17 @@ def _by_head(config: C5Config, results) -> dict[str, dict[bool, list[dict]]]:
 def summarize(config: C5Config, results) -> Summary:
     verdict, meas, criterion, headline = _verdict(config, results)
     s = config.system
-    claim = {
-        "id": "C5", "statement": EXPERIMENT.statement,
-        "setting": {"objective": "simsiam (symmetric negative cosine, stop-gradient)",
+    claim = Row(
+        id="C5", statement=EXPERIMENT.statement,
+        setting={"objective": "simsiam (symmetric negative cosine, stop-gradient)",
                     "head": f"{s.d}-{s.width}-{s.k} Linear(no bias)→[BN]→act→Linear(no bias), predictor "
                             f"{s.k}-{s.pred_width}-{s.k}", "reading": "ambient (geometry only)",
                     "preset": config.preset, "backbone": s.backbone, "N": s.n, "init": s.init,
                     "init_spread": s.init_spread, "views": f"two fixed linear augmentations I + {s.aug_strength}·R/√D",
                     "flow": f"solve_ivp {config.method} rtol={config.rtol} atol={config.atol}", "horizon": config.horizon,
                     "lrs": list(config.lrs)},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
-    }
+        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+    )
     notes = ["spread = mean over dimensions of the per-dimension std (ddof=1, over N samples) of L2-normalised "
              "view-1 outputs; escape is read on the record grid (resolution T/n_record).",
              "With stop-gradient the field is not a gradient of the loss, so the loss need not fall monotonically "
@@ -275,6 +260,9 @@ def summarize(config: C5Config, results) -> Summary:
                        config.seeds))], notes=notes)
 
 
+# docs/paper.md §2 C5: "gradient flow vs GD at lr 0.005/0.05/0.5, ± BN"
+PAPER_PROTOCOL = PaperProtocol({"lrs": (0.005, 0.05, 0.5), "bn": (False, True)})
+
 EXPERIMENT = register(Experiment(
     id="C5", title="ReLU gap: gradient flow vs finite-step GD near collapse, ± BatchNorm",
     statement="ReLU heads have M = 0, so they escape collapse only through finite step size and BatchNorm, "
@@ -282,6 +270,7 @@ EXPERIMENT = register(Experiment(
     presets={"quick": quick, "small": small, "paper": paper}, cells=cells, run_cell=run_cell,
     summarize=summarize, theory=True,
     resources=RESOURCES,
+    protocol=PAPER_PROTOCOL,
     cell_keys={"system.activation": "each cell sets its head's activation: set heads instead, e.g. --set 'heads=[\"relu\"]'",
                "system.bn": "each cell sets BatchNorm on or off: set bn instead, e.g. --set 'bn=[true]'"},
 ))

@@ -16,7 +16,7 @@ float64:
 - quotients vᵀAv/‖v‖² for A = G = J_hᵀJ_h (``head_G``, by jvp), A = J_hᵀ ∇²_u L J_h with the VICReg
   loss of one view, the other view fixed, ambient reading (``head_GL``, per-sample diagonal
   blocks of the engine's G), and A = J_fᵀJ_f in pixel space (``backbone_G``);
-- contrasts (:func:`headgeom.geometry.tangents.quotient_contrast`, on |q|): ratio = median|q_tangent|
+- contrasts (:func:`headgeom.geometry.invariance.tangents.quotient_contrast`, on |q|): ratio = median|q_tangent|
   / median|q_control| and p_below = P(|q_t| < |q_c|);
 - the premise: the invariance gap of h∘f and of f (orbit spread / data spread, 0 = invariant).
 
@@ -36,9 +36,11 @@ from typing import Any
 import torch
 from torch.func import jvp
 
+from headgeom.claims.invariance_verdict import degeneracy_verdict, lowpass_verdict
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.tangents import (
+from headgeom.geometry.invariance.tangents import (
     JacobianMetric,
     augmentation_tangent,
     quotient_contrast,
@@ -50,6 +52,7 @@ from headgeom.objectives import analysis_loss
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c6_invariance as plots
+from headgeom.report.table import Table
 from headgeom.theory.invariance import (
     GROUPS,
     STAGES,
@@ -200,20 +203,12 @@ def _by_regime(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
-def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> dict[str, Any]:
+def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> Row:
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"] for m in ms]
     ratio = [m[f"after.{metric}.ratio_random"] for m in ms]
-    n, maj = len(ms), config.majority
-    n_premise = sum(premise)
-    degenerate = sum(p and r <= config.ratio_max for p, r in zip(premise, ratio))
-    not_degenerate = sum(p and r >= config.ratio_none for p, r in zip(premise, ratio))
-    if n_premise >= maj * n and degenerate >= maj * n:
-        verdict, headline = "supported", "seeds_premise_and_degenerate"
-    elif n_premise >= maj * n and not_degenerate >= maj * n:
-        verdict, headline = "not supported", "seeds_premise_and_not_degenerate"
-    else:
-        verdict = "inconclusive"
-        headline = "seeds_premise_met" if n_premise < maj * n else "seeds_premise_and_degenerate"
+    maj = config.majority
+    verdict, headline, _ = degeneracy_verdict(premise, ratio, ratio_max=config.ratio_max, ratio_none=config.ratio_none,
+                                              majority=maj)
     criterion = (f"per seed, premise: invariance gap of h∘f after training <= {config.premise_max:g} while the gap of f "
                  f"stays > {config.premise_max:g} (f still moves along the orbits, so V_aug is not ~0 in z-space); "
                  f"ratio = median|q_tangent| / median|q_random| of {metric} after training. Supported if >= {maj:.0%} of "
@@ -238,19 +233,13 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> d
     return _claim(config, regime, metric, meas, verdict, criterion, headline)
 
 
-def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, Any]:
+def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> Row:
     head = [m["after.head_G.ratio_content"] <= config.ratio_max for m in ms]
     back = [m["after.backbone_G.ratio_content"] <= config.ratio_max for m in ms]
     head_only = [h and not b for h, b in zip(head, back)]
     head_none = [m["after.head_G.ratio_content"] >= config.ratio_none for m in ms]
-    n, maj = len(ms), config.majority
-    if sum(head_only) >= maj * n:
-        verdict, headline = "supported", "seeds_head_degenerate_backbone_not"
-    elif sum(back) >= maj * n or sum(head_none) >= maj * n:
-        verdict = "not supported"
-        headline = "seeds_backbone_degenerate" if sum(back) >= maj * n else "seeds_head_not_degenerate"
-    else:
-        verdict, headline = "inconclusive", "seeds_head_degenerate_backbone_not"
+    maj = config.majority
+    verdict, headline, _ = lowpass_verdict(head_only, back, head_none, majority=maj)
     criterion = (f"content control (tangents against random directions of the data manifold's content tangent space, "
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
@@ -270,41 +259,40 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> dict[str, A
                  for name in ("head_G", "backbone_G") for stage in STAGES})
     meas["gap_backbone_after"] = measured([m["after.gap_backbone"] for m in ms])
     claim = _claim(config, regime, "head_G vs backbone_G", meas, verdict, criterion, headline)
-    claim["statement"] = STATEMENT + " — read as: the head, not the backbone, carries the degeneracy on V_aug"
-    return claim
+    return claim.replace(statement=STATEMENT + " — read as: the head, not the backbone, carries the degeneracy on V_aug")
 
 
 def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str, criterion: str,
-           headline: str) -> dict[str, Any]:
+           headline: str) -> Row:
     s = regime_spec(config.system, regime)
-    return {
-        "id": "C6", "statement": STATEMENT,
-        "setting": {"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
+    return Row(
+        id="C6", statement=STATEMENT,
+        setting={"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
                     "reading": "ambient" if metric == "head_GL" else "identity (G = J^T J)", "preset": config.preset,
                     "regime": regime, "metric": metric, "group": f"{s.group} (dim V_aug = {s.dim_aug})",
                     "backbone": f"MLP {s.size ** 2}-{s.hidden}-{s.d}:{s.activation}", "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
-    }
+        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+    )
 
 
 def _pm(vals: list[float]) -> str:
     return format_estimate(measured(vals))
 
 
-def _table(config: C6Config, groups: dict[str, list[dict]]) -> str:
-    lines = ["| regime | stage | metric | ratio vs random | P(below random) | ratio vs content | gap h∘f | gap f | n |",
-             "|---|---|---|---|---|---|---|---|---|"]
+def _table(config: C6Config, groups: dict[str, list[dict]]) -> Table:
+    table = Table(("regime", "stage", "metric", "ratio vs random", "P(below random)", "ratio vs content", "gap h∘f",
+                   "gap f", "n"),
+                  title="C6: median Rayleigh-quotient ratios, tangents / controls, on |q| (mean ± std over seeds)")
     for regime in config.regimes:
         ms = groups.get(regime, [])
         for stage in STAGES if ms else ():
             for name in METRICS:
-                lines.append(f"| {regime} | {stage} | {name} | {_pm([m[f'{stage}.{name}.ratio_random'] for m in ms])} | "
-                             f"{_pm([m[f'{stage}.{name}.p_below_random'] for m in ms])} | "
-                             f"{_pm([m[f'{stage}.{name}.ratio_content'] for m in ms])} | "
-                             f"{_pm([m[f'{stage}.gap_end_to_end'] for m in ms])} | "
-                             f"{_pm([m[f'{stage}.gap_backbone'] for m in ms])} "
-                             f"| {len(ms)} |")
-    return "\n".join(lines)
+                table.add(regime, stage, name, _pm([m[f"{stage}.{name}.ratio_random"] for m in ms]),
+                          _pm([m[f"{stage}.{name}.p_below_random"] for m in ms]),
+                          _pm([m[f"{stage}.{name}.ratio_content"] for m in ms]),
+                          _pm([m[f"{stage}.gap_end_to_end"] for m in ms]), _pm([m[f"{stage}.gap_backbone"] for m in ms]),
+                          len(ms))
+    return table
 
 
 def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -315,8 +303,7 @@ def summarize(config: C6Config, results: list[tuple[dict, dict]]) -> Summary:
     for r in regimes:
         claims += [_head_claim(config, r, groups[r], "head_G"), _head_claim(config, r, groups[r], "head_GL"),
                    _lowpass_claim(config, r, groups[r])]
-    tables = [("C6: median Rayleigh-quotient ratios, tangents / controls, on |q| (mean ± std over seeds)",
-               _table(config, groups))]
+    tables = [_table(config, groups)]
     figures = [(f"quotients_{r}", (lambda r=r: plots.quotient_histograms(
         [m["quotients"] for m in groups[r]], r, {name: METRIC_NAMES[name] for name in METRICS}, STAGES)))
         for r in regimes]

@@ -14,7 +14,7 @@ With respect to the input pixels instead of θ (reported beside, not judged): I_
 I_h^x = (J_h J_f)ᵀ(J_h J_f)/σ², whose ranks are those of J_f and J_h J_f.
 V_aug in θ-space is span{e_ξ} (G directions), so the inequality is exact when h∘f is exactly
 invariant (J_u e_ξ = 0) and the backbone is not (J_z e_ξ linearly independent). Numerical ranks:
-eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.fisher.fisher_rank`), at the
+eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.invariance.fisher.fisher_rank`), at the
 stated ``rel_tol`` and over a sweep of tolerances. The manifold's own rank, rank ∂x/∂θ = p + G, is
 checked at the same tolerance (columns of ∂x/∂θ scaled to unit norm, so the check does not
 depend on the units of c and ξ). Each cell (regime × seed) measures before and after training on the
@@ -37,12 +37,15 @@ from typing import Any
 import torch
 from torch.func import jacrev, vmap
 
+from headgeom.claims.fisher_rank import rank_bound_verdict
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
+from headgeom.geometry.invariance.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c7_fisher as plots
+from headgeom.report.table import Table
 from headgeom.theory.invariance import STAGES, InvarianceSpec, PatternManifold, invariance_gap
 from headgeom.theory.invariance_system import REGIME_FIELDS, REGIMES, cell_system, preset_system, regime_cells, regime_spec
 
@@ -204,20 +207,13 @@ def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- summary (apart from computing)
-def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
-    maj, n = config.majority, len(ms)
+def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
+    maj = config.majority
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"]
                and m["after.manifold_ok_frac"] >= maj for m in ms]
     holds = [m["after.holds_frac"] >= maj for m in ms]
     both = [p and h for p, h in zip(premise, holds)]
-    # headline: the fraction of seeds that decided (premise met, or premise met and holding)
-    if sum(premise) >= maj * n and sum(both) >= maj * n:
-        verdict, headline = "supported", "seeds_premise_and_holding"
-    elif sum(premise) >= maj * n and not any(both):
-        verdict, headline = "not supported", "seeds_premise_and_holding"
-    else:
-        verdict = "inconclusive"
-        headline = "seeds_premise_met" if sum(premise) < maj * n else "seeds_premise_and_holding"
+    verdict, headline, _ = rank_bound_verdict(premise, holds, maj)
     s = regime_spec(config.system, regime)
     criterion = (f"numerical rank = number of Fisher eigenvalues > {config.rel_tol:g} * lambda_max (I_z, I_h in "
                  "manifold-orthonormal coordinates). Per seed, premise: invariance gap of h∘f after training <= "
@@ -236,42 +232,43 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> dict[str, Any]:
                   "aug_info_rel_Ih", "gap_end_to_end", "gap_backbone"):
             meas[f"{k}_{stage}"] = measured([m[f"{stage}.{k}"] for m in ms], what="mean over points per seed"
                                             if k.startswith(("rank", "holds")) else "median over points per seed")
-    return {
-        "id": "C7", "statement": STATEMENT,
-        "setting": {"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
+    return Row(
+        id="C7", statement=STATEMENT,
+        setting={"objective": s.objective, "head": f"{s.d}-{s.head_hidden}-{s.k}:{s.activation}",
                     "reading": "Fisher information, Gaussian observation model", "preset": config.preset,
                     "regime": regime, "observation_model": GaussianObservation(config.sigma).describe(),
                     "rel_tol": config.rel_tol, "dim_aug": s.dim_aug, "n_latent": s.n_content + s.dim_aug,
                     "n_eval": config.n_eval},
-        "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": headline,
-    }
+        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+    )
 
 
 def _pm(vals: list[float]) -> str:
     return format_estimate(measured(vals))
 
 
-def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[tuple[str, str]]:
-    main = ["| regime | stage | rank I_x | rank I_z | rank I_h | rank I_{u|z} | holds | null frac of V_aug in I_h | "
-            "in I_z | gap h∘f | gap f | n |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    sweep = ["| regime | stage | rel_tol | rank I_z | rank I_h | holds |", "|---|---|---|---|---|---|"]
-    pixels = ["| regime | stage | rank I_z^x | rank I_h^x | holds (input) | n |", "|---|---|---|---|---|---|"]
+def _tables(config: C7Config, groups: dict[str, list[dict]]) -> list[Table]:
+    main = Table(("regime", "stage", "rank I_x", "rank I_z", "rank I_h", "rank I_{u|z}", "holds",
+                  "null frac of V_aug in I_h", "in I_z", "gap h∘f", "gap f", "n"),
+                 title=f"C7: numerical Fisher ranks at rel_tol = {config.rel_tol:g} (mean over points; mean ± std over "
+                       "seeds)")
+    sweep = Table(("regime", "stage", "rel_tol", "rank I_z", "rank I_h", "holds"), title="C7: tolerance sweep")
+    pixels = Table(("regime", "stage", "rank I_z^x", "rank I_h^x", "holds (input)", "n"),
+                   title=f"C7: the same bound w.r.t. the input pixels at rel_tol = {config.rel_tol:g} (reported, not "
+                         "judged)")
     for regime in config.regimes:
         ms = groups.get(regime, [])
         for stage in STAGES if ms else ():
-            main.append(f"| {regime} | {stage} | " + " | ".join(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
+            main.add(regime, stage, *(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
                 "rank_Ix", "rank_Iz", "rank_Ih", "rank_Iu_given_z", "holds_frac", "null_frac_Ih", "null_frac_Iz",
-                "gap_end_to_end", "gap_backbone")) + f" | {len(ms)} |")
+                "gap_end_to_end", "gap_backbone")), len(ms))
             if all(f"{stage}.rank_Iz_input" in m for m in ms):
-                pixels.append(f"| {regime} | {stage} | " + " | ".join(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
-                    "rank_Iz_input", "rank_Ih_input", "holds_frac_input")) + f" | {len(ms)} |")
+                pixels.add(regime, stage, *(_pm([m[f"{stage}.{k}"] for m in ms]) for k in (
+                    "rank_Iz_input", "rank_Ih_input", "holds_frac_input")), len(ms))
             for tol in config.tol_sweep:
-                sweep.append(f"| {regime} | {stage} | {tol:g} | " + " | ".join(
-                    _pm([m[f"{stage}.{k}@{tol:g}"] for m in ms]) for k in ("rank_Iz", "rank_Ih", "holds_frac")) + " |")
-    return [(f"C7: numerical Fisher ranks at rel_tol = {config.rel_tol:g} (mean over points; mean ± std over seeds)",
-             "\n".join(main)), ("C7: tolerance sweep", "\n".join(sweep)),
-            (f"C7: the same bound w.r.t. the input pixels at rel_tol = {config.rel_tol:g} (reported, not judged)",
-             "\n".join(pixels))]
+                sweep.add(regime, stage, f"{tol:g}", *(_pm([m[f"{stage}.{k}@{tol:g}"] for m in ms])
+                                                       for k in ("rank_Iz", "rank_Ih", "holds_frac")))
+    return [main, sweep, pixels]
 
 
 def summarize(config: C7Config, results: list[tuple[dict, dict]]) -> Summary:

@@ -10,7 +10,7 @@ normalisation).
 Measured every ``track_every`` steps on the run's fixed probe batch (headgeom.tracking): the exact
 per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for the first
 ``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
-(headgeom.geometry.readings): "ambient", the paper's full Hessian of the batch loss, and
+(headgeom.geometry.engine.readings): "ambient", the paper's full Hessian of the batch loss, and
 "tangential", its Riemannian Hessian on the sphere. Each reading has its own curvature row, with equal
 prominence (:mod:`headgeom.claims.curvature_verdict`): under the ambient reading the cosine's own
 curvature is indefinite whenever u is not parallel to its target (scale 1/‖u‖²), so a linear head can
@@ -18,7 +18,7 @@ show negative eigenvalues through G alone and the contrast can fail for that rea
 tangential reading a bias-free ReLU/linear head has M ≡ 0 and G ⪰ 0 wherever cos θ > 0, so that half is
 an identity and only the smooth half is a test.
 λ < −floor counts as negative, floor = rel_floor · max(max|λ|, S) at that point, S the scale of the terms
-G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.operand_scale`; docs/paper.md §4 pitfall
+G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.engine.operand_scale`; docs/paper.md §4 pitfall
 2): a collapsed head's Jacobian is almost radial, so the tangential projection cancels terms far
 larger than the blocks it leaves, and the round-off of that cancellation (order eps · S) would pass a
 floor relative to the blocks alone; with S it counts as zero. Also ‖M‖_F/‖H_eff‖_F, the spread of the
@@ -36,7 +36,7 @@ inert*, a normal ReLU/linear head at init, and it is left out of the escape row 
 collapsed in geometry) and flagged in the table; its curvature still counts as a ReLU/linear run.
 
 The paper's λ_min estimator beside the exact one (``power_iterations``, default 20): the authors'
-float32 shifted power iteration (:mod:`headgeom.geometry.shifted_power`) on the same block-diagonal
+float32 shifted power iteration (:mod:`headgeom.geometry.linalg.shifted_power`) on the same block-diagonal
 H_eff at every tracking point. A point disagrees when the signs differ (one below −floor, the other
 not) or |estimate − exact| > power_rel_tol · max|λ|; the count of such points is reported per run and
 reading (not judged).
@@ -56,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
@@ -63,12 +64,14 @@ from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapse_escape import escape_row
 from headgeom.claims.collapsed_states import collapsed_state_claim
-from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
+from headgeom.claims.curvature_verdict import AMBIENT_WHY, INERT_REL_TOL, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
+from headgeom.report.paper_protocol import RESNET18, PaperProtocol, paper_heads
 from headgeom.report.plots import c8_hessian_tracking as plots
+from headgeom.report.table import Table
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.theory.pseudo_collapse import gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_predictor, paper_scale, simsiam_cell
@@ -256,7 +259,7 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
 
 
 def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, Any],
-                 activation_of: dict[str, str], collapsed: dict[str, bool]) -> dict[str, Any]:
+                 activation_of: dict[str, str], collapsed: dict[str, bool]) -> Row:
     """C8's escape half: pseudo-collapsed smooth runs escape, pseudo-collapsed ReLU/linear runs do not. One
     inclusion rule for every run (:func:`headgeom.claims.training_verdicts.usable_escape`): only seeds collapsed
     at step 0 against the calibrated level count; the others (a geometrically inert pseudo-collapse among them)
@@ -274,9 +277,9 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
     # collapsed run's; without any collapsed run, the first run's spread ratio (nothing was judged)
     head = next((f"escaped[{r}]" for r in escaped if activation_of[r] not in NON_SMOOTH),
                 f"escaped[{escaped[0]}]" if escaped else next(iter(meas)))
-    return {"id": "C8", "statement": STATEMENT, "setting": {**setting, "reading": "n/a (spread)", "part": "escape"},
-            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-            "measured": meas, "verdict": verdict, "evidence": TEST, "criterion": criterion, "headline": head}
+    return Row(id="C8", statement=STATEMENT, setting={**setting, "reading": "n/a (spread)", "part": "escape"},
+               budget=budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
+               measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=head)
 
 
 def _disagreements(ms: list[dict], reading: str) -> str:
@@ -296,13 +299,12 @@ def _inert(ms: list[dict]) -> str:
     return f"{sum(bool(m.get('inert_pseudo_collapse')) for m in ms)}/{len(ms)} (gap ≤ {max(gaps):.1e})"
 
 
-def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
+def _table(config: C8Config, groups: dict[str, list[dict]]) -> Table:
     cols = [f"frac λ_min<-floor [{r}]" for r in config.readings] + [f"min λ_min [{r}]" for r in config.readings]
     if config.power_iterations is not None:
         cols += [f"power-iteration disagrees [{r}]" for r in config.readings]
-    lines = ["| run | " + " | ".join(cols)
-             + " | max ‖M‖/‖H‖ | spread init | spread final | escaped | dead | inert pseudo-collapse | loss |",
-             "|" + "---|" * (len(cols) + 8)]
+    table = Table(["run", *cols, "max ‖M‖/‖H‖", "spread init", "spread final", "escaped", "dead", "inert pseudo-collapse",
+                   "loss"], title="C8: tracked H_eff and spread per run (mean ± std (n seeds))")
     for run in config.runs:
         ms = groups.get(run)
         if not ms:
@@ -316,8 +318,8 @@ def _table(config: C8Config, groups: dict[str, list[dict]]) -> str:
                   f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}",
                   f"{sum(bool(m['dead_head']) for m in ms)}/{len(ms)}", _inert(ms),
                   pm([m["final_loss"] for m in ms], ".4f")])
-        lines.append(f"| {run} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
+        table.add(run, *row)
+    return table
 
 
 def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
@@ -352,8 +354,7 @@ def summarize(config: C8Config, results: list[tuple[dict, dict]]) -> Summary:
                      f"(float32 shifted power iteration, {config.power_iterations} steps per run, on the same blocks) "
                      f"and the exact lambda_min differ in sign (one below -floor, the other not) or by more than "
                      f"{config.power_rel_tol:g} * max|lambda|; reported, not judged.")
-    return Summary(claims=claims, tables=[("C8: tracked H_eff and spread per run (mean ± std (n seeds))",
-                                          _table(config, groups))], figures=figures, notes=notes)
+    return Summary(claims=claims, tables=[_table(config, groups)], figures=figures, notes=notes)
 
 
 TINY_NEGATIVE = 1e-6  # |λ_min| / λ_max below which a run's negative points are named in a note
@@ -363,7 +364,7 @@ def _tiny_negative_notes(groups: dict[str, list[dict]], reading: str) -> list[st
     """One line per run whose negative points under ``reading`` are all tiny against λ_max.
 
     The floor is relative to the operands of G as well as to the result (rel_floor · max(max|λ|, S),
-    :mod:`headgeom.geometry.operand_scale`), so the round-off a collapsed head leaves when the
+    :mod:`headgeom.geometry.engine.operand_scale`), so the round-off a collapsed head leaves when the
     tangential projection cancels its almost radial Jacobian counts as zero. A negative point that
     still passes is below −rel_floor · S, far above that round-off, and is counted; when all of a
     run's negative points are below TINY_NEGATIVE · λ_max the run is named, so that a verdict resting
@@ -410,6 +411,23 @@ def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
     return notes
 
 
+PAPER_PROTOCOL = PaperProtocol(
+    {"dataset": "cifar10", "backbone": RESNET18, "method": "simsiam", "optimizer": "sgd",
+     "head": paper_heads(("silu", "relu")),  # normal+Swish, collapsed+Swish, collapsed+ReLU; no BN
+     "pseudo_collapse": (None, 0.1), "epochs": 100, "batch_size": 256, "lr": 0.05, "runs": 3,
+     "track_every": 195,  # per epoch: 50,000 // 256 steps
+     "curvature": "λ_min of the HVP operator of the batch loss w.r.t. z1 (power iteration), 5 batches per epoch"},
+    described={"curvature": "exact eigenvalues (float64 eigh) of the per-sample H_eff blocks of 32 probe samples, "
+                            "once per epoch, ambient and tangential readings"},
+    differences={
+        "head": "adds a collapsed linear run: the claim (Fig. 3) is that ReLU and linear heads show no negative "
+                "curvature, and the paper tracked no linear head",
+        "runs": "the added collapsed-linear run (see head)",
+        "curvature": "power iteration on the shifted operator is wrong when the largest-magnitude eigenvalue is "
+                     "negative, and float32 HVPs under-resolve eigenvalues near 1e-6 (docs/paper.md §4 pitfalls 1-2); "
+                     "exact float64 blocks with a relative floor replace it",
+    })
+
 EXPERIMENT = register(Experiment(
     id="C8",
     title="Hessian tracking during SimSiam training (Fig. 3)",
@@ -420,4 +438,5 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    protocol=PAPER_PROTOCOL,
 ))

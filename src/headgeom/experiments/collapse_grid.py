@@ -37,17 +37,22 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from headgeom.claims.row import Row
+from headgeom.report.paper_protocol import SIMSIAM as SIMSIAM_PROTOCOL
+from headgeom.report.paper_protocol import PaperProtocol, paper_heads, paper_predictors
+from headgeom.report.table import Table
 from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.collapsed_states import collapsed_state_claim
+from headgeom.claims.curvature_verdict import INERT_REL_TOL
 from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
 from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, c5_parts, escape_row, run_name
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.theory.pseudo_collapse import gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell
@@ -191,7 +196,7 @@ def _groups(results: list[tuple[dict, dict]]) -> dict[str, list[dict]]:
     return groups
 
 
-def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> dict[str, Any]:
+def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], negative: list[str]) -> Row:
     verdict, meas, criterion = escape_row(groups, positive, negative, collapse_fraction=config.collapse_fraction,
                                           majority=config.majority)
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": part,
@@ -199,15 +204,16 @@ def _claim(config: GridConfig, groups: dict, part: str, positive: list[str], neg
                "reading": "n/a (spread of normalised projector outputs)", "data": config.train.data,
                "init": f"pseudo-collapsed (projector Linear weights x{config.train.pseudo_collapse:g})",
                "steps": config.train.max_steps or f"{config.train.epochs} epochs", "batch": config.train.batch_size}
-    return {"id": "C5", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
-            "headline": f"escaped[{positive[0]}]",
-            "budget": budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-            "evidence": TEST, "criterion": criterion}
+    return Row(id="C5", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict,
+               headline=f"escaped[{positive[0]}]",
+               budget=budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
+               evidence=TEST, criterion=criterion)
 
 
-def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
-    lines = ["| run | spread init | spread final | final/init | collapsed at init | escaped | dead | min λ_min (ambient) | max ‖M‖/‖H‖ | "
-             "cov cond z (final) | update ratio (final) | loss |", "|" + "---|" * 12]
+def _table(config: GridConfig, groups: dict[str, list[dict]]) -> Table:
+    table = Table(("run", "spread init", "spread final", "final/init", "collapsed at init", "escaped", "dead",
+                   "min λ_min (ambient)", "max ‖M‖/‖H‖", "cov cond z (final)", "update ratio (final)", "loss"),
+                  title="Collapse grid per run (mean ± std (n seeds))")
     for a, bn, lr in config.runs:
         name = run_name(a, bn, lr)
         ms = groups.get(name)
@@ -217,8 +223,8 @@ def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
         def last(m, key):
             vals = [v for v in m.get(key) or [] if v is not None]
             return vals[-1] if vals else None
-        lines.append(f"| {name} | " + " | ".join([
-            pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
+        table.add(
+            name, pm([m["spread_initial"] for m in ms]), pm([m["spread_final"] for m in ms]),
             pm([m["spread_ratio"] for m in ms]),
             f"{sum(bool(m.get('collapsed_initially')) for m in ms)}/{len(ms)}",
             f"{sum(bool(m['escaped']) for m in ms)}/{len(ms)}"
@@ -227,8 +233,8 @@ def _table(config: GridConfig, groups: dict[str, list[dict]]) -> str:
             pm([min((v for v in m["lambda_min"] if v is not None), default=None) for m in ms]),
             pm([max((v for v in m["M_ratio"] if v is not None), default=None) for m in ms]),
             pm([last(m, "cov_condition_z") for m in ms]), pm([last(m, "update_ratio") for m in ms]),
-            pm([m["final_loss"] for m in ms], ".4f")]) + " |")
-    return "\n".join(lines)
+            pm([m["final_loss"] for m in ms], ".4f"))
+    return table
 
 
 def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
@@ -251,7 +257,7 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
              *_inert_notes(groups),
              "train-mode BatchNorm divides by batch statistics, a curved function of z: with BN, M != 0 even for "
              "ReLU heads (see the max |M|/|H| column), so the BN route of C5 is itself a curvature route."]
-    return Summary(claims=claims, tables=[("Collapse grid per run (mean ± std (n seeds))", _table(config, groups))],
+    return Summary(claims=claims, tables=[_table(config, groups)],
                    figures=figures, notes=notes)
 
 
@@ -268,6 +274,13 @@ def _inert_notes(groups: dict[str, list[dict]]) -> list[str]:
     return notes
 
 
+PAPER_PROTOCOL = PaperProtocol(
+    {**SIMSIAM_PROTOCOL,  # linear (0.05); swish, relu × {BN, no BN} × {0.05, 0.5, 0.005}; gelu (no BN, 0.05)
+     "head": paper_heads(("linear", "silu", "relu", "gelu")) + paper_heads(("silu", "relu"), bn=True),
+     "predictor": paper_predictors(("linear", "silu", "relu", "gelu")) + paper_predictors(("silu", "relu"), bn=True),
+     "pseudo_collapse": 0.1, "epochs": 50, "batch_size": 512, "lr": (0.005, 0.05, 0.5), "runs": 14,
+     "seeds": 3, "track_every": 97})  # tracked per epoch: 50,000 // 512 steps
+
 EXPERIMENT = register(Experiment(
     id="GRID",
     title="Collapse grid (docs/paper.md §3): escape from pseudo-collapse, C5's empirical side",
@@ -278,6 +291,7 @@ EXPERIMENT = register(Experiment(
     summarize=summarize,
     resources=RESOURCES,
     train_config=cell_train_config,
+    protocol=PAPER_PROTOCOL,
     cell_keys={"train.lr": "each run trains at its own lr, the third entry of its (activation, bn, lr) triple: "
                            "set runs instead, e.g. --set 'runs=[[\"relu\", false, 0.1]]'"},
 ))

@@ -13,19 +13,17 @@ run independently into its own run directory so that a re-run skips finished cel
         cells=lambda config, seeds: seeded_cells("C4", [{"head": "silu"}], seeds, default=config.seeds),
         run_cell=lambda config, cell: {"lambda_min": -1e-3, ...},   # JSON-able metrics
         summarize=lambda config, results: Summary(...),            # results: [(cell, metrics)]
+        claims=(Claim("C13", "...", "no number"),),                # a claim the paper's list lacks (optional)
+        protocol=PaperProtocol({...}),                             # the paper's settings (docs/paper.md §3)
     )
     register(EXPERIMENT)
 
-Claim entries (``Summary.claims``) have the keys of ``CLAIM_KEYS``: id, statement, setting
-(objective, head, reading, preset, ...), measured ({name: {"value", "n", "spread", ...}}),
-verdict (one of ``VERDICTS``), criterion (the rule the verdict used, in words) and evidence
-(``test``, ``identity`` or ``premise``: what the verdict can mean, :mod:`headgeom.claims.evidence`), and
-headline (the key of the measured entry the verdict was decided on, quoted in report.md's summary and first in
-the row's measured cell; required, :func:`headgeom.report.summary.check_headline`). Training experiments add
-``budget`` (:mod:`headgeom.claims.budget`). Optional: ``out_of_distribution`` (the head was read on inputs it
-was not trained on, :mod:`headgeom.report.ood`).
+A summary's claim rows are :class:`headgeom.claims.row.Row` objects (the one schema, checked when a row is
+made: id, statement, setting, measured, verdict, evidence, headline, criterion, and the optional budget,
+out-of-distribution flag, ...), each decided by a rule of :mod:`headgeom.claims` that returns a
+:class:`headgeom.claims.verdict.Verdict`; its tables are :class:`headgeom.report.table.Table` objects.
 The runner adds ``source`` (:mod:`headgeom.claims.sources`: "ours (<preset>)") to every row that does not
-name its own (the authors' released runs re-judged name theirs).
+name its own (the authors' released runs re-judged name theirs), and ``experiment``.
 
 An experiment lacking the preset asked for is skipped when every experiment runs (``--preset released``
 runs only those that have it) and is an error when named with ``--only``.
@@ -38,15 +36,14 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from headgeom.launch.resources import Resources
-from headgeom.claims.budget import check_budget
-from headgeom.claims.evidence import VERDICTS, check_evidence
+from headgeom.claims.claim import Claim, declare
 from headgeom.claims.estimates import measured  # noqa: F401  (re-exported: the experiments' estimate entries)
-from headgeom.report.ood import check_ood
-from headgeom.report.summary import check_headline
+from headgeom.claims.row import Row
+from headgeom.launch.resources import Resources
+from headgeom.report.paper_protocol import PaperProtocol
+from headgeom.report.table import Table
 from headgeom.runs.cell import Cell
 
-CLAIM_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence")
 SHARED_PRESETS = ("quick", "small", "paper")  # every experiment of headgeom's own runs has these
 PRESETS = SHARED_PRESETS + ("released",)  # "released": only the re-judged released runs (RELEASED) have it
 
@@ -55,7 +52,7 @@ Metrics = dict[str, Any]
 
 @dataclass
 class Summary:
-    """What an experiment reports: claim entries, markdown tables, and figure builders.
+    """What an experiment reports: claim rows, tables (each with its title), notes and figure builders.
 
     figures: (file name, builder) where the builder takes no argument or the cell results
     [(cell, metrics)] and returns a Figure; plotting stays apart from computing: the builder is a
@@ -63,8 +60,8 @@ class Summary:
     with the data the summary computed, and the runner saves each figure as PNG beside the report.
     """
 
-    claims: list[dict[str, Any]] = field(default_factory=list)
-    tables: list[tuple[str, str]] = field(default_factory=list)  # (title, markdown table)
+    claims: list[Row] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
     figures: list[tuple[str, Callable[..., Any]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -92,6 +89,12 @@ class Experiment:
     # Absent inputs skip it (the reason printed once) unless it was asked for (--only, or a preset only some
     # experiments have), where they are an error
     available: Callable[[Any], str | None] | None = None
+    # claims it judges that the paper's list (headgeom.claims.claim.CLAIMS) lacks: registered with it, so that the
+    # report's summary says their gist; a row of an undeclared claim is told by its statement
+    claims: tuple[Claim, ...] = ()
+    # the paper's settings for this experiment (docs/paper.md §2-3) and where the paper preset departs from them;
+    # ``headgeom reproduce --dry-run`` prints them side by side, tests/experiments/test_paper_protocol.py checks them
+    protocol: PaperProtocol | None = None
 
     def config(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -128,22 +131,16 @@ EXPERIMENTS: dict[str, Experiment] = {}
 def register(experiment: Experiment) -> Experiment:
     if experiment.id in EXPERIMENTS and EXPERIMENTS[experiment.id] is not experiment:
         raise ValueError(f"experiment id {experiment.id!r} is registered twice")
+    for claim in experiment.claims:
+        declare(claim)
     EXPERIMENTS[experiment.id] = experiment
     return experiment
 
 
-def check_claim(claim: dict[str, Any]) -> dict[str, Any]:
-    """Validate one claim entry (keys, verdict, evidence kind, budget, headline); returns it."""
-    missing = [k for k in CLAIM_KEYS if k not in claim]
-    if missing:
-        raise ValueError(f"claim entry {claim.get('id', '?')} lacks keys {missing}; it needs {list(CLAIM_KEYS)}")
-    if claim["verdict"] not in VERDICTS:
-        raise ValueError(f"claim {claim['id']}: verdict {claim['verdict']!r} is not one of {VERDICTS}")
-    check_evidence(claim)
-    check_budget(claim)
-    check_ood(claim)
-    check_headline(claim)
-    return claim
+def protocols() -> dict[str, PaperProtocol]:
+    """The paper protocol of every registered experiment that declares one, by id (import them first:
+    :func:`load_all`)."""
+    return {k: e.protocol for k, e in EXPERIMENTS.items() if e.protocol is not None}
 
 
 # machinery and the helper modules of experiments (they register nothing)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.claims.budget import PaperBudget, budget_of_cells
@@ -48,11 +48,13 @@ from headgeom.claims.paper_budgets import COLLAPSE_GRID, HESSIAN_TRACKING, SIMCL
 from headgeom.claims.probe_gap import MARGIN, gap_verdict, smallest_deciding_n, tie_band
 from headgeom.claims.sources import AUTHORS
 from headgeom.claims.training_verdicts import pm
+from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.released.layout import check_copy
 from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError, load_manifest, resolve_released_dir
 from headgeom.released.parts import part_cells, read_part
+from headgeom.report.table import Table
 
 STATEMENT = "The authors' released paper-scale runs, re-judged by headgeom's own rules (C5, C8, C9, C11, C12; C3 as context)"
 CONTROLS = ("vs_fresh_head_selectivity", "vs_random_directions_selectivity")  # need the trained head: not formed
@@ -128,17 +130,17 @@ def run_cell(config: ReleasedConfig, cell: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- rows
 def _row(cid: str, statement: str, cell: dict, m: dict, paper: PaperBudget, meas: dict, verdict: str,
-         criterion: str, headline: str, **setting: Any) -> dict[str, Any]:
+         criterion: str, headline: str, **setting: Any) -> Row:
     budget = budget_of_cells([m], paper)
     if budget is not None:
-        budget["basis"] = m["train_budget"]["basis"]
-    return {"id": cid, "statement": statement, "source": AUTHORS, "evidence": TEST, "verdict": verdict,
-            "setting": {"data": cell["dataset"], "backbone": cell["backbone"], **setting,
+        budget = replace(budget, basis=m["train_budget"]["basis"])
+    return Row(id=cid, statement=statement, source=AUTHORS, evidence=TEST, verdict=verdict,
+               setting={"data": cell["dataset"], "backbone": cell["backbone"], **setting,
                         "released commit": cell["commit"]},
-            "measured": meas, "headline": headline, "budget": budget, "criterion": criterion}
+               measured=meas, headline=headline, budget=budget, criterion=criterion)
 
 
-def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
+def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
     runs = [r for r in m["runs"] if r["bn"] is not None and r["lr"] is not None]
     if not runs:  # the CIFAR-100 grid: keys name the activation only, no contrast can be formed
         return []
@@ -159,7 +161,7 @@ def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _c8(config: ReleasedConfig, cell: dict, m: dict) -> dict[str, Any]:
+def _c8(config: ReleasedConfig, cell: dict, m: dict) -> Row:
     runs = m["runs"]
     estimator = next(iter(runs.values()))["estimator"]
     verdict, meas, criterion, _ = estimated_curvature(runs, negative_points=config.negative_points,
@@ -171,11 +173,11 @@ def _c8(config: ReleasedConfig, cell: dict, m: dict) -> dict[str, Any]:
 
 
 def _orbit_meas(measures: dict, keys: tuple[str, ...] = ORBIT_KEYS) -> dict[str, Any]:
-    return {k: measured(measures[k]["value"], ci=measures[k].get("ci"), level=measures[k].get("level"))
-            | {"spread": None} for k in keys if k in measures}
+    return {k: measured(measures[k]["value"], ci=measures[k].get("ci"), level=measures[k].get("level"), spread=None)
+            for k in keys if k in measures}
 
 
-def _c9(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
+def _c9(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
     rows = []
     for kind, rule in (("main", MAIN_RULE), ("selective", SELECTIVE_RULE)):
         outcome, sides = seed_outcome(m["measures"], rule, not_formed=CONTROLS)
@@ -194,7 +196,7 @@ def _c9(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _c11(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
+def _c11(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
     depths = {int(d): v for d, v in m["depths"].items()}
     lo, hi = min(depths), max(depths)
     rows = []
@@ -225,7 +227,7 @@ def _c11(config: ReleasedConfig, cell: dict, m: dict) -> list[dict[str, Any]]:
     return rows
 
 
-def _c12(config: ReleasedConfig, cell: dict, m: dict) -> dict[str, Any]:
+def _c12(config: ReleasedConfig, cell: dict, m: dict) -> Row:
     acc = m["accuracy"]["linear"]
     gap, band = acc["z"] - acc["h"], tie_band(acc["z"], acc["h"], None, config.probe_margin)
     verdict, above, below = gap_verdict([gap], [band], config.majority)
@@ -255,21 +257,23 @@ def _ci_text(est: dict) -> str:
     return f"{est['value']:.3g}{band}"
 
 
-def _budget_table(results: list[tuple[dict, dict]]) -> str:
-    lines = ["| part | data, backbone | steps × batch | basis |", "|---|---|---|---|"]
+def _budget_table(results: list[tuple[dict, dict]]) -> Table:
+    table = Table(("part", "data, backbone", "steps × batch", "basis"),
+                  title="Budgets of the released runs (what the logs say, else the paper's protocol)")
     for c, m in results:
         b = m["train_budget"]
-        lines.append(f"| {c['part']} | {c['dataset']}, {c['backbone']} | {b['steps']} × {b['batch']} | {b['basis']} |")
-    return "\n".join(lines)
+        table.add(c["part"], f"{c['dataset']}, {c['backbone']}", f"{b['steps']} × {b['batch']}", b["basis"])
+    return table
 
 
 TRAJECTORY_EPOCHS = (1, 2, 5, 10, 20)  # 1-based epochs shown besides the last
 
 
-def _trajectory_table(results: list[tuple[dict, dict]]) -> str:
+def _trajectory_table(results: list[tuple[dict, dict]]) -> Table:
     head = ["data, backbone", "run (file key)", "seeds × epochs"] + [f"epoch {e}" for e in TRAJECTORY_EPOCHS] + [
         "last epoch", "last / first"]
-    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    table = Table(head, title="C5: spread of the L2-normalised outputs per epoch (mean ± std (n seeds)); no calibrated "
+                              "reference, so no escape flag")
     for c, m in results:
         if c["part"] != "C5":
             continue
@@ -277,66 +281,67 @@ def _trajectory_table(results: list[tuple[dict, dict]]) -> str:
             spread = r["spread"]
             cols = [pm([s[e - 1] for s in spread], ".2e") if e <= r["epochs"] else "-" for e in TRAJECTORY_EPOCHS]
             cols += [pm([s[-1] for s in spread], ".2e"), pm([s[-1] / s[0] for s in spread if s[0] > 0])]
-            lines.append(f"| {c['dataset']}, {c['backbone']} | {r['key']} | {r['seeds']} × {r['epochs']} | "
-                         + " | ".join(cols) + " |")
-    return "\n".join(lines)
+            table.add(f"{c['dataset']}, {c['backbone']}", r["key"], f"{r['seeds']} × {r['epochs']}", *cols)
+    return table
 
 
-def _hessian_table(m: dict) -> str:
-    lines = ["| run | epochs | estimate < 0 | exactly 0 | min estimate | median abs estimate |", "|---|---|---|---|---|---|"]
+def _hessian_table(m: dict) -> Table:
+    table = Table(("run", "epochs", "estimate < 0", "exactly 0", "min estimate", "median abs estimate"),
+                  title="C8: the authors' lambda_min estimates per epoch")
     for run, r in m["runs"].items():
         lam = [x for x in r["lambda_min"] if math.isfinite(x)]
         below = sum(x < 0 for x in lam)
         zero = sum(x == 0 for x in lam)
         med = sorted(abs(x) for x in lam)[len(lam) // 2] if lam else float("nan")
-        lines.append(f"| {run} | {len(lam)} | {below}/{len(lam)} | {zero}/{len(lam)} | {min(lam):.3g} | {med:.3g} |")
-    return "\n".join(lines)
+        table.add(run, len(lam), f"{below}/{len(lam)}", f"{zero}/{len(lam)}", f"{min(lam):.3g}", f"{med:.3g}")
+    return table
 
 
-def _orbit_table(results: list[tuple[dict, dict]]) -> str:
-    lines = ["| model | " + " | ".join(ORBIT_KEYS) + " |", "|---" * (len(ORBIT_KEYS) + 1) + "|"]
+def _orbit_table(results: list[tuple[dict, dict]]) -> Table:
+    table = Table(["model", *ORBIT_KEYS],
+                  title="C9 and C11: orbit measures of the authors' models, value [95% bootstrap CI over images]")
     for c, m in results:
         if c["part"] == "C9":
-            lines.append(f"| {c['backbone']} | " + " | ".join(_ci_text(m["measures"][k]) if k in m["measures"] else "-"
-                                                       for k in ORBIT_KEYS) + " |")
+            table.add(c["backbone"], *(_ci_text(m["measures"][k]) if k in m["measures"] else "-" for k in ORBIT_KEYS))
         elif c["part"] == "C11":
             for d, v in sorted(m["depths"].items(), key=lambda kv: int(kv[0])):
-                lines.append(f"| resnet18, head depth {d} | " + " | ".join(
-                    _ci_text(v["measures"][k]) if k in v["measures"] else "-" for k in ORBIT_KEYS) + " |")
-    return "\n".join(lines)
+                table.add(f"resnet18, head depth {d}",
+                          *(_ci_text(v["measures"][k]) if k in v["measures"] else "-" for k in ORBIT_KEYS))
+    return table
 
 
-def _probe_table(results: list[tuple[dict, dict]], config: ReleasedConfig) -> str:
-    lines = ["| data, backbone | probe | acc(z) | acc(h) | gap z − h | tie band | test examples deciding the gap |",
-             "|---|---|---|---|---|---|---|"]
+def _probe_table(results: list[tuple[dict, dict]], config: ReleasedConfig) -> Table:
+    table = Table(("data, backbone", "probe", "acc(z)", "acc(h)", "gap z − h", "tie band",
+                   "test examples deciding the gap"),
+                  title="C12 (and C11's accuracies): backbone against head probes, one accuracy each")
     for c, m in results:
         if c["part"] == "C12":
             for probe, label in (("linear", "linear rotation (judged)"), ("mlp", "MLP rotation (context, no verdict)")):
                 a = m["accuracy"][probe]
-                lines.append(f"| {c['dataset']}, {c['backbone']} | {label} | {a['z']:.4f} | {a['h']:.4f} | "
-                             f"{a['z'] - a['h']:+.4f} | {tie_band(a['z'], a['h'], None, config.probe_margin):g} | "
-                             f">= {smallest_deciding_n(a['z'], a['h'])} |")
+                table.add(f"{c['dataset']}, {c['backbone']}", label, f"{a['z']:.4f}", f"{a['h']:.4f}",
+                          f"{a['z'] - a['h']:+.4f}", f"{tie_band(a['z'], a['h'], None, config.probe_margin):g}",
+                          f">= {smallest_deciding_n(a['z'], a['h'])}")
         elif c["part"] == "C11":
             for d, v in sorted(m["depths"].items(), key=lambda kv: int(kv[0])):
-                lines.append(f"| cifar10, resnet18 head depth {d} | linear (C11's file) | {v['acc_backbone_linear']:.4f} "
-                             f"| {v['acc_head_linear']:.4f} | {v['acc_backbone_linear'] - v['acc_head_linear']:+.4f} "
-                             f"| - | - |")
-    return "\n".join(lines)
+                table.add(f"cifar10, resnet18 head depth {d}", "linear (C11's file)", f"{v['acc_backbone_linear']:.4f}",
+                          f"{v['acc_head_linear']:.4f}", f"{v['acc_backbone_linear'] - v['acc_head_linear']:+.4f}",
+                          "-", "-")
+    return table
 
 
-def _curvature_table(results: list[tuple[dict, dict]]) -> str:
-    lines = ["| data, backbone | curvature at z | curvature at h | h / z |", "|---|---|---|---|"]
+def _curvature_table(results: list[tuple[dict, dict]]) -> Table:
+    table = Table(("data, backbone", "curvature at z", "curvature at h", "h / z"),
+                  title="C3 as context (no verdict): mean curvature of rotation curves (mean ± std (n seeds))")
     for c, m in results:
         if c["part"] == "C3":
-            lines.append(f"| {c['dataset']}, {c['backbone']} | {pm(m['curvature_z'])} | {pm(m['curvature_h'])} | "
-                         f"{pm(m['ratio'])} |")
-    return "\n".join(lines)
+            table.add(f"{c['dataset']}, {c['backbone']}", pm(m["curvature_z"]), pm(m["curvature_h"]), pm(m["ratio"]))
+    return table
 
 
 def summarize(config: ReleasedConfig, results: list[tuple[dict, dict]]) -> Summary:
     """The re-judged rows (C5, C8, C9, C11, C12) and the tables of what they read (C3 as context)."""
     judge = {"C5": _c5, "C9": _c9, "C11": _c11}
-    claims: list[dict[str, Any]] = []
+    claims: list[Row] = []
     for cell, m in results:
         part = cell["part"]
         if part in judge:
@@ -345,16 +350,9 @@ def summarize(config: ReleasedConfig, results: list[tuple[dict, dict]]) -> Summa
             claims.append(_c8(config, cell, m))
         elif part == "C12":
             claims.append(_c12(config, cell, m))
-    tables = [("Budgets of the released runs (what the logs say, else the paper's protocol)", _budget_table(results)),
-              ("C5: spread of the L2-normalised outputs per epoch (mean ± std (n seeds)); no calibrated reference, so "
-               "no escape flag", _trajectory_table(results))]
-    tables += [("C8: the authors' lambda_min estimates per epoch", _hessian_table(m))
-               for c, m in results if c["part"] == "C8"]
-    tables += [("C9 and C11: orbit measures of the authors' models, value [95% bootstrap CI over images]",
-                _orbit_table(results)),
-               ("C12 (and C11's accuracies): backbone against head probes, one accuracy each", _probe_table(results, config)),
-               ("C3 as context (no verdict): mean curvature of rotation curves (mean ± std (n seeds))",
-                _curvature_table(results))]
+    tables = [_budget_table(results), _trajectory_table(results)]
+    tables += [_hessian_table(m) for c, m in results if c["part"] == "C8"]
+    tables += [_orbit_table(results), _probe_table(results, config), _curvature_table(results)]
     notes = [f"source of every row: {AUTHORS}; the released files are pinned by sha256 (headgeom.released, "
              "docs/paper.md §3.8), read without executing pickled code.",
              "C3 is context, not judged: it concerns the eps-isotropy of H_eff along a trajectory as the head deepens; "

@@ -23,7 +23,6 @@ The runner alone runs a cell's ``run_cell``: with the torch thread count of the 
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -35,15 +34,19 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json, json_safe
-from headgeom.launch.cells import CellTask
+from headgeom.launch.cells import DONE, CellTask
+from headgeom.launch.cost import CellWork, cell_work, folder_records
+from headgeom.launch.flops import forward_flops
 from headgeom.launch.local import LocalLauncher
+from headgeom.launch.progress import CellItem, ProgressDisplay, Tracker, cell_label, progress_mode
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
 from headgeom.claims.evidence import counts_text
+from headgeom.claims.row import Row
 from headgeom.claims.sources import ours
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
@@ -268,10 +271,10 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 # ----------------------------------------------------------------------------- summaries
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
-               n_failed: int, n_cells: int) -> tuple[list[dict], list[tuple[str, str]], list[str], list[str], list[str]]:
-    """(claims, tables, figure paths relative to OUT, notes, errors) of one experiment."""
-    from headgeom.experiments.registry import check_claim
+               n_failed: int, n_cells: int) -> tuple[list[Row], list[tuple[str, str]], list[str], list[str], list[str]]:
+    """(claim rows, tables as (title, markdown), figure paths relative to OUT, notes, errors) of one experiment."""
     from headgeom.report.figures import figure_file_name, make_figure, save_figure
+    from headgeom.report.table import Table
 
     errors: list[str] = []
     if n_cells and not results:
@@ -283,20 +286,19 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         return [], [], [], [], [f"summarize raised:\n{traceback.format_exc()}"]
     if not isinstance(summary, Summary):
         return [], [], [], [], [f"summarize of {exp.id} returned {type(summary).__name__}; it must return a Summary"]
-    claims = []
-    for claim in summary.claims:
-        try:
-            claim = dict(check_claim(jsonable(claim)))
+    rows = []
+    for entry in summary.claims:
+        try:  # a Row was checked when made; a dict (an experiment written before the Row type) is checked here
+            row = entry if isinstance(entry, Row) else Row.from_json(jsonable(entry))
         except (ValueError, TypeError) as err:
             errors.append(f"invalid claim entry: {err}")
             continue
-        if "source" not in claim:  # headgeom's own runs; the authors' runs re-judged name their source
-            claim["setting"] = {**(claim.get("setting") or {}), "preset": preset}
-            claim["source"] = ours(preset)
-        claim["experiment"] = exp.id
+        if row.source is None:  # headgeom's own runs; the authors' runs re-judged name their source
+            row = row.replace(setting={**row.setting, "preset": preset}, source=ours(preset))
+        row = row.replace(experiment=exp.id)
         if n_failed:
-            claim["incomplete"] = f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others"
-        claims.append(claim)
+            row = row.replace(incomplete=f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others")
+        rows.append(row)
     figures: list[str] = []
     for name, build in summary.figures:
         try:
@@ -305,11 +307,11 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
             figures.append(rel.as_posix())
         except Exception:  # noqa: BLE001
             errors.append(f"figure {name!r} failed:\n{traceback.format_exc()}")
-    try:
-        tables = [(str(t), str(md)) for t, md in summary.tables]
-    except (TypeError, ValueError) as err:
-        tables, errors = [], errors + [f"Summary.tables must be (title, markdown) pairs: {err}"]
-    return claims, tables, figures, [str(n) for n in summary.notes], errors
+    tables = [(t.title, t.markdown()) for t in summary.tables if isinstance(t, Table)]
+    if len(tables) < len(summary.tables):
+        errors.append(f"Summary.tables must hold headgeom.report.table.Table objects; got "
+                      f"{sorted({type(t).__name__ for t in summary.tables if not isinstance(t, Table)})}")
+    return rows, tables, figures, [str(n) for n in summary.notes], errors
 
 
 def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool,
@@ -434,7 +436,8 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         else:
             reused += res["status"] == "reused"
             ok.append((cell, res["metrics"]))
-    claims, tables, figures, s_notes, errors = _summarize(exp, config, ok, preset, out, len(failed), len(cells))
+    rows, tables, figures, s_notes, errors = _summarize(exp, config, ok, preset, out, len(failed), len(cells))
+    claims = [jsonable(r.to_json()) for r in rows]
     entry = {
         "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
         "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
@@ -443,11 +446,46 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
-    verdicts = f"{count_noun(len(claims), 'claim')}: {counts_text(claims)}" if claims else "no claims"
+    verdicts = f"{count_noun(len(rows), 'claim')}: {counts_text(rows)}" if rows else "no claims"
     errs = f", {count_noun(len(errors), 'summary error')}" if errors else ""
     print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed), "
           f"{entry['elapsed_s']:.1f} s of cell time summed over cells{errs}; {verdicts}", file=sys.stdout, flush=True)
     return entry, claims, len(failed) + len(errors)
+
+
+def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, launcher: Any,
+                  enabled: bool = True) -> ProgressDisplay:
+    """The run's progress on stderr (:mod:`headgeom.launch.progress`; off unless ``enabled``): every task
+    weighed by the cost model (:mod:`headgeom.launch.cost`), calibrated by the cell times already in
+    ``out``; time left over the local launcher's workers (SLURM: cells only)."""
+    mode = progress_mode(enabled, sys.stderr)
+
+    def work(exp: Experiment, preset_name: str, config: Any, train: Any) -> CellWork:
+        expected = exp.cell_resources(preset_name).expected_min
+        return cell_work(exp.id, config, train, forward_flops, None if expected is None else 60 * expected)
+
+    def recorded(exp_id: str, record: Any, train: Any) -> CellWork | None:
+        exp = EXPERIMENTS.get(exp_id)
+        if exp is None or (exp.train_config is not None and train is None):
+            return None
+        return work(exp, str(record.get("preset", preset)), record.get("config") or {}, train)
+
+    items = []
+    if mode != "off":  # the FLOPs of every model are counted only for a display
+        cells = {out / "runs" / exp.id / cell_key(cell, config): (exp, config, cell)
+                 for exp, config, exp_cells, _, _ in plan for cell in exp_cells}
+        for task in tasks:
+            if task.run_dir not in cells:  # not one cell of the plan: weighed as a cell that trains nothing
+                items.append(CellItem(task.run_dir, task.group, task.name, CellWork(task.group, task.group, False),
+                                      (task.run_dir / DONE).exists(), task.portable))
+                continue
+            exp, config, cell = cells[task.run_dir]
+            train = exp.train_config(config, cell).to_dict() if exp.train_config is not None else None
+            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), work(exp, preset, config_dict(config), train),
+                                  (task.run_dir / DONE).exists(), task.portable))
+    records = folder_records(out / "runs", recorded) if items else {}
+    jobs = getattr(launcher, "jobs", 1) if getattr(launcher, "name", "local") == "local" else None
+    return ProgressDisplay(Tracker(items, records, jobs, time.monotonic()), mode, sys.stderr)
 
 
 def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Path("reproduce-out"),
@@ -464,8 +502,6 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     ``train_logger`` (``--logger``): TrainConfig.logger of every training run inside the cells.
     ``overrides`` (``--set KEY=VALUE``, nested keys with dots): applied to every selected preset.
     Raises ValueError for an unknown preset/id, bad seeds, or nothing to run."""
-    from tqdm.auto import tqdm
-
     from headgeom.report.figures import use_agg
     from headgeom.report.html import write_html
     from headgeom.report.markdown import write_report
@@ -478,30 +514,27 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
         print(f"{exp_id} skipped: {reason}", file=sys.stdout, flush=True)
     env = environment()
     tasks = cell_tasks(plan, out, preset, env, train_logger)
-    bar = tqdm(total=len(tasks), unit="cell", disable=not (progress and sys.stderr.isatty()), file=sys.stderr)
+    display = cell_progress(plan, tasks, out, preset, launcher, progress)
     by_id = {exp.id: (exp, config, cells, n_seeds, notes) for exp, config, cells, n_seeds, notes in plan}
     left = {exp.id: len(cells) for exp, _, cells, _, _ in plan}
     results: dict[Path, dict[str, Any]] = {}
     summaries: dict[str, tuple[dict, list[dict], int]] = {}
 
     def summarize(exp_id: str) -> None:
-        with _bar_paused(bar):
+        with display.summarising(exp_id):
             summaries[exp_id] = _experiment_entry(*by_id[exp_id], results, out, preset)
 
     def on_result(task: CellTask, res: dict[str, Any]) -> None:
         results[task.run_dir] = res
-        bar.set_description(task.group)
-        bar.update(1)
+        display.finished(task.run_dir, res)
         left[task.group] -= 1
         if left[task.group] == 0:
             summarize(task.group)
 
-    try:
+    with display, display.redirect():
         for exp_id in [e for e, n in left.items() if n == 0]:
             summarize(exp_id)
         outcome = launcher.run(tasks, on_result)
-    finally:
-        bar.close()
     paths = {"report": out / "report.md", "html": out / "report.html", "results": out / "results.json",
              "runs": out / "runs", "slurm": out / "slurm"}
     if outcome.waiting:
@@ -529,13 +562,3 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     write_html(out / "report.html", results_json)  # after the figures it embeds, as report.md links them
     figures = [out / f for e in experiments.values() for f in e["figures"]]
     return {**results_json, "n_failed": n_failed_total, "paths": {**paths, "figures": figures}}
-
-
-@contextlib.contextmanager
-def _bar_paused(bar: Any) -> Iterator[None]:
-    """Lines printed inside the block do not tear the progress bar."""
-    bar.clear()
-    try:
-        yield
-    finally:
-        bar.refresh()

@@ -62,7 +62,9 @@ class CellState:
     detail: str = ""
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object (a cell's files
+    may be half-written by a process that was killed)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -74,13 +76,13 @@ def read_result(run_dir: Path) -> dict[str, Any]:
     """The cell's outcome from its files: {"status": "done", "metrics", "elapsed_s"} from done.json,
     {"status": "failed", "error", "elapsed_s"} from error.json, or failed "no result" when neither
     is readable (the process was killed, or the cell never ran)."""
-    done = _read_json(run_dir / DONE)
+    done = read_json(run_dir / DONE)
     if done is not None and "metrics" in done:
         return {"status": "done", "metrics": done["metrics"], "elapsed_s": done.get("elapsed_s")}
-    err = _read_json(run_dir / ERROR)
+    err = read_json(run_dir / ERROR)
     if err is not None:
         return {"status": "failed", "error": str(err.get("error", "unknown error")), "elapsed_s": err.get("elapsed_s")}
-    sub = _read_json(run_dir / SUBMITTED) or {}
+    sub = read_json(run_dir / SUBMITTED) or {}
     where = f" (SLURM job {sub['job_id']}, log {sub.get('stderr')})" if sub.get("job_id") else ""
     return {"status": "failed", "elapsed_s": None,
             "error": f"the cell ended without {DONE} or {ERROR}{where}: its process was killed, cancelled or "
@@ -106,7 +108,7 @@ def cell_state(run_dir: Path, queue: dict[str, tuple[str, str]] | None) -> CellS
     (SLURM state, reason)}) > failed (error.json, or a submitted job that left the queue without a
     result) > missing (never run). ``queue=None``: SLURM was not asked (a submitted cell without a
     result then reads as failed only if error.json says so, else pending with detail "unknown")."""
-    sub = _read_json(run_dir / SUBMITTED) or {}
+    sub = read_json(run_dir / SUBMITTED) or {}
     job_id = sub.get("job_id")
     log = Path(sub["stderr"]) if sub.get("stderr") else None
     if (run_dir / DONE).exists():
@@ -115,7 +117,7 @@ def cell_state(run_dir: Path, queue: dict[str, tuple[str, str]] | None) -> CellS
         slurm_state, reason = queue[job_id]
         state = "pending" if slurm_state in WAITING else "running"
         return CellState(state, job_id, log, slurm_state.lower() + (f" ({reason})" if reason not in ("", "None") else ""))
-    err = _read_json(run_dir / ERROR)
+    err = read_json(run_dir / ERROR)
     if err is not None:
         lines = str(err.get("error", "")).strip().splitlines()
         return CellState("failed", job_id, log or run_dir / ERROR, lines[-1] if lines else "unknown error")

@@ -1,7 +1,8 @@
 """``headgeom reproduce --dry-run``: what a run would do, and what it would cost, without doing it.
 
 Per selected experiment: its cells; its key settings against the paper's
-(:mod:`headgeom.report.paper_protocol`), with a "differs from the paper because …" column;
+(each experiment's ``protocol``, :class:`headgeom.report.paper_protocol.PaperProtocol`), with a
+"differs from the paper because …" column;
 each cell's resources (the preset's, with the command line's overrides) and the GPU-hours (or CPU
 core-hours) they add up to. Nothing is run, written or submitted: the caller resolves the
 experiments' presets and cells (``headgeom.experiments.runner.plan_experiments``), this prints them.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from headgeom.launch.resources import Resources, with_overrides
-from headgeom.report.paper_protocol import DIFFERENCES, PROTOCOL, SECTION, as_set, preset_settings, show
+from headgeom.report.paper_protocol import SECTION, as_set, preset_settings, show
 
 __all__ = ["TRAIN_KEYS", "cost", "dry_run", "settings_rows"]
 
@@ -25,10 +26,10 @@ def settings_rows(exp: Any, config: Any, cells: list[dict[str, Any]], n_seeds: i
                   seeds_given: bool = False) -> list[tuple[str, str, str, str]]:
     """(setting, this preset's value, the paper's, why they differ) for the experiment's key settings;
     the last column is empty where they agree."""
-    protocol = PROTOCOL.get(exp.id, {})
+    protocol = exp.protocol.settings if exp.protocol is not None else {}
     keys = list(TRAIN_KEYS if exp.train_config else ()) + [k for k in protocol if k not in TRAIN_KEYS]
     ours = preset_settings(exp, config, cells, n_seeds, keys)
-    listed = DIFFERENCES.get(exp.id, {}) if preset == "paper" else {}
+    listed = exp.protocol.differences if exp.protocol is not None and preset == "paper" else {}
     rows = []
     for key in keys:
         if key not in ours:
@@ -39,7 +40,7 @@ def settings_rows(exp: Any, config: Any, cells: list[dict[str, Any]], n_seeds: i
             why = "--seeds on the command line"
         elif key in protocol and as_set(protocol[key]) != as_set(ours[key]):
             why = listed.get(key) or (f"the {preset} preset is scaled down (the paper preset follows the paper)"
-                                      if preset != "paper" else "NOT LISTED in paper_protocol.DIFFERENCES")
+                                      if preset != "paper" else "NOT LISTED in the experiment's protocol differences")
         rows.append((key, show(ours[key]), paper, why))
     return rows
 

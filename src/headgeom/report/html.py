@@ -15,17 +15,19 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from headgeom.claims.evidence import EVIDENCE, MEANING, VERDICTS, check_evidence
+from headgeom.claims.claim import natural_key
+from headgeom.claims.evidence import KINDS, VERDICTS
+from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
 from headgeom.io import atomic_write_text
 from headgeom.report.html_page import FILTERS, page
-from headgeom.report.html_text import inline, png_data_uri, table_html, text
+from headgeom.report.html_text import inline, png_data_uri, text
 from headgeom.report.markdown import (config_table, distinct_settings, environment_text, format_measured, group_table,
-                                      home_claim, measured_parts, run_text, setting_text, summary_note, verdict_parts,
-                                      warnings)
-from headgeom.report.ood import ood_text
+                                      home_claim, measured_parts, ood_text, rows_of, run_text, setting_text,
+                                      summary_note, verdict_parts, warnings)
 from headgeom.report.released_notice import released_notice
-from headgeom.report.summary import by_claim, claim_line, natural_key, source_parts
+from headgeom.report.summary import by_claim, claim_line, source_parts
+from headgeom.report.table import Table, table_html
 
 __all__ = ["render_html", "source_key", "write_html"]
 
@@ -33,7 +35,7 @@ SOURCES = {"ours": "headgeom's runs", "authors": AUTHORS}
 """The values of the source filter: a row is the authors' (headgeom.claims.sources) or ours."""
 
 
-def source_key(row: dict[str, Any]) -> str:
+def source_key(row: Row) -> str:
     """``"authors"`` for a row re-judging the authors' released runs, else ``"ours"`` (the filter's value)."""
     return "authors" if is_authors(row) else "ours"
 
@@ -48,13 +50,13 @@ def _select(name: str, label: str, options: list[tuple[str, str, int]]) -> str:
             "</label>")
 
 
-def _filters(claims: list[dict[str, Any]], preset: str | None) -> str:
+def _filters(claims: list[Row], preset: str | None) -> str:
     """The filter form (hidden until the page's script shows it), options with their row counts."""
-    kinds = Counter(check_evidence(c) for c in claims)
-    verdicts = Counter(c["verdict"] for c in claims)
+    kinds = Counter(c.evidence for c in claims)
+    verdicts = Counter(c.verdict for c in claims)
     sources = Counter(source_key(c) for c in claims)
     labels = dict(SOURCES, ours=ours(preset) if preset else SOURCES["ours"])
-    selects = {"evidence": _select("evidence", "evidence", [(k, k, kinds[k]) for k in EVIDENCE if kinds[k]]),
+    selects = {"evidence": _select("evidence", "evidence", [(k, k, kinds[k]) for k in KINDS if kinds[k]]),
                "verdict": _select("verdict", "verdict", [(v, v, verdicts[v]) for v in VERDICTS if verdicts[v]]),
                "source": _select("source", "source", [(s, labels[s], sources[s]) for s in SOURCES if sources[s]])}
     return (f'<form class="filters" hidden>{"".join(selects[k] for k in FILTERS)}'
@@ -65,7 +67,7 @@ def _cell(parts: list[str]) -> str:
     return "<br>".join(inline(p) for p in parts) or "-"
 
 
-def _claim_summary(cid: str, rows: list[dict[str, Any]]) -> str:
+def _claim_summary(cid: str, rows: list[Row]) -> str:
     info = claim_line(cid, rows)
     mine = [r for r in rows if not is_authors(r)]
     theirs = [r for r in rows if is_authors(r)]
@@ -75,35 +77,35 @@ def _claim_summary(cid: str, rows: list[dict[str, Any]]) -> str:
             f"<span>{_cell(source_parts(theirs, format_measured))}</span></summary>")
 
 
-def _measured(c: dict[str, Any]) -> str:
+def _measured(c: Row) -> str:
     head, plain, grouped = measured_parts(c)
     parts = [f"<strong>{text(head[0])}: {text(head[1])}</strong>"] if head else []
     parts += [f"{text(k)}: {text(v)}" for k, v in plain]
     out = "<br>".join(parts) or "-"
     if grouped:
-        out += (f"<details><summary>per {len(grouped)} groups</summary>{table_html(group_table(grouped))}"
+        out += (f"<details><summary>per {len(grouped)} groups</summary>{group_table(grouped).html()}"
                 "</details>")
     return out
 
 
-def _verdict(c: dict[str, Any]) -> str:
+def _verdict(c: Row) -> str:
     words, qualifiers, budget, ood = verdict_parts(c)
-    out = f'<span class="v {_slug(c["verdict"])}">{text(words)}</span>{text(qualifiers)}'
+    out = f'<span class="v {_slug(c.verdict)}">{text(words)}</span>{text(qualifiers)}'
     out += f"<br>{text(budget)}" if budget else ""
     return out + (f"<br><strong>{text(ood)}</strong>" if ood else "")
 
 
-def _rows_table(rows: list[dict[str, Any]]) -> str:
+def _rows_table(rows: list[Row]) -> str:
     """The claim's rows: setting, measured (headline first), evidence, verdict, criterion; each ``tr.row``
     carries the fields the filters read."""
     head = "".join(f"<th>{h}</th>" for h in ("statement", "setting", "measured", "evidence", "verdict", "criterion"))
     body = []
     for c in rows:
-        attrs = {"evidence": check_evidence(c), "verdict": c["verdict"], "source": source_key(c)}
+        attrs = {"evidence": c.evidence, "verdict": c.verdict, "source": source_key(c)}
         data = " ".join(f'data-{k}="{text(attrs[k])}"' for k in FILTERS)
-        body.append(f'<tr class="row" {data}><td>{text(c.get("statement", ""))}</td><td>{text(setting_text(c))}</td>'
+        body.append(f'<tr class="row" {data}><td>{text(c.statement)}</td><td>{text(setting_text(c))}</td>'
                     f'<td>{_measured(c)}</td><td><span class="kind">{text(attrs["evidence"])}</span></td>'
-                    f"<td>{_verdict(c)}</td><td>{text(c.get('criterion', ''))}</td></tr>")
+                    f"<td>{_verdict(c)}</td><td>{text(c.criterion)}</td></tr>")
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
 
 
@@ -114,17 +116,22 @@ def _figure(rel: str, root: Path | None) -> str:
     return f'<figure><img src="{uri}" alt="{text(Path(rel).stem)}"><figcaption>{text(rel)}</figcaption></figure>'
 
 
-def _experiment(eid: str, e: dict[str, Any], claims: list[dict[str, Any]], root: Path | None) -> str:
+def _config(config: Any) -> str:
+    table = config_table(config)
+    return table.html() if isinstance(table, Table) else f"<pre>{text(table)}</pre>"
+
+
+def _experiment(eid: str, e: dict[str, Any], claims: list[Row], root: Path | None) -> str:
     """An experiment's section: what ran, its config, claims, tables, figures, notes, failures."""
     out = [f"<h3>{text(eid)}: {text(e.get('title', ''))}</h3>", f"<blockquote>{text(e.get('statement', ''))}"
            "</blockquote>", f"<p>{inline(run_text(e))}</p>",
-           f"<details><summary>Resolved config</summary>{table_html(config_table(e.get('config')))}</details>"]
-    mine = [c for c in claims if c.get("experiment") == eid]
-    flagged = [(c, d) for c, d in zip(mine, distinct_settings(mine)) if c.get("out_of_distribution")]
+           f"<details><summary>Resolved config</summary>{_config(e.get('config'))}</details>"]
+    mine = [c for c in claims if c.experiment == eid]
+    flagged = [(c, d) for c, d in zip(mine, distinct_settings(mine)) if c.out_of_distribution]
     if flagged:
         out.append("<p><strong>Heads evaluated out of distribution:</strong></p><ul>" + "".join(
-            f"<li>{text(c['id'])} ({text(d or c['statement'])}): "
-            f"{text(ood_text(c['out_of_distribution'], format_measured))}</li>" for c, d in flagged) + "</ul>")
+            f"<li>{text(c.id)} ({text(d or c.statement)}): "
+            f"{text(ood_text(c.out_of_distribution, format_measured))}</li>" for c, d in flagged) + "</ul>")
     for title, table in e.get("tables", []):
         out += [f"<h4>{inline(title)}</h4>", table_html(table)]
     if e.get("figures"):
@@ -146,7 +153,7 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
     report's folder) are read from there and embedded. A figure that is not there is said so."""
     root = Path(root) if root is not None else None
     exps = results.get("experiments", {})
-    claims = results.get("claims", [])
+    claims = rows_of(results)
     preset, seeds = results.get("preset"), results.get("seeds")
     groups = by_claim(claims)
     homes = {eid: home_claim(eid, claims) for eid in exps}
@@ -170,7 +177,7 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
     out += [f'<p class="muted">{inline(summary_note())}</p>', "<h2>Details</h2>",
             f"<p>{inline(environment_text(results.get('environment', {})))}</p>",
             f"<p>Experiments: {text(', '.join(exps) or 'none')}. Evidence kinds:</p><ul>"
-            + "".join(f"<li><code>{text(k)}</code>: {text(MEANING[k])}.</li>" for k in EVIDENCE) + "</ul>"]
+            + "".join(f"<li><code>{text(k.name)}</code>: {text(k.meaning)}.</li>" for k in KINDS.values()) + "</ul>"]
     orphans = [eid for eid, h in homes.items() if h is None]
     if orphans:
         out += ["<h2>Experiments without claim rows</h2>"] + [_experiment(eid, exps[eid], claims, root)

@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 
 from headgeom.io import atomic_write_text
 from headgeom.report.html_page import page
-from headgeom.report.html_text import inline, png_data_uri, table_html, text
+from headgeom.report.html_text import inline, png_data_uri, text
+from headgeom.report.table import table_html
 
 __all__ = ["markdown_html", "write_markdown_html"]
 

@@ -11,16 +11,20 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from headgeom.io import atomic_write_text
 from headgeom.claims.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
+from headgeom.claims.claim import claim_of, natural_key
 from headgeom.claims.estimates import SPREAD_KIND, format_estimate
-from headgeom.claims.evidence import EVIDENCE, MEANING, check_evidence, counts_text, tagged_verdict, verdict_text
-from headgeom.report.ood import ood_text
+from headgeom.claims.evidence import KINDS, counts_text, tagged_verdict, verdict_text
+from headgeom.claims.ood import OutOfDistribution
+from headgeom.claims.row import NAME_KEYS, Row
+from headgeom.io import atomic_write_text
 from headgeom.report.released_notice import released_notice
-from headgeom.report.summary import CLAIMS, by_claim, natural_key, summary_table
+from headgeom.report.summary import by_claim, summary_table
+from headgeom.report.table import Table, cell_text, wrap
 
 DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.claims.estimates.measured: not repeated per value
 
@@ -41,15 +45,10 @@ def _secs(s: Any) -> str:
     return f"{s:.3g} s" if isinstance(s, (int, float)) else "? s"
 
 
-def cell_text(text: Any) -> str:
-    """Text safe inside a markdown table cell."""
-    return str(text).replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
-
-
 def format_measured(m: Any) -> str:
     """``value ± spread (n=…)`` for a :func:`headgeom.claims.estimates.measured` entry, the claims
     table's long form (4 significant digits, the spread kind when not the default); other values as text."""
-    if not isinstance(m, dict) or "value" not in m:
+    if not isinstance(m, Mapping) or "value" not in m:
         return _num(m)
     text = format_estimate(m, _num, _num)
     ci = m.get("ci")
@@ -70,7 +69,7 @@ def _setting(setting: Any) -> str:
 
 def evidence_legend() -> str:
     """One line per evidence kind: what its verdicts mean."""
-    return "\n".join(f"- `{k}`: {MEANING[k]}." for k in EVIDENCE) + "\n"
+    return "\n".join(f"- `{k.name}`: {k.meaning}." for k in KINDS.values()) + "\n"
 
 
 GROUPED = re.compile(r"^(?P<name>[^\[\]]+)\[(?P<group>[^\[\]]+)\]$")
@@ -90,74 +89,75 @@ def split_measured(measured: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return plain, grouped
 
 
-def group_table(grouped: dict[str, dict[str, Any]]) -> str:
+def group_table(grouped: dict[str, dict[str, Any]]) -> Table:
     """One line per group (activation, run, ...), one column per measured name."""
     names = list(dict.fromkeys(n for row in grouped.values() for n in row))
-    lines = ["| | " + " | ".join(cell_text(n) for n in names) + " |", "|---|" + "---|" * len(names)]
-    lines += ["| " + cell_text(g) + " | " + " | ".join(cell_text(format_measured(row[n])) if n in row else "-" for n in names)
-              + " |" for g, row in grouped.items()]
-    return "\n".join(lines)
+    table = Table(["", *names])
+    for g, row in grouped.items():
+        table.add(g, *(format_measured(row[n]) if n in row else "-" for n in names))
+    return table
 
 
-def claims_table(claims: list[dict[str, Any]]) -> str:
+def claims_table(rows: list[Row]) -> str:
     """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion. A row's
     headline (the measure its verdict quotes) comes first in its measured cell; values per group
     (``name[group]`` keys) follow the table as one small table per row."""
-    if not claims:
+    if not rows:
         return "_No claim entries were produced._\n"
-    lines = ["| row | id | statement | setting | measured | evidence | verdict | criterion |",
-             "|---|---|---|---|---|---|---|---|"]
+    table = Table(("row", "id", "statement", "setting", "measured", "evidence", "verdict", "criterion"))
     details: list[str] = []
-    for i, c in enumerate(claims, 1):
+    for i, c in enumerate(rows, 1):
         head, plain, grouped = measured_parts(c)
         parts = [f"**{head[0]}: {head[1]}**"] if head else []
         parts += [f"{k}: {v}" for k, v in plain]
         if grouped:
             parts.append(f"per {len(grouped)} groups: table {i} below")
-            details += [f"Table {i} ({c['id']}, {_setting_short(c)}):", "", group_table(grouped), ""]
-        meas = "<br>".join(parts)
+            details += [f"Table {i} ({c.id}, {_setting_short(c)}):", "", group_table(grouped).markdown(), ""]
         words, qualifiers, budget, ood = verdict_parts(c)
         verdict = "<br>".join([f"**{words}**{qualifiers}"] + ([budget] if budget else []) + ([f"**{ood}**"] if ood else []))
-        lines.append("| " + " | ".join(cell_text(x) for x in (
-            i, c["id"], c["statement"], setting_text(c),
-            meas or "-", check_evidence(c), verdict,
-            c["criterion"])) + " |")
-    return ("\n".join(lines) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
-            f"{counts_text(claims)}; only `test` rows count as support.\n"
+        table.add(i, c.id, c.statement, setting_text(c), "<br>".join(parts) or "-", c.evidence, verdict, c.criterion)
+    return (table.markdown() + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
+            f"{counts_text(rows)}; only `test` rows count as support.\n"
             + ("\n" + "\n".join(details) if details else ""))
 
 
-def measured_parts(c: dict[str, Any]) -> tuple[tuple[str, str] | None, list[tuple[str, str]],
-                                                dict[str, dict[str, Any]]]:
-    """A row's measured values as both renderers show them: (headline (key, text) or None, the other plain
-    entries as (key, text), the ``name[group]`` entries by group for :func:`group_table`)."""
-    measured = c.get("measured") or {}
-    plain, grouped = split_measured(measured)
-    key = c.get("headline")
-    head = (key, format_measured(measured[key])) if key in measured else None
-    return head, [(k, format_measured(v)) for k, v in plain.items() if k != key], grouped
+def measured_parts(c: Row) -> tuple[tuple[str, str] | None, list[tuple[str, str]], dict[str, dict[str, Any]]]:
+    """A row's measured values as both renderers show them: (headline (key, text), the other plain entries as
+    (key, text), the ``name[group]`` entries by group for :func:`group_table`)."""
+    plain, grouped = split_measured(c.measured)
+    head = (c.headline, format_measured(c.headline_entry))
+    return head, [(k, format_measured(v)) for k, v in plain.items() if k != c.headline], grouped
 
 
-def verdict_parts(c: dict[str, Any]) -> tuple[str, str, str, str]:
+def ood_text(flag: OutOfDistribution | None, format_measured: Callable[[Any], str]) -> str:
+    """"out of distribution: <why>; mean pairwise cosine at the head 0.994 ± 0.002 (n=2) (near 1: ...)", "" for
+    None."""
+    if not flag:
+        return ""
+    return (f"out of distribution: {flag.why}; mean pairwise cosine at the head "
+            f"{format_measured(flag.mean_pairwise_cosine_h)} (near 1: every input maps near one direction)")
+
+
+def verdict_parts(c: Row) -> tuple[str, str, str, str]:
     """A row's verdict cell, as both renderers show it: (the verdict words, what qualifies them, e.g.
     ", budget-limited (1 of 4 cells failed)", the budget line, the out-of-distribution flag); "" where absent."""
-    qualifiers = _limited(c) + (f" ({c['incomplete']})" if c.get("incomplete") else "")
+    qualifiers = _limited(c) + (f" ({c.incomplete})" if c.incomplete else "")
     budget = ""
-    if c.get("budget"):
-        basis = f" ({c['budget']['basis']})" if c["budget"].get("basis") else ""
-        budget = f"budget: {budget_text(c['budget'], label=False)}{basis}"
-    return verdict_text(c), qualifiers, budget, ood_text(c.get("out_of_distribution"), format_measured)
+    if c.budget:
+        basis = f" ({c.budget.basis})" if c.budget.basis else ""
+        budget = f"budget: {budget_text(c.budget, label=False)}{basis}"
+    return verdict_text(c), qualifiers, budget, ood_text(c.out_of_distribution, format_measured)
 
 
-def setting_text(c: dict[str, Any]) -> str:
+def setting_text(c: Row) -> str:
     """A row's setting as ``key=value; ...``, its source last."""
-    return _setting(c.get("setting")) + (f"; source={c['source']}" if c.get("source") else "")
+    return _setting(c.setting) + (f"; source={c.source}" if c.source else "")
 
 
-def _setting_short(c: dict[str, Any]) -> str:
-    s = c.get("setting") or {}
+def _setting_short(c: Row) -> str:
+    s = c.setting
     keys = ("state", "reading", "part", "preset")
-    return ", ".join(f"{k} {s[k]}" for k in keys if isinstance(s, dict) and s.get(k)) or str(c.get("statement", ""))[:60]
+    return ", ".join(f"{k} {s[k]}" for k in keys if s.get(k)) or c.statement[:60]
 
 
 def count_noun(n: int, noun: str, plural: str | None = None) -> str:
@@ -165,73 +165,72 @@ def count_noun(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def distinct_settings(group: list[dict[str, Any]]) -> list[str]:
-    """Per entry, the ``key=value`` of the setting keys whose values differ within ``group``."""
-    settings = [c.get("setting") if isinstance(c.get("setting"), dict) else {} for c in group]
+def distinct_settings(group: list[Row], prefer: tuple[str, ...] = ()) -> list[str]:
+    """Per row, the ``key=value`` of the setting keys whose values differ within ``group``; with ``prefer``,
+    only those of its keys that differ, when any does."""
+    settings = [r.setting for r in group]
     keys = list(dict.fromkeys(k for s in settings for k in s))
     varying = [k for k in keys if len({repr(s.get(k)) for s in settings}) > 1]
+    varying = [k for k in varying if k in prefer] or varying
     return [", ".join(f"{k}={s[k]}" for k in varying if k in s) for s in settings]
 
 
-def format_claims_short(claims: list[dict[str, Any]], width: int = 100) -> str:
-    """A plain-text claims table for the terminal, every line at most ``width`` characters.
+TERMINAL_KEYS = NAME_KEYS + ("data", "dataset", "backbone", "head_input", "family")
+"""The setting keys the terminal summary tells rows apart by, when they differ (other settings are in report.md)."""
 
-    One block per claim id and experiment: a line with the claim id (and the experiment's id when
-    it differs, e.g. ``C8 (ABLATION)``) and the statement, then one line per entry with its
-    evidence kind and verdict, the setting keys that tell the block's entries apart, and the
-    measured values, the row's headline first; last, the number of entries per kind and verdict.
-    """
-    if not claims:
+
+def format_claims_short(rows: list[Row], width: int = 100) -> str:
+    """A plain-text claims table for the terminal, lines at most ``width`` characters wherever no single word
+    is longer: cells wrap at word boundaries, never cutting a word.
+
+    One block per claim id and experiment: the claim id (and the experiment's id when it differs, e.g.
+    ``C8 (ABLATION)``) and the statement, then a table of its rows: evidence kind and verdict, the setting
+    keys that tell the block's rows apart (those of :data:`TERMINAL_KEYS` when any of them does), and the
+    headline measure (the one the verdict was decided on; the others are in report.md);
+    last, the number of rows per kind and verdict."""
+    if not rows:
         return "no claim entries were produced"
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for c in claims:
-        groups.setdefault((str(c["id"]), str(c.get("experiment") or c["id"])), []).append(c)
-    verdicts = [_short_verdict(c) for c in claims]
-    w_verdict = max(len(v) for v in verdicts)
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((r.id, r.experiment or r.id), []).append(r)
     lines: list[str] = []
     for (cid, exp), group in groups.items():
         label = cid if exp == cid else f"{cid} ({exp})"
-        lines.append(_cut(f"{label}  {' '.join(str(group[0].get('statement', '')).split())}", width))
-        distinct = [_cut(d, max(20, width // 3)) for d in distinct_settings(group)]
-        w_distinct = max(len(d) for d in distinct)
-        for c, d in zip(group, distinct):
-            verdict = _short_verdict(c)
-            entries = c.get("measured") or {}
-            first = [c["headline"]] if c.get("headline") in entries else []  # the measure that decided, first
-            meas = "; ".join(f"{k}={format_measured(entries[k])}"
-                             for k in first + [k for k in entries if k not in first])
-            columns = [verdict.ljust(w_verdict)] + ([d.ljust(w_distinct)] if w_distinct else []) + [meas]
-            lines.append(_cut("  " + "  ".join(columns).rstrip(), width))
-    lines.append(_cut(count_noun(len(claims), "claim entry", "claim entries") + " (only tests count as support):",
-                      width))
-    lines += [_cut("  " + part, width) for part in counts_text(claims).split("; ")]
+        distinct = distinct_settings(group, prefer=TERMINAL_KEYS)
+        lines += wrap(f"{label}  {' '.join(group[0].statement.split())}", width)
+        table = Table(["verdict"] + (["setting"] if any(distinct) else []) + ["measured"])
+        for r, d in zip(group, distinct):
+            more = len(r.measured) - 1
+            meas = f"{r.headline}={format_measured(r.headline_entry)}" + (f"; +{more} more in report.md" if more else "")
+            table.add(_short_verdict(r), *([d] if any(distinct) else []), meas)
+        lines.append(table.text(width, indent="  ", header=False))
+    lines.append("\n".join(wrap(count_noun(len(rows), "claim entry", "claim entries")
+                                + " (only tests count as support):", width)))
+    lines += ["  " + line for part in counts_text(rows).split("; ") for line in wrap(part, width - 2)]
     return "\n".join(lines)
 
 
-def _short_verdict(c: dict[str, Any]) -> str:
+def _short_verdict(c: Row) -> str:
     """``[kind] verdict words`` for the terminal table."""
-    return (tagged_verdict(c) + _limited(c)
-            + (" (incomplete)" if c.get("incomplete") else "")
-            + (" (head out of distribution)" if c.get("out_of_distribution") else ""))
+    return (tagged_verdict(c) + _limited(c) + (" (incomplete)" if c.incomplete else "")
+            + (" (head out of distribution)" if c.out_of_distribution else ""))
 
 
-def _limited(c: dict[str, Any]) -> str:
+def _limited(c: Row) -> str:
     """", budget-limited" for a verdict reached below the budget threshold of headgeom.claims.budget."""
-    return f", {LIMITED_LABEL}" if (c.get("budget") or {}).get("limited") else ""
+    return f", {LIMITED_LABEL}" if c.budget and c.budget.limited else ""
 
 
-def config_table(config: Any) -> str:
+def config_table(config: Any) -> Table | str:
+    """The resolved config as a table of ``field | `value``` (nested keys dotted); text when it is no dict."""
     if not isinstance(config, dict):
-        return f"`{cell_text(config)}`\n"
+        return f"`{cell_text(config)}`"
     if not config:
-        return "_(empty config)_\n"
-    lines = ["| field | value |", "|---|---|"]
-    lines += [f"| {cell_text(k)} | `{cell_text(v)}` |" for k, v in dotted(config).items()]
-    return "\n".join(lines) + "\n"
+        return "_(empty config)_"
+    table = Table(("field", "value"))
+    for k, v in dotted(config).items():
+        table.add(k, f"`{v}`")
+    return table
 
 
 def dotted(config: dict[str, Any]) -> dict[str, Any]:
@@ -274,18 +273,24 @@ def summary_note() -> str:
             "re-judged\" are the paper's own released runs (docs/paper.md §3.8) judged by the same rules, at their budget.")
 
 
-def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]]) -> list[str]:
+def config_markdown(config: Any) -> str:
+    """:func:`config_table` as markdown, with its trailing newline."""
+    table = config_table(config)
+    return (table.markdown() if isinstance(table, Table) else table) + "\n"
+
+
+def _experiment_section(eid: str, e: dict[str, Any], rows: list[Row]) -> list[str]:
     out = [f"### {eid}: {e['title']}", "", f"> {e['statement']}", ""]
     out += [run_text(e), ""]
-    out += ["<details><summary>Resolved config</summary>", "", config_table(e.get("config")), "</details>", ""]
-    mine = [c for c in claims if c.get("experiment") == eid]
+    out += ["<details><summary>Resolved config</summary>", "", config_markdown(e.get("config")), "</details>", ""]
+    mine = [r for r in rows if r.experiment == eid]
     if mine:
-        out += ["Claims: " + "; ".join(f"{c['id']} **{verdict_text(c)}** ({check_evidence(c)})" for c in mine), ""]
-        flagged = [(c, d) for c, d in zip(mine, distinct_settings(mine)) if c.get("out_of_distribution")]
+        out += ["Claims: " + "; ".join(f"{r.id} **{verdict_text(r)}** ({r.evidence})" for r in mine), ""]
+        flagged = [(r, d) for r, d in zip(mine, distinct_settings(mine)) if r.out_of_distribution]
         if flagged:  # the rows named by the setting keys that tell them apart
             out += ["**Heads evaluated out of distribution:**", ""]
-            out += [f"- {c['id']} ({d or c['statement']}): {ood_text(c['out_of_distribution'], format_measured)}"
-                    for c, d in flagged] + [""]
+            out += [f"- {r.id} ({d or r.statement}): {ood_text(r.out_of_distribution, format_measured)}"
+                    for r, d in flagged] + [""]
     for title, table in e.get("tables", []):
         out += [f"#### {title}", "", table.rstrip(), ""]
     if e.get("figures"):
@@ -302,13 +307,18 @@ def _experiment_section(eid: str, e: dict[str, Any], claims: list[dict[str, Any]
     return out
 
 
-def home_claim(eid: str, claims: list[dict[str, Any]]) -> str | None:
+def home_claim(eid: str, rows: list[Row]) -> str | None:
     """The claim id an experiment's section sits under: that of its first row (GRID → C5), else its
     own id when it names a claim (an experiment whose cells all failed), else None."""
-    ids = [str(c["id"]) for c in claims if c.get("experiment") == eid]
+    ids = [r.id for r in rows if r.experiment == eid]
     if ids:
         return ids[0]
     return eid if re.fullmatch(r"C\d+", eid) else None
+
+
+def rows_of(results: Mapping[str, Any]) -> list[Row]:
+    """The claim rows of a results.json dict, each checked (:meth:`headgeom.claims.row.Row.from_json`)."""
+    return [Row.from_json(c) for c in results.get("claims", [])]
 
 
 def warnings(results: dict[str, Any]) -> list[str]:
@@ -332,33 +342,34 @@ def render_report(results: dict[str, Any]) -> str:
     """The whole report.md text from the results.json dict: the one-screen summary (a line per claim),
     then per claim its rows and the sections of the experiments that measured it."""
     exps = results.get("experiments", {})
-    claims = results.get("claims", [])
+    rows = rows_of(results)
     seeds = results.get("seeds")
+    summary = (summary_table(rows, format_measured, results.get("preset")).markdown() + "\n" if rows
+               else "_No claim entries were produced._\n")
     notice = released_notice(results)
     lines = ["# headgeom: claims report", "", *([notice, ""] if notice else []),
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
-             "## Summary", "", summary_table(claims, format_measured, cell_text, results.get("preset")),
-             summary_note(), ""]
+             "## Summary", "", summary, summary_note(), ""]
     for warning in warnings(results):
         lines += [warning, ""]
     lines += ["## Details", "", environment_text(results.get("environment", {})), "",
               f"Experiments: {', '.join(exps) or 'none'}. Evidence kinds:", "", evidence_legend()]
-    groups = by_claim(claims)
-    homes = {eid: home_claim(eid, claims) for eid in exps}
+    groups = by_claim(rows)
+    homes = {eid: home_claim(eid, rows) for eid in exps}
     for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
-        rows = groups.get(cid, [])
-        short = CLAIMS[cid].short if cid in CLAIMS else (rows[0]["statement"] if rows else "")
-        lines += [f"## {cid}: {short}", "", claims_table(rows) if rows else "_No claim rows (see below)._\n"]
+        group = groups.get(cid, [])
+        short = claim_of(cid, group[0].statement if group else "").short
+        lines += [f"## {cid}: {short}", "", claims_table(group) if group else "_No claim rows (see below)._\n"]
         for eid, e in exps.items():
             if homes[eid] == cid:
-                lines += _experiment_section(eid, e, claims)
+                lines += _experiment_section(eid, e, rows)
     orphans = [eid for eid, h in homes.items() if h is None]
     if orphans:
         lines += ["## Experiments without claim rows", ""]
         for eid in orphans:
-            lines += _experiment_section(eid, exps[eid], claims)
+            lines += _experiment_section(eid, exps[eid], rows)
     return "\n".join(lines).rstrip() + "\n"
 
 

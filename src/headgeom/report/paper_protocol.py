@@ -1,25 +1,29 @@
 """The authors' protocol (docs/paper.md §3, and each claim's setup in §2) as data, and where our
 paper presets depart from it.
 
-The one home of the paper's settings. ``PROTOCOL[id]`` holds, for each key setting of an
-experiment, the value the paper states; a tuple is the set of values over the paper's runs (the
-grid's three learning rates, C8's two heads). ``DIFFERENCES[id]`` names the settings where our
-``paper`` preset departs from it, each with the reason. :func:`preset_settings` reads the same keys
-off a preset: from the ``headgeom.train.TrainConfig`` of every cell (``Experiment.train_config``),
-then the number of seeds and runs, then the experiment's config. ``headgeom reproduce --dry-run``
-prints both side by side, and the tests check that the paper preset equals the paper everywhere
-except at the listed differences (and that every listed difference is a real one).
+Each experiment declares its own protocol (``Experiment.protocol``, a :class:`PaperProtocol`): for each
+key setting the value the paper states, and where our ``paper`` preset departs from it, with the reason.
+This module is the home of what they share: the paper's two training recipes (:data:`SIMSIAM`,
+:data:`SIMCLR`), its backbones and head strings, and how a preset's settings are read
+(:func:`preset_settings`: from the ``headgeom.train.TrainConfig`` of every cell
+(``Experiment.train_config``), then the number of seeds and runs, then the experiment's config).
+``headgeom reproduce --dry-run`` prints both side by side, and the tests check that the paper preset
+equals the paper everywhere except at the listed differences (and that every listed difference is a
+real one).
 
 Settings the paper describes in words that no config field holds (C8's curvature estimate) are
-written as text on both sides: the paper's in ``PROTOCOL``, ours in ``DESCRIBED``.
+written as text on both sides: the paper's in ``settings``, ours in ``described``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from headgeom.methods.registry import get_method_class
 
-__all__ = ["DESCRIBED", "DIFFERENCES", "PROTOCOL", "SECTION", "as_set", "preset_settings", "show", "train_settings"]
+__all__ = ["RESNET18", "SECTION", "SIMCLR", "SIMSIAM", "VIT_TINY", "PaperProtocol", "as_set", "paper_heads",
+           "paper_predictors", "preset_settings", "show", "train_settings"]
 
 SECTION = "docs/paper.md §2-3"
 
@@ -35,73 +39,33 @@ SIMCLR = {"dataset": "cifar10", "backbone": RESNET18, "method": "simclr_oneway",
           "lr": 1e-3, "temperature": 0.1}
 
 
-def _heads(acts: tuple[str, ...], bn: bool = False) -> tuple[str, ...]:
+def paper_heads(acts: tuple[str, ...], bn: bool = False) -> tuple[str, ...]:
+    """The paper's SimSiam projector (2048-2048, no bias) with each activation, as head strings."""
     return tuple(f"d-2048-2048:{a}:nobias" + (":bn:last=bn" if bn else "") for a in acts)
 
 
-def _predictors(acts: tuple[str, ...], bn: bool = False) -> tuple[str, ...]:
+def paper_predictors(acts: tuple[str, ...], bn: bool = False) -> tuple[str, ...]:
+    """The paper's SimSiam predictor (512-2048, no bias) with each activation, as head strings."""
     return tuple(f"d-512-2048:{a}:nobias" + (":bn" if bn else "") for a in acts)
 
 
-PROTOCOL: dict[str, dict[str, Any]] = {
-    "GRID": {**SIMSIAM,  # linear (0.05); swish, relu × {BN, no BN} × {0.05, 0.5, 0.005}; gelu (no BN, 0.05)
-             "head": _heads(("linear", "silu", "relu", "gelu")) + _heads(("silu", "relu"), bn=True),
-             "predictor": _predictors(("linear", "silu", "relu", "gelu")) + _predictors(("silu", "relu"), bn=True),
-             "pseudo_collapse": 0.1, "epochs": 50, "batch_size": 512, "lr": (0.005, 0.05, 0.5), "runs": 14,
-             "seeds": 3, "track_every": 97},  # tracked per epoch: 50,000 // 512 steps
-    "C8": {"dataset": "cifar10", "backbone": RESNET18, "method": "simsiam", "optimizer": "sgd",
-           "head": _heads(("silu", "relu")),  # normal+Swish, collapsed+Swish, collapsed+ReLU; no BN
-           "pseudo_collapse": (None, 0.1), "epochs": 100, "batch_size": 256, "lr": 0.05, "runs": 3,
-           "track_every": 195,  # per epoch: 50,000 // 256 steps
-           "curvature": "λ_min of the HVP operator of the batch loss w.r.t. z1 (power iteration), 5 batches per epoch"},
-    # not a paper experiment: the grid's SimSiam at lr 0.05 with the paper's activations, no BN
-    "ABLATION": {**SIMSIAM, "head": _heads(("linear", "relu", "silu", "gelu")),
-                 "predictor": _predictors(("linear", "relu", "silu", "gelu")), "pseudo_collapse": 0.1,
-                 "epochs": 50, "batch_size": 512, "lr": 0.05, "track_every": 97},
-    "C9": {**SIMCLR, "backbone": (RESNET18, VIT_TINY), "runs": 2, "orbit_classes": 5, "orbit_per_class": 3,
-           "steps": 12, "families": "rotation"},  # 12 rotations 0-330°
-    # depth 1/2/3 heads (our count: hidden layers)
-    "C11": {**SIMCLR, "head": ("d-2048-2048:relu:nobias:bn:last=bn", "d-2048-2048-2048:relu:nobias:bn:last=bn",
-                               "d-2048-2048-2048-2048:relu:nobias:bn:last=bn"),
-            "runs": 3, "orbit_classes": 5, "orbit_per_class": 3, "orbit_steps": 12},
-    # rotation probe backbone vs head: C10/R18, ViT, C100
-    "C12": {**SIMCLR, "dataset": ("cifar10", "cifar100"), "backbone": (RESNET18, VIT_TINY), "runs": 3},
-    # the theory checks' setups stated in the claims table (§2)
-    "C3": {"depths": (1, 2, 3)},  # "fit heads of depth 1-3 along a curve"
-    "C5": {"lrs": (0.005, 0.05, 0.5), "bn": (False, True)},  # "gradient flow vs GD at lr 0.005/0.05/0.5, ± BN"
-    "C10": {"test_images": 50, "image_size": 224, "steps": 12, "releases": 4,
-            "families": ("rotation_45", "hue", "saturation", "blur")},
-}
+@dataclass(frozen=True)
+class PaperProtocol:
+    """An experiment's protocol in the paper: ``settings`` holds, for each key setting, the value the paper
+    states (a tuple: the set of values over the paper's runs, e.g. the grid's three learning rates);
+    ``described``: our preset's side, in words, of a setting no config field holds (C8's curvature estimate);
+    ``differences``: the settings where our ``paper`` preset departs from the paper, each with the reason."""
 
-# what our preset does where no config field says it (the paper's side is in PROTOCOL)
-DESCRIBED: dict[str, dict[str, str]] = {
-    "C8": {"curvature": "exact eigenvalues (float64 eigh) of the per-sample H_eff blocks of 32 probe samples, "
-                        "once per epoch, ambient and tangential readings"},
-}
+    settings: Mapping[str, Any]
+    described: Mapping[str, str] = field(default_factory=dict)
+    differences: Mapping[str, str] = field(default_factory=dict)
 
-DIFFERENCES: dict[str, dict[str, str]] = {
-    "C8": {
-        "head": "adds a collapsed linear run: the claim (Fig. 3) is that ReLU and linear heads show no negative "
-                "curvature, and the paper tracked no linear head",
-        "runs": "the added collapsed-linear run (see head)",
-        "curvature": "power iteration on the shifted operator is wrong when the largest-magnitude eigenvalue is "
-                     "negative, and float32 HVPs under-resolve eigenvalues near 1e-6 (docs/paper.md §4 pitfalls 1-2); "
-                     "exact float64 blocks with a relative floor replace it",
-    },
-    "ABLATION": {
-        "head": "adds softplus and tanh heads: the ablation's question is smooth against non-smooth activations "
-                "beyond the paper's three",
-        "predictor": "follows the head's activation (see head)",
-        "pseudo_collapse": "starts from the default init, as Fig. 3's normal run, so that every activation is "
-                           "compared from the same uncollapsed start",
-    },
-    "C9": {
-        "orbit_per_class": "40 test images per class instead of 3: the bootstrap CIs over images the verdicts use "
-                           "need more than 15 images (C11 keeps the paper's 3)",
-        "families": "adds hue, saturation and blur orbits (the pretrained protocol's), reported beside rotation; "
-                    "rotation alone is judged, as in the paper",
-    },
-}
+    def __post_init__(self) -> None:
+        for name in ("described", "differences"):
+            extra = sorted(set(getattr(self, name)) - set(self.settings))
+            if extra:
+                raise ValueError(f"a paper protocol's {name} name settings the paper's do not: {extra}; "
+                                 f"it states {sorted(self.settings)}")
 
 
 def train_settings(tc: Any) -> dict[str, Any]:
@@ -139,7 +103,7 @@ def preset_settings(exp: Any, config: Any, cells: list[dict[str, Any]], n_seeds:
     """The value of each of ``keys`` in a resolved preset (one value, or the tuple of the distinct
     values over its cells); a key none of the sources has is left out."""
     per_cell = [train_settings(exp.train_config(config, c)) for c in cells] if exp.train_config else []
-    described = DESCRIBED.get(exp.id, {})
+    described = exp.protocol.described if exp.protocol is not None else {}
     out: dict[str, Any] = {}
     for key in keys:
         if per_cell and key in per_cell[0]:

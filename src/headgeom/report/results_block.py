@@ -18,9 +18,11 @@ from typing import Any
 
 from headgeom.claims.budget import budget_text
 from headgeom.claims.evidence import counts_text, verdict_text
+from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors
-from headgeom.report.markdown import cell_text, format_measured
-from headgeom.report.summary import CLAIMS, by_claim, least_budget, summary_table
+from headgeom.report.markdown import format_measured, rows_of
+from headgeom.report.summary import by_claim, claim_line, least_budget, summary_table
+from headgeom.report.table import Table
 
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- results-summary:begin -->", "<!-- results-summary:end -->"
@@ -31,63 +33,61 @@ __all__ = ["BEGIN", "END", "SUMMARY_BEGIN", "SUMMARY_END", "render_block", "rend
            "rendered_from", "summarized_from"]
 
 
-def _row_setting(c: dict[str, Any]) -> str:
-    s = c.get("setting") if isinstance(c.get("setting"), dict) else {}
+def _row_setting(c: Row) -> str:
+    s = c.setting
     parts = [f"{k} {s[k]}" for k in ROW_KEYS if s.get(k)]
-    if c.get("source") and not s.get("source"):
-        parts.append(f"source {c['source']}")
+    if c.source and not s.get("source"):
+        parts.append(f"source {c.source}")
     if s.get("head"):
         parts.append(f"head {s['head']}")
     return ", ".join(parts) or "-"
 
 
-def _rows_table(claims: list[dict[str, Any]]) -> str:
-    lines = ["| claim | row | evidence | verdict | headline | budget |", "|---|---|---|---|---|---|"]
-    for cid, rows in by_claim(claims).items():
-        for c in rows:
-            head = c.get("headline")
-            quoted = f"{head}: {format_measured(c['measured'][head])}" if head in (c.get("measured") or {}) else "-"
-            lines.append("| " + " | ".join(cell_text(x) for x in (
-                cid, _row_setting(c), c["evidence"], verdict_text(c), quoted,
-                budget_text(c.get("budget")) or "-")) + " |")
-    return "\n".join(lines)
+def _rows_table(rows: list[Row]) -> Table:
+    table = Table(("claim", "row", "evidence", "verdict", "headline", "budget"))
+    for cid, group in by_claim(rows).items():
+        for c in group:
+            table.add(cid, _row_setting(c), c.evidence, verdict_text(c),
+                      f"{c.headline}: {format_measured(c.headline_entry)}", budget_text(c.budget) or "-")
+    return table
+
+
+def _results(path: Path) -> tuple[dict[str, Any], list[Row]]:
+    results = json.loads(path.read_text(encoding="utf-8"))
+    return results, rows_of(results)
 
 
 def rendered_from(path: Path, title: str) -> str:
     """The part of the block for one results.json: its title, command, summary and rows."""
-    results = json.loads(path.read_text(encoding="utf-8"))
-    claims = results.get("claims", [])
+    results, rows = _results(path)
+    summary = summary_table(rows, format_measured).markdown() if rows else "_No claim entries were produced._"
     return "\n".join([
         f"**{title}** (`{path.as_posix()}`, written by `{results.get('command', 'headgeom reproduce')}`, "
         f"finished {results.get('finished', '?')}):", "",
-        summary_table(claims, format_measured, cell_text).rstrip(), "",
-        "<details><summary>Every row</summary>", "", _rows_table(claims), "", "</details>", ""])
+        summary, "",
+        "<details><summary>Every row</summary>", "", _rows_table(rows).markdown(), "", "</details>", ""])
 
 
-def _counts(rows: list[dict[str, Any]]) -> str:
+def _counts(rows: list[Row]) -> str:
     """A source's verdict counts by evidence kind, "budget-limited" when its least budget is; "-" without rows."""
     if not rows:
         return "-"
     budget = least_budget(rows)
-    return counts_text(rows) + ("; budget-limited" if budget and budget.get("limited") else "")
+    return counts_text(rows) + ("; budget-limited" if budget and budget.limited else "")
 
 
 def summarized_from(path: Path, title: str, shown: str | None = None) -> str:
     """The short form for one results.json: its title and one line per claim, the verdict counts of
     ours and, when the file has any, of the authors' runs re-judged. ``shown``: the path to print."""
-    results = json.loads(path.read_text(encoding="utf-8"))
-    groups = by_claim(results.get("claims", []))
-    authors = any(is_authors(c) for rows in groups.values() for c in rows)
-    head = ["claim", "statement", "ours"] + ([AUTHORS] if authors else [])
-    lines = [f"**{title}** (`{shown or path.as_posix()}`, finished {results.get('finished', '?')}):", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for cid, rows in groups.items():
-        statement = CLAIMS[cid].short if cid in CLAIMS else str(rows[0].get("statement", ""))
-        cells = [cid, statement, _counts([r for r in rows if not is_authors(r)])]
-        if authors:
-            cells.append(_counts([r for r in rows if is_authors(r)]))
-        lines.append("| " + " | ".join(cell_text(x) for x in cells) + " |")
-    return "\n".join(lines) + "\n"
+    results, rows = _results(path)
+    groups = by_claim(rows)
+    authors = any(is_authors(c) for c in rows)
+    table = Table(["claim", "statement", "ours"] + ([AUTHORS] if authors else []))
+    for cid, group in groups.items():
+        cells = [cid, claim_line(cid, group).short, _counts([r for r in group if not is_authors(r)])]
+        table.add(*cells, *([_counts([r for r in group if is_authors(r)])] if authors else []))
+    return "\n".join([f"**{title}** (`{shown or path.as_posix()}`, finished {results.get('finished', '?')}):", "",
+                      table.markdown()]) + "\n"
 
 
 def render_block(sources: list[tuple[Path, str]], root: Path) -> str:

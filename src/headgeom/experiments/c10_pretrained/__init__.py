@@ -51,6 +51,7 @@ from headgeom.experiments.registry import Experiment, register
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbits
 from headgeom.orbits.model_input import prepare_images
+from headgeom.report.paper_protocol import PaperProtocol
 
 __all__ = ["C10Config", "FAMILIES", "RATIO_KEYS", "STATEMENT", "cells", "load_images", "quick", "small", "paper",
            "run_cell", "summarize"]
@@ -261,6 +262,9 @@ def _analyse(config: C10Config, cell: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+PAPER_PROTOCOL = PaperProtocol({"test_images": 50, "image_size": 224, "steps": 12, "releases": 4,
+                                "families": ("rotation_45", "hue", "saturation", "blur")})  # docs/paper.md#c10
+
 EXPERIMENT = register(Experiment(
     id="C10",
     title="Pretrained dichotomy: DINO heads compress orbits, VICReg and Barlow Twins heads expand (§6.3)",
@@ -270,4 +274,5 @@ EXPERIMENT = register(Experiment(
     run_cell=run_cell,
     summarize=summarize,
     resources=RESOURCES,
+    protocol=PAPER_PROTOCOL,
 ))

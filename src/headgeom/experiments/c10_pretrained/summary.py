@@ -1,11 +1,11 @@
 """C10 summary: claims, tables and notes from the per-checkpoint orbit ratios (the paper's §6.3; docs/paper.md#c10).
 
-The verdict rule (stated in every claim): for each checkpoint × family, the ratio z / h(z) of
-the chosen metric *compresses* when its bootstrap CI lies above 1 and *expands* when it lies
-below 1. A method's claim is supported when every pair of its checkpoints × families goes the
-stated way (DINO: compress; VICReg, Barlow Twins: expand), not supported when any pair goes the
-opposite way, and inconclusive otherwise or when a checkpoint file is missing. The dichotomy is
-supported when all three method claims are, not supported when any is not.
+The verdict rule (stated in every claim; :mod:`headgeom.claims.orbit_direction`): for each checkpoint ×
+family, the ratio z / h(z) of the chosen metric *compresses* when its bootstrap CI lies above 1 and
+*expands* when it lies below 1. A method's claim is supported when every pair of its checkpoints ×
+families goes the stated way (DINO: compress; VICReg, Barlow Twins: expand), not supported when any
+pair goes the opposite way, and inconclusive otherwise or when a checkpoint file is missing. The
+dichotomy is supported when all three method claims are, not supported when any is not.
 
 The claims use ``selectivity`` (= the L2 trace ratio / the global ratio) with the head fed raw z
 (:data:`DECIDED_BY` says why); a second dichotomy entry uses the paper's per-dimension ratio. The
@@ -21,25 +21,27 @@ official checkpoints could come out either way; the dichotomy rows combine the m
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
 from headgeom.checkpoints.pretrained_files import (EXPECTED_FILES, checkpoints_dir, file_cell, placement_message,
                                                    placement_table)
-from headgeom.experiments.registry import Summary
-from headgeom.io import json_number
 from headgeom.claims.estimates import measured as measured_entry
 from headgeom.claims.evidence import TEST
+from headgeom.claims.orbit_direction import OPPOSITE, dichotomy_verdict, direction, direction_verdict
+from headgeom.claims.row import Row
+from headgeom.claims.verdict import Verdict
+from headgeom.experiments.registry import Summary
+from headgeom.io import json_number
 from headgeom.report.plots import c10_pretrained as plots
+from headgeom.report.table import Table
 
-__all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "direction",
-           "method_verdict", "summarize"]
+__all__ = ["DECIDED_BY", "METHODS", "METRICS", "PRIMARY", "PAPER_METRIC", "STATEMENT", "TRACE", "method_verdict",
+           "summarize"]
 
 STATEMENT = ("§6.3: DINO heads compress augmentation orbits (orbit variance falls through the head), "
              "VICReg and Barlow Twins heads expand them")
 METHODS = {"dino": ("DINO", "compress"), "vicreg": ("VICReg", "expand"), "barlow_twins": ("Barlow Twins", "expand")}
-OPPOSITE = {"compress": "expand", "expand": "compress"}
 METRICS = {
     "trace_ratio_raw": "tr Σ_z / tr Σ_h of raw features (dimension-fair)",
     "per_dim_ratio_raw": "(tr Σ_z / D_z) / (tr Σ_h / D_h) of raw features (the paper's per-dimension ratio)",
@@ -68,14 +70,6 @@ def _f(x: Any) -> float:
     return json_number(x)
 
 
-def direction(est: dict[str, Any]) -> str:
-    """"compress" (CI above 1), "expand" (CI below 1), "neither" (CI holds 1) or "undefined"."""
-    lo, hi = (_f(c) for c in (est.get("ci") or [None, None]))
-    if math.isnan(lo) or math.isnan(hi):
-        return "undefined"
-    return "compress" if lo > 1 else "expand" if hi < 1 else "neither"
-
-
 def _split(config: Any, results: list[tuple[dict, dict]]) -> tuple[dict[str, dict], list[str], str | None]:
     """(measured metrics by release, releases without a measurement, the checkpoint directory)."""
     measured = {m["release"]: m for _, m in results if m.get("status") == "measured"}
@@ -102,23 +96,22 @@ def _unmeasured(missing: list[str], directory: str | None) -> dict[str, str]:
 
 
 def method_verdict(method: str, metric: str, head_input: str, measured: dict[str, dict],
-                   families: tuple[str, ...]) -> tuple[str, list[tuple[str, str, str, dict]], list[str]]:
-    """(verdict, [(release, family, direction, estimate)], releases of the method not measured)."""
+                   families: tuple[str, ...]) -> tuple[Verdict, list[tuple[str, str, str, dict]], list[str]]:
+    """(verdict, [(release, family, direction, estimate)], releases of the method not measured): the rule of
+    :func:`headgeom.claims.orbit_direction.direction_verdict` (its headline names the pair that decided, as
+    ``metric[release/family]``), inconclusive while a checkpoint of the method is missing."""
     releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
     missing = [r for r in releases if r not in measured]
     if missing:
-        return "inconclusive", [], missing
+        return direction_verdict({}, METHODS[method][1], complete=False), [], missing
     pairs = []
     for r in releases:
         for fam in families:
             est = measured[r]["families"][fam]["ratios"][head_input][metric]
             pairs.append((r, fam, direction(est), est))
-    want = METHODS[method][1]
-    if all(d == want for _, _, d, _ in pairs):
-        return "supported", pairs, []
-    if any(d == OPPOSITE[want] for _, _, d, _ in pairs):
-        return "not supported", pairs, []
-    return "inconclusive", pairs, []
+    lead = next((f"{metric}[{r}/{fam}]" for r, fam, _, _ in pairs if r == HEADLINE_RELEASE[method]), None)
+    verdict = direction_verdict({f"{metric}[{r}/{fam}]": d for r, fam, d, _ in pairs}, METHODS[method][1], lead)
+    return verdict, pairs, []
 
 
 def _ci_measured(est: dict[str, Any], n: int) -> dict[str, Any]:
@@ -134,7 +127,7 @@ def _criterion(metric: str, head_input: str, level: float, what: str) -> str:
             "where; download addresses in the C10 checkpoint-file table)")
 
 
-def _method_claim(config: Any, method: str, measured: dict, directory: str | None) -> tuple[dict, str]:
+def _method_claim(config: Any, method: str, measured: dict, directory: str | None) -> tuple[Row, str]:
     name, want = METHODS[method]
     metric, head_input = PRIMARY
     verdict, pairs, missing = method_verdict(method, metric, head_input, measured, tuple(config.families))
@@ -155,25 +148,16 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
         setting["which"] = f"DINO {config.which}"
     setting.update(_unmeasured(missing, directory))
     what = (f"supported if every {name} checkpoint x family is '{want}', not supported if any is '{OPPOSITE[want]}'")
-    claim = {"id": "C10", "statement": f"§6.3: {name} heads {want} augmentation orbits "
-             + ("(orbit variance falls through the head)" if want == "compress"
-                else "(orbit variance grows through the head)"),
-             "setting": setting, "measured": meas, "verdict": verdict, "evidence": TEST,
-             "criterion": DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)}
-    if pairs:  # the pair that decided: the first going the opposite way (not supported) or not the stated way
-        # (inconclusive); when every pair goes the stated way, the first family of the method's headline checkpoint
-        if verdict == "supported":
-            first = next((p for p in pairs if p[0] == HEADLINE_RELEASE[method]), pairs[0])
-        else:
-            bad = OPPOSITE[want] if verdict == "not supported" else None
-            first = next(p for p in pairs if (p[2] == bad if bad else p[2] != want))
-        claim["headline"] = f"{metric}[{first[0]}/{first[1]}]"
-    else:  # a checkpoint was not measured: that decided
+    if not pairs:  # a checkpoint was not measured: that decided
         releases = [r for r, e in EXPECTED_FILES.items() if e.method == method]
         meas["checkpoints_measured"] = measured_entry([float(r in measured) for r in releases],
                                                       what=f"1 if the {name} checkpoint was measured")
-        claim["headline"] = "checkpoints_measured"
-    return claim, verdict
+    claim = Row(id="C10", statement=f"§6.3: {name} heads {want} augmentation orbits "
+                + ("(orbit variance falls through the head)" if want == "compress"
+                   else "(orbit variance grows through the head)"),
+                setting=setting, measured=meas, verdict=verdict.outcome, evidence=TEST, headline=verdict.headline,
+                criterion=DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what))
+    return claim, verdict.outcome
 
 
 def _images_text(config: Any) -> str:
@@ -182,15 +166,8 @@ def _images_text(config: Any) -> str:
 
 
 def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: str, missing: list[str],
-               directory: str | None) -> dict:
-    if missing:  # the dichotomy is about all four checkpoints
-        verdict = "inconclusive"
-    elif all(v == "supported" for v in verdicts.values()):
-        verdict = "supported"
-    elif any(v == "not supported" for v in verdicts.values()):
-        verdict = "not supported"
-    else:
-        verdict = "inconclusive"
+               directory: str | None) -> Row:
+    verdict = dichotomy_verdict(verdicts, complete=not missing)  # the dichotomy is about all four checkpoints
     setting = {"metric": metric, "head_input": f"{head_input} z", "families": ", ".join(config.families),
                "images": _images_text(config)}
     setting.update(_unmeasured(missing, directory))
@@ -202,11 +179,10 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
         "methods_not_supported": measured_entry([float(v == "not supported") for v in verdicts.values()],
                                                 what="1 if the method's claim under this metric is not supported"),
         **{f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}}
-    return {"id": "C10", "statement": STATEMENT, "setting": setting, "measured": meas, "verdict": verdict,
-            "headline": "methods_not_supported" if verdict == "not supported" else "methods_supported",
-            "evidence": TEST,
-            "criterion": (DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
-            + _criterion(metric, head_input, config.level, what)}
+    return Row(id="C10", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict.outcome,
+               headline=verdict.headline, evidence=TEST,
+               criterion=(DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
+               + _criterion(metric, head_input, config.level, what))
 
 
 def _fmt(est: dict | None) -> str:
@@ -216,7 +192,7 @@ def _fmt(est: dict | None) -> str:
     return f"{_f(est['value']):.3g} [{lo:.3g}, {hi:.3g}]"
 
 
-def _ratio_table(config: Any, measured: dict) -> str:
+def _ratio_table(config: Any, measured: dict) -> Table:
     inputs = [v for v in ("raw", "l2") if v in config.head_inputs]
     cols = ["checkpoint", "family", "D_z", "D_h", "D_h/D_z"]
     for v in inputs:
@@ -224,7 +200,7 @@ def _ratio_table(config: Any, measured: dict) -> str:
     cols += ["selectivity (raw in, decides)", "global ratio (raw in)", "trace L2 (raw in)", "centred trace L2 (raw in)"]
     cols += [f"mean pairwise cosine h ({v} in{', out of distribution' if v == 'l2' else ''})" for v in inputs]
     cols += ["class/orbit z → h (raw in), change [CI]", "fresh head trace raw", "paper per-dim / repro trace"]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    table = Table(cols, title=f"C10 orbit variance ratios z / h(z) at the head output (value [{config.level:.0%} CI])")
     for r in EXPECTED_FILES:
         if r not in measured:
             continue
@@ -243,33 +219,35 @@ def _ratio_table(config: Any, measured: dict) -> str:
                     f"x {_fmt(fr['ratios']['raw'].get('class_orbit_change'))}",
                     _fmt((fr.get("controls") or {}).get("fresh_head", {}).get("raw", {}).get("trace_ratio_raw")),
                     f"{PAPER_PER_DIM[r]:g} / {REPRO_TRACE[r]:g}" if fam == "rotation_45" else "-"]
-            lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
+            table.add(*row)
+    return table
 
 
-def _profile_table(config: Any, measured: dict) -> str:
+def _profile_table(config: Any, measured: dict) -> Table:
     """trace_ratio_raw (z over each point) after every head layer, head fed raw z, per family."""
-    lines = ["| checkpoint | family | z / point, raw trace (point, layer, D) |", "|---|---|---|"]
+    table = Table(("checkpoint", "family", "z / point, raw trace (point, layer, D)"),
+                  title="C10 where the change happens: raw trace ratio z / point after each head layer")
     for r in EXPECTED_FILES:
         if r not in measured:
             continue
         for fam, fr in measured[r]["families"].items():
             pts = "; ".join(f"{p} {v.get('module', '')} (D={v['dim']}): {_f(v['trace_ratio_raw']):.3g}"
                             for p, v in fr["by_point"].items() if not p.startswith("l2z/"))
-            lines.append(f"| {EXPECTED_FILES[r].label} | {fam} | {pts} |")
-    return "\n".join(lines)
+            table.add(EXPECTED_FILES[r].label, fam, pts)
+    return table
 
 
-def _verdict_table(config: Any, measured: dict) -> tuple[str, dict[tuple[str, str], dict[str, str]]]:
+def _verdict_table(config: Any, measured: dict) -> tuple[Table, dict[tuple[str, str], dict[str, str]]]:
     inputs = [v for v in ("raw", "l2") if v in config.head_inputs]
     combos = [(m, v) for v in inputs for m in METRICS]
-    table = {c: {meth: method_verdict(meth, c[0], c[1], measured, tuple(config.families))[0] for meth in METHODS}
+    table = {c: {meth: method_verdict(meth, c[0], c[1], measured, tuple(config.families))[0].outcome
+                 for meth in METHODS}
              for c in combos}
-    lines = ["| method (stated) | " + " | ".join(f"{m} ({v} in)" for m, v in combos) + " |",
-             "|" + "---|" * (len(combos) + 1)]
+    out = Table(["method (stated)", *(f"{m} ({v} in)" for m, v in combos)],
+                title=f"C10 verdict each metric would give (the claims use {PRIMARY[0]}, {PRIMARY[1]} in)")
     for meth, (name, want) in METHODS.items():
-        lines.append(f"| {name} ({want}) | " + " | ".join(table[c][meth] for c in combos) + " |")
-    return "\n".join(lines), table
+        out.add(f"{name} ({want})", *(table[c][meth] for c in combos))
+    return out, table
 
 
 def _notes(config: Any, measured: dict, missing: list[str], directory: str | None,
@@ -329,18 +307,15 @@ def summarize(config: Any, results: list[tuple[dict, dict]]) -> Summary:
         claim, verdicts[method] = _method_claim(config, method, measured, directory)
         claims.append(claim)
     claims.append(_dichotomy(config, verdicts, *PRIMARY, missing, directory))
-    paper_verdicts = {m: method_verdict(m, *PAPER_METRIC, measured, tuple(config.families))[0] for m in METHODS}
+    paper_verdicts = {m: method_verdict(m, *PAPER_METRIC, measured, tuple(config.families))[0].outcome for m in METHODS}
     claims.append(_dichotomy(config, paper_verdicts, *PAPER_METRIC, missing, directory))
     files = [file_cell(r, None if directory is None else Path(directory)) for r in EXPECTED_FILES]
-    tables = [("C10 official checkpoint files", placement_table(files))]
-    verdict_md, table = _verdict_table(config, measured)
+    tables = [Table.from_markdown(placement_table(files), title="C10 official checkpoint files")]
+    verdict_table, table = _verdict_table(config, measured)
     if measured:
-        tables.append((f"C10 orbit variance ratios z / h(z) at the head output (value [{config.level:.0%} CI])",
-                       _ratio_table(config, measured)))
-        tables.append((f"C10 verdict each metric would give (the claims use {PRIMARY[0]}, {PRIMARY[1]} in)", verdict_md))
+        tables += [_ratio_table(config, measured), verdict_table]
         if all("by_point" in fr for m in measured.values() for fr in m["families"].values()):
-            tables.append(("C10 where the change happens: raw trace ratio z / point after each head layer",
-                           _profile_table(config, measured)))
+            tables.append(_profile_table(config, measured))
     checkpoints = [(EXPECTED_FILES[r].label, measured[r]) for r in EXPECTED_FILES if r in measured]
     figures = [("ratios", lambda: plots.ratios(checkpoints, config.families))] if measured else []
     notes = _notes(config, measured, missing, directory, table)
