@@ -96,7 +96,7 @@ def run(n: int = 128, scale: int = 1, rounds: int = 2) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--scale", type=int, default=1)
     p.add_argument("--rounds", type=int, default=2)

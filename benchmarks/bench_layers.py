@@ -117,7 +117,7 @@ def run(widths: tuple[int, int, int] = (64, 256, 128), n: int = 32, rounds: int 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--widths", default="64,256,128", help="d,h,k")
     p.add_argument("--n", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3)
