@@ -49,7 +49,7 @@ from torch.func import vmap
 from headgeom.experiments.c1_whitening.summary import STATEMENT, summarize
 from headgeom.experiments.registry import Experiment, register
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.readings import check_reading
+from headgeom.geometry.engine.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective
