@@ -115,6 +115,34 @@ def test_criterion_reacts_to_flat_control_and_route_disagreement(results):
     assert rows_json(c2.summarize(TINY, no_control))[0]["verdict"] == "inconclusive"
 
 
+def test_conventions_named_and_rejudged_over_each(results):
+    # every row names the check's tolerances and is re-judged over each range, the config's value among them
+    claim = rows_json(c2.summarize(TINY, results))[0]
+    assert tuple(claim["conventions"]) == c2.CONVENTIONS and set(claim["robustness"]) == set(c2.CONVENTIONS)
+    for name, r in claim["robustness"].items():
+        assert r["at"] == getattr(TINY, name) and r["verdicts"][r["values"].index(r["at"])] == claim["verdict"]
+        assert r["values"] == sorted({*getattr(TINY, f"{name}_sweep"), getattr(TINY, name)})
+    assert "Re-judged: route_tol over" in claim["criterion"]
+    # built cases with known flips: routes that differ by 1e-3 agree only at route_tol 1e-2; an isotropy error of
+    # 5e-4 at the largest radius grows past growth_min 1e-4 only
+    disagree = copy.deepcopy(results)
+    for cell, m in disagree:
+        if m["objective"] != "mse":
+            m["route_rel_diff"] = 1e-3
+    claim = rows_json(c2.summarize(TINY, disagree))[0]
+    assert claim["verdict"] == "inconclusive"
+    assert claim["robustness"]["route_tol"]["status"] == "flips at 0.01"
+    assert claim["robustness"]["growth_min"]["status"] == "robust"  # the routes gate comes first
+    stuck = copy.deepcopy(results)
+    for cell, m in stuck:
+        if m["objective"] != "mse":
+            m["iso_error_max"] = [0.0, 1e-5, 5e-4]
+    claim = rows_json(c2.summarize(TINY, stuck))[0]
+    assert claim["verdict"] == "not supported"
+    assert claim["robustness"]["growth_min"]["status"] == "flips at 0.0001"
+    assert claim["robustness"]["route_tol"]["status"] == "robust"
+
+
 def test_registered_as_theory_with_presets():
     exp = load_all()["C2"]
     assert exp.theory and exp is c2.EXPERIMENT

@@ -30,10 +30,15 @@ u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ �
 Evidence kind of every row: ``identity`` (:mod:`headgeom.claims.evidence`). That a constant linear
 map cannot flatten a curved metric is a mathematical fact (curvature is invariant under a change of
 coordinates, and a constant W only changes coordinates), so the rows check the code's curvature
-routes and isotropy error, never the paper: a "not supported" here would be a bug.
+routes and isotropy error, never the paper: a "not supported" here would be a bug. The check still
+hinges on three numerical conventions (:data:`CONVENTIONS`: the route agreement ``route_tol``, the
+round-off floor ``curved_min`` and the growth ``growth_min``); each row is re-judged over
+``<name>_sweep`` from the stored cells (:func:`robustness`, free), so a check that passes or fails only at
+one tolerance says so.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -43,6 +48,7 @@ import torch
 from torch.func import vmap
 
 from headgeom.claims.curvature_barrier import barrier_verdict, iso_key
+from headgeom.claims.robustness import Robustness, robustness_text, sweep, with_own
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.heads import head_from
@@ -96,6 +102,10 @@ class C2Config:
     growth_min: float = 1e-3  # isotropy error at the largest radius above this
     origin_tol: float = 1e-10  # isotropy error at x0 below this
     flat_tol: float = 1e-10  # flat control: max|R| and isotropy error below this
+    # the ranges each row is re-judged over (its robustness; the config's own value is added)
+    route_tol_sweep: tuple[float, ...] = (1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
+    curved_min_sweep: tuple[float, ...] = (1e-12, 1e-10, 1e-8, 1e-6)
+    growth_min_sweep: tuple[float, ...] = (1e-4, 1e-3, 1e-2, 1e-1)
 
 
 def quick() -> C2Config:
@@ -259,6 +269,22 @@ def _slope(radii, errs) -> float | None:
 
 
 # ----------------------------------------------------------------------------- summary
+CONVENTIONS = ("route_tol", "curved_min", "growth_min")
+"""The tolerances C2's check depends on, each re-judged over its config range (``<name>_sweep``). The flat
+control's ``flat_tol`` and the origin's ``origin_tol`` are round-off gates (the control is 1e-16-ish) and stay
+fixed."""
+
+
+def robustness(config: C2Config, rows: list[dict[str, Any]], flat_r: float | None,
+               flat_iso: float | None) -> dict[str, Robustness]:
+    """One curved setting's verdict (:func:`~headgeom.claims.curvature_barrier.barrier_verdict`) re-judged over each
+    of :data:`CONVENTIONS`, the others at the config's values: a pure function of the stored cells."""
+    def rule(name: str, value: float):
+        return barrier_verdict(dataclasses.replace(config, **{name: value}), rows, flat_r, flat_iso)
+    return {name: sweep(lambda v, name=name: rule(name, v), getattr(config, name),
+                        with_own(getattr(config, name), getattr(config, f"{name}_sweep"))) for name in CONVENTIONS}
+
+
 def _vals(rows: list[dict[str, Any]], key: str, index: int | None = None) -> list[float]:
     out = []
     for r in rows:
@@ -311,6 +337,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
         if objective == FLAT:
             continue
         verdict, decided_by, reason = barrier_verdict(config, rs, flat_r, flat_iso)
+        robust = robustness(config, rs, flat_r, flat_iso)
         claims.append(Row(
             id="C2", statement=STATEMENT,
             setting={"objective": objective, "reading": reading, "head": config.head, "N": config.n_samples,
@@ -329,7 +356,8 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
                 "indefinite_point_fraction": measured([r["n_points_indefinite"] / r["n_points"] for r in found]),
                 "slice_found_fraction": measured([float(r["slice_found"]) for r in rs]),
             },
-            verdict=verdict, criterion=criterion, reason=reason, evidence=IDENTITY, headline=decided_by,
+            verdict=verdict, criterion=f"{criterion}. Re-judged: {robustness_text(robust)}", reason=reason,
+            evidence=IDENTITY, headline=decided_by, conventions=CONVENTIONS, robustness=robust,
         ))
         notes.append(f"{setting}: {verdict} — {reason}.")
     notes[:0] = [
