@@ -207,6 +207,14 @@ def run_cell(config: C7Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- summary (apart from computing)
+HEADLINE_WORDS = {
+    "seeds_premise_met": "share of seeds where training made h∘f invariant while f still varies along the orbits "
+                         "(the premise of Thm 5.3)",
+    "seeds_premise_and_holding": "share of seeds meeting the premise where rank(I_h) ≤ rank(I_z) − dim V_aug",
+}
+"""The headline of a C7 row in words, by the measured key that decided it (headgeom.claims.fisher_rank)."""
+
+
 def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
     maj = config.majority
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"]
@@ -240,6 +248,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
                     "rel_tol": config.rel_tol, "dim_aug": s.dim_aug, "n_latent": s.n_content + s.dim_aug,
                     "n_eval": config.n_eval},
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+        headline_text=HEADLINE_WORDS.get(headline),
     )
 
 

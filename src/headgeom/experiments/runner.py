@@ -277,13 +277,14 @@ or a warning in its notes and on stderr (False, until every experiment's test ro
 change to make it an error."""
 
 
-def convention_check(exp_id: str, rows: list[Row]) -> str | None:
-    """One line naming the test rows of ``exp_id`` that lack conventions or their robustness; None when none do."""
+def convention_check(exp_id: str, rows: list[Row]) -> tuple[str, str] | None:
+    """(what is wrong, the rows that lack it) for the test rows of ``exp_id`` without conventions or their
+    robustness; None when none lack them."""
     gaps = [f"{r.name}: {'; '.join(r.convention_gaps())}" for r in rows if r.convention_gaps()]
     if not gaps:
         return None
     return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on or "
-            f"their robustness sweep (issue 31 item 5): " + " | ".join(gaps))
+            f"their robustness sweep (issue 31 item 5)", " | ".join(gaps))
 
 
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
@@ -317,9 +318,9 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         rows.append(row)
     gaps = convention_check(exp.id, rows)
     if gaps and CONVENTIONS_REQUIRED:
-        errors.append(gaps)
+        errors.append(": ".join(gaps))
     elif gaps:
-        print(f"warning: {gaps}", file=sys.stderr, flush=True)
+        print(f"warning: {gaps[0]}; the rows are named in the notes of report.md", file=sys.stderr, flush=True)
     figures: list[str] = []
     for name, build in summary.figures:
         try:
@@ -332,7 +333,8 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
     if len(tables) < len(summary.tables):
         errors.append(f"Summary.tables must hold headgeom.report.table.Table objects; got "
                       f"{sorted({type(t).__name__ for t in summary.tables if not isinstance(t, Table)})}")
-    notes = [str(n) for n in summary.notes] + ([f"warning: {gaps}"] if gaps and not CONVENTIONS_REQUIRED else [])
+    notes = [str(n) for n in summary.notes] + ([f"warning: {': '.join(gaps)}"] if gaps and not CONVENTIONS_REQUIRED
+                                               else [])
     return rows, tables, figures, notes, errors
 
 

@@ -208,7 +208,8 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
         out.append("<p><em>No claim entries were produced.</em></p>")
     for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
         rows = groups.get(cid, [])
-        body = [_bottom_line(bottom.get(cid)), _rows_table(rows) if rows else "<p><em>No claim rows (see below).</em></p>"]
+        body = [_bottom_line(bottom.get(cid)),
+                _rows_table(rows) if rows else "<p><em>No claim rows (see below).</em></p>"]
         body += [_experiment(eid, e, claims, root) for eid, e in exps.items() if homes[eid] == cid]
         out.append(f'<details class="claim" data-claim="{text(cid)}">{_claim_summary(cid, rows)}'
                    f'<div class="body">{"".join(body)}</div></details>')
