@@ -130,7 +130,7 @@ class Row:
         return Verdict(self.verdict, self.headline, self.reason or "")
 
     def convention_gaps(self) -> list[str]:
-        """What a ``test`` row lacks of issue 31 item 5: "names no conventions" when it names none, "no robustness
+        """What a ``test`` row lacks of its conventions: "names no conventions" when it names none, "no robustness
         for <convention>" for each one it names without a sweep; [] for a complete test row and for every row of
         another kind (their outcome is fixed or a check of the code)."""
         if self.evidence != TEST:

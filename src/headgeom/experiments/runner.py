@@ -271,8 +271,8 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 # ----------------------------------------------------------------------------- summaries
 CONVENTIONS_REQUIRED = False
-"""Whether a ``test`` row that names no conventions, or names one without its robustness sweep (issue 31 item 5,
-:meth:`headgeom.claims.row.Row.convention_gaps`), is an error of its experiment's summary (True: the run exits 1)
+"""Whether a ``test`` row that names no conventions, or names one without its robustness sweep
+(:meth:`headgeom.claims.row.Row.convention_gaps`), is an error of its experiment's summary (True: the run exits 1)
 or a warning in its notes and on stderr (False, until every experiment's test rows carry theirs). The one line to
 change to make it an error."""
 
@@ -284,7 +284,7 @@ def convention_check(exp_id: str, rows: list[Row]) -> tuple[str, str] | None:
     if not gaps:
         return None
     return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on or "
-            f"their robustness sweep (issue 31 item 5)", " | ".join(gaps))
+            f"their robustness sweep (docs/reproduce.md#what-it-prints-and-writes)", " | ".join(gaps))
 
 
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
