@@ -68,3 +68,17 @@ def test_the_report_and_the_docs_block_lead_with_the_bottom_line(tmp_path):
     block = rendered_from(path, "built")
     assert block.index("Bottom lines:") < block.index("Verdict counts per claim") < block.index(DIAGNOSTIC_NOTE)
     assert "share of seeds past their own threshold: 0 ± 0 (n=4)" in block
+
+
+def test_stored_bottom_lines_that_are_not_the_rules_are_warned_of():
+    from headgeom.claims.bottom_line import bottom_lines
+    results = _results()
+    (line,) = bottom_lines(_rows())
+    results["bottom_lines"] = [line.to_json()]
+    assert "are not what the rule gives" not in render_report(results)
+    # a file whose rows changed after its bottom lines were written (here: the test row now robust and decided)
+    rows = [_rows()[0].replace(robustness={"view_gap": Robustness.of(0.1, (0.1, 1.0), ("not supported",) * 2),
+                                           "floor": FLOOR}), _rows()[1]]
+    results["claims"] = [r.to_json() for r in rows]
+    md = render_report(results)
+    assert "**Warning:** the bottom lines results.json stores for C4 are not what the rule gives on its rows" in md

@@ -22,11 +22,12 @@ from headgeom.claims.claim import claim_of, natural_key
 from headgeom.claims.estimates import SPREAD_KIND, format_estimate
 from headgeom.claims.evidence import DIAGNOSTIC, KINDS, counts_text, verdict_text
 from headgeom.claims.ood import OutOfDistribution
-from headgeom.claims.row import NAME_KEYS, Row
+from headgeom.claims.row import Row
 from headgeom.io import atomic_write_text
-from headgeom.report.bottom_lines import bottom_lines_of, bottom_lines_table, conclusion_cell, rule_note
+from headgeom.report.bottom_lines import (bottom_lines_of, bottom_lines_table, conclusion_cell, rule_note,
+                                          stale_bottom_lines)
 from headgeom.report.summary import by_claim, summary_table
-from headgeom.report.table import Table, cell_text, wrap
+from headgeom.report.table import Table, cell_text
 
 DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.claims.estimates.measured: not repeated per value
 
@@ -336,7 +337,7 @@ def rows_of(results: Mapping[str, Any]) -> list[Row]:
 
 def warnings(results: dict[str, Any]) -> list[str]:
     """The report's warnings under its summary: failed cells and summary steps, experiment modules that
-    did not import; none when all ran."""
+    did not import, stored bottom lines that are not the rule's; none when all ran."""
     exps = results.get("experiments", {})
     n_failed = sum(e.get("n_failed", 0) for e in exps.values())
     n_errors = sum(len(e.get("errors", [])) for e in exps.values())
@@ -348,6 +349,11 @@ def warnings(results: dict[str, Any]) -> list[str]:
     if results.get("load_errors"):
         out.append("**Experiment modules that failed to import:** "
                    + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()))
+    stale = stale_bottom_lines(results, rows_of(results))
+    if stale:
+        out.append(f"**Warning:** the bottom lines results.json stores for {', '.join(stale)} are not what the rule "
+                   "gives on its rows (a file of another version, or edited): rerun `headgeom reproduce` on the same "
+                   "folder to rewrite them")
     return out
 
 
