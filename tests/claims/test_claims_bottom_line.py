@@ -68,7 +68,7 @@ def test_only_test_rows_decide():
 def test_a_failing_identity_is_said_but_does_not_decide():
     got = line(row("supported"), row("not supported", evidence="identity", part="threshold"))
     assert got.conclusion == "holds"
-    assert "1 identity check of it fail (C4 (part threshold)), a bug in headgeom" in got.text
+    assert "1 identity check of it fails (C4 (part threshold)), a bug in headgeom" in got.text
     held = line(row("supported"), row("supported", evidence="identity", part="threshold"))
     assert "bug" not in held.text
 

@@ -311,7 +311,8 @@ def bottom_line(claim: str, rows: Sequence[tuple[int, Row]]) -> BottomLine:
         if undecided:
             sentence += f"; not deciding: {undecided} (what would decide them: {'; '.join(needs)})"
     if bugs:
-        sentence += (f"; note: {len(bugs)} identity check{'s' if len(bugs) > 1 else ''} of it fail "
+        sentence += (f"; note: {len(bugs)} identity check{'s' if len(bugs) > 1 else ''} of it "
+                     f"{'fail' if len(bugs) > 1 else 'fails'} "
                      f"({_listed([row_name(r.id, r.setting) for r in bugs])}), a bug in headgeom that makes "
                      "this line suspect until it is fixed")
     return BottomLine(claim, conclusion, f"{conclusion.capitalize()}: {sentence}.", basis)
