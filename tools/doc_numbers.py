@@ -50,6 +50,7 @@ EXPECTED = "what the theory or a rule expects (part of a criterion), not a resul
 MEANING = "what a value of a quantity means (a point of its scale), not a result"
 ESTIMATE = "an estimate from a stated goal, said on the page to be no measurement"
 GRID = "a grid of settings (depths × seeds), not a ratio"
+VERSION = "a version of headgeom"
 
 ALLOWED: tuple[tuple[str, str, str], ...] = (
     ("docs/analyze.md", "about 1: it shrinks everything alike", MEANING),
@@ -60,6 +61,8 @@ ALLOWED: tuple[tuple[str, str, str], ...] = (
     ("docs/experiments.md", "the isotropy error is ~0 at the origin", EXPECTED),
     ("docs/experiments.md", "keeps M ≈ 0", EXPECTED),
     ("docs/logging.md", "writes its log in 32 KiB pieces", SETTING),
+    ("docs/logging.md", "the key it returned for the same number before 0.3", VERSION),
+    ("docs/logging.md", "GeometryMonitor key before 0.3 (deprecated)", VERSION),
     ("docs/wandb.md", "in 32 KiB pieces", SETTING),
     ("docs/wandb.md", "32 KiB blocks of chunks", SETTING),
     ("docs/paper.md", "learning rates 0.005, 0.05 and 0.5", PROTOCOL),
