@@ -26,6 +26,7 @@ from headgeom.claims.row import Row
 from headgeom.io import atomic_write_text
 from headgeom.report.bottom_lines import (bottom_lines_of, bottom_lines_table, conclusion_cell, rule_note,
                                           stale_bottom_lines)
+from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, summary_table
 from headgeom.report.table import Table, cell_text
 
@@ -367,7 +368,8 @@ def render_report(results: dict[str, Any]) -> str:
                else "_No claim entries were produced._\n")
     bottoms = bottom_lines_of(results, rows)
     bottom = {b.claim: b for b in bottoms}
-    lines = ["# headgeom: claims report", "",
+    notice = released_notice(results)
+    lines = ["# headgeom: claims report", "", *([notice, ""] if notice else []),
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
