@@ -1,12 +1,15 @@
 """The terminal summary of ``headgeom reproduce`` (headgeom.report.terminal): it leads with the bottom lines, and it
-counts the same rows per claim as the report's summary, the rows of every experiment that judged the claim (C4's
+counts the same rows per claim as report.md's and report.html's summaries, and shows the same bottom lines, the rows of every experiment that judged the claim (C4's
 rows come from C4, C8 and GRID), ours and the authors' apart, on built rows and on the committed quick results."""
+import html
 import json
 import re
 from pathlib import Path
 
 from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS
+from headgeom.report.bottom_lines import bottom_lines_of
+from headgeom.report.html import render_html
 from headgeom.report.markdown import render_report, rows_of
 from headgeom.report.summary import by_claim, source_counts
 from headgeom.report.terminal import terminal_summary
@@ -29,6 +32,20 @@ def _report_counts(md, cid):
     line = next(ln for ln in md[md.index("## Summary"):].splitlines() if ln.startswith(f"| **{cid}** |"))
     cells = [c.strip() for c in line.strip("|").split(" | ")]
     return [c.split("<br>")[0] for c in cells[3:5] if c != "-"]
+
+
+def _html_counts(page, cid):
+    """The first line (the counts) of the ours and authors' cells of claim ``cid``'s summary line in report.html."""
+    line = re.search(r'<summary class="grid"><span class="id"><strong>' + re.escape(cid)
+                     + r"</strong></span>(.*?)</summary>", page).group(1)
+    cells = re.findall(r"<span>(.*?)</span>", re.sub(r'<span class="matches"></span>', "", line))
+    return [html.unescape(c.split("<br>")[0]) for c in cells[2:4] if c != "-"]
+
+
+def _html_bottom(page, cid):
+    """The conclusion shown atop claim ``cid``'s section of report.html."""
+    start = page.index(f'<span class="id"><strong>{cid}</strong>')
+    return html.unescape(re.search(r'<span class="c [^"]+">(.*?)</span>', page[start:]).group(1))
 
 
 def _terminal_counts(text, cid):
@@ -72,11 +89,18 @@ def test_the_terminal_leads_with_the_bottom_lines():
     assert all(len(line) <= 100 for line in text.splitlines())
 
 
-def test_on_the_committed_quick_results_both_count_the_same_rows_per_claim():
+def test_on_the_committed_quick_results_all_three_count_the_same_rows_and_show_the_same_bottom_lines():
     results = json.loads((ROOT / "docs/results/quick.json").read_text(encoding="utf-8"))
-    text, md = terminal_summary(results), render_report(results)
-    groups = by_claim(rows_of(results))
+    text, md, page = terminal_summary(results), render_report(results), render_html(results)
+    rows = rows_of(results)
+    groups = by_claim(rows)
     assert len(groups) >= 12
     for cid, group in groups.items():
         counts = [c for _, c in source_counts(group)]
-        assert _terminal_counts(text, cid) == _report_counts(md, cid) == counts, cid
+        assert _terminal_counts(text, cid) == _report_counts(md, cid) == _html_counts(page, cid) == counts, cid
+    terminal_words, md_words = " ".join(text.split()), " ".join(md.split())
+    for line in bottom_lines_of(results, rows):
+        assert f"{line.claim} {line.text}" in terminal_words, line.claim
+        assert f"| **{line.claim}** |" in md and f"**{line.conclusion}**: {line.rest}" in md_words, line.claim
+        assert _html_bottom(page, line.claim) == line.conclusion, line.claim
+        assert html.escape(line.rest, quote=False) in page or html.escape(line.rest) in page, line.claim
