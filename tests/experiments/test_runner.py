@@ -114,7 +114,7 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert e["notes"][0] == "fake note" and e["tables"][0][0] == "values"
     # its test row names no conventions: a warning in its notes until the check is an error (runner.CONVENTIONS_REQUIRED)
     assert e["notes"][1:] == [f"warning: 1 test row of {FAKE} without the conventions the verdict depends on or their "
-                              f"robustness sweep (docs/reproduce.md#what-it-prints-and-writes): {FAKE} (objective none): "
+                              f"robustness sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): "
                               "names no conventions"]
     assert e["errors"] == []
     # one bottom line per claim, by the rule, resting on the row at its index in "claims"
@@ -174,7 +174,7 @@ def test_a_test_row_without_its_conventions_is_an_error_once_they_are_required(f
     e = res["experiments"][FAKE]
     assert res["n_failed"] == 1 and e["notes"] == ["fake note"]
     assert e["errors"] == [f"1 test row of {FAKE} without the conventions the verdict depends on or their robustness "
-                           f"sweep (docs/reproduce.md#what-it-prints-and-writes): {FAKE} (objective none): names no "
+                           f"sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): names no "
                            "conventions"]
     assert len(res["claims"]) == 1  # the row is still reported
 

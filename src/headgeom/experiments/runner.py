@@ -284,7 +284,7 @@ def convention_check(exp_id: str, rows: list[Row]) -> tuple[str, str] | None:
     if not gaps:
         return None
     return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on or "
-            f"their robustness sweep (docs/reproduce.md#what-it-prints-and-writes)", " | ".join(gaps))
+            f"their robustness sweep (docs/report.md#conventions-and-robustness)", " | ".join(gaps))
 
 
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
