@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from headgeom.report.bottom_lines import bottom_lines_of, stale_bottom_lines
+from headgeom.report.markdown import rows_of
 from headgeom.report.results_block import (BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, render_block, render_summary,
                                            replace_block)
+from headgeom.report.table import cell_text
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [("docs/results.md", render_block, BEGIN, END), ("README.md", render_summary, SUMMARY_BEGIN, SUMMARY_END)]
@@ -52,20 +55,37 @@ def test_the_block_is_the_rendering_of_the_committed_results(page, render, begin
 @pytest.mark.parametrize("page, render, begin, end", PAGES, ids=[p[0] for p in PAGES])
 def test_an_edited_number_in_the_block_is_caught(page, render, begin, end):
     block = _block((ROOT / page).read_text(encoding="utf-8"), begin, end)
-    match = re.search(r"(\d+) (?:supported|not supported|inconclusive|hold)", block)
-    assert match, "the block quotes no verdict count"
+    match = re.search(r"(\d+) (?:supported|not supported|inconclusive|hold|of our test rows|test rows? of the)", block)
+    assert match, "the block quotes no count"
     edited = block[:match.start(1)] + str(int(match.group(1)) + 1) + block[match.end(1):]
     assert edited != block and edited != render(_tool().SOURCES, ROOT)
 
 
-def test_the_summary_counts_every_row_of_each_source_once():
-    """The short form's counts add up to the rows of each file, ours and the authors' apart."""
+def test_the_counts_count_every_row_of_each_source_once():
+    """The full block's verdict counts (its summary tables) add up to the rows of each file, ours and the
+    authors' apart."""
+    tool = _tool()
+    block = _block((ROOT / "docs/results.md").read_text(encoding="utf-8"), BEGIN, END)
+    summaries = [part.split("<details>")[0] for part in block.split("Verdict counts per claim")[1:]]
+    counted = sum(int(n) for s in summaries for n in re.findall(r"(\d+) (?:supported|not supported|inconclusive|"
+                                                                 r"hold|fail|not checked|undecided|show it|"
+                                                                 r"do not show it)\b", s))
+    rows = sum(len(json.loads((ROOT / rel).read_text(encoding="utf-8"))["claims"]) for rel, _ in tool.SOURCES)
+    assert len(summaries) == len(tool.SOURCES) and counted == rows
+
+
+def test_the_readme_leads_with_one_bottom_line_per_claim_of_each_file():
+    """The README's block is claim | bottom line, one line per claim of each file, each the rule's (the file's
+    stored bottom lines where it has them, checked against the rule on its own rows)."""
     tool = _tool()
     block = _block((ROOT / "README.md").read_text(encoding="utf-8"), SUMMARY_BEGIN, SUMMARY_END)
-    counted = sum(int(n) for n in re.findall(r"(\d+) (?:supported|not supported|inconclusive|hold|fail|"
-                                             r"not checked|undecided)", block))
-    rows = sum(len(json.loads((ROOT / rel).read_text(encoding="utf-8"))["claims"]) for rel, _ in tool.SOURCES)
-    assert counted == rows
+    assert block.count("| claim | bottom line |") == len(tool.SOURCES)
+    for rel, _ in tool.SOURCES:
+        results = json.loads((ROOT / rel).read_text(encoding="utf-8"))
+        rows = rows_of(results)
+        assert stale_bottom_lines(results, rows) == [], f"{rel}: stored bottom lines differ from the rule's"
+        for line in bottom_lines_of(results, rows):
+            assert f"**{line.conclusion}**: {cell_text(line.rest)} |" in block, (rel, line.claim)
 
 
 def test_replace_block_needs_both_markers():

@@ -5,7 +5,8 @@ from headgeom.experiments.c8_hessian_tracking import PAPER_BUDGET as C8
 from headgeom.experiments.collapse_grid import PAPER_BUDGET as GRID
 from headgeom.claims.budget import LIMITED_BELOW, Budget, PaperBudget, budget, budget_of_cells, budget_text
 from headgeom.claims.row import Row
-from headgeom.report.markdown import claims_table, format_claims_short
+from headgeom.report.markdown import claims_table
+from headgeom.report.terminal import format_claims_short
 
 
 def test_the_paper_budgets_are_the_protocols_numbers():
@@ -51,7 +52,7 @@ def test_the_report_labels_budget_limited_verdicts():
             in table)
     assert "| **supported**<br>budget: 100% of the paper's budget" in table
     short = format_claims_short([row, full], width=200).splitlines()
-    assert short[1].startswith("  [test] supported, budget-limited") and "budget-limited" not in short[3]
+    assert short[2].startswith("  [test] supported, budget-limited") and "budget-limited" not in short[4]
 
 
 def test_a_malformed_budget_is_rejected_with_the_row():

@@ -17,7 +17,8 @@ from headgeom.claims.row import Row
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, measured
 from headgeom.experiments.runner import run_experiments
-from headgeom.report.markdown import claims_table, evidence_legend, format_claims_short, rows_of
+from headgeom.report.markdown import claims_table, evidence_legend, rows_of
+from headgeom.report.terminal import format_claims_short
 
 FAKE = "FAKE_EVIDENCE"
 
@@ -107,7 +108,7 @@ def test_counting_excludes_identity_and_premise_rows():
     assert short[-4:] == ["7 claim entries (only tests count as support):",
                           "  tests: 1 supported, 1 not supported, 1 inconclusive", "  identities: 1 hold, 1 fail (a bug)",
                           "  premises: 1 hold, 1 fail"]
-    tags = [line.split("  ")[1] for line in short[1:8]]
+    tags = [line.split("  ")[1] for line in short[2:9]]  # after the claim's line and its counts per source
     assert tags == ["[test] supported", "[test] not supported", "[identity] holds", "[identity] fails: a bug",
                     "[premise] fails", "[premise] holds", "[test] inconclusive"]
 

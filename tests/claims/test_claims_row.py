@@ -1,4 +1,4 @@
-"""The typed claims core (headgeom.claims: Measured, Row, Verdict, Robustness, Claim, BottomLine): each checks
+"""The typed claims core (headgeom.claims: Measured, Row, Verdict, Robustness, Claim): each checks
 itself when made, with one line naming what is wrong; the JSON forms round-trip, results files written
 before the types (docs/results/*.json) load and write back unchanged, and optional fields appear only when
 present."""
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from headgeom.claims.claim import CLAIMS, BottomLine, Claim, claim_of, declare
+from headgeom.claims.claim import CLAIMS, Claim, claim_of, declare
 from headgeom.claims.estimates import measured
 from headgeom.claims.measured import Measured
 from headgeom.claims.robustness import Robustness, robustness_text, status_of, sweep, with_own
@@ -127,7 +127,7 @@ def test_robustness_status_follows_from_the_verdicts():
     assert text == "view_gap over [0.1, 0.3, 0.5, 1.0]: flips at 0.5, 1; floor over [0.1]: robust"
 
 
-def test_claims_and_bottom_lines():
+def test_claims_and_their_declaration():
     assert CLAIMS["C4"].paper == "proof" and claim_of("C4").short.startswith("smooth heads")
     assert claim_of("C99", "a statement of its own").short == "a statement of its own"
     toy = Claim("C99", "a toy claim", "none")
@@ -137,7 +137,3 @@ def test_claims_and_bottom_lines():
             declare(Claim("C99", "other words"))
     finally:
         CLAIMS.pop("C99", None)
-    line = BottomLine("C4", "holds in part", "Smooth heads are past the threshold at 3 of 4 states.", ("C4 (part x)",))
-    assert BottomLine.from_json(line.to_json()) == line
-    with pytest.raises(ValueError, match="conclusion 'maybe'"):
-        BottomLine("C4", "maybe", "t", ())

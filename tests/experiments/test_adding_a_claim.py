@@ -16,7 +16,8 @@ from headgeom.claims.verdict import Verdict
 from headgeom.cli import main
 from headgeom.experiments import runner
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, register
-from headgeom.report.markdown import format_claims_short, rows_of
+from headgeom.report.markdown import rows_of
+from headgeom.report.terminal import format_claims_short
 from headgeom.report.paper_protocol import PaperProtocol
 from headgeom.report.table import Table
 
@@ -91,8 +92,12 @@ def test_a_toy_claim_comes_out_in_every_report(toy, tmp_path, capsys):
     html = (out / "report.html").read_text()
     assert 'data-claim="C13"' in html and "<th>seed</th><th>value</th>" in html
     short = format_claims_short(rows_of(res))
-    assert short.splitlines()[:2] == ["C13 (TOY)  a toy claim: every seed's value clears a floor",
-                                      "  [test] supported  min_value=1 ± 0 (n=3); +1 more in report.md"]
+    assert short.splitlines()[:3] == ["C13  a toy claim: every seed's value clears a floor", "  ours: tests: 1 supported",
+                                      "  [test] supported  min_value: 1 ± 0 (n=3); +1 more in report.md"]
+    # its bottom line leads the report and is in results.json, derived from its one test row
+    (line,) = json.loads((out / "results.json").read_text())["bottom_lines"]
+    assert (line["claim"], line["conclusion"], [b["row"] for b in line["rows"]]) == ("C13", "holds", [0])
+    assert md.index("## Bottom lines") < md.index(line["text"].replace("Holds: ", "**holds**: ")) < md.index("## Summary")
     # the dry run prints the toy's paper protocol beside its preset
     assert main(["theory", "--only", "TOY", "--dry-run", "--out", str(tmp_path / "d")]) == 0
     dry = capsys.readouterr().out

@@ -98,9 +98,10 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     out = tmp_path / "o"
     res = _run(out)
     assert res["n_failed"] == 0 and len(CALLS) == 2
-    printed = capsys.readouterr().out.splitlines()  # one line per experiment
+    printed = capsys.readouterr().out.splitlines()  # one line per experiment, its verdicts told per claim at the end
     assert [line for line in printed if line.startswith(FAKE)] == [
-        line for line in printed if "2 cells (0 reused, 0 failed)" in line and "; 1 claim: tests: 1 supported" in line]
+        line for line in printed if "2 cells (0 reused, 0 failed)" in line
+        and f"; rows for claim {FAKE} (1); verdicts per claim at the end" in line]
     assert len([line for line in printed if line.startswith(FAKE)]) == 1
 
     data = json.loads((out / "results.json").read_text())
@@ -110,7 +111,18 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert {"title", "statement", "config", "n_cells", "n_failed", "elapsed_s", "tables", "notes", "figures"} <= set(e)
     assert e["n_cells"] == 2 and e["n_failed"] == 0 and e["elapsed_s"] >= 0
     assert e["config"] == {"scale": 1.0, "seeds": 2, "fail_seed": -1}
-    assert e["notes"] == ["fake note"] and e["tables"][0][0] == "values"
+    assert e["notes"][0] == "fake note" and e["tables"][0][0] == "values"
+    # its test row names no conventions: a warning in its notes until the check is an error (runner.CONVENTIONS_REQUIRED)
+    assert e["notes"][1:] == [f"warning: 1 test row of {FAKE} without the conventions the verdict depends on or their "
+                              f"robustness sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): "
+                              "names no conventions"]
+    assert e["errors"] == []
+    # one bottom line per claim, by the rule, resting on the row at its index in "claims"
+    assert data["bottom_lines"] == [{"claim": FAKE, "conclusion": "holds",
+                                     "text": f"Holds: 1 of our test rows supports it, robustness to the rows' "
+                                             f"conventions not swept.",
+                                     "rows": [{"row": 0, "name": f"{FAKE} (objective none)", "source": "ours (quick)",
+                                               "verdict": "supported", "role": "decides"}]}]
     assert e["figures"] == [f"figures/{FAKE}_values.png"]
     png = out / e["figures"][0]
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -154,6 +166,17 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     page = (out / "report.html").read_text()
     assert f'<details class="claim" data-claim="{FAKE}">' in page and "1.5 ± 0.7071 (n=2)" in page
     assert "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode() in page
+
+
+def test_a_test_row_without_its_conventions_is_an_error_once_they_are_required(fake, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "CONVENTIONS_REQUIRED", True)
+    res = _run(tmp_path / "strict")
+    e = res["experiments"][FAKE]
+    assert res["n_failed"] == 1 and e["notes"] == ["fake note"]
+    assert e["errors"] == [f"1 test row of {FAKE} without the conventions the verdict depends on or their robustness "
+                           f"sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): names no "
+                           "conventions"]
+    assert len(res["claims"]) == 1  # the row is still reported
 
 
 def test_rerun_skips_finished_cells_and_deleted_done_reruns_only_that_cell(fake, tmp_path):
@@ -336,7 +359,10 @@ def test_cli_reproduce_and_theory(fake, tmp_path, capsys):
     out = tmp_path / "cli"
     assert main(["reproduce", "--only", FAKE.lower(), "--out", str(out), "--quiet"]) == 0
     text = capsys.readouterr().out
-    assert f"{FAKE}  v is positive\n  [test] supported  v=" in text and str(out / "report.md") in text
+    # the bottom lines first, then per claim its counts and rows
+    assert text.index("Bottom lines") < text.index(f"{FAKE}  Holds: 1 of our test rows supports it")
+    assert f"{FAKE}  v is positive\n  ours: tests: 1 supported\n  [test] supported  v: " in text
+    assert str(out / "report.md") in text
     assert f"wrote {out / 'report.html'}" in text
     assert (out / "results.json").exists() and (out / "report.md").exists() and (out / "report.html").exists()
 

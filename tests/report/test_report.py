@@ -79,9 +79,12 @@ def test_report_is_readable_on_its_own():
     md = render_report(_results())
     assert md.startswith("# headgeom: claims report")
     assert "`headgeom reproduce --preset quick --only C9 --out o`" in md and "0123abc" in md
-    # the summary leads, then per claim its rows and the experiment section
-    assert md.index("## Summary") < md.index("| **C9** |") < md.index("## Details") < md.index("## C9: ")
-    assert md.index("## C9: ") < md.index("| C9 |") < md.index("### C9: Orbit compression")
+    # the bottom lines lead, then the summary, then per claim its bottom line, its rows and the experiment section
+    assert md.index("## Bottom lines") < md.index("| **C9** | the head compresses augmentation orbits while keeping "
+                                                  "classes apart (Tables 1, 5) | **holds**: 1 of our test rows")
+    assert md.index("## Summary") < md.index("| **C9** |", md.index("## Summary")) < md.index("## Details")
+    assert md.index("## Details") < md.index("## C9: ") < md.index("**Bottom line:** **holds**") < md.index("| C9 |")
+    assert md.index("| C9 |") < md.index("### C9: Orbit compression")
     assert "**supported** (1 of 4 cells failed)" in md and "**Warning:** 1 cell failed and 0 summary steps raised" in md
     section = md[md.index("## C9: Orbit compression"):]
     assert "> the head compresses orbits" in section
@@ -113,10 +116,11 @@ def _words(text):
 
 def test_short_claims_table():
     text = format_claims_short(_rows(dict(CLAIM, incomplete="x")))
-    header, row, total, tests = text.splitlines()
+    header, counts, row, total, tests = text.splitlines()
     assert header == "C9  orbits | shrink"
+    assert counts == "  ours: tests: 1 supported"  # the claim's counts per source, as the report's summary says them
     # the headline (the measure that decided) and how many others report.md holds
-    assert row == "  [test] supported (incomplete)  ratio=21.85 ± 1.5 (n=3); +2 more in report.md"
+    assert row == "  [test] supported (incomplete)  ratio: 21.85 ± 1.5 (n=3); +2 more in report.md"
     assert (total, tests) == ("1 claim entry (only tests count as support):", "  tests: 1 supported")
     # narrow: every line fits, and the cells wrap between words: no word is cut, none is lost
     narrow = format_claims_short(_rows(dict(CLAIM, incomplete="x")), width=20)
@@ -125,25 +129,31 @@ def test_short_claims_table():
     # a word longer than the width stands whole on its own line
     long = format_claims_short(_rows(dict(CLAIM, statement="a supercalifragilistic word")), width=12)
     assert "supercalifragilistic" in long.splitlines()
-    row = format_claims_short(_rows(dict(CLAIM, headline="count")), width=200).splitlines()[1]
-    assert row == "  [test] supported  count=7; +2 more in report.md"
+    row = format_claims_short(_rows(dict(CLAIM, headline="count")), width=200).splitlines()[2]
+    assert row == "  [test] supported  count: 7; +2 more in report.md"
+    # the headline in words where the row has them
+    worded = format_claims_short(_rows(dict(CLAIM, headline_text="orbit spread of z over h(z)")), width=200)
+    assert "  [test] supported  orbit spread of z over h(z): 21.85 ± 1.5 (n=3)" in worded
 
 
-def test_short_claims_table_tells_entries_and_experiments_apart():
-    """Entries of one claim differ by their settings; a claim of another experiment says which."""
+def test_short_claims_table_gathers_a_claims_rows_from_every_experiment():
+    """One block per claim over every experiment's rows: the rows differ by their settings, and by the
+    experiment that made them when several did; diagnostic rows come last, said never to count."""
     rows = [dict(CLAIM, setting={"head": h, "preset": "quick"}, verdict=v)
             for h, v in (("relu", "supported"), ("silu", "not supported"))]
-    ablation = dict(CLAIM, id="C8", experiment="ABLATION", statement="smooth heads escape",
-                    setting={"act": "gelu"}, verdict="inconclusive")
-    lines = format_claims_short(_rows(*rows, ablation)).splitlines()
-    assert lines[0].startswith("C9  orbits")
-    assert lines[1].split()[:3] == ["[test]", "supported", "head=relu"] and "preset" not in lines[1]
-    assert lines[2].split()[:4] == ["[test]", "not", "supported", "head=silu"]
-    assert lines[1].index("head=") == lines[2].index("head=")  # one column
-    assert lines[3] == "C8 (ABLATION)  smooth heads escape"
-    assert lines[4].startswith("  [test] inconclusive  ratio=")
-    assert lines[5:] == ["3 claim entries (only tests count as support):",
-                         "  tests: 1 supported, 1 not supported, 1 inconclusive"]
+    grid = dict(CLAIM, experiment="GRID", setting={"head": "gelu", "preset": "quick"}, verdict="inconclusive")
+    fixed = dict(CLAIM, experiment="GRID", setting={"head": "tanh", "preset": "quick"}, evidence="diagnostic")
+    lines = format_claims_short(_rows(*rows, grid, fixed)).splitlines()
+    assert lines[0].startswith("C9  orbits") and sum(line.startswith("C9  ") for line in lines) == 1
+    assert lines[1] == "  ours: tests: 1 supported, 1 not supported, 1 inconclusive; diagnostics: 1 show it"
+    assert lines[2].split()[:4] == ["[test]", "supported", "(C9),", "head=relu"] and "preset" not in lines[2]
+    assert lines[3].split()[:5] == ["[test]", "not", "supported", "(C9),", "head=silu"]
+    assert lines[2].index("(C9)") == lines[3].index("(C9)")  # one column
+    assert lines[4].split()[:4] == ["[test]", "inconclusive", "(GRID),", "head=gelu"]
+    assert lines[5] == "  diagnostic rows, never counted (the reading or the construction fixes their outcome):"
+    assert lines[6].startswith("  [diagnostic] shows it") and "head=tanh" in lines[6]
+    assert lines[-3:] == ["4 claim entries (only tests count as support):",
+                          "  tests: 1 supported, 1 not supported, 1 inconclusive", "  diagnostics: 1 show it"]
 
 
 def test_figure_file_name():

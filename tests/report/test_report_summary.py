@@ -65,9 +65,13 @@ def test_the_report_opens_with_the_summary_and_groups_details_under_each_claim()
            "claims": [_row("C5", experiment="GRID").to_json(), _row("C1").to_json()],
            "experiments": {"C1": exp, "GRID": exp, "C7": exp, "EXTRA": exp}, "environment": {}}
     md = render_report(res)
-    head = md[:md.index("## Details")]
-    assert md.index("## Summary") < md.index("| **C1** |") < md.index("| **C5** |") < md.index("## Details")
+    summary = md.index("## Summary")
+    head = md[summary:md.index("## Details")]
+    # the bottom lines lead, one per claim, then the summary
+    assert md.index("## Bottom lines") < md.index("| **C1** |") < md.index("| **C5** |") < summary
+    assert summary < md.index("| **C1** |", summary) < md.index("| **C5** |", summary) < md.index("## Details")
     assert len(_summary_lines(head)) == 2 and head.count("\n") < 30  # one screen
+    assert len(_summary_lines(md[:summary])) == 2  # one bottom line per claim
     # details: C1, then C5 with the GRID experiment under it, C7 (no rows), then the rest
     order = [md.index(h) for h in ("## C1: ", "### C1: t", "## C5: ", "### GRID: t", "## C7: ",
                                    "## Experiments without claim rows", "### EXTRA: t")]

@@ -1,23 +1,19 @@
-"""The claims themselves (docs/paper.md §2): what the summary says of each besides its rows, and the bottom
-line a claim's rows come to.
+"""The claims themselves (docs/paper.md §2): what the summary says of each besides its rows.
 
 A :class:`Claim` is a claim id with its gist and the paper's own number ("proof" for a theorem, which the
 paper proves rather than measures). :data:`CLAIMS` holds the paper's twelve; an experiment that judges a
 claim of its own declares it (``Experiment(claims=(Claim(...),))``, registered with the experiment), so a new
 claim is one experiment module. A claim the registry does not know is told by its first row's statement.
 
-A :class:`BottomLine` is one claim's conclusion over its rows (``holds``, ``does not hold``, ``holds in
-part``, ``undecided``), one sentence and the rows it rests on; results.json gives one per claim under
-``bottom_lines`` once a rule derives them from the ``test`` rows.
+What a claim's rows come to, its bottom line, is :mod:`headgeom.claims.bottom_line`.
 """
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CLAIMS", "CONCLUSIONS", "BottomLine", "Claim", "claim_of", "declare", "natural_key"]
+__all__ = ["CLAIMS", "Claim", "claim_of", "declare", "natural_key"]
 
 
 def natural_key(text: str) -> list[Any]:
@@ -73,35 +69,3 @@ def declare(claim: Claim) -> Claim:
 def claim_of(cid: str, statement: str = "") -> Claim:
     """The claim ``cid``; one the registry does not know is told by ``statement`` (its first row's)."""
     return CLAIMS.get(cid) or Claim(cid, statement or cid, "-")
-
-
-CONCLUSIONS = ("holds", "does not hold", "holds in part", "undecided")
-
-
-@dataclass(frozen=True)
-class BottomLine:
-    """What a claim's rows come to: ``conclusion`` (one of :data:`CONCLUSIONS`), ``text`` (one sentence), and the
-    rows it rests on (their names, :func:`headgeom.claims.row.row_name`). JSON form: ``{"claim", "conclusion",
-    "text", "rows"}``."""
-
-    claim: str
-    conclusion: str
-    text: str
-    rows: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        if self.conclusion not in CONCLUSIONS:
-            raise ValueError(f"bottom line of {self.claim}: conclusion {self.conclusion!r} is not one of {CONCLUSIONS}")
-        if not isinstance(self.text, str) or not self.text:
-            raise ValueError(f"bottom line of {self.claim} says what holds in one sentence; got {self.text!r}")
-        object.__setattr__(self, "rows", tuple(self.rows))
-
-    @classmethod
-    def from_json(cls, entry: Mapping[str, Any]) -> BottomLine:
-        if not isinstance(entry, Mapping) or set(entry) != {"claim", "conclusion", "text", "rows"}:
-            raise ValueError(f"a bottom line is {{'claim', 'conclusion', 'text', 'rows'}}; got {entry!r}")
-        rows: Sequence[str] = entry["rows"]
-        return cls(entry["claim"], entry["conclusion"], entry["text"], tuple(rows))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"claim": self.claim, "conclusion": self.conclusion, "text": self.text, "rows": list(self.rows)}

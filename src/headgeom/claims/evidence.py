@@ -121,9 +121,9 @@ def verdict_text(row: Row) -> str:
 
 def tagged_verdict(row: Row) -> str:
     """``[kind] words`` for a terminal line, the kind said once: "[test] supported", "[identity] holds",
-    "[identity] fails: a bug", "[premise] fails"."""
+    "[identity] fails: a bug", "[premise] fails", "[diagnostic] shows it (fixed by the reading)"."""
     words = KINDS[row.evidence].display[row.verdict]
-    return f"[{row.evidence}] " + words.removeprefix(row.evidence + " ")
+    return f"[{row.evidence}] " + words.removeprefix(row.evidence + ": ").removeprefix(row.evidence + " ")
 
 
 def count_verdicts(rows: Iterable[Row]) -> dict[str, dict[str, int]]:

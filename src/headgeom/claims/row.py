@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headgeom.claims.budget import Budget
-from headgeom.claims.evidence import check_identity_data, check_kind
+from headgeom.claims.evidence import TEST, check_identity_data, check_kind
 from headgeom.claims.measured import Measured, check_measured_value
 from headgeom.claims.ood import OutOfDistribution
 from headgeom.claims.robustness import Robustness
@@ -128,6 +128,16 @@ class Row:
     def decision(self) -> Verdict:
         """The row's verdict and the measured key that decided it, as a rule returns them."""
         return Verdict(self.verdict, self.headline, self.reason or "")
+
+    def convention_gaps(self) -> list[str]:
+        """What a ``test`` row lacks of its conventions: "names no conventions" when it names none, "no robustness
+        for <convention>" for each one it names without a sweep; [] for a complete test row and for every row of
+        another kind (their outcome is fixed or a check of the code)."""
+        if self.evidence != TEST:
+            return []
+        if not self.conventions:
+            return ["names no conventions"]
+        return [f"no robustness for {c}" for c in self.conventions if c not in self.robustness]
 
     @property
     def headline_entry(self) -> Any:

@@ -301,6 +301,20 @@ def _fmt(xs: list[float]) -> str:
     return format_estimate(measured(xs), spread_of_one=False)
 
 
+def headline_words(config: Any, key: str) -> str:
+    """The headline of a C2 row in words (the measured key stays in the details)."""
+    radius = f"{config.radii[-1]:g}·ℓ"
+    return {iso_key(config): f"isotropy error of the constant W = g(0)^-1/2 at radius {radius} (it grows where the "
+                             "loss metric is curved)",
+            "route_rel_diff": "relative difference of the two routes to the curvature (exact derivatives and "
+                              "finite differences)",
+            "slice_found_fraction": "share of cells where a slice with a positive-definite metric was found",
+            "flat_control_max_abs_R": "largest curvature of the flat control (mse), which must be round-off",
+            "flat_control_iso_error": "isotropy error of the flat control (mse), which must be round-off",
+            "curvature_over_terms": "curvature over the size of the terms it is summed from (round-off when near "
+                                    "zero)"}.get(key, key)
+
+
 def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, Any]]]) -> Summary:
     """Claims (one per curved setting, each judged with the flat control), a table and the figure."""
     rows = [m for _, m in results]
@@ -358,6 +372,7 @@ def summarize(config: C2Config, results: list[tuple[dict[str, Any], dict[str, An
             },
             verdict=verdict, criterion=f"{criterion}. Re-judged: {robustness_text(robust)}", reason=reason,
             evidence=IDENTITY, headline=decided_by, conventions=CONVENTIONS, robustness=robust,
+            headline_text=headline_words(config, decided_by),
         ))
         notes.append(f"{setting}: {verdict} — {reason}.")
     notes[:0] = [

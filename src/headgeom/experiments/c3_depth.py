@@ -334,6 +334,7 @@ def _claim(config: C3Config, groups: dict) -> Row:
         },
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
         conventions=CONVENTIONS, robustness=robust,
+        headline_text=HEADLINE_WORDS.get(headline),
     )
 
 
@@ -348,6 +349,15 @@ def _table(config: C3Config, groups: dict) -> Table:
                   f"{sum(bool(m['converged']) for m in rows)}/{len(rows)}", _fmt(rows, "lbfgs_iterations"),
                   _fmt(rows, "objective_final"), _fmt(rows, "M_ratio_fro"), len(rows))
     return table
+
+
+HEADLINE_WORDS = {
+    "frac_fits_converged": "share of the MLP head fits that converged (too few: ε against depth reflects the "
+                           "optimiser, not depth)",
+    "frac_seeds_deepest_below_threshold": "share of seeds whose deepest head makes H_eff ε-isotropic along the curve",
+    "frac_depth_pairs_decreasing": "share of (width, seed, depth) pairs where one more layer lowers ε",
+}
+"""The headline of a C3 row in words, by the measured key that decided it (headgeom.claims.depth_isotropy)."""
 
 
 def summarize(config: C3Config, results: list[tuple[dict, dict]]) -> Summary:

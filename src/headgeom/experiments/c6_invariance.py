@@ -240,6 +240,23 @@ def head_verdict(config: C6Config, ms: list[dict], metric: str, **change: Any):
                               majority=cfg.majority)
 
 
+HEADLINE_WORDS = {
+    "seeds_premise_met": "share of seeds where training made h∘f invariant while f still moves along the orbits "
+                         "(the premise of Prop 5.2)",
+    "seeds_premise_and_degenerate": "share of seeds meeting the premise whose head metric is degenerate on the "
+                                    "augmentation tangents",
+    "seeds_premise_and_not_degenerate": "share of seeds meeting the premise whose head metric is at most 2× "
+                                        "suppressed on the augmentation tangents",
+    "seeds_head_degenerate_backbone_not": "share of seeds where the head, not the backbone, is degenerate on the "
+                                          "augmentation tangents",
+    "seeds_backbone_degenerate": "share of seeds where the backbone itself is degenerate on the augmentation "
+                                 "tangents",
+    "seeds_head_not_degenerate": "share of seeds where the head is at most 2× suppressed on the augmentation "
+                                 "tangents",
+}
+"""The headline of a C6 row in words, by the measured key that decided it (headgeom.claims.invariance_verdict)."""
+
+
 def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> Row:
     premise = [m["after.gap_end_to_end"] <= config.premise_max < m["after.gap_backbone"] for m in ms]
     ratio = [m[f"after.{metric}.ratio_{config.control}"] for m in ms]
@@ -322,6 +339,7 @@ def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str,
                     "regime": regime, "metric": metric, "group": f"{s.group} (dim V_aug = {s.dim_aug})",
                     "backbone": f"MLP {s.size ** 2}-{s.hidden}-{s.d}:{s.activation}", "n_eval": config.n_eval},
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+        headline_text=HEADLINE_WORDS.get(headline),
     )
 
 

@@ -249,6 +249,14 @@ def robustness(config: C7Config, ms: list[dict]) -> dict[str, Robustness]:
                      with_own(getattr(config, n), ranges[n])) for n in CONVENTIONS}
 
 
+HEADLINE_WORDS = {
+    "seeds_premise_met": "share of seeds where training made h∘f invariant while f still varies along the orbits "
+                         "(the premise of Thm 5.3)",
+    "seeds_premise_and_holding": "share of seeds meeting the premise where rank(I_h) ≤ rank(I_z) − dim V_aug",
+}
+"""The headline of a C7 row in words, by the measured key that decided it (headgeom.claims.fisher_rank)."""
+
+
 def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
     maj = config.majority
     premise, holds = seed_flags(config, ms)
@@ -284,6 +292,7 @@ def _claim(config: C7Config, regime: str, ms: list[dict]) -> Row:
                     "n_eval": config.n_eval},
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
         conventions=CONVENTIONS, robustness=robust,
+        headline_text=HEADLINE_WORDS.get(headline),
     )
 
 

@@ -15,7 +15,8 @@ from headgeom.experiments.runner import cell_status, plan_experiments, run_exper
 from headgeom.launch.cli import launcher_from_args, print_submission
 from headgeom.launch.dry_run import dry_run
 from headgeom.released.manifest import RELEASED_ENV, resolve_released_dir
-from headgeom.report.markdown import count_noun, format_claims_short, rows_of
+from headgeom.report.markdown import count_noun
+from headgeom.report.terminal import terminal_summary
 from headgeom.train.loggers import check_logger
 
 __all__ = ["run_reproduce", "run_theory"]
@@ -50,7 +51,7 @@ def _run(args: argparse.Namespace, theory_only: bool) -> int:
     if "waiting" in res:
         print_submission(res)
         return 0
-    print("\n" + format_claims_short(rows_of(res)))
+    print("\n" + terminal_summary(res))
     paths = res["paths"]
     print(f"\nwrote {paths['report']}\nwrote {paths['html']}\nwrote {paths['results']}\n"
           f"run directories under {paths['runs']}")

@@ -7,7 +7,7 @@
     OUT/runs/<ID>/<cell-key>/done.json      written atomically LAST: the cell is finished
     OUT/runs/<ID>/<cell-key>/error.json     the traceback of a cell that raised
     OUT/figures/<ID>_<name>.png             figures of the summaries
-    OUT/results.json                        {"preset", "seeds", "experiments", "claims", "environment", ...}
+    OUT/results.json                        {"preset", "seeds", "experiments", "claims", "bottom_lines", ...}
     OUT/report.md                           readable on its own; the claims table leads
     OUT/report.html                         the same as one self-contained page: figures embedded, filters
 
@@ -45,7 +45,7 @@ from headgeom.launch.local import LocalLauncher
 from headgeom.launch.progress import CellItem, ProgressDisplay, Tracker, cell_label, progress_mode
 from headgeom.launch.status import cell_states, format_status
 from headgeom.overrides import apply_overrides, cells_ignoring
-from headgeom.claims.evidence import counts_text
+from headgeom.claims.bottom_line import bottom_lines
 from headgeom.claims.row import Row
 from headgeom.claims.sources import ours
 from headgeom.report.markdown import count_noun
@@ -270,6 +270,23 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 
 # ----------------------------------------------------------------------------- summaries
+CONVENTIONS_REQUIRED = False
+"""Whether a ``test`` row that names no conventions, or names one without its robustness sweep
+(:meth:`headgeom.claims.row.Row.convention_gaps`), is an error of its experiment's summary (True: the run exits 1)
+or a warning in its notes and on stderr (False, until every experiment's test rows carry theirs). The one line to
+change to make it an error."""
+
+
+def convention_check(exp_id: str, rows: list[Row]) -> tuple[str, str] | None:
+    """(what is wrong, the rows that lack it) for the test rows of ``exp_id`` without conventions or their
+    robustness; None when none lack them."""
+    gaps = [f"{r.name}: {'; '.join(r.convention_gaps())}" for r in rows if r.convention_gaps()]
+    if not gaps:
+        return None
+    return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on or "
+            f"their robustness sweep (docs/report.md#conventions-and-robustness)", " | ".join(gaps))
+
+
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
                n_failed: int, n_cells: int) -> tuple[list[Row], list[tuple[str, str]], list[str], list[str], list[str]]:
     """(claim rows, tables as (title, markdown), figure paths relative to OUT, notes, errors) of one experiment."""
@@ -299,6 +316,11 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
         if n_failed:
             row = row.replace(incomplete=f"{n_failed} of {count_noun(n_cells, 'cell')} failed; measured on the others")
         rows.append(row)
+    gaps = convention_check(exp.id, rows)
+    if gaps and CONVENTIONS_REQUIRED:
+        errors.append(": ".join(gaps))
+    elif gaps:
+        print(f"warning: {gaps[0]}; the rows are named in the notes of report.md", file=sys.stderr, flush=True)
     figures: list[str] = []
     for name, build in summary.figures:
         try:
@@ -311,7 +333,9 @@ def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], p
     if len(tables) < len(summary.tables):
         errors.append(f"Summary.tables must hold headgeom.report.table.Table objects; got "
                       f"{sorted({type(t).__name__ for t in summary.tables if not isinstance(t, Table)})}")
-    return rows, tables, figures, [str(n) for n in summary.notes], errors
+    notes = [str(n) for n in summary.notes] + ([f"warning: {': '.join(gaps)}"] if gaps and not CONVENTIONS_REQUIRED
+                                               else [])
+    return rows, tables, figures, notes, errors
 
 
 def _command(ids: list[str] | None, preset: str, out: Path, seeds: int | None, theory_only: bool,
@@ -446,11 +470,23 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
-    verdicts = f"{count_noun(len(rows), 'claim')}: {counts_text(rows)}" if rows else "no claims"
     errs = f", {count_noun(len(errors), 'summary error')}" if errors else ""
     print(f"{exp.id}: {count_noun(len(cells), 'cell')} ({reused} reused, {len(failed)} failed), "
-          f"{entry['elapsed_s']:.1f} s of cell time summed over cells{errs}; {verdicts}", file=sys.stdout, flush=True)
+          f"{entry['elapsed_s']:.1f} s of cell time summed over cells{errs}; {rows_made(rows)}", file=sys.stdout,
+          flush=True)
     return entry, claims, len(failed) + len(errors)
+
+
+def rows_made(rows: list[Row]) -> str:
+    """"rows for claims C8 (4), C4 (2); verdicts per claim at the end": what an experiment gave, without verdict
+    counts, which are told once per claim over every experiment's rows (the report's and the terminal's summary)."""
+    if not rows:
+        return "no claim rows"
+    per: dict[str, int] = {}
+    for r in rows:
+        per[r.id] = per.get(r.id, 0) + 1
+    return ("rows for claim" + ("s " if len(per) > 1 else " ") + ", ".join(f"{c} ({n})" for c, n in per.items())
+            + "; verdicts per claim at the end")
 
 
 def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, launcher: Any,
@@ -553,7 +589,9 @@ def run_experiments(ids: list[str] | None, preset: str = "quick", out: Path = Pa
     results_json = {
         "preset": preset, "seeds": seeds,
         "command": _command(ids, preset, out, seeds, theory_only, train_logger, overrides),
-        "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims, "environment": env,
+        "launcher": launcher.describe(), "experiments": experiments, "claims": all_claims,
+        # one per claim, by the rule of headgeom.claims.bottom_line from the rows just written (their indices)
+        "bottom_lines": [b.to_json() for b in bottom_lines(Row.from_json(c) for c in all_claims)], "environment": env,
         "load_errors": load_errors, "skipped": plan.skipped, "without_preset": plan.without_preset,
         "finished": utc_now(),
     }

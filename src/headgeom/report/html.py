@@ -1,10 +1,12 @@
 """report.html from the results.json content: the claims report as one self-contained page.
 
 The same content as report.md (headgeom.report.markdown), from the same results dict and the same
-pieces (the summary's cells, each row's measured values and verdict, the experiments' run lines,
-tables, notes): a line per claim that opens (``<details>``) onto its rows with their criteria and the
-sections of the experiments that measured it, figures embedded as ``data:`` URIs, style and script
-inline (headgeom.report.html_page), filters by evidence kind, verdict and source. Every string of
+pieces (the bottom lines and their rule, the summary's cells, each row's measured values, view gap, verdict,
+conventions and robustness, the experiments' run lines, tables, notes): the bottom lines first, above the
+filters, then a line per claim that opens (``<details>``) onto its bottom line, its rows with their criteria
+(the ``diagnostic`` rows in a table of their own, said never to count) and the sections of the experiments
+that measured it, figures embedded as ``data:`` URIs, style and script inline (headgeom.report.html_page),
+filters by evidence kind, verdict and source. Every string of
 the results is escaped (headgeom.report.html_text). The page loads nothing: it can be mailed or
 archived on its own.
 """
@@ -16,15 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from headgeom.claims.claim import natural_key
-from headgeom.claims.evidence import KINDS, VERDICTS
+from headgeom.claims.bottom_line import BottomLine
+from headgeom.claims.evidence import DIAGNOSTIC, KINDS, VERDICTS
 from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
 from headgeom.io import atomic_write_text
 from headgeom.report.html_page import FILTERS, page
 from headgeom.report.html_text import inline, png_data_uri, text
-from headgeom.report.markdown import (config_table, distinct_settings, environment_text, format_measured, group_table,
-                                      home_claim, measured_parts, ood_text, rows_of, run_text, setting_text,
-                                      summary_note, verdict_parts, warnings)
+from headgeom.report.bottom_lines import bottom_lines_of, bottom_lines_table, rule_note
+from headgeom.report.markdown import (DIAGNOSTIC_NOTE, config_table, conventions_lines, distinct_settings,
+                                      environment_text, format_measured, group_table, headline_cell, home_claim,
+                                      measured_parts, ood_text, robustness_table, rows_of, run_text, setting_text,
+                                      summary_note, verdict_parts, view_gap_text, warnings)
 from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, claim_line, source_parts
 from headgeom.report.table import Table, table_html
@@ -56,7 +61,8 @@ def _filters(claims: list[Row], preset: str | None) -> str:
     verdicts = Counter(c.verdict for c in claims)
     sources = Counter(source_key(c) for c in claims)
     labels = dict(SOURCES, ours=ours(preset) if preset else SOURCES["ours"])
-    selects = {"evidence": _select("evidence", "evidence", [(k, k, kinds[k]) for k in KINDS if kinds[k]]),
+    kind_words = {k: k + (" (never counted)" if k == DIAGNOSTIC else "") for k in KINDS}
+    selects = {"evidence": _select("evidence", "evidence", [(k, kind_words[k], kinds[k]) for k in KINDS if kinds[k]]),
                "verdict": _select("verdict", "verdict", [(v, v, verdicts[v]) for v in VERDICTS if verdicts[v]]),
                "source": _select("source", "source", [(s, labels[s], sources[s]) for s in SOURCES if sources[s]])}
     return (f'<form class="filters" hidden>{"".join(selects[k] for k in FILTERS)}'
@@ -79,7 +85,8 @@ def _claim_summary(cid: str, rows: list[Row]) -> str:
 
 def _measured(c: Row) -> str:
     head, plain, grouped = measured_parts(c)
-    parts = [f"<strong>{text(head[0])}: {text(head[1])}</strong>"] if head else []
+    parts = [inline(headline_cell(c, head[1]))] if head else []
+    parts += [f"view gap: {text(view_gap_text(c))}"] if c.view_gap is not None else []
     parts += [f"{text(k)}: {text(v)}" for k, v in plain]
     out = "<br>".join(parts) or "-"
     if grouped:
@@ -92,12 +99,42 @@ def _verdict(c: Row) -> str:
     words, qualifiers, budget, ood = verdict_parts(c)
     out = f'<span class="v {_slug(c.verdict)}">{text(words)}</span>{text(qualifiers)}'
     out += f"<br>{text(budget)}" if budget else ""
-    return out + (f"<br><strong>{text(ood)}</strong>" if ood else "")
+    out += f"<br><strong>{text(ood)}</strong>" if ood else ""
+    out += "".join(f"<br>{text(line)}" for line in conventions_lines(c))
+    if c.robustness:
+        out += f"<details><summary>robustness sweep</summary>{robustness_table(c).html()}</details>"
+    return out
 
 
 def _rows_table(rows: list[Row]) -> str:
-    """The claim's rows: setting, measured (headline first), evidence, verdict, criterion; each ``tr.row``
-    carries the fields the filters read."""
+    """The claim's rows, the diagnostic ones in a table of their own under :data:`DIAGNOSTIC_NOTE`."""
+    counted = [c for c in rows if c.evidence != DIAGNOSTIC]
+    diagnostics = [c for c in rows if c.evidence == DIAGNOSTIC]
+    out = _rows_html(counted) if counted else ""
+    if diagnostics:
+        out += f'<div class="diagnostic"><p>{inline(DIAGNOSTIC_NOTE)}</p>{_rows_html(diagnostics)}</div>'
+    return out
+
+
+def _bottom_line(line: BottomLine | None) -> str:
+    """A claim's bottom line, its conclusion coloured."""
+    if line is None:
+        return ""
+    return (f'<p class="bottom"><strong>Bottom line:</strong> <span class="c {_slug(line.conclusion)}">'
+            f"{text(line.conclusion)}</span>: {text(line.rest)}</p>")
+
+
+def _bottom_lines(lines: list[BottomLine], rows: list[Row]) -> str:
+    """The bottom lines' section: one line per claim (the conclusion in bold), then the rule they follow."""
+    if not lines:
+        return ""
+    return (f'<h2>Bottom lines</h2><div class="bottom-lines">{bottom_lines_table(lines, rows).html()}</div>'
+            f'<p class="muted">{inline(rule_note())}</p>')
+
+
+def _rows_html(rows: list[Row]) -> str:
+    """The rows: setting, measured (headline first), evidence, verdict, criterion; each ``tr.row`` carries the
+    fields the filters read."""
     head = "".join(f"<th>{h}</th>" for h in ("statement", "setting", "measured", "evidence", "verdict", "criterion"))
     body = []
     for c in rows:
@@ -163,6 +200,9 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
            f"{text(results.get('finished', '?'))}); preset <strong>{text(preset)}</strong>; seeds: "
            + (f"{text(seeds)} (--seeds)" if seeds is not None else "each experiment's preset default") + ".</p>"]
     out += [f'<p class="warn">{inline(w)}</p>' for w in warnings(results)]
+    bottoms = bottom_lines_of(results, claims)
+    bottom = {b.claim: b for b in bottoms}
+    out += [_bottom_lines(bottoms, claims)]
     out += ["<h2>Summary</h2>", _filters(claims, preset),
             f'<div class="grid head"><span>claim</span><span>statement</span><span>paper</span>'
             f"<span>ours{f' ({text(preset)})' if preset else ''}</span><span>{text(AUTHORS)}</span></div>"]
@@ -170,7 +210,8 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
         out.append("<p><em>No claim entries were produced.</em></p>")
     for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
         rows = groups.get(cid, [])
-        body = [_rows_table(rows) if rows else "<p><em>No claim rows (see below).</em></p>"]
+        body = [_bottom_line(bottom.get(cid)),
+                _rows_table(rows) if rows else "<p><em>No claim rows (see below).</em></p>"]
         body += [_experiment(eid, e, claims, root) for eid, e in exps.items() if homes[eid] == cid]
         out.append(f'<details class="claim" data-claim="{text(cid)}">{_claim_summary(cid, rows)}'
                    f'<div class="body">{"".join(body)}</div></details>')

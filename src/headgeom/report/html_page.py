@@ -49,6 +49,9 @@ details.claim > summary:hover { background: #f7f8fa; }
 .body { padding: 0.2em 0 1.2em 1.2em; border-left: 3px solid var(--line); margin-bottom: 0.8em; }
 .v { font-weight: 600; } .v.supported { color: var(--ok); } .v.not-supported { color: var(--no); }
 .v.inconclusive { color: var(--undecided); }
+.c { font-weight: 600; } .c.holds { color: var(--ok); } .c.does-not-hold { color: var(--no); }
+.c.holds-in-part, .c.undecided { color: var(--undecided); }
+.diagnostic { border-left: 3px dashed var(--line); padding-left: 0.6em; color: var(--muted); }
 .kind { display: inline-block; border: 1px solid var(--line); border-radius: 3px; padding: 0 0.3em; font-size: 0.85em; }
 figure { margin: 0.8em 0; } figure img { max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 0.85em; }

@@ -1,9 +1,11 @@
-"""report.md from the results.json content: a one-screen summary first, then the details per claim.
+"""report.md from the results.json content: the bottom lines first, a one-screen summary, then the details per claim.
 
-The report is readable on its own: the command that produced it, a summary line per claim
-(headgeom.report.summary), the code version and environment, then per claim its rows with their
-measured values as ``value ± spread (n=…)``, evidence kind, verdict, budget and criterion, followed
-by the sections of the experiments that measured it: what was run (config, cells, time), tables,
+The report is readable on its own: the command that produced it, the bottom line of each claim
+(headgeom.report.bottom_lines, by the rule of headgeom.claims.bottom_line, stated under them), a summary
+line per claim (headgeom.report.summary), the code version and environment, then per claim its bottom line
+and its rows with their measured values as ``value ± spread (n=…)``, view gap, evidence kind, verdict,
+budget, conventions with their robustness, and criterion (the ``diagnostic`` rows apart, never counted),
+followed by the sections of the experiments that measured it: what was run (config, cells, time), tables,
 figures (relative links into ``figures/``), notes and failed cells.
 """
 from __future__ import annotations
@@ -18,13 +20,15 @@ from typing import Any
 from headgeom.claims.budget import LIMITED_BELOW, LIMITED_LABEL, budget_text
 from headgeom.claims.claim import claim_of, natural_key
 from headgeom.claims.estimates import SPREAD_KIND, format_estimate
-from headgeom.claims.evidence import KINDS, counts_text, tagged_verdict, verdict_text
+from headgeom.claims.evidence import DIAGNOSTIC, KINDS, counts_text, verdict_text
 from headgeom.claims.ood import OutOfDistribution
-from headgeom.claims.row import NAME_KEYS, Row
+from headgeom.claims.row import Row
 from headgeom.io import atomic_write_text
+from headgeom.report.bottom_lines import (bottom_lines_of, bottom_lines_table, conclusion_cell, rule_note,
+                                          stale_bottom_lines)
 from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, summary_table
-from headgeom.report.table import Table, cell_text, wrap
+from headgeom.report.table import Table, cell_text
 
 DEFAULT_SPREAD_KIND = SPREAD_KIND  # the spread of headgeom.claims.estimates.measured: not repeated per value
 
@@ -98,27 +102,78 @@ def group_table(grouped: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
+DIAGNOSTIC_NOTE = ("**Diagnostic rows, never counted:** the reading or the construction fixes their outcome, so "
+                   "they could not have come out the other way (each criterion says why); they are shown to explain "
+                   "what a reading does, not as evidence for or against the claim.")
+
+
 def claims_table(rows: list[Row]) -> str:
-    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion. A row's
-    headline (the measure its verdict quotes) comes first in its measured cell; values per group
-    (``name[group]`` keys) follow the table as one small table per row."""
+    """The markdown claims table: id, statement, setting, measured, evidence, verdict, criterion; the
+    ``diagnostic`` rows apart in a second table under :data:`DIAGNOSTIC_NOTE`. A row's headline (the measure its
+    verdict quotes, in words where the row has them) comes first in its measured cell, its view gap after it;
+    its verdict cell names its conventions and each one's robustness status. Values per group (``name[group]``
+    keys) and the robustness sweeps follow the tables as small tables per row."""
     if not rows:
         return "_No claim entries were produced._\n"
-    table = Table(("row", "id", "statement", "setting", "measured", "evidence", "verdict", "criterion"))
+    counted = [r for r in rows if r.evidence != DIAGNOSTIC]
+    diagnostics = [r for r in rows if r.evidence == DIAGNOSTIC]
     details: list[str] = []
-    for i, c in enumerate(rows, 1):
+    parts = [_rows_table(counted, 1, details).markdown()] if counted else []
+    if diagnostics:
+        parts.append(DIAGNOSTIC_NOTE + "\n\n" + _rows_table(diagnostics, len(counted) + 1, details).markdown())
+    return ("\n\n".join(parts) + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
+            f"{counts_text(rows)}; only `test` rows count as support.\n"
+            + ("\n" + "\n".join(details) if details else ""))
+
+
+def _rows_table(rows: list[Row], first: int, details: list[str]) -> Table:
+    """The table of ``rows`` numbered from ``first``; their group and robustness tables appended to ``details``."""
+    table = Table(("row", "id", "statement", "setting", "measured", "evidence", "verdict", "criterion"))
+    for i, c in enumerate(rows, first):
         head, plain, grouped = measured_parts(c)
-        parts = [f"**{head[0]}: {head[1]}**"] if head else []
+        parts = [headline_cell(c, head[1])] if head else []
+        parts += [f"view gap: {view_gap_text(c)}"] if c.view_gap is not None else []
         parts += [f"{k}: {v}" for k, v in plain]
         if grouped:
             parts.append(f"per {len(grouped)} groups: table {i} below")
             details += [f"Table {i} ({c.id}, {_setting_short(c)}):", "", group_table(grouped).markdown(), ""]
+        if c.robustness:
+            details += [f"Robustness of row {i} ({c.id}, {_setting_short(c)}):", "", robustness_table(c).markdown(), ""]
         words, qualifiers, budget, ood = verdict_parts(c)
-        verdict = "<br>".join([f"**{words}**{qualifiers}"] + ([budget] if budget else []) + ([f"**{ood}**"] if ood else []))
+        verdict = "<br>".join([f"**{words}**{qualifiers}"] + ([budget] if budget else []) + ([f"**{ood}**"] if ood else [])
+                              + conventions_lines(c))
         table.add(i, c.id, c.statement, setting_text(c), "<br>".join(parts) or "-", c.evidence, verdict, c.criterion)
-    return (table.markdown() + f"\n\nSpread: {DEFAULT_SPREAD_KIND} unless stated in brackets. Rows: "
-            f"{counts_text(rows)}; only `test` rows count as support.\n"
-            + ("\n" + "\n".join(details) if details else ""))
+    return table
+
+
+def headline_cell(c: Row, value: str) -> str:
+    """The headline in the details: its words in bold with the measured key after them, then its value."""
+    if c.headline_text:
+        return f"**{c.headline_text}** (`{c.headline}`): **{value}**"
+    return f"**{c.headline}: {value}**"
+
+
+def view_gap_text(c: Row) -> str:
+    """The row's measured angle between the two views' head outputs, e.g. "5.6 ± 0.4 (n=2)"."""
+    return format_measured(c.view_gap) if c.view_gap is not None else ""
+
+
+def conventions_lines(c: Row) -> list[str]:
+    """"conventions: a, b" and "robustness: a robust; b flips at 0.3" (each convention named, swept or not);
+    none for a row that names none (the runner warns of a test row that names none)."""
+    if not c.conventions:
+        return []
+    status = "; ".join(f"{k} {c.robustness[k].status}" if k in c.robustness else f"{k} not swept"
+                       for k in c.conventions)
+    return [f"conventions: {', '.join(c.conventions)}", f"robustness: {status}"]
+
+
+def robustness_table(c: Row) -> Table:
+    """One line per convention swept: the row's own value, each value tried with its verdict, the status."""
+    table = Table(("convention", "at", "verdict at each value", "status"))
+    for name, r in c.robustness.items():
+        table.add(name, _num(r.at), "; ".join(f"{_num(v)}: {w}" for v, w in zip(r.values, r.verdicts)), r.status)
+    return table
 
 
 def measured_parts(c: Row) -> tuple[tuple[str, str] | None, list[tuple[str, str]], dict[str, dict[str, Any]]]:
@@ -141,7 +196,7 @@ def ood_text(flag: OutOfDistribution | None, format_measured: Callable[[Any], st
 def verdict_parts(c: Row) -> tuple[str, str, str, str]:
     """A row's verdict cell, as both renderers show it: (the verdict words, what qualifies them, e.g.
     ", budget-limited (1 of 4 cells failed)", the budget line, the out-of-distribution flag); "" where absent."""
-    qualifiers = _limited(c) + (f" ({c.incomplete})" if c.incomplete else "")
+    qualifiers = limited_label(c) + (f" ({c.incomplete})" if c.incomplete else "")
     budget = ""
     if c.budget:
         basis = f" ({c.budget.basis})" if c.budget.basis else ""
@@ -175,48 +230,7 @@ def distinct_settings(group: list[Row], prefer: tuple[str, ...] = ()) -> list[st
     return [", ".join(f"{k}={s[k]}" for k in varying if k in s) for s in settings]
 
 
-TERMINAL_KEYS = NAME_KEYS + ("data", "dataset", "backbone", "head_input", "family")
-"""The setting keys the terminal summary tells rows apart by, when they differ (other settings are in report.md)."""
-
-
-def format_claims_short(rows: list[Row], width: int = 100) -> str:
-    """A plain-text claims table for the terminal, lines at most ``width`` characters wherever no single word
-    is longer: cells wrap at word boundaries, never cutting a word.
-
-    One block per claim id and experiment: the claim id (and the experiment's id when it differs, e.g.
-    ``C8 (ABLATION)``) and the statement, then a table of its rows: evidence kind and verdict, the setting
-    keys that tell the block's rows apart (those of :data:`TERMINAL_KEYS` when any of them does), and the
-    headline measure (the one the verdict was decided on; the others are in report.md);
-    last, the number of rows per kind and verdict."""
-    if not rows:
-        return "no claim entries were produced"
-    groups: dict[tuple[str, str], list[Row]] = {}
-    for r in rows:
-        groups.setdefault((r.id, r.experiment or r.id), []).append(r)
-    lines: list[str] = []
-    for (cid, exp), group in groups.items():
-        label = cid if exp == cid else f"{cid} ({exp})"
-        distinct = distinct_settings(group, prefer=TERMINAL_KEYS)
-        lines += wrap(f"{label}  {' '.join(group[0].statement.split())}", width)
-        table = Table(["verdict"] + (["setting"] if any(distinct) else []) + ["measured"])
-        for r, d in zip(group, distinct):
-            more = len(r.measured) - 1
-            meas = f"{r.headline}={format_measured(r.headline_entry)}" + (f"; +{more} more in report.md" if more else "")
-            table.add(_short_verdict(r), *([d] if any(distinct) else []), meas)
-        lines.append(table.text(width, indent="  ", header=False))
-    lines.append("\n".join(wrap(count_noun(len(rows), "claim entry", "claim entries")
-                                + " (only tests count as support):", width)))
-    lines += ["  " + line for part in counts_text(rows).split("; ") for line in wrap(part, width - 2)]
-    return "\n".join(lines)
-
-
-def _short_verdict(c: Row) -> str:
-    """``[kind] verdict words`` for the terminal table."""
-    return (tagged_verdict(c) + _limited(c) + (" (incomplete)" if c.incomplete else "")
-            + (" (head out of distribution)" if c.out_of_distribution else ""))
-
-
-def _limited(c: Row) -> str:
+def limited_label(c: Row) -> str:
     """", budget-limited" for a verdict reached below the budget threshold of headgeom.claims.budget."""
     return f", {LIMITED_LABEL}" if c.budget and c.budget.limited else ""
 
@@ -267,7 +281,8 @@ def run_text(e: dict[str, Any]) -> str:
 def summary_note() -> str:
     """What the summary's words mean (kinds, budget, "proof", the two sources); under the summary."""
     return ("Verdicts count only `test` rows as support; `identity` rows hold by construction (a failure is a bug), "
-            "`premise` rows say whether a theorem applies. \"budget\" is the images seen against the paper's "
+            "`premise` rows say whether a theorem applies, `diagnostic` rows show what a reading or a construction "
+            "fixes and are never counted. \"budget\" is the images seen against the paper's "
             f"(steps × batch), {LIMITED_LABEL} below {LIMITED_BELOW:.0%}. \"paper: proof\" marks a theorem, "
             "which the paper proves rather than measures. \"ours\" are headgeom's runs at this preset; \"authors' runs, "
             "re-judged\" are the paper's own released runs (docs/paper.md §3.8) judged by the same rules, at their budget.")
@@ -323,7 +338,7 @@ def rows_of(results: Mapping[str, Any]) -> list[Row]:
 
 def warnings(results: dict[str, Any]) -> list[str]:
     """The report's warnings under its summary: failed cells and summary steps, experiment modules that
-    did not import; none when all ran."""
+    did not import, stored bottom lines that are not the rule's; none when all ran."""
     exps = results.get("experiments", {})
     n_failed = sum(e.get("n_failed", 0) for e in exps.values())
     n_errors = sum(len(e.get("errors", [])) for e in exps.values())
@@ -335,6 +350,11 @@ def warnings(results: dict[str, Any]) -> list[str]:
     if results.get("load_errors"):
         out.append("**Experiment modules that failed to import:** "
                    + "; ".join(f"`{m}`: {err}" for m, err in results["load_errors"].items()))
+    stale = stale_bottom_lines(results, rows_of(results))
+    if stale:
+        out.append(f"**Warning:** the bottom lines results.json stores for {', '.join(stale)} are not what the rule "
+                   "gives on its rows (a file of another version, or edited): rerun `headgeom reproduce` on the same "
+                   "folder to rewrite them")
     return out
 
 
@@ -346,12 +366,15 @@ def render_report(results: dict[str, Any]) -> str:
     seeds = results.get("seeds")
     summary = (summary_table(rows, format_measured, results.get("preset")).markdown() + "\n" if rows
                else "_No claim entries were produced._\n")
+    bottoms = bottom_lines_of(results, rows)
+    bottom = {b.claim: b for b in bottoms}
     notice = released_notice(results)
     lines = ["# headgeom: claims report", "", *([notice, ""] if notice else []),
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",
-             "## Summary", "", summary, summary_note(), ""]
+             "## Bottom lines", "", bottom_lines_table(bottoms, rows).markdown() if bottoms else "_No claim rows._", "",
+             rule_note(), "", "## Summary", "", summary, summary_note(), ""]
     for warning in warnings(results):
         lines += [warning, ""]
     lines += ["## Details", "", environment_text(results.get("environment", {})), "",
@@ -361,7 +384,9 @@ def render_report(results: dict[str, Any]) -> str:
     for cid in sorted(set(groups) | {h for h in homes.values() if h}, key=natural_key):
         group = groups.get(cid, [])
         short = claim_of(cid, group[0].statement if group else "").short
-        lines += [f"## {cid}: {short}", "", claims_table(group) if group else "_No claim rows (see below)._\n"]
+        lines += [f"## {cid}: {short}", ""]
+        lines += [f"**Bottom line:** {conclusion_cell(bottom[cid])}", ""] if cid in bottom else []
+        lines += [claims_table(group) if group else "_No claim rows (see below)._\n"]
         for eid, e in exps.items():
             if homes[eid] == cid:
                 lines += _experiment_section(eid, e, rows)

@@ -5,11 +5,12 @@ Each line gives a short statement (headgeom.claims.claim), the paper's number (d
 which the paper proves rather than measures), then side by side the two sources of rows
 (headgeom.claims.sources): ours, headgeom's own runs at the preset, and the authors' released runs
 re-judged by the same rules. Each source's cell holds its verdict counts by evidence kind
-(headgeom.claims.evidence), one headline measured value with its spread and n (the ``headline`` every
-row names, i.e. the measured entry that decided its verdict, headgeom.claims.row; from the source's
-first ``test`` row, else its first row) and the least training budget of its rows
-(headgeom.claims.budget). The paper's numbers are quoted for comparison, never tuned
-toward.
+(headgeom.claims.evidence; :func:`source_counts`, which the terminal summary prints too, so both count the
+same rows per claim), one headline measured value with its spread and n (the ``headline`` every row names,
+i.e. the measured entry that decided its verdict, headgeom.claims.row, told in words by its
+``headline_text`` where the row has one; from the source's first ``test`` row, else its first row) and the
+least training budget of its rows (headgeom.claims.budget). The paper's numbers are quoted for comparison,
+never tuned toward.
 """
 from __future__ import annotations
 
@@ -22,14 +23,33 @@ from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors
 from headgeom.report.table import Table
 
-__all__ = ["by_claim", "claim_line", "headline", "least_budget", "source_cell", "source_parts", "summary_table"]
+__all__ = ["by_claim", "claim_line", "headline", "headline_row", "headline_words", "least_budget", "source_cell",
+           "source_counts", "source_parts", "summary_table"]
+
+
+def headline_row(rows: list[Row]) -> Row | None:
+    """The row whose headline a source's cell quotes: its first ``test`` row, else its first row; None without."""
+    ordered = [r for r in rows if r.evidence == TEST] + [r for r in rows if r.evidence != TEST]
+    return ordered[0] if ordered else None
 
 
 def headline(rows: list[Row]) -> tuple[str, Any] | None:
-    """(measured key, value) to quote as ours: the ``headline`` of the first ``test`` row, else of the first
-    row; None without rows."""
-    ordered = [r for r in rows if r.evidence == TEST] + [r for r in rows if r.evidence != TEST]
-    return (ordered[0].headline, ordered[0].headline_entry) if ordered else None
+    """(measured key, value) to quote as ours: the ``headline`` of :func:`headline_row`; None without rows."""
+    row = headline_row(rows)
+    return (row.headline, row.headline_entry) if row else None
+
+
+def headline_words(row: Row) -> str:
+    """A row's headline as a reader reads it: its ``headline_text``, else its measured key."""
+    return row.headline_text or row.headline
+
+
+def source_counts(rows: list[Row]) -> list[tuple[str, str]]:
+    """(source, verdict counts by evidence kind) of one claim's rows, ours first, then the authors' runs
+    re-judged, each source present once: what the report's summary and the terminal both print per claim."""
+    mine = [r for r in rows if not is_authors(r)]
+    theirs = [r for r in rows if is_authors(r)]
+    return [(name, counts_text(group)) for name, group in (("ours", mine), (AUTHORS, theirs)) if group]
 
 
 def least_budget(rows: list[Row]) -> Budget | None:
@@ -57,10 +77,10 @@ def source_parts(rows: list[Row], format_measured: Callable[[Any], str]) -> list
     without rows."""
     if not rows:
         return []
-    found = headline(rows)
+    found = headline_row(rows)
     parts = [counts_text(rows)]
     if found:
-        parts.append(f"{found[0]}: {format_measured(found[1])}")
+        parts.append(f"{headline_words(found)}: {format_measured(found.headline_entry)}")
     b = least_budget(rows)
     if b:
         parts.append(budget_text(b))

@@ -24,6 +24,8 @@ replicates, which the cells do not keep). Without a checkpoint every re-judgemen
 """
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +176,20 @@ def _criterion(metric: str, head_input: str, level: float, what: str) -> str:
             "where; download addresses in the C10 checkpoint-file table)")
 
 
+def headline_words(key: str, method: str = "") -> str:
+    """The headline of a C10 row in words, by the measured key that decided it (headgeom.claims.orbit_direction):
+    a (checkpoint / family) pair's selectivity, or a count over checkpoints or methods."""
+    pair = re.fullmatch(r"(?P<metric>[^\[]+)\[(?P<release>[^/]+)/(?P<family>[^\]]+)\]", key)
+    if pair:
+        label = EXPECTED_FILES[pair["release"]].label if pair["release"] in EXPECTED_FILES else pair["release"]
+        return (f"orbit {pair['metric']} of z over the head's output, {label}, {pair['family']} orbits (above 1: "
+                "the head compresses them)")
+    return {"checkpoints_measured": f"share of the {method + ' ' if method else ''}checkpoint files measured "
+                                    "(a missing one leaves the claim undecided)",
+            "methods_supported": "share of the three methods whose own claim is supported",
+            "methods_not_supported": "share of the three methods whose own claim is not supported"}.get(key, key)
+
+
 def _method_claim(config: Any, method: str, measured: dict, directory: str | None) -> tuple[Row, str]:
     name, want = METHODS[method]
     metric, head_input = PRIMARY
@@ -204,6 +220,7 @@ def _method_claim(config: Any, method: str, measured: dict, directory: str | Non
                 + ("(orbit variance falls through the head)" if want == "compress"
                    else "(orbit variance grows through the head)"),
                 setting=setting, measured=meas, verdict=verdict.outcome, evidence=TEST, headline=verdict.headline,
+                headline_text=headline_words(verdict.headline, name),
                 conventions=CONVENTIONS, robustness=robust,
                 criterion=DECIDED_BY + ". " + _criterion(metric, head_input, config.level, what)
                 + f". Re-judged: {robustness_text(robust)}. {LEVEL_NOT_SWEPT}")
@@ -233,7 +250,7 @@ def _dichotomy(config: Any, verdicts: dict[str, str], metric: str, head_input: s
                                                 what="1 if the method's claim under this metric is not supported"),
         **{f"verdict[{METHODS[m][0]}]": v for m, v in verdicts.items()}}
     return Row(id="C10", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict.outcome,
-               headline=verdict.headline, evidence=TEST,
+               headline=verdict.headline, evidence=TEST, headline_text=headline_words(verdict.headline),
                conventions=tuple(c for c in CONVENTIONS if c in swept or c == "level"), robustness=robust,
                criterion=(DECIDED_BY + ". " if (metric, head_input) == PRIMARY else "")
                + _criterion(metric, head_input, config.level, what)
