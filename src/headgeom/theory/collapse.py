@@ -19,8 +19,10 @@ targets are the head's outputs on second views (:func:`two_view_point`): real on
 augmentations of one image through a backbone) or synthetic ones (:func:`pseudo_collapsed_point`,
 z + view_noise · ε).
 
-All functions are pure: the head is evaluated, never changed. Batches are (N, d) / (N, k) and
-the losses are batch means (headgeom's convention), so ρ carries a factor 1/N.
+All functions are pure: the head is evaluated, never changed, and random directions come from
+the ``generator`` given (a fresh one seeded with 0 when None), never from torch's global one.
+Batches are (N, d) / (N, k) and the losses are batch means (headgeom's convention), so ρ carries a
+factor 1/N.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from torch import Tensor, nn
 from torch.func import grad, jacfwd, vmap
 
 from headgeom.objectives import analysis_loss
+from headgeom.rng import own_generator
 
 OBJECTIVES = ("mse", "negative_cosine")
 
@@ -98,7 +101,7 @@ def left_null_basis(a: Tensor, rtol: float = 1e-10) -> Tensor:
     return u[:, rank:]
 
 
-def _null_directions(a: Tensor, n: int, generator: torch.Generator | None, rtol: float) -> tuple[Tensor, int]:
+def _null_directions(a: Tensor, n: int, generator: torch.Generator, rtol: float) -> tuple[Tensor, int]:
     """n random unit vectors (n, k) uniform on the unit sphere of {r : aᵀr = 0}, and its dimension.
 
     A standard Gaussian projected onto a subspace is a standard Gaussian of that subspace, so
@@ -136,7 +139,8 @@ def collapsed_equilibrium(
     """All N representations at z̄ (d,), targets chosen so that ∇_z L = 0 with ρ ≠ 0.
 
     residual: ‖u − c_i‖ for ``mse``; angle: θ = ∠(u, c_i) in radians, in (0, π), for
-    ``negative_cosine``. ρ_i are independent random directions in the admissible null space.
+    ``negative_cosine``. ρ_i are independent random directions in the admissible null space, drawn
+    from ``generator`` (None: a fresh one seeded with 0).
     """
     _check_objective(objective)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -151,7 +155,7 @@ def collapsed_equilibrium(
         u = _evaluate(head, z)
     u0 = u[0]
     constraints = jac if objective == "mse" else torch.cat([jac, u0[:, None]], dim=1)
-    r, null_dim = _null_directions(constraints, n, generator, rtol)
+    r, null_dim = _null_directions(constraints, n, own_generator(generator), rtol)
     if null_dim == 0:
         k, d = jac.shape
         raise ValueError(
@@ -209,14 +213,14 @@ def pseudo_collapsed_point(
 ) -> CollapsedPoint:
     """A near-collapsed, non-equilibrium point: representations z (N, d) as given, targets the
     head's outputs on a synthetic second view z + view_noise · ε (:func:`two_view_point`). Pair it
-    with a head scaled by ``scale_linear_weights_(head, 0.1)``. The gap between the views is set by
-    ``view_noise`` here, not measured: the gap real augmentations give is measured by
-    :mod:`headgeom.theory.view_gap`."""
+    with a head scaled by ``scale_linear_weights_(head, 0.1)``. ε is drawn from ``generator`` (None: a
+    fresh one seeded with 0). The gap between the views is set by ``view_noise`` here, not measured:
+    the gap real augmentations give is measured by :mod:`headgeom.theory.view_gap`."""
     if not isinstance(z, Tensor) or z.ndim != 2:
         raise ValueError(f"z must be a tensor of shape (N, d); got {getattr(z, 'shape', z)!r}")
     if not (view_noise >= 0 and math.isfinite(view_noise)):
         raise ValueError(f"view_noise must be a finite number >= 0; got {view_noise!r}")
-    eps = torch.randn(z.shape, generator=generator, dtype=z.dtype)
+    eps = torch.randn(z.shape, generator=own_generator(generator), dtype=z.dtype)
     return two_view_point(head, z, z.detach() + view_noise * eps, objective)
 
 
