@@ -3,7 +3,6 @@ the cell reads the archive, measures a view gap on every image and reproduces it
 No verdict or number of the paper is asserted."""
 import math
 
-import pytest
 from real_data import cifar10_jpeg_archive
 
 from headgeom.experiments.c4_collapse import MEASURED, C4Config, cells, run_cell

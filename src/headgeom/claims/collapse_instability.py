@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from headgeom.claims.verdict import Verdict
 
-__all__ = ["AMBIENT_G", "construction_verdict", "flags_verdict", "past_fractions", "past_threshold_verdict", "state_flag"]
+__all__ = ["AMBIENT_G", "FLOORS", "MAJORITIES", "construction_verdict", "flags_verdict", "past_fractions", "past_threshold_verdict", "state_flag"]
 
 AMBIENT_G = ("under the ambient reading G = J^T (Hessian of -cos) J has a negative direction whenever u is not "
              "parallel to its target and range(J) contains u (and, generically, a direction with a component along "
@@ -27,6 +27,12 @@ AMBIENT_G = ("under the ambient reading G = J^T (Hessian of -cos) J has a negati
              "small weights nearly so")
 """Why the ambient reading's G is indefinite at a non-equilibrium two-view state: the reason a row judged under it
 is a diagnostic (C4 at the init, C4 at training's collapsed points)."""
+
+
+FLOORS = (1e-12, 1e-10, 1e-8, 1e-6)
+"""The relative sign floor's range every C4 test row (at the init, at training's collapsed points) is re-read over."""
+MAJORITIES = (0.5, 0.6, 0.8, 1.0)
+"""The majority's range every C4 test row is re-read over."""
 
 
 def past_threshold_verdict(fractions: Mapping[str, float | None], majority: float, headline: str) -> Verdict:

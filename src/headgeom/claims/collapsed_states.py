@@ -23,21 +23,19 @@ import statistics
 from typing import Any
 
 from headgeom.claims.budget import PaperBudget, budget_of_cells
-from headgeom.claims.collapse_instability import AMBIENT_G
+from headgeom.claims.collapse_instability import AMBIENT_G, FLOORS, MAJORITIES
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import DIAGNOSTIC, TEST, has_data
 from headgeom.claims.robustness import sweep
 from headgeom.claims.row import Row
 from headgeom.claims.verdict import Verdict
 
-__all__ = ["COLLAPSE_FRACTIONS", "FLOORS", "MAJORITIES", "NEGATIVE_POINTS", "STATEMENT", "collapsed_points",
+__all__ = ["COLLAPSE_FRACTIONS", "NEGATIVE_POINTS", "STATEMENT", "collapsed_points",
            "collapsed_state_claim", "collapsed_verdict"]
 
 STATEMENT = ("Thm 4.1 at the collapsed states training reaches: a smooth head's collapsed state is past its own "
              "threshold (negative curvature that M injects into a PSD G)")
 HEADLINE = "min_frac_past_threshold"
-FLOORS = (1e-12, 1e-10, 1e-8, 1e-6)  # the sign floor's range
-MAJORITIES = (0.5, 0.6, 0.8, 1.0)  # the majority's range
 NEGATIVE_POINTS = (0.25, 0.5, 0.75)  # the fraction of a seed's usable collapsed points that must be past
 COLLAPSE_FRACTIONS = (0.3, 0.5, 0.7, 0.9)  # the collapse level's fraction of the reference spread
 
