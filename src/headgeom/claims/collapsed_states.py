@@ -3,7 +3,7 @@ run is collapsed (projector spread under the calibrated collapse level,
 :data:`headgeom.claims.training_verdicts.ESCAPE_DEFINITION`), is a smooth head past its own threshold?
 
 At each such point the tracker records λ_min(H_eff), λ_min(G), the threshold ratio
-r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.threshold`) and the view gap (the angle
+r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.linalg.threshold`) and the view gap (the angle
 between the projector's outputs on the probe batch's two views, which sets the residual): the state sits at r
 times the threshold of its own ray G + t·M, past it when r > 1, which with G ⪰ 0 is λ_min(H_eff) < −floor. Only
 points where G is PSD can attribute negative curvature to M; the others are counted apart. Magnitudes are

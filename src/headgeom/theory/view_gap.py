@@ -4,7 +4,7 @@ as that gap varies (C4, Thm 4.1; docs/paper.md §2 C4).
 The *view gap* of a sample is the angle ∠(u1_i, u2_i) between the head's outputs on its two views
 (:func:`view_angles`). At a two-view state (:func:`headgeom.theory.collapse.two_view_point`: z = the first
 views' representations, targets c_i = h(z2_i)) it sets the residual ρ = ∇_u L, hence M, hence whether the
-state is past the threshold of its own ray G + t·M (:mod:`headgeom.geometry.threshold`).
+state is past the threshold of its own ray G + t·M (:mod:`headgeom.geometry.linalg.threshold`).
 
 :func:`gap_sweep` measures that state with the gap scaled by a multiplier s, everything else held (the same
 z, the same head, the same direction of each target):

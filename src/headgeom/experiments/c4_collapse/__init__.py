@@ -19,7 +19,7 @@ States (docs/paper.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
 - ``pseudo-collapsed``: the same init at synthetic z ~ N(0, I) with second views z + view_noise · ε, over the
   sweep ``view_noises``: the gap is set here, not measured, and the sweep shows what each setting would decide.
 
-Analyses (the ``reading`` axis), each a stated loss and a reading of its Hessian (``headgeom.geometry.readings``):
+Analyses (the ``reading`` axis), each a stated loss and a reading of its Hessian (``headgeom.geometry.engine.readings``):
 ``ambient`` and ``tangential`` read the SimSiam negative cosine loss −mean_i cos(u_i, sg(c_i)); ``mse`` is the
 collapse theorem's premise as a loss, mean_i ½‖u_i − c_i‖², read ambient (its exact Hessian is I/N, and ρ in M is
 its own, (u − c)/N). The loss is a batch mean, so blocks carry 1/N. Heads: Linear(d→hidden) → act →
@@ -27,7 +27,7 @@ Linear(hidden→k), bias-free like the paper's projector; ``linear`` has nothing
 
 Each cell (activation × state × reading × seed) reports the exact per-sample block spectra (float64 eigh) of
 H_eff, G and M, ‖M‖_F/‖H_eff‖_F, ‖∇_z L‖ (absolute and relative to ‖J‖₂‖ρ‖), the state's threshold ratio
-r = λ_max(−G^{-1/2} M G^{-1/2}) (:mod:`headgeom.geometry.threshold`: past its own threshold when r > 1) and, when
+r = λ_max(−G^{-1/2} M G^{-1/2}) (:mod:`headgeom.geometry.linalg.threshold`: past its own threshold when r > 1) and, when
 N·d ≤ dense_max, the dense spectrum of the whole H_eff as a cross-check. Equilibrium cells of ``sweep_states``
 also give the threshold in closed form, the sign change either side of it, and a bisection sweep over a log grid
 of the design magnitude (``residual_range`` / ``angle_range``) as its cross-check

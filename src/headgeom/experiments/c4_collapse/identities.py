@@ -35,7 +35,7 @@ def _construction(config: C4Config, state: str, loss: str) -> str:
 
 def lemma_claim(config: C4Config, groups: Groups, state: str, readings: tuple[str, ...]) -> Row | None:
     """Per equilibrium state and loss: "M has a negative direction ⇒ a finite threshold, with the sign change
-    there" (an identity, :mod:`headgeom.geometry.threshold`); for the cosine loss the ambient and tangential
+    there" (an identity, :mod:`headgeom.geometry.linalg.threshold`); for the cosine loss the ambient and tangential
     readings are one row, since they coincide at an equilibrium, and their coincidence is checked in the row."""
     acts = [a for a in config.activations if a not in NON_SMOOTH and any((state, r, a) in groups for r in readings)]
     if not acts:
