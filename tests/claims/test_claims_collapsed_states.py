@@ -93,3 +93,5 @@ def test_runs_tracked_before_the_view_gap_say_so():
     groups = {"collapsed-silu": [_run([0.05] * 2, [-1.0] * 2, [0.3] * 2, gaps=[])]}
     row = collapsed_state_claim(CONFIG, groups, "tangential", {"preset": "quick"}, {"collapsed-silu": True}, paper=PAPER)
     assert row.view_gap is None and "rerun them" in row.criterion
+    # no angle was recorded: the per-run entry counts none (n = 0), not one
+    assert row.measured["view_gap_deg[collapsed-silu]"].n == 0

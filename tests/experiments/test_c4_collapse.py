@@ -274,6 +274,7 @@ def test_without_data_the_measured_rows_say_how_to_get_it():
     (row,) = rows
     assert row["evidence"] == "test" and row["verdict"] == "inconclusive"
     assert "HEADGEOM_CIFAR10_JPEG" in row["reason"] and "view_gap" not in row
+    assert row["measured"]["view_gap_deg[silu]"]["n"] == 0  # no image was read: no angle counted
 
 
 def test_the_synthetic_state_is_a_diagnostic_judged_at_the_measured_gap(tiny_results):

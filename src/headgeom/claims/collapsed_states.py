@@ -97,7 +97,7 @@ def collapsed_verdict(groups: dict[str, list[dict]], reading: str, smooth: dict[
 
 def _gap(points: list[dict[str, list[float]]]) -> Any:
     gaps = [g for p in points for g in p["gap"]]
-    return measured(gaps or float("nan"), unit="degrees", spread_kind="std over collapsed points (ddof=1)",
+    return measured(gaps or float("nan"), n=len(gaps), unit="degrees", spread_kind="std over collapsed points (ddof=1)",
                     definition="mean over the probe samples of the angle between projector(z1) and projector(z2) of "
                                "their two views, at each collapsed tracking point")
 

@@ -46,7 +46,7 @@ def _flag(entry: dict) -> bool | None:
 def _gap_measured(cells: list[dict], key: str = "view_gap_deg", **extra: Any) -> Any:
     """The angles of every image of ``cells`` pooled: mean ± std over images, in degrees."""
     angles = [v for m in cells for v in m[key]]
-    return measured(angles or float("nan"), unit="degrees", spread_kind="std over images (ddof=1)",
+    return measured(angles or float("nan"), n=len(angles), unit="degrees", spread_kind="std over images (ddof=1)",
                     seeds=len(cells), **extra)
 
 
