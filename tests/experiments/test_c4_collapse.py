@@ -238,7 +238,11 @@ def test_the_measured_init_test_follows_the_stated_criterion():
     past, not_past = {0.5: True, 1.0: True, 2.0: True}, {0.5: False, 1.0: False, 2.0: False}
     assert _measured_rows([past] * 4 + [not_past])["verdict"] == "supported"  # 4/5 = 80 %
     assert _measured_rows([past] * 3 + [not_past] * 2)["verdict"] == "inconclusive"  # 3/5
-    assert _measured_rows([not_past] * 5, reading="mse")["verdict"] == "not supported"
+    row = _measured_rows([not_past] * 5, reading="mse")
+    assert row["verdict"] == "not supported"
+    # the criterion names each smooth head's own gap beside the pooled one (a head can carry far less of it)
+    silu_gap = row["measured"]["view_gap_deg[silu]"]["value"]
+    assert f"per head: silu {silu_gap:.3g}" in row["criterion"]
     # seeds whose G is indefinite cannot attribute negative curvature to M: left out and counted
     indefinite = {0.5: None, 1.0: None, 2.0: None}
     row = _measured_rows([indefinite] * 3 + [past] * 2)

@@ -142,8 +142,12 @@ def measured_claim(config: C4Config, groups: Groups, reading: str) -> Row | None
                         backbone_gap=_gap_measured(smooth_cells, "view_gap_z_deg")["value"])
     lo, hi = min(config.gap_multipliers), max(config.gap_multipliers)
     g = gap["value"] if has_data(gap) else None
-    gap_text = (f"{g:.3g} ± {gap['spread']:.2g} degrees over images (BatchNorm in {config.backbone_mode} mode; "
-                f"{gap['other_bn_mode']:.3g} degrees in the other mode)" if g is not None else "not measured")
+    per_head = ", ".join(f"{a} {meas[f'view_gap_deg[{a}]']['value']:.3g}" for a in smooth
+                         if has_data(meas[f"view_gap_deg[{a}]"]))
+    gap_text = (f"{g:.3g} ± {gap['spread']:.2g} degrees over images and smooth heads (per head: {per_head}; the "
+                f"gap is the head's, so a head can carry far less of it than the others; BatchNorm in "
+                f"{config.backbone_mode} mode; {gap['other_bn_mode']:.3g} degrees in the other mode)"
+                if g is not None else "not measured")
     conventions = ("view_gap", "rel_floor", "majority", "state_samples")
     rule_text = (f"per seed, the state of the first {config.cifar_samples} images is past its own threshold when "
                  f"lambda_min(H_eff) < -floor with G PSD (floor = {config.rel_floor:g} * max(max|lambda|, S), S the "
