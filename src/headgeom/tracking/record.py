@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
-from headgeom.geometry.readings import READINGS
+from headgeom.geometry.engine.readings import READINGS
 from headgeom.runs.metrics import MetricsRecord
 
 __all__ = ["HEFF_SOURCES", "REDUCTIONS", "HeffReading", "Statistics", "TrackingRecord", "Updates", "combine",

@@ -49,7 +49,7 @@ from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
-from headgeom.geometry.threshold import pullback_and_ratio
+from headgeom.geometry.linalg.threshold import pullback_and_ratio
 from headgeom.io import atomic_write_json
 from headgeom.theory.view_gap import view_angles
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
@@ -73,7 +73,7 @@ COV_DEFINITION = (
 def _pullback_and_ratio(g: Tensor, m: Tensor, floor: float) -> tuple[float | None, float | None]:
     """(λ_min of the G blocks, the state's threshold ratio max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) when every
     G_i is positive definite beyond ``floor``, else None): r > 1 means the state is past the threshold of its
-    own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.threshold`)."""
+    own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.linalg.threshold`)."""
     lam, ratio = pullback_and_ratio(g, m)  # one eigendecomposition of G serves both
     lam_g = float(lam.min())
     if not lam_g > floor:
@@ -129,7 +129,7 @@ class GeometryTracker:
         every: track at steps with ``step % every == 0``; other calls return {} at no cost.
         reading: loss-Hessian reading of G: "ambient" (the exact Hessian of the loss) or
             "tangential" (the Riemannian Hessian on the sphere; scale-invariant, for cosine losses)
-            (:mod:`headgeom.geometry.readings`, docs/paper.md §1).
+            (:mod:`headgeom.geometry.engine.readings`, docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
         rel_floor: an eigenvalue counts as negative below −rel_floor · max(max|λ|, S), S the operand
             scale of G (the engine's ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`):
@@ -429,7 +429,7 @@ class GeometryTracker:
                 "curvature of H_eff is M's doing)",
                 p + "threshold_ratio": "max over blocks of lambda_max(-G^-1/2 M G^-1/2) when every G block is positive "
                 "definite beyond the floor (else absent): the state sits at that multiple of the threshold of its own "
-                "ray G + tM, past it when > 1 (headgeom.geometry.threshold)",
+                "ray G + tM, past it when > 1 (headgeom.geometry.linalg.threshold)",
                 p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
                 "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "
                 "lambda_min estimate and its shift (the dominant eigenvalue's estimate)",
