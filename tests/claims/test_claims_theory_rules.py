@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from headgeom.claims.collapse_instability import construction_verdict, past_threshold_verdict
+from headgeom.claims.collapse_instability import construction_verdict, flags_verdict, past_threshold_verdict, state_flag
 from headgeom.claims.curvature_barrier import barrier_verdict, iso_key
 from headgeom.claims.depth_isotropy import depth_isotropy_verdict
 from headgeom.claims.fisher_rank import rank_bound_verdict
@@ -57,6 +57,23 @@ def test_c4_past_threshold_and_constructions():
     assert construction_verdict([], "x") == ("supported", "x", "")
     assert construction_verdict(["seed 2 broke", "seed 3 broke"], "x") == ("not supported", "x",
                                                                            "seed 2 broke; seed 3 broke")
+
+
+def test_c4_a_stored_state_re_read_at_another_floor_or_size():
+    # block 0: lambda_min(H) = -1e-6 against max|lambda| 1 (G PSD); block 1: G has -1e-3 (indefinite)
+    per_block = {"H_lambda_min": [-1e-6, 0.5], "H_lambda_max": [1.0, 1.0],
+                 "G_lambda_min": [1e-3, -1e-3], "G_lambda_max": [1.0, 1.0]}
+    assert state_flag(per_block, None, 1e-10, n=1) is True
+    assert state_flag(per_block, None, 1e-5, n=1) is False  # the floor 1e-5 hides -1e-6
+    assert state_flag(per_block, None, 1e-10) is None  # with block 1 the state's G is indefinite: not usable
+    assert state_flag(per_block, None, 1e-2) is False  # a floor of 1e-2 also hides G's -1e-3
+    assert state_flag(per_block, 1e4, 1e-10, n=1) is False  # an operand scale 1e4 raises the floor to 1e-6
+    with pytest.raises(ValueError, match="n must lie"):
+        state_flag(per_block, None, 1e-10, n=3)
+    assert flags_verdict({"silu": [True, True, None], "gelu": [True, False, True, True, True]}, 0.8, "h").outcome == \
+        "supported"
+    assert flags_verdict({"silu": [True], "gelu": [False, None]}, 0.8, "h").outcome == "not supported"
+    assert flags_verdict({"silu": [True], "gelu": [None]}, 0.8, "h").outcome == "inconclusive"
 
 
 def test_c5_relu_gap_rule():

@@ -162,7 +162,9 @@ ESC = ("C8", "escape", "n/a (spread)", "test")
 
 def test_each_reading_has_its_own_row_and_the_tangential_relu_linear_half_is_an_identity():
     rows = _rows(GOOD)
-    assert set(rows) == {CURV_A, CURV_T, IDENT, ESC, ("C4", "collapsed states", "ambient", "test"),
+    # C4 at the collapsed states: a test under the tangential reading, a diagnostic under the ambient one (its G
+    # is indefinite by the reading: claims/collapsed_states.py)
+    assert set(rows) == {CURV_A, CURV_T, IDENT, ESC, ("C4", "collapsed states", "ambient", "diagnostic"),
                          ("C4", "collapsed states", "tangential", "test")}
     assert all(c["headline"] in c["measured"] for c in rows.values())
     assert "ambient Hessian of a cosine loss is indefinite" in rows[CURV_A]["criterion"]

@@ -17,7 +17,7 @@ TINY = GridConfig(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size"
                                             track_every=2, probe_size=8),
                   hidden=16, out_dim=16, pred_hidden=16, block_samples=2)
 KEYS = {"steps", "final_loss", "loss", "spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector",
-        "rankme_projector", "update_ratio", "lambda_min", "lambda_max", "floor", "operand_scale", "heff_source", "M_ratio", "M_ratio_norm",
+        "rankme_projector", "view_gap_deg", "update_ratio", "lambda_min", "lambda_max", "floor", "operand_scale", "heff_source", "M_ratio", "M_ratio_norm",
         "spread_initial",
         "spread_final", "spread_ratio", "escaped", "collapsed_initially", "dead_head", "diverged",
         "train_budget", "spread_reference", "collapse_level", "lambda_min_G", "threshold_ratio"}

@@ -126,3 +126,48 @@ def test_the_closed_form_agrees_with_the_bisection_sweep(activation, reading):
     below = lambda_min_at(head, z, 3, reading, closed * (1 - 1e-3), seed=SEED, rel_floor=1e-10)
     above = lambda_min_at(head, z, 3, reading, closed * (1 + 1e-3), seed=SEED, rel_floor=1e-10)
     assert below["lambda_min"] > 0 > above["lambda_min"]
+
+
+@pytest.mark.parametrize("activation,reading", [(a, r) for a in ("silu", "gelu", "softplus") for r in ("mse", "ambient")])
+def test_the_sign_change_at_the_threshold_against_dense_autograd_hessians(activation, reading):
+    """Thm 4.1's identity at constructed equilibria, checked without the engine: the full Hessian ∇²_z L(h(z)) by
+    torch.autograd.functional.hessian (float64; for the MSE loss and the ambient reading it is H_eff itself) is PSD a
+    factor 1 - CROSSING_MARGIN below the closed-form threshold and indefinite 1 + CROSSING_MARGIN above it; the
+    sweep's own check says the same."""
+    from torch.autograd.functional import hessian
+
+    from headgeom.theory.collapse_threshold import CROSSING_MARGIN, OBJECTIVE_OF_READING
+
+    cfg = C4Config(d=3, hidden=8, k=6)
+    head = build_head(cfg, activation, 4, 0.1)
+    z = torch.randn(3, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
+    grid = log_grid(1e-3, 10.0, 6) if reading == "mse" else log_grid(1e-3, 0.99 * math.pi / 2, 6)
+    out = threshold_sweep(head, z, 2, reading, grid, seed=SEED, rel_floor=1e-10, rel_tol=0.1)
+    assert out["closed_form_status"] == "closed form" and out["crossing_ok"] is True
+    t_star = out["threshold_closed_form"]
+    for factor, negative in ((1 - CROSSING_MARGIN, False), (1 + CROSSING_MARGIN, True)):
+        design = {"residual": t_star * factor} if reading == "mse" else {"angle": t_star * factor}
+        point = collapsed_equilibrium(head, z, 2, OBJECTIVE_OF_READING[reading],
+                                      generator=torch.Generator().manual_seed(SEED), **design)
+        loss = point.loss()
+        full = hessian(lambda zf: loss(head(zf.reshape(2, 3))), point.z.reshape(-1))
+        lam = torch.linalg.eigvalsh(full)
+        assert (float(lam.min()) < -1e-9 * float(lam.abs().max())) == negative, (factor, lam)
+
+
+def test_crossing_check_on_a_built_family():
+    # A + t B with A = I, B = diag(-1, 2): λ_min = 1 - t, crossing at t* = 1
+    a, b = torch.eye(2, dtype=torch.float64)[None], torch.diag(torch.tensor([-1.0, 2.0], dtype=torch.float64))[None]
+
+    def at(t):
+        lam = float(torch.linalg.eigvalsh(a + t * b).min())
+        return {"lambda_min": lam, "negative": lam < -1e-12}
+
+    from headgeom.theory.collapse_threshold import closed_form_threshold, crossing_check
+
+    t_star, status = closed_form_threshold(a, b, "residual")
+    assert status == "closed form" and t_star == pytest.approx(1.0)
+    check = crossing_check(at, t_star, 0.05)
+    assert check["crossing_ok"] and check["crossing_lambda_min_below"] == pytest.approx(0.05)
+    assert check["crossing_lambda_min_above"] == pytest.approx(-0.05)
+    assert not crossing_check(at, 2.0, 0.05)["crossing_ok"]  # a wrong threshold fails the check

@@ -399,3 +399,21 @@ def test_errors_on_bad_input():
     for kwargs in ({"coupled": "dense"}, {"lanczos_k": 0}, {"lanczos_max_iter": 1.5}, {"lanczos_tol": 0.0}):
         with pytest.raises(ValueError):
             GeometryTracker(views, **kwargs)
+
+
+def test_the_view_gap_is_the_angle_between_the_two_views_projector_outputs():
+    """Against a hand computation: numpy arccos of the normalised dot products of projector(z1_i) and
+    projector(z2_i), z = the backbone in eval mode, mean and std (ddof=1) over the probe samples, in degrees."""
+    method = FakeMethod()
+    views = _views(6)
+    stats = GeometryTracker(views, updates=False).measure(0, method).statistics
+    m = copy.deepcopy(method).eval()
+    with torch.no_grad():
+        u1, u2 = (m.projector(m.backbone(v)).double().numpy() for v in views)
+    cos = (u1 * u2).sum(1) / (np.linalg.norm(u1, axis=1) * np.linalg.norm(u2, axis=1))
+    angles = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+    assert stats.view_gap_deg == pytest.approx(float(angles.mean()), rel=1e-5)
+    assert stats.view_gap_deg_std == pytest.approx(float(angles.std(ddof=1)), rel=1e-4)
+    assert 0 < stats.view_gap_deg < 180
+    record = GeometryTracker(views, updates=False).measure(0, method)
+    assert record.metrics()["view_gap_deg"] == pytest.approx(stats.view_gap_deg)

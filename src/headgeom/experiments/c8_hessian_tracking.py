@@ -188,7 +188,7 @@ def run_cell(config: C8Config, cell: dict[str, Any]) -> dict[str, Any]:
                            "steps": traj.steps, "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
                            "loss": traj.logged("loss")}
-    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z"):
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "rankme_z", "view_gap_deg"):
         out[key] = traj.statistic(key)
     out["update_ratio"] = traj.update("update_ratio")
     for key in ("grad_norm_head", "grad_norm_backbone"):

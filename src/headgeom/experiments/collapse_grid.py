@@ -168,7 +168,8 @@ def run_cell(config: GridConfig, cell: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"steps": traj.steps, "final_loss": done.get("final_loss"),
                            "train_budget": done["train_budget"],
                            "loss": traj.logged("loss")}
-    for key in ("spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector", "rankme_projector"):
+    for key in ("spread_projector", "spread_z", "cov_condition_z", "cov_condition_projector", "rankme_projector",
+                "view_gap_deg"):
         out[key] = traj.statistic(key)
     out["update_ratio"] = traj.update("update_ratio")
     out["lambda_min"], out["heff_source"] = traj.heff("ambient", "lambda_min")

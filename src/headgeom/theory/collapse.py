@@ -14,7 +14,10 @@ left null space of dimension ≥ k − d, and the targets are chosen so that eve
 
 A *pseudo-collapsed* point is the paper's initialisation (projector Linear weights ×0.1, see
 ``headgeom.heads.scale_linear_weights_``) at ordinary representations: nearly collapsed
-outputs, but no equilibrium; :func:`equilibrium_residual` says how far it is from one.
+outputs, but no equilibrium; :func:`equilibrium_residual` says how far it is from one. Its
+targets are the head's outputs on second views (:func:`two_view_point`): real ones (two
+augmentations of one image through a backbone) or synthetic ones (:func:`pseudo_collapsed_point`,
+z + view_noise · ε).
 
 All functions are pure: the head is evaluated, never changed, and random directions come from
 the ``generator`` given (a fresh one seeded with 0 when None), never from torch's global one.
@@ -38,7 +41,7 @@ OBJECTIVES = ("mse", "negative_cosine")
 
 __all__ = [
     "OBJECTIVES", "CollapsedPoint", "head_jacobian", "left_null_basis", "collapsed_equilibrium",
-    "pseudo_collapsed_point", "representation_gradient", "equilibrium_residual",
+    "pseudo_collapsed_point", "two_view_point", "representation_gradient", "equilibrium_residual",
 ]
 
 
@@ -174,6 +177,32 @@ def collapsed_equilibrium(
                           null_dim=null_dim, equilibrium=True)
 
 
+def two_view_point(
+    head: nn.Module | Callable[[Tensor], Tensor],
+    z1: Tensor,
+    z2: Tensor,
+    objective: str,
+) -> CollapsedPoint:
+    """The state a two-view loss is at: representations z1 (N, d) of the first views, targets the
+    head's outputs on the second views' representations z2 (N, d), held fixed like SimSiam's
+    stop-gradient branch (c_i = h(z2_i)). Not built as an equilibrium: :func:`equilibrium_residual`
+    says how far it is from one."""
+    _check_objective(objective)
+    for name, z in (("z1", z1), ("z2", z2)):
+        if not isinstance(z, Tensor) or z.ndim != 2:
+            raise ValueError(f"{name} must be a tensor of shape (N, d); got {getattr(z, 'shape', z)!r}")
+    if z1.shape != z2.shape:
+        raise ValueError(f"z1 and z2 must hold the same N representations of one width; got {tuple(z1.shape)} "
+                         f"and {tuple(z2.shape)}")
+    z1 = z1.detach()
+    with torch.no_grad():
+        u = _evaluate(head, z1)
+        target = _evaluate(head, z2.detach())
+    rho = grad(analysis_loss(objective, target))(u)
+    return CollapsedPoint(z=z1, target=target, objective=objective, u=u, rho=rho,
+                          null_dim=None, equilibrium=False)
+
+
 def pseudo_collapsed_point(
     head: nn.Module | Callable[[Tensor], Tensor],
     z: Tensor,
@@ -183,22 +212,16 @@ def pseudo_collapsed_point(
     generator: torch.Generator | None = None,
 ) -> CollapsedPoint:
     """A near-collapsed, non-equilibrium point: representations z (N, d) as given, targets the
-    head's outputs on a second view z + view_noise · ε (held fixed, like SimSiam's stop-gradient
-    branch). Pair it with a head scaled by ``scale_linear_weights_(head, 0.1)``. ε is drawn from
-    ``generator`` (None: a fresh one seeded with 0)."""
-    _check_objective(objective)
+    head's outputs on a synthetic second view z + view_noise · ε (:func:`two_view_point`). Pair it
+    with a head scaled by ``scale_linear_weights_(head, 0.1)``. ε is drawn from ``generator`` (None: a
+    fresh one seeded with 0). The gap between the views is set by ``view_noise`` here, not measured:
+    the gap real augmentations give is measured by :mod:`headgeom.theory.view_gap`."""
     if not isinstance(z, Tensor) or z.ndim != 2:
         raise ValueError(f"z must be a tensor of shape (N, d); got {getattr(z, 'shape', z)!r}")
     if not (view_noise >= 0 and math.isfinite(view_noise)):
         raise ValueError(f"view_noise must be a finite number >= 0; got {view_noise!r}")
-    z = z.detach()
     eps = torch.randn(z.shape, generator=own_generator(generator), dtype=z.dtype)
-    with torch.no_grad():
-        u = _evaluate(head, z)
-        target = _evaluate(head, z + view_noise * eps)
-    rho = grad(analysis_loss(objective, target))(u)
-    return CollapsedPoint(z=z, target=target, objective=objective, u=u, rho=rho,
-                          null_dim=None, equilibrium=False)
+    return two_view_point(head, z, z.detach() + view_noise * eps, objective)
 
 
 def representation_gradient(head: nn.Module | Callable[[Tensor], Tensor], point: CollapsedPoint) -> Tensor:

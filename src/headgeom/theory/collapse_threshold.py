@@ -27,6 +27,10 @@ indefinite at tan θ* = t*, so θ* = arctan t* (below π/2 by construction). No 
 ``threshold_closed_form`` holds it (None when no block crosses; status ``A singular`` when A is not
 positive definite, where the form does not apply and the sweep's value stands).
 
+:func:`crossing_check` evaluates the family a factor 1 ∓ ``CROSSING_MARGIN`` either side of that threshold: PSD
+below, indefinite above, the sign change the theorem states (C4's identity rows count a failure as a bug).
+:func:`state_ratio` is the same form read at one measured state (where it sits along its own ray).
+
 The sweep stays as the cross-check the tests compare with: the first grid point whose λ_min is
 negative, refined by bisection in log magnitude between it and the grid point before it until hi/lo ≤ 1 + ``rel_tol``; the returned
 threshold is the upper end of the final bracket (negative there), so it lies within a factor
@@ -42,7 +46,7 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.linalg.threshold import crossing
+from headgeom.geometry.linalg.threshold import crossing, pullback_and_ratio
 from headgeom.theory.collapse import collapsed_equilibrium
 
 # C4's analyses, each a loss and a reading of its Hessian (headgeom.geometry.engine.readings): "mse" is the
@@ -55,7 +59,8 @@ CLOSED, NO_CROSSING, A_SINGULAR = "closed form", "no crossing", "A singular"
 ANCHORS = {"residual": (1.0, 2.0), "angle": (math.pi / 6, math.pi / 3)}  # exact evaluations of a sweep
 
 __all__ = ["OBJECTIVE_OF_READING", "ENGINE_READING", "MAGNITUDE_OF_READING", "BRACKETED", "BELOW_RANGE",
-           "NONE_IN_RANGE", "CLOSED", "NO_CROSSING", "A_SINGULAR", "closed_form_threshold", "log_grid", "lambda_min_at", "first_negative", "threshold_sweep"]
+           "NONE_IN_RANGE", "CLOSED", "NO_CROSSING", "A_SINGULAR", "closed_form_threshold", "log_grid", "lambda_min_at", "first_negative", "threshold_sweep",
+           "state_ratio", "crossing_check", "CROSSING_MARGIN"]
 
 
 def log_grid(lo: float, hi: float, n: int) -> list[float]:
@@ -115,6 +120,16 @@ def first_negative(is_negative: Callable[[float], bool], grid: list[float], rel_
     return hi, BRACKETED, flags
 
 
+def state_ratio(g: Tensor, m: Tensor, floor_g: float) -> float | None:
+    """max over blocks of r_i = λ_max(−G_i^{-1/2} M_i G_i^{-1/2}): the state H = G + M sits at r times the threshold
+    of its own ray G + t·M (past it when r > 1); None when some block of G is not positive definite beyond
+    ``floor_g`` (the form does not apply there)."""
+    lam, r = pullback_and_ratio(g, m)  # one eigendecomposition of G serves both
+    if float(lam.min()) <= floor_g or bool(r.isnan().any()):
+        return None
+    return float(r.max())
+
+
 def closed_form_threshold(a: Tensor, b: Tensor, magnitude: str) -> tuple[float | None, str]:
     """(threshold, status) of the family A + t·B (``residual``) or cos θ·A + sin θ·B (``angle``) from its
     two terms (module docstring): the smallest per-block crossing, as a residual or as θ* = arctan t*;
@@ -127,6 +142,21 @@ def closed_form_threshold(a: Tensor, b: Tensor, magnitude: str) -> tuple[float |
     if not math.isfinite(first):
         return None, NO_CROSSING
     return (first if magnitude == "residual" else math.atan(first)), CLOSED
+
+
+CROSSING_MARGIN = 0.05  # the crossing is checked at the threshold × (1 ∓ this)
+
+
+def crossing_check(at: Callable[[float], dict[str, float | bool]], threshold: float,
+                   margin: float = CROSSING_MARGIN) -> dict[str, float | bool]:
+    """Thm 4.1's sign change at the closed-form threshold, checked on the family itself: ``at(x)`` (λ_min, floor,
+    negative of the blocks at magnitude x) a factor ``margin`` below the threshold (PSD expected: not negative)
+    and above it (indefinite expected). ``crossing_ok`` is both; the λ_min are relative to the floor's scale."""
+    below, above = at(threshold * (1 - margin)), at(threshold * (1 + margin))
+    return {"crossing_margin": margin, "crossing_lambda_min_below": below["lambda_min"],
+            "crossing_lambda_min_above": above["lambda_min"], "crossing_negative_below": bool(below["negative"]),
+            "crossing_negative_above": bool(above["negative"]),
+            "crossing_ok": bool(not below["negative"] and above["negative"])}
 
 
 def threshold_sweep(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tensor, n: int, reading: str,
@@ -156,7 +186,8 @@ def threshold_sweep(head: nn.Module | Callable[[Tensor], Tensor], z_point: Tenso
 
     thr, status, _ = first_negative(is_negative, grid, rel_tol)
     closed, closed_status = closed_form_threshold(a, b, magnitude)
+    check = crossing_check(at, closed) if closed is not None else {}
     return {"magnitude": MAGNITUDE_OF_READING[reading], "grid": list(grid),
-            "threshold_closed_form": closed, "closed_form_status": closed_status,
+            "threshold_closed_form": closed, "closed_form_status": closed_status, **check,
             "lambda_min": [c["lambda_min"] for c in curve], "floor": [c["floor"] for c in curve],
             "threshold": thr, "status": status, "rel_tol": rel_tol}

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any, Iterable
 
-from headgeom.geometry.readings import READINGS
+from headgeom.geometry.engine.readings import READINGS
 from headgeom.runs.metrics import MetricsRecord
 
 __all__ = ["HEFF_SOURCES", "REDUCTIONS", "HeffReading", "Statistics", "TrackingRecord", "Updates", "combine",
@@ -138,7 +138,8 @@ def floor_key(key: str) -> str | None:
 class Statistics:
     """Representation statistics on the probe batch (definitions: ``GeometryTracker.metadata()``):
     spread of z_1, projector(z_1) and the geometry head's output; covariance condition number,
-    kept rank and RankMe of z_1 and projector(z_1) (:mod:`headgeom.eval.rankme`)."""
+    kept rank and RankMe of z_1 and projector(z_1) (:mod:`headgeom.eval.rankme`); the view gap
+    (mean and std over the probe samples of ∠(projector(z_1), projector(z_2)), degrees)."""
 
     spread_z: float | None = None
     spread_projector: float | None = None
@@ -149,6 +150,8 @@ class Statistics:
     cov_condition_projector: float | None = None
     cov_rank_projector: float | None = None
     rankme_projector: float | None = None
+    view_gap_deg: float | None = None
+    view_gap_deg_std: float | None = None
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem
    not block-diagonal, and by default its whole-operator extremes come from Lanczos instead
    (``source="operator"``, keys ``..._op_*``, see ``coupled``);
 4. spread, covariance condition number and RankMe of z_1 and of the head outputs (the
-   functions of :mod:`headgeom.eval.rankme`); the head/backbone relative update size since the
-   previous call (:mod:`headgeom.tracking.updates`).
+   functions of :mod:`headgeom.eval.rankme`); the view gap, the angle between the projector's
+   outputs on the first two views of each probe sample (:mod:`headgeom.theory.view_gap`); the
+   head/backbone relative update size since the previous call (:mod:`headgeom.tracking.updates`).
 
 Nothing of the method changes: modes are restored, buffers (BatchNorm running statistics, EMA
 and centre buffers) are copied back after the forward passes, the RNG is forked, and the engine
@@ -48,8 +49,9 @@ from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import is_row_wise, prepare_head
 from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
 from headgeom.geometry.shifted_power import shifted_power_lambda_min
-from headgeom.geometry.threshold import pullback_and_ratio
+from headgeom.geometry.linalg.threshold import pullback_and_ratio
 from headgeom.io import atomic_write_json
+from headgeom.theory.view_gap import view_angles
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, TrackingRecord, Updates, finite_or_none
 from headgeom.tracking.updates import UPDATE_DEFINITION, UpdateRatio
 
@@ -71,7 +73,7 @@ COV_DEFINITION = (
 def _pullback_and_ratio(g: Tensor, m: Tensor, floor: float) -> tuple[float | None, float | None]:
     """(λ_min of the G blocks, the state's threshold ratio max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) when every
     G_i is positive definite beyond ``floor``, else None): r > 1 means the state is past the threshold of its
-    own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.threshold`)."""
+    own ray G + t·M (docs/paper.md §2 C4, :mod:`headgeom.geometry.linalg.threshold`)."""
     lam, ratio = pullback_and_ratio(g, m)  # one eigendecomposition of G serves both
     lam_g = float(lam.min())
     if not lam_g > floor:
@@ -127,7 +129,7 @@ class GeometryTracker:
         every: track at steps with ``step % every == 0``; other calls return {} at no cost.
         reading: loss-Hessian reading of G: "ambient" (the exact Hessian of the loss) or
             "tangential" (the Riemannian Hessian on the sphere; scale-invariant, for cosine losses)
-            (:mod:`headgeom.geometry.readings`, docs/paper.md §1).
+            (:mod:`headgeom.geometry.engine.readings`, docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
         rel_floor: an eigenvalue counts as negative below −rel_floor · max(max|λ|, S), S the operand
             scale of G (the engine's ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`):
@@ -278,7 +280,7 @@ class GeometryTracker:
                 )
             z_views = [z.detach() for z in z_views]
             head, loss = method.geometry_problem(z_views)
-            proj = method.projector(z_views[0])
+            proj = [method.projector(z) for z in z_views[:2]]  # the first two views: their gap at the head
         return z_views, head, loss, proj
 
     # ------------------------------------------------------------------ H_eff
@@ -379,9 +381,13 @@ class GeometryTracker:
             M_ratio_spectral=finite_or_none(spec.norm_ratios["M"]["spectral"]))
 
     # ------------------------------------------------------------------ statistics
-    def _statistics(self, z1: Tensor, proj: Tensor) -> Statistics:
+    def _statistics(self, z1: Tensor, proj: list[Tensor]) -> Statistics:
         out: dict[str, float | None] = {}
-        outputs = {"z": z1, "projector": proj, "head": self._u}
+        outputs = {"z": z1, "projector": proj[0], "head": self._u}
+        if len(proj) == 2:  # the view gap: ∠(projector(z1_i), projector(z2_i)) over the probe samples, degrees
+            angles = torch.rad2deg(view_angles(*proj))
+            out["view_gap_deg"] = finite_or_none(angles.mean())
+            out["view_gap_deg_std"] = finite_or_none(angles.std()) if angles.numel() > 1 else None
         for name, x in outputs.items():
             out[f"spread_{name}"] = finite_or_none(spread_l2(x))
         for name in ("z", "projector"):
@@ -423,7 +429,7 @@ class GeometryTracker:
                 "curvature of H_eff is M's doing)",
                 p + "threshold_ratio": "max over blocks of lambda_max(-G^-1/2 M G^-1/2) when every G block is positive "
                 "definite beyond the floor (else absent): the state sits at that multiple of the threshold of its own "
-                "ray G + tM, past it when > 1 (headgeom.geometry.threshold)",
+                "ray G + tM, past it when > 1 (headgeom.geometry.linalg.threshold)",
                 p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
                 "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "
                 "lambda_min estimate and its shift (the dominant eigenvalue's estimate)",
@@ -432,6 +438,9 @@ class GeometryTracker:
                 "iterations; n_negative only when the Krylov space was exact",
                 "spread_z / spread_projector / spread_head": "mean per-dimension std (ddof=1) of the "
                 "L2-normalised rows of z_1, projector(z_1) and the geometry head's output h(z_1)",
+                "view_gap_deg / view_gap_deg_std": "the gap between the first two views at the head: mean and std "
+                "(ddof=1) over the probe samples of the angle between projector(z_1) and projector(z_2), degrees "
+                "(headgeom.theory.view_gap; docs/paper.md §2 C4); absent with one view",
                 "cov_condition_* / cov_rank_*": COV_DEFINITION,
                 "rankme_*": "RankMe (Garrido et al. 2023) of z_1 / projector(z_1), eps 1e-7",
                 "update_*": UPDATE_DEFINITION,

@@ -48,3 +48,22 @@ def test_sweep_medians_relative_lambda_and_the_init_only_where_comparable():
     dotted = lambda ax: [ln.get_xdata()[0] for ln in ax.get_lines() if ln.get_linestyle() == ":"]  # noqa: E731
     assert dotted(eq) == [] and dotted(scaled) == [pytest.approx(0.4)]
     assert assert_legends_outside(fig) == 1
+
+
+def test_gap_sweep_draws_both_states_per_reading_with_the_measured_gap_and_ratio_one():
+    nan = float("nan")
+    curves = {"tangential": {"silu": {"measured": ([4.0, 20.0, 40.0], [2.0, 9.0, 20.0], 1),
+                                      "synthetic": ([1.0, 6.0, 48.0], [0.8, nan, 80.0], None)}},
+              "mse": {"silu": {"measured": ([4.0, 20.0, 40.0], [0.04, 0.2, 0.4], 1)}}}
+    fig = plots.gap_sweep(curves, 20.0, "4-8-3")
+    tangential, mse = fig.axes[:2]
+    lines = {ln.get_label(): ln for ln in tangential.get_lines()}
+    assert list(lines["silu, measured init"].get_ydata()) == [2.0, 9.0, 20.0]
+    assert lines["silu, measured init"].get_linestyle() == "-" and lines["silu, synthetic init"].get_linestyle() == "--"
+    assert lines["mean measured gap 20°"].get_xdata()[0] == 20.0 and lines["threshold (ratio 1)"].get_ydata()[0] == 1.0
+    assert list(lines["the state as measured"].get_xdata()) == [20.0]  # the measured state ringed
+    assert tangential.get_xscale() == "log" and tangential.get_yscale() == "log" and mse.get_title() == "mse"
+    assert assert_legends_outside(fig) == 1
+    # without a measured gap, no line for it
+    fig = plots.gap_sweep(curves, None, "4-8-3")
+    assert not any(ln.get_label().startswith("mean measured gap") for ln in fig.axes[0].get_lines())

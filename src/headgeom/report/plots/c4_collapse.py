@@ -1,6 +1,7 @@
 """C4's figures (docs/paper.md §4, Thm 4.1): λ_min of H_eff at the constructed collapsed states,
-and where H_eff turns indefinite along the threshold sweeps, from
-:mod:`headgeom.experiments.c4_collapse`'s cells.
+where H_eff turns indefinite along the threshold sweeps, and the threshold ratio against the gap between
+two views (the measured init's gap sweep and the synthetic init's view-noise sweep, the measured gap
+marked), from :mod:`headgeom.experiments.c4_collapse`'s cells.
 
 ``groups[(state, reading, activation)]``: the metrics of the seeds of that cell. A value with
 |λ| ≤ floor (``rel_floor`` · max|λ|) is zero for the engine and drawn at 0."""
@@ -81,4 +82,54 @@ def lambda_min_sweep(groups: Groups, states: Sequence[str], readings: Sequence[s
     shared_ylabel(fig, "λ_min(H_eff) / max|λ| (median over seeds)")
     shared_legend([axes[0][-1]], title="activation (dotted: pseudo-collapsed init)")
     fig.suptitle(f"C4: where H_eff turns indefinite, heads {heads}")
+    return fig
+
+
+DEGREE_TICKS = (0.01, 0.03, 0.1, 0.3, 1, 3, 10, 30, 90)
+
+
+def _degree_ticks(ax: Any) -> None:
+    """Major ticks on the log degree axis at DEGREE_TICKS within its range, as plain numbers, no minor labels."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter  # heavy: imported on first figure
+
+    lo, hi = ax.get_xlim()
+    ax.xaxis.set_major_locator(FixedLocator([t for t in DEGREE_TICKS if lo <= t <= hi] or [lo, hi]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+Curves = dict[str, dict[str, dict[str, tuple[Sequence[float], Sequence[float], int | None]]]]
+
+
+def gap_sweep(curves: Curves, measured_gap: float | None, heads: str) -> Any:
+    """The state's threshold ratio (median over seeds; > 1: past its own threshold) against the gap between its
+    views in degrees, a panel per reading, a colour per smooth activation: solid the measured init (its gap
+    scaled; the state as measured ringed), dashed the synthetic init (its view noise swept); the mean measured
+    gap dotted, ratio 1 grey. ``curves[reading][activation][state]`` = (gaps, ratios, position of the measured
+    state or None), NaN ratios (G not positive definite) not drawn; ``heads`` names the heads' widths."""
+    readings = list(curves)
+    fig, axes = new_figure(1, len(readings), figsize=(4.2 * len(readings) + 1.6, 3.4), squeeze=False)
+    for ax, r in zip(axes[0], readings):
+        for i, (act, states) in enumerate(curves[r].items()):
+            style = series_style(i)
+            for state, linestyle in (("measured", "-"), ("synthetic", "--")):
+                if state in states:
+                    xs, ys, at = states[state]
+                    ax.plot(xs, ys, color=style["color"], marker=style["marker"], ms=4, linestyle=linestyle,
+                            label=f"{act}, {state} init")
+                    if at is not None:
+                        ax.plot([xs[at]], [ys[at]], linestyle="none", marker="o", ms=10, mfc="none",
+                                color="0.2", label="the state as measured")
+        ax.axhline(1.0, color="0.5", lw=0.8, label="threshold (ratio 1)")
+        if measured_gap is not None:
+            ax.axvline(measured_gap, color="0.2", lw=0.9, ls=":", label=f"mean measured gap {measured_gap:.3g}°")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _degree_ticks(ax)
+        ax.set_xlabel("gap between the views ∠(u, c) [degrees]")
+        ax.set_title(r, fontsize=9)
+    shared_ylabel(fig, "threshold ratio λ_max(−G^-1/2 M G^-1/2)\n(median over seeds)")
+    shared_legend(list(axes[0]), title="head, state")
+    fig.suptitle(f"C4: where the init sits against its threshold, by the gap between its views (heads: {heads})",
+                 fontsize=9)
     return fig
