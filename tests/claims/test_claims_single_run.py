@@ -11,7 +11,7 @@ import pytest
 
 from headgeom.claims.depth_trend import accuracy_judgement, accuracy_outcome, compression_judgement, compression_outcome
 from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, orbit_judgement, orbit_outcome
-from headgeom.claims.probe_gap import gap_judgement, gap_outcome, smallest_deciding_n
+from headgeom.claims.probe_gap import gap_judgement, gap_outcome, gap_verdict, smallest_deciding_n
 from headgeom.claims.single_run import (gap_interval, interval_at, quantile, robustness, run_outcome, runs_verdict,
                                         side)
 from headgeom.claims.verdict import Verdict
@@ -108,6 +108,9 @@ def test_c9_outcome_needs_the_control_above_its_percentile_and_the_joint_interva
     assert orbit_outcome(_run(), MAIN_RULE, control_bn="init")[0] == "supports"
     assert orbit_outcome(_run(), SELECTIVE_RULE, not_formed=("vs_random_directions_selectivity",)) == (
         "undecided", {"selectivity": "above", "vs_random_directions_selectivity": NOT_FORMED})
+    reason = orbit_judgement([_run()], "selective", [], not_formed=("vs_random_directions_selectivity",))[
+        "verdict"].reason
+    assert "what would decide it: the trained head's weights" in reason
     with pytest.raises(KeyError, match="older headgeom"):
         orbit_outcome({k: v for k, v in _run().items() if k != "random_heads"}, MAIN_RULE)
 
@@ -144,7 +147,7 @@ def test_c11_compression_outcome():
     assert compression_outcome({"stored": _increase(delta=(-0.2, 0.05))})[0] == "refutes"  # below log(1.1) = 0.095
     assert compression_outcome({"stored": _increase(excess=(1.0, 2.5, 2.0))})[0] == "undecided"  # not increasing
     assert compression_outcome({"stored": _increase(excess=(1.0, 2.5, 2.0))}, monotone=False)[0] == "supports"
-    assert compression_outcome({"stored": _increase(trained=0.25)})[0] == "undecided"  # within the controls' spread
+    assert compression_outcome({"stored": _increase(trained=0.25)})[:3:2] == ("undecided", ["control"])
     j = compression_judgement([{"stored": _increase(), "init": _increase()}], "h")
     assert j["verdict"].outcome == "supported"
     # log ratio 0.45 (interval [0.3, 0.6]): a margin of 1.5x (log 0.405) still holds, the row is robust
@@ -163,11 +166,14 @@ def test_c11_accuracy_outcome_and_its_premise():
     assert accuracy_outcome(acc, 100, 0.25)[0] == "undecided"  # 100 test examples cannot resolve 6 points
     assert accuracy_outcome({1: 0.50, 2: 0.50, 3: 0.502}, 100_000, 0.25)[0] == "refutes"
     assert accuracy_outcome({1: 0.47, 2: 0.53, 3: 0.52}, 10_000, 0.25)[0] == "undecided"  # not increasing
-    out, why = accuracy_outcome({1: 0.11, 2: 0.12, 3: 0.13}, 10**6, 0.1)
-    assert out == "undecided" and "premise not met" in why
+    out, why, causes = accuracy_outcome({1: 0.11, 2: 0.12, 3: 0.13}, 10**6, 0.1)
+    assert out == "undecided" and "premise not met" in why and causes == ["budget"]
+    assert accuracy_outcome({1: 0.47, 2: 0.53, 3: 0.52}, 10_000, 0.25)[2] == ["monotone"]
+    assert accuracy_outcome(acc, 100, 0.25)[2] == ["interval"]
     j = accuracy_judgement([{"acc": {1: 0.47, 2: 0.53, 3: 0.52}, "n": 10_000}], "h", 0.25)
     assert j["robustness"]["monotone"].status == "flips at False"
     assert j["robustness"]["accuracy_margin"].status == "robust"
+    assert "what would decide it: more runs per depth" in j["verdict"].reason  # an undecided row says what decides it
 
 
 # ---------------------------------------------------------------- C12
@@ -177,6 +183,7 @@ def test_c12_gap_outcome_and_sweeps():
     assert gap_outcome(0.500, 0.499, 10**6, 0.25)[0] == "refutes"  # a gap of 1 point is excluded
     assert gap_outcome(0.139, 0.132, 1024, 0.1)[0] == "undecided"  # and the backbone learned nothing anyway
     assert "premise not met" in gap_outcome(0.139, 0.132, 1024, 0.1)[1]
+    assert "what would decide it: a training budget" in gap_verdict([{"z": 0.139, "h": 0.132, "n": 1024}], 0.1).reason
     # gap 0.03 on 10,000 examples (half-width ~0.02): supported at margin 0.01 and 0.02, not at 0.05
     j = gap_judgement([{"z": 0.53, "h": 0.50, "n": 10_000}], 0.25)
     assert j["verdict"].outcome == "supported" and j["robustness"]["margin"].status == "flips at 0.05"
@@ -184,6 +191,7 @@ def test_c12_gap_outcome_and_sweeps():
     runs = [{"z": 0.53, "h": 0.50, "n": 10_000}, {"z": 0.50, "h": 0.50, "n": 10_000}]
     j = gap_judgement(runs, 0.25)
     assert j["verdict"].outcome == "inconclusive" and j["robustness"]["majority"].status == "flips at 0.5"
+    assert j["verdict"].reason.endswith("probe test examples); or more seeds (the runs disagree)")
 
 
 @pytest.mark.parametrize("a, b", list(itertools.product((0.1, 0.5, 0.9), (0.2, 0.6))))

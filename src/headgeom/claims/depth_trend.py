@@ -31,7 +31,7 @@ from typing import Any
 from headgeom.claims.estimates import measured
 from headgeom.claims.single_run import (CONTROL_BN, CONTROL_BNS, CONTROL_PERCENTILE, LEVEL, LEVELS, MAJORITIES,
                                         MAJORITY, PERCENTILES, SUPPORTS, UNDECIDED, gap_interval, interval_at,
-                                        quantile, robustness, run_outcome, runs_verdict)
+                                        over_runs, quantile, robustness, run_outcome)
 from headgeom.claims.verdict import Verdict
 
 __all__ = ["ACCURACY_MARGIN", "ACCURACY_MARGINS", "COMPRESSION_MARGIN", "COMPRESSION_MARGINS", "LEARNED_FLOOR",
@@ -55,8 +55,9 @@ def increasing(values_by_depth: Mapping[int, float]) -> bool:
 
 def compression_outcome(run: Mapping[str, Any], *, level: float = LEVEL, margin: float = COMPRESSION_MARGIN,
                         percentile: float = CONTROL_PERCENTILE, control_bn: str = CONTROL_BN,
-                        monotone: bool = True) -> tuple[str, str]:
-    """(outcome, why) of one run for "deeper heads compress more" (module docstring). ``run[control_bn]``:
+                        monotone: bool = True) -> tuple[str, str, list[str]]:
+    """(outcome, why, causes of an undecided outcome: keys of headgeom.claims.single_run.DECIDERS) of one
+    run for "deeper heads compress more" (module docstring). ``run[control_bn]``:
     {"delta": estimate of log x(max) − log x(min) with ci_at, "excess": {depth: x_d}, "trained_delta":
     log s(max) − log s(min), "control_deltas": [per draw]} (headgeom.orbits.random_heads.excess_increase);
     ``margin`` a ratio (> 0)."""
@@ -76,9 +77,11 @@ def compression_outcome(run: Mapping[str, Any], *, level: float = LEVEL, margin:
            f"random heads' {percentile:.0%} quantile {q:.3g}; learned selectivity per depth "
            + ", ".join(f"{d}: {x:.3g}" for d, x in sorted(r["excess"].items(), key=lambda kv: int(kv[0])))
            + (" (increasing)" if mono else " (not increasing)"))
+    causes = [] if out != UNDECIDED else ["interval"]
     if out == SUPPORTS and (not beyond or (monotone and not mono)):
         out = UNDECIDED
-    return out, why
+        causes = ["control"] if not beyond else ["monotone"]
+    return out, why, causes
 
 
 def compression_verdict(runs: Sequence[Mapping[str, Any]], headline: str, *, level: float = LEVEL,
@@ -87,7 +90,7 @@ def compression_verdict(runs: Sequence[Mapping[str, Any]], headline: str, *, lev
     """The verdict of "deeper heads compress more" over runs, with every run's outcome in the reason."""
     outs = [compression_outcome(r, level=level, margin=margin, percentile=percentile, control_bn=control_bn,
                                 monotone=monotone) for r in runs]
-    return _over_runs(outs, headline, majority)
+    return over_runs(outs, headline, majority)
 
 
 def learned(acc_by_depth: Mapping[int, float], chance: float, floor: float = LEARNED_FLOOR) -> bool:
@@ -97,8 +100,9 @@ def learned(acc_by_depth: Mapping[int, float], chance: float, floor: float = LEA
 
 def accuracy_outcome(acc_by_depth: Mapping[int, float], n: int | None, chance: float, *, level: float = LEVEL,
                      margin: float = ACCURACY_MARGIN, learned_floor: float = LEARNED_FLOOR,
-                     monotone: bool = True) -> tuple[str, str]:
-    """(outcome, why) of one run for "deeper heads protect the backbone better" (module docstring):
+                     monotone: bool = True) -> tuple[str, str, list[str]]:
+    """(outcome, why, causes of an undecided outcome) of one run for "deeper heads protect the backbone
+    better" (module docstring):
     backbone accuracies per depth (fractions) on ``n`` test examples, chance accuracy ``chance``."""
     depths = sorted(acc_by_depth)
     lo_d, hi_d = depths[0], depths[-1]
@@ -111,12 +115,13 @@ def accuracy_outcome(acc_by_depth: Mapping[int, float], n: int | None, chance: f
            + (f"[{ci[0]:.3g}, {ci[1]:.3g}] on {n} test examples" if ci else "undefined (no test-set size)")
            + f", margin {margin:g}; per depth " + ", ".join(f"{d}: {acc_by_depth[d]:.3g}" for d in depths)
            + (" (increasing)" if mono else " (not increasing)"))
+    causes = [] if out != UNDECIDED else ["interval"]
     if out == SUPPORTS and monotone and not mono:
-        out = UNDECIDED
+        out, causes = UNDECIDED, ["monotone"]
     if not learned(acc_by_depth, chance, learned_floor):
-        out = UNDECIDED
+        out, causes = UNDECIDED, ["budget"]
         why += f"; premise not met: no depth exceeds chance {chance:.3g} + {learned_floor:g} (nothing to protect)"
-    return out, why
+    return out, why, causes
 
 
 def accuracy_verdict(runs: Sequence[Mapping[str, Any]], headline: str, chance: float, *, level: float = LEVEL,
@@ -125,13 +130,7 @@ def accuracy_verdict(runs: Sequence[Mapping[str, Any]], headline: str, chance: f
     """The verdict of "deeper heads protect the backbone better" over runs ({"acc": {depth: a}, "n": n})."""
     outs = [accuracy_outcome(r["acc"], r["n"], chance, level=level, margin=margin, learned_floor=learned_floor,
                              monotone=monotone) for r in runs]
-    return _over_runs(outs, headline, majority)
-
-
-def _over_runs(outs: Sequence[tuple[str, str]], headline: str, majority: float) -> Verdict:
-    verdict, sup, ref = runs_verdict([o for o, _ in outs], majority)
-    return Verdict(verdict, headline, f"{sup:.0%} of {len(outs)} run(s) support, {ref:.0%} refute; per run: "
-                                      + "; ".join(f"{o} ({why})" for o, why in outs))
+    return over_runs(outs, headline, majority)
 
 
 def compression_judgement(runs: Sequence[Mapping[str, Any]], headline: str, *, level: float = LEVEL,
@@ -171,6 +170,12 @@ def accuracy_judgement(runs: Sequence[Mapping[str, Any]], headline: str, chance:
     return {"verdict": rule(**at), "conventions": tuple(ranges), "robustness": robustness(rule, at, ranges)}
 
 
+def _quantiles(rs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """q05 and q95 of the random heads' ratio per run (a number for a single run, whose spread is None)."""
+    q = {name: [math.exp(quantile(r["control_deltas"], p)) for r in rs] for name, p in (("q05", 0.05), ("q95", 0.95))}
+    return {"q05": q["q05"][0], "q95": q["q95"][0], "spread": None} if len(rs) == 1 else q
+
+
 def increase_measures(runs: Sequence[Mapping[str, Any]], control_bn: str, lo_d: int, hi_d: int,
                       level: float = LEVEL) -> dict[str, Any]:
     """The measured entries of a compression row from its runs (mean ± std over runs, each run's interval):
@@ -188,9 +193,7 @@ def increase_measures(runs: Sequence[Mapping[str, Any]], control_bn: str, lo_d: 
         f"selectivity depth {hi_d} / depth {lo_d}": measured([math.exp(r["trained_delta"]) for r in rs],
                                                              what="trained heads only"),
         f"random_heads_selectivity depth {hi_d} / depth {lo_d}": measured(
-            [math.exp(quantile(r["control_deltas"], 0.5)) for r in rs],
-            q05=[math.exp(quantile(r["control_deltas"], 0.05)) for r in rs],
-            q95=[math.exp(quantile(r["control_deltas"], 0.95)) for r in rs],
+            [math.exp(quantile(r["control_deltas"], 0.5)) for r in rs], **_quantiles(rs),
             what="median over the random-head draws (q05 and q95 beside), per run")}
     excess = [{int(d): x for d, x in r["excess"].items()} for r in rs]  # JSON keys are text
     for d in sorted({d for e in excess for d in e}):

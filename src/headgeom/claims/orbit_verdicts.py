@@ -22,7 +22,7 @@ from typing import Any
 from headgeom.claims.estimates import measured
 from headgeom.claims.single_run import (CONTROL_BN, CONTROL_BNS, CONTROL_PERCENTILE, LEVEL, LEVELS, MAJORITIES,
                                         MAJORITY, PERCENTILES, REFUTES, SUPPORTS, UNDECIDED, above_controls,
-                                        interval_at, quantile, robustness, runs_verdict, side)
+                                        interval_at, over_runs, quantile, robustness, side)
 from headgeom.claims.verdict import Verdict
 
 __all__ = ["CONTROL", "MAIN_RULE", "NOT_FORMED", "SELECTIVE_RULE", "control_of", "control_summary", "interval_side",
@@ -91,11 +91,14 @@ def orbit_verdict(runs: Sequence[Mapping[str, Any]], rule: Mapping[str, str], no
                   majority: float = MAJORITY) -> Verdict:
     """The verdict over runs (each a run's measures) with its reason: the share of runs supporting and
     refuting and each run's outcome; headline "selectivity"."""
-    outcomes = [orbit_outcome(ms, rule, not_formed, level=level, percentile=percentile, control_bn=control_bn)
-                for ms in runs]
-    verdict, sup, ref = runs_verdict([o for o, _ in outcomes], majority)
-    return Verdict(verdict, "selectivity", f"{sup:.0%} of {len(outcomes)} run(s) support, {ref:.0%} refute; per run: "
-                                           + "; ".join(f"{o} ({s})" for o, s in outcomes))
+    outs = []
+    for ms in runs:
+        out, sides = orbit_outcome(ms, rule, not_formed, level=level, percentile=percentile, control_bn=control_bn)
+        causes = ["head" if s == NOT_FORMED else "control" if s == "not above" else "interval"
+                  for m, s in sides.items() if s in (NOT_FORMED, "undefined", "not above")
+                  or (s == "straddles" and rule.get(m) == "above")]
+        outs.append((out, str(sides), causes))
+    return over_runs(outs, "selectivity", majority)
 
 
 def control_summary(measures: Mapping[str, Any], control_bn: str = CONTROL_BN) -> dict[str, float]:
@@ -152,11 +155,14 @@ def orbit_judgement(runs: Sequence[Mapping[str, Any]], kind: str, keys: Sequence
         controls = [control_of(ms, control_bn) for ms in runs]
         meas[CONTROL] = _run_measure([c["vs_selectivity"] for c in controls],
                                      what="selectivity / median selectivity of the random heads (joint bootstrap)")
+        summ = [control_summary(ms, control_bn) for ms in runs]
         for what in ("selectivity", "compression"):
-            summ = [control_summary(ms, control_bn) for ms in runs]
+            one = len(runs) == 1  # a single run: its quantiles as numbers, else one per run
             meas[f"random_heads_{what}"] = measured(
-                [s[f"{what}_median"] for s in summ], q05=[s[f"{what}_q05"] for s in summ],
-                q95=[s[f"{what}_q95"] for s in summ], draws=controls[0]["draws"], bn=controls[0]["bn"],
+                [s[f"{what}_median"] for s in summ], q05=[s[f"{what}_q05"] for s in summ][0] if one else
+                [s[f"{what}_q05"] for s in summ], q95=[s[f"{what}_q95"] for s in summ][0] if one else
+                [s[f"{what}_q95"] for s in summ], draws=controls[0]["draws"], bn=controls[0]["bn"],
+                **({"spread": None} if one else {}),
                 what=f"median {what} of the random heads of the same architecture, per run (q05 and q95 beside)")
     if "selectivity" not in meas:  # no run measured it (none ran, or results of an older headgeom): say so, n = 0
         meas["selectivity"] = measured(float("nan"), n=0, what="no run measured it")

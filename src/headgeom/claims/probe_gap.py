@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from headgeom.claims.depth_trend import ACCURACY_MARGINS, LEARNED_FLOOR, LEARNED_FLOORS
-from headgeom.claims.single_run import (LEVEL, LEVELS, MAJORITIES, MAJORITY, UNDECIDED, gap_interval, robustness,
-                                        run_outcome, runs_verdict)
+from headgeom.claims.single_run import (LEVEL, LEVELS, MAJORITIES, MAJORITY, UNDECIDED, gap_interval, over_runs,
+                                        robustness, run_outcome)
 from headgeom.claims.verdict import Verdict
 
 __all__ = ["MARGIN", "gap_judgement", "gap_outcome", "gap_verdict", "smallest_deciding_n"]
@@ -40,19 +40,21 @@ def smallest_deciding_n(acc_a: float, acc_b: float, level: float = LEVEL) -> int
 
 
 def gap_outcome(acc_z: float, acc_h: float, n: int | None, chance: float, *, level: float = LEVEL,
-                margin: float = MARGIN, learned_floor: float = LEARNED_FLOOR) -> tuple[str, str]:
-    """(outcome, why) of one run (module docstring)."""
+                margin: float = MARGIN, learned_floor: float = LEARNED_FLOOR) -> tuple[str, str, list[str]]:
+    """(outcome, why, causes of an undecided outcome: keys of headgeom.claims.single_run.DECIDERS) of one
+    run (module docstring)."""
     gap = acc_z - acc_h
     ci = gap_interval(acc_z, acc_h, n, level)
     out = run_outcome(gap, ci, null=0.0, margin=margin)
     why = (f"gap {gap:+.4g}, {level:.0%} interval "
            + (f"[{ci[0]:+.4g}, {ci[1]:+.4g}] on {n} test examples" if ci else "undefined (no test-set size)")
            + f", margin {margin:g}")
+    causes = [] if out != UNDECIDED else ["interval"]
     if not acc_z > chance + learned_floor:
-        out = UNDECIDED
+        out, causes = UNDECIDED, ["budget"]
         why += (f"; premise not met: backbone accuracy {acc_z:.3g} does not exceed chance {chance:.3g} + "
                 f"{learned_floor:g}")
-    return out, why
+    return out, why, causes
 
 
 def gap_verdict(runs: Sequence[Mapping[str, Any]], chance: float, *, level: float = LEVEL, margin: float = MARGIN,
@@ -61,10 +63,7 @@ def gap_verdict(runs: Sequence[Mapping[str, Any]], chance: float, *, level: floa
     "gap_z_minus_head_output", every run's outcome in the reason."""
     outs = [gap_outcome(r["z"], r["h"], r["n"], chance, level=level, margin=margin, learned_floor=learned_floor)
             for r in runs]
-    verdict, sup, ref = runs_verdict([o for o, _ in outs], majority)
-    return Verdict(verdict, "gap_z_minus_head_output",
-                   f"{sup:.0%} of {len(outs)} run(s) support, {ref:.0%} refute; per run: "
-                   + "; ".join(f"{o} ({why})" for o, why in outs))
+    return over_runs(outs, "gap_z_minus_head_output", majority)
 
 
 def gap_judgement(runs: Sequence[Mapping[str, Any]], chance: float, *, level: float = LEVEL, margin: float = MARGIN,

@@ -1,4 +1,5 @@
-"""The single-run standard: what one trained model can show, and how (docs/paper.md §3.8, issue 31 item 6).
+"""The single-run standard: what one trained model can show, and how (docs/experiments.md, "The single-run
+standard"; docs/paper.md §3.8).
 
 One run is one trained model: a seed of headgeom's own runs, or the authors' one released model per setting.
 Every claim judged from runs (C9, C11, C12, ours and the authors') reads each run by the same three steps,
@@ -39,9 +40,9 @@ from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.verdict import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict
 
 __all__ = ["CONTROL_BN", "CONTROL_BNS", "CONTROL_DRAWS", "CONTROL_PERCENTILE", "LEVEL", "LEVELS", "MAJORITIES",
-           "MAJORITY", "PERCENTILES", "REFUTES", "STANDARD", "SUPPORTS", "UNDECIDED", "above_controls",
-           "gap_interval", "interval_at", "level_key", "quantile", "robustness", "run_outcome", "runs_verdict",
-           "side"]
+           "MAJORITY", "PERCENTILES", "REFUTES", "STANDARD", "SUPPORTS", "UNDECIDED", "DECIDERS", "above_controls",
+           "gap_interval", "interval_at", "level_key", "over_runs", "quantile", "robustness", "run_outcome",
+           "runs_verdict", "side", "what_would_decide"]
 
 SUPPORTS, REFUTES, UNDECIDED = "supports", "refutes", "undecided"
 LEVEL = 0.95  # the CI level a row is judged at
@@ -153,6 +154,38 @@ def runs_verdict(outcomes: Sequence[str], majority: float = MAJORITY) -> tuple[s
     verdict = (INCONCLUSIVE if not n else SUPPORTED if sup >= majority
                else NOT_SUPPORTED if ref >= majority else INCONCLUSIVE)
     return verdict, sup, ref
+
+
+DECIDERS = {
+    "interval": "a narrower interval (more test images: orbit images per class, or probe test examples)",
+    "seeds": "more seeds (the runs disagree)",
+    "budget": "a training budget at which the backbone learns the task (the small or paper preset)",
+    "head": "the trained head's weights, which the released files do not hold",
+    "monotone": "more runs per depth (a step between depths lies within the noise)",
+    "control": "a trained head further from random heads of its architecture (more training)",
+}
+"""What would decide an undecided run, by cause; :func:`what_would_decide` words a set of them."""
+
+
+def what_would_decide(causes: Sequence[str]) -> str:
+    """"; what would decide it: ..." for the causes (keys of :data:`DECIDERS`), "" for none."""
+    known = [DECIDERS[c] for c in dict.fromkeys(causes)]
+    return "; what would decide it: " + "; or ".join(known) if known else ""
+
+
+def over_runs(outs: Sequence[tuple[str, str, Sequence[str]]], headline: str, majority: float) -> Verdict:
+    """The verdict over runs from each run's (outcome, why, causes of an undecided outcome), with the reason:
+    the shares, every run's outcome and, when inconclusive, what would decide it (runs that disagree: more
+    seeds)."""
+    verdict, sup, ref = runs_verdict([o for o, _, _ in outs], majority)
+    reason = (f"{sup:.0%} of {len(outs)} run(s) support, {ref:.0%} refute; per run: "
+              + "; ".join(f"{o} ({why})" for o, why, _ in outs))
+    if verdict == INCONCLUSIVE:
+        causes = [c for o, _, cs in outs if o == UNDECIDED for c in cs]
+        if sup and ref or (len(outs) > 1 and (sup or ref)):
+            causes.append("seeds")
+        reason += what_would_decide(causes)
+    return Verdict(verdict, headline, reason)
 
 
 def robustness(rule: Callable[..., Verdict], at: Mapping[str, Any],

@@ -334,7 +334,8 @@ def _accuracy_claim(config: C11Config, results: list[tuple[dict, dict]], probe: 
     meas = {headline: measured([r["acc"][hi_d] - r["acc"][lo_d] for r in runs] or float("nan"),
                                per_seed_ci=[list(c) if c else None for c in cis], level=config.level,
                                **({} if runs else {"n": 0}))}
-    meas.update(_beside(results, f"{probe}[z]", f"{probe}_accuracy_z"))
+    meas.update({f"{probe}_accuracy_z[depth {d}]": measured([_value(m, f"{probe}[z]") for c, m in results
+                                                             if int(c["depth"]) == d]) for d in sorted(config.depths)})
     meas["chance"] = chance
     protocol = (f"weighted cosine kNN, k = {config.knn_k}, T = 0.1" if probe == "knn"
                 else "linear probe on standardised features (L-BFGS, wd 1e-4)")

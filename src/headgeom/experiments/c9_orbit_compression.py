@@ -300,7 +300,8 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                     f"initialisation on the same stored z, BatchNorm {config.control_bn!r} "
                     "(headgeom.orbits.random_heads). " if kind == "main" else "")
                  + f"{STANDARD}")
-    setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.train.data,
+    setting = {"part": kind, "backbone": backbone, "head_input": VARIANTS[variant], "family": fam,
+               "data": config.train.data,
                "objective": ("simclr_oneway (InfoNCE, cross-view negatives, "
                              f"T = {config.train.method_options['temperature']:g})"),
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "reading": "n/a (orbit metrics)",

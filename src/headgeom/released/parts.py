@@ -131,7 +131,7 @@ def _logged_budget(root: Path, cell: dict[str, Any], manifest: Manifest, file_na
 def _pairing(grids: dict[int, Any]) -> dict[str, float]:
     """Correlation, between two depths, of the cosines between the orbit images at angle 0: near 1 when the
     depths' files hold the same images in the same order (their backbones differ), which pairs their
-    bootstrap rows (headgeom.orbits.random_heads.excess_increase); the C9 files' different images give ~0.4."""
+    bootstrap rows (headgeom.orbits.random_heads.excess_increase); far lower between different images."""
     def cosines(z: np.ndarray) -> np.ndarray:
         a = z[:, 0, :] / np.linalg.norm(z[:, 0, :], axis=1, keepdims=True)
         return (a @ a.T)[np.triu_indices(a.shape[0], 1)]
