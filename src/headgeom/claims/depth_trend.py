@@ -182,20 +182,21 @@ def increase_measures(runs: Sequence[Mapping[str, Any]], control_bn: str, lo_d: 
     the headline "learned_selectivity depth max / depth min" (exp of the decided log ratio), the learned
     selectivity per depth, the trained heads' ratio and the random heads' ratios (median, 5% and 95%)."""
     rs = [r[control_bn] for r in runs]
-    ratio = f"learned_selectivity depth {hi_d} / depth {lo_d}"
+    one = {"spread": None} if len(rs) == 1 else {}  # a single run: its value, no spread over runs
     cis = [interval_at(r["delta"], level) for r in rs]
-    what = "(trained / random heads' median selectivity) at the deepest over the shallowest depth"
     exp_cis = [[math.exp(c[0]), math.exp(c[1])] if c else None for c in cis]
     values = [math.exp(r["delta"]["value"]) for r in rs]
+    what = "(trained / random heads' median selectivity) at the deepest over the shallowest depth"
     out: dict[str, Any] = {
-        ratio: (measured(values[0], ci=exp_cis[0], level=level, spread=None, what=what) if len(rs) == 1 else
-                measured(values, per_seed_ci=exp_cis, level=level, what=what)),
+        f"learned_selectivity depth {hi_d} / depth {lo_d}": (
+            measured(values[0], ci=exp_cis[0], level=level, what=what, **one) if len(rs) == 1 else
+            measured(values, per_seed_ci=exp_cis, level=level, what=what)),
         f"selectivity depth {hi_d} / depth {lo_d}": measured([math.exp(r["trained_delta"]) for r in rs],
-                                                             what="trained heads only"),
+                                                             what="trained heads only", **one),
         f"random_heads_selectivity depth {hi_d} / depth {lo_d}": measured(
             [math.exp(quantile(r["control_deltas"], 0.5)) for r in rs], **_quantiles(rs),
             what="median over the random-head draws (q05 and q95 beside), per run")}
     excess = [{int(d): x for d, x in r["excess"].items()} for r in rs]  # JSON keys are text
     for d in sorted({d for e in excess for d in e}):
-        out[f"learned_selectivity[depth {d}]"] = measured([e[d] for e in excess if d in e])
+        out[f"learned_selectivity[depth {d}]"] = measured([e[d] for e in excess if d in e], **one)
     return out

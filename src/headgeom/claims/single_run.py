@@ -40,7 +40,7 @@ from headgeom.claims.robustness import Robustness, sweep
 from headgeom.claims.verdict import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict
 
 __all__ = ["CONTROL_BN", "CONTROL_BNS", "CONTROL_DRAWS", "CONTROL_PERCENTILE", "LEVEL", "LEVELS", "MAJORITIES",
-           "MAJORITY", "PERCENTILES", "REFUTES", "STANDARD", "SUPPORTS", "UNDECIDED", "DECIDERS", "above_controls",
+           "MAJORITY", "NOT_SWEPT", "PERCENTILES", "REFUTES", "STANDARD", "SUPPORTS", "UNDECIDED", "DECIDERS", "above_controls",
            "gap_interval", "interval_at", "level_key", "over_runs", "quantile", "robustness", "run_outcome",
            "runs_verdict", "side", "what_would_decide"]
 
@@ -61,6 +61,11 @@ STANDARD = ("single-run standard (headgeom.claims.single_run): each run (one tra
             "a run supports when the interval lies above the null and the estimate clears the margin, refutes when "
             "the interval excludes an effect as large as the margin, else is undecided; over runs the majority "
             "decides, and one run speaks for that trained model only (seed-to-seed spread needs more seeds)")
+
+
+NOT_SWEPT = ("Not swept, as they need recomputation: the number of random heads per control and of bootstrap "
+             "replicates over images (the control's BatchNorm statistics, which also need it, are computed both ways "
+             "and swept)")
 
 
 def level_key(level: float) -> str:

@@ -64,7 +64,7 @@ from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.depth_trend import (ACCURACY_MARGIN, COMPRESSION_MARGIN, LEARNED_FLOOR, accuracy_judgement,
                                          compression_judgement, increase_measures)
 from headgeom.claims.single_run import (CONTROL_BN, CONTROL_BNS, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, MAJORITY,
-                                        STANDARD, gap_interval)
+                                        NOT_SWEPT, STANDARD, gap_interval)
 from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.report.paper_protocol import SIMCLR as SIMCLR_PROTOCOL
@@ -297,7 +297,8 @@ def _compression_claim(config: C11Config, results: list[tuple[dict, dict]], v: s
                  f"{config.control_percentile:.0%} quantile" + (" and x_d increases with every step of depth"
                                                                 if config.monotone else "")
                  + f"; refutes if the interval lies below log({config.compression_margin:g}); supported / not "
-                 f"supported if >= {config.majority:.0%} of the seeds support / refute, else inconclusive. {STANDARD}")
+                 f"supported if >= {config.majority:.0%} of the seeds support / refute, else inconclusive. {NOT_SWEPT}. "
+                 f"{STANDARD}")
     ood = ood_flag(measured([_value(m, "mean_pairwise_cosine_h[l2]") for _, m in results
                              if "mean_pairwise_cosine_h[l2]" in m])) if v == "l2" else None  # heads trained on raw z
     setting = {**_base_setting(config), "part": "deeper heads compress more", "head_input": v,

@@ -64,7 +64,7 @@ from headgeom.orbits.controls import fresh_heads, head_points_on, random_directi
 from headgeom.orbits.random_heads import random_head_control
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.orbit_verdicts import control_summary, orbit_judgement
-from headgeom.claims.single_run import CONTROL_BN, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, STANDARD
+from headgeom.claims.single_run import CONTROL_BN, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, NOT_SWEPT, STANDARD
 from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.claims.ood import ood_flag
@@ -298,7 +298,7 @@ def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) ->
                  f"{config.majority:.0%} refute, else inconclusive. "
                  + (f"Control: {config.control_draws} random heads of the same architecture at PyTorch's default "
                     f"initialisation on the same stored z, BatchNorm {config.control_bn!r} "
-                    "(headgeom.orbits.random_heads). " if kind == "main" else "")
+                    f"(headgeom.orbits.random_heads). {NOT_SWEPT}. " if kind == "main" else "")
                  + f"{STANDARD}")
     setting = {"part": kind, "backbone": backbone, "head_input": VARIANTS[variant], "family": fam,
                "data": config.train.data,

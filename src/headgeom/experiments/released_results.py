@@ -55,8 +55,8 @@ from headgeom.claims.evidence import TEST
 from headgeom.claims.orbit_verdicts import control_summary, orbit_judgement
 from headgeom.claims.paper_budgets import COLLAPSE_GRID, HESSIAN_TRACKING, SIMCLR_PRETRAINING
 from headgeom.claims.probe_gap import MARGIN, gap_judgement, smallest_deciding_n
-from headgeom.claims.single_run import (CONTROL_BN, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, STANDARD,
-                                        gap_interval)
+from headgeom.claims.single_run import (CONTROL_BN, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, NOT_SWEPT,
+                                        STANDARD, gap_interval)
 from headgeom.claims.sources import AUTHORS
 from headgeom.claims.training_verdicts import pm
 from headgeom.claims.row import Row
@@ -204,7 +204,7 @@ def _c9(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
         control = (f"Control: {m['measures']['random_heads'][config.control_bn]['draws']} random heads of the authors' "
                    f"architecture ({m['measures']['random_heads']['head']}, experiments.py's ProjectionHead) at "
                    f"PyTorch's default initialisation on the stored z, BatchNorm {config.control_bn!r} "
-                   "(headgeom.orbits.random_heads). " if kind == "main" else
+                   f"(headgeom.orbits.random_heads). {NOT_SWEPT}. " if kind == "main" else
                    "Not formed: vs_random_directions_selectivity needs the trained head (random-direction orbits "
                    "pushed through it); the files hold z and h, not the head: its weights would decide this row. ")
         criterion = (f"C9's rule (headgeom.claims.orbit_verdicts), rotation orbits of the authors' trained model "
@@ -249,7 +249,7 @@ def _c11(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
                  "image_pairing); the run supports if the interval lies above 0, diff > "
                  f"log({config.compression_margin:g}), the trained heads' increase exceeds the random heads' "
                  f"{config.control_percentile:.0%} quantile and x_d increases with every step; refutes if the interval "
-                 f"lies below log({config.compression_margin:g}). {STANDARD}")
+                 f"lies below log({config.compression_margin:g}). {NOT_SWEPT}. {STANDARD}")
     rows = [_row("C11", "Depth ablation: deeper heads compress augmentation orbits more", cell, m, SIMCLR_PRETRAINING,
                  meas, verdict.outcome, criterion, headline, part="deeper heads compress more",
                  depths=sorted(depths)).replace(
