@@ -23,13 +23,15 @@ from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import IDENTITY, TEST
 from headgeom.claims.row import Row
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, contrast_rule, contrast_verdict, fraction
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL
 
-__all__ = ["AMBIENT_WHY", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "why_reading"]
+__all__ = ["AMBIENT_WHY", "INERT_REL_TOL", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "why_reading"]
 
 NON_SMOOTH = ("relu", "linear")  # activations with M = 0: negative curvature not expected
 TANGENTIAL = "tangential"  # the reading under which the ReLU/linear half is an identity
 M_ZERO_TOL = 1e-12  # |M|_F / |H_eff|_F at or below this is M = 0 up to round-off
+# a pseudo-collapse is inert when its relative H_eff gap (headgeom.theory.pseudo_collapse) is within
+# float64 round-off: a larger gap means the scaling changed the geometry
+INERT_REL_TOL = 1e-9
 
 AMBIENT_WHY = ("the ambient Hessian of a cosine loss is indefinite whenever u is not parallel to its target, for any "
                "head (its scale is 1/|u|^2), so a linear head shows negative eigenvalues through G alone")

@@ -45,13 +45,14 @@ from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.collapsed_states import collapsed_state_claim
+from headgeom.claims.curvature_verdict import INERT_REL_TOL
 from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
 from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, c5_parts, escape_row, run_name
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.theory.pseudo_collapse import gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell
