@@ -39,6 +39,7 @@ from headgeom.orbits import metrics as M
 from headgeom.orbits import selective as S
 from headgeom.orbits.bootstrap import Resamples, estimate, replicate_means
 from headgeom.orbits.controls import fresh_head
+from headgeom.rng import seeded
 
 __all__ = ["BN_SETTINGS", "calibrate_batchnorm", "control_seed", "excess_increase", "random_head_control",
            "random_heads", "selectivity_rows"]
@@ -65,8 +66,7 @@ def random_heads(template: nn.Module | HeadSpec | str, draws: int, seed: int = 0
     for j in range(draws):
         s = control_seed(seed, j)
         if isinstance(template, (HeadSpec, str)):
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(s)
+            with seeded(s):  # the caller's random stream is left as it was
                 head = head_from(template)
         else:
             head = fresh_head(template, s)
