@@ -122,9 +122,10 @@ def test_random_heads_are_seeded_draws_at_default_initialisation():
     bound = 1 / math.sqrt(6)  # nn.Linear's default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
     assert all(float(x.abs().max()) <= bound for x in w) and float(w[0].abs().max()) > 0.8 * bound
     assert all(not h.training for h in a)
+    template = head_from(spec)
     state = torch.random.get_rng_state()
     random_heads(spec, 2, seed=3)
-    random_heads(head_from(spec), 2, seed=3)
+    random_heads(template, 2, seed=3)
     assert torch.equal(state, torch.random.get_rng_state())  # the caller's random stream is left where it was
     with pytest.raises(ValueError, match="draws >= 1"):
         random_heads(spec, 0)
