@@ -13,8 +13,9 @@ the paper's protocol, h(z/‖z‖) (pitfall 5) with spread on L2-normalised feat
 reading, h(raw z); for each the compression (= trace ratio), the per-dimension ratio (pitfall 4),
 D_intra/D_inter ratios, the class/orbit ratio before and after the head, the global spread ratio
 (near-global collapse: the paper's 4015× for ViT-Tiny came with D_inter shrinking 56×), the
-selectivity = compression / global ratio, and the two controls (fresh head of the same
-architecture; random-direction orbits of equal size). Every measure has a BCa bootstrap CI
+selectivity = compression / global ratio, and the controls (``control_draws`` random heads of the same
+architecture on the stored z, the main rule's, headgeom.orbits.random_heads, judged family only; a fresh
+head with BN at its initial statistics; random-direction orbits of equal size). Every measure has a BCa bootstrap CI
 over images (stratified by class, one resample matrix for everything of a family; headgeom.orbits.bootstrap),
 NaN with its reason when the bootstrap is bias-dominated (then the measure's side is "undefined").
 
@@ -413,6 +414,10 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
              "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
              "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]
     notes.append("verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).")
+    notes.append(f"random-head control (the main rule's): {config.control_draws} heads of the same architecture at "
+                 "PyTorch's default initialisation on the same stored z, BatchNorm statistics estimated on the stored "
+                 "orbit points ('stored', judged) or at their initial values ('init', swept); the fresh head above is "
+                 "one such head with 'init' statistics (headgeom.orbits.random_heads).")
     notes.append(_ood_note(config, results, present))
     if config.train.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
