@@ -1,6 +1,6 @@
 """The rules the authors' released runs are re-judged by, on built cases: each gives the verdict its stated
-criterion implies (headgeom.claims.estimated_curvature, probe_gap, orbit_verdicts, collapse_escape,
-depth_trend)."""
+criterion implies (headgeom.claims.estimated_curvature, collapse_escape; the single-run rules of C9, C11 and
+C12, orbit_verdicts, depth_trend and probe_gap, on one run: tests/claims/test_claims_single_run.py)."""
 from __future__ import annotations
 
 import math
@@ -8,10 +8,10 @@ import math
 import pytest
 
 from headgeom.claims.collapse_escape import c5_parts, escape_row, run_name
-from headgeom.claims.depth_trend import increase_test, learned_floor_check
+from headgeom.claims.depth_trend import accuracy_outcome
 from headgeom.claims.estimated_curvature import NO_FLOOR, estimated_curvature
-from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, seed_outcome, seeds_verdict
-from headgeom.claims.probe_gap import gap_verdict, smallest_deciding_n, tie_band
+from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, orbit_outcome
+from headgeom.claims.probe_gap import gap_verdict
 from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
 from headgeom.claims.training_verdicts import escape
@@ -47,39 +47,28 @@ def test_estimates_with_a_floor_are_judged_by_c8s_rule():
                                estimator="e")[0] == "not supported"
 
 
-def test_the_smallest_deciding_test_set_is_where_two_standard_errors_fall_below_the_gap():
-    for a, b in ((0.5227, 0.3755), (0.4075, 0.3492), (0.30, 0.31)):
-        n = smallest_deciding_n(a, b)
-        p = (a + b) / 2
-        assert 2 * math.sqrt(2 * p * (1 - p) / n) < abs(a - b) <= 2 * math.sqrt(2 * p * (1 - p) / (n - 1))
-    assert smallest_deciding_n(0.4, 0.4) is None
-    assert tie_band(0.5, 0.3, None, 0.01) == 0.01 and tie_band(0.5, 0.3, 100, 0.01) > 0.1
-
-
-def test_gap_verdict():
-    assert gap_verdict([0.1], [0.01], 0.8)[0] == "supported"
-    assert gap_verdict([-0.1], [0.01], 0.8)[0] == "not supported"
-    assert gap_verdict([0.005], [0.01], 0.8)[0] == "inconclusive"
-    assert gap_verdict([0.1, -0.1], [0.01, 0.01], 0.8) == ("inconclusive", 0.5, 0.5)
-    assert gap_verdict([], [], 0.8)[0] == "inconclusive"
+def test_gap_verdict_of_one_model():
+    one = lambda z, h, n=10_000: [{"z": z, "h": h, "n": n}]  # noqa: E731
+    assert gap_verdict(one(0.5227, 0.3755), 0.25).outcome == "supported"
+    assert gap_verdict(one(0.3755, 0.5227), 0.25).outcome == "not supported"
+    assert gap_verdict(one(0.40, 0.395), 0.25).outcome == "inconclusive"  # within the interval of 10,000 examples
+    assert gap_verdict(one(0.5227, 0.3755, None), 0.25).outcome == "inconclusive"  # no test-set size, no interval
+    assert gap_verdict([], 0.25).outcome == "inconclusive"
 
 
 def _e(lo, hi):
-    return {"value": (lo + hi) / 2, "ci": [lo, hi]}
+    return {"value": (lo + hi) / 2, "ci": [lo, hi], "level": 0.95}
 
 
 def test_a_control_not_formed_can_refute_but_never_support():
     good = {"selectivity": _e(1.2, 1.5), "class_orbit_change": _e(1.1, 1.3)}
-    out, sides = seed_outcome(good, MAIN_RULE, not_formed=("vs_fresh_head_selectivity",))
-    assert out == "undecided" and sides["vs_fresh_head_selectivity"] == NOT_FORMED
+    out, sides = orbit_outcome(good, MAIN_RULE, not_formed=("vs_random_heads_selectivity",))
+    assert out == "undecided" and sides["vs_random_heads_selectivity"] == NOT_FORMED
     bad = {**good, "selectivity": _e(0.5, 0.8)}
-    assert seed_outcome(bad, MAIN_RULE, not_formed=("vs_fresh_head_selectivity",))[0] == "refutes"
-    assert seed_outcome(good, SELECTIVE_RULE, not_formed=("vs_random_directions_selectivity",))[0] == "undecided"
+    assert orbit_outcome(bad, MAIN_RULE, not_formed=("vs_random_heads_selectivity",))[0] == "refutes"
+    assert orbit_outcome(good, SELECTIVE_RULE, not_formed=("vs_random_directions_selectivity",))[0] == "undecided"
     with pytest.raises(KeyError):  # a measure missing without being declared not formed is an error
-        seed_outcome(good, MAIN_RULE)
-    assert seeds_verdict(["undecided"], 0.8)[0] == "inconclusive"
-    assert seeds_verdict(["refutes"], 0.8)[0] == "not supported"
-    assert seeds_verdict(["supports", "supports"], 0.8) == ("supported", 1.0, 0.0)
+        orbit_outcome(good, SELECTIVE_RULE)
 
 
 def test_escape_without_a_reference_gives_no_flag_and_an_inconclusive_contrast():
@@ -98,15 +87,9 @@ def test_escape_without_a_reference_gives_no_flag_and_an_inconclusive_contrast()
     assert escape_row(ref, pos, neg, collapse_fraction=0.5, majority=0.8)[0] == "supported"
 
 
-def test_one_model_per_depth_is_inconclusive_and_the_learned_floor():
-    t = increase_test({1: {0: 0.8}, 2: {0: 1.5}, 3: {0: 2.0}}, log=True, margin=math.log(1.1))
-    assert t["verdict"] == "inconclusive" and t["n"] == 1
-    t = {"verdict": "supported"}
-    text = learned_floor_check(t, {1: {0: 0.26}, 3: {0: 0.28}}, chance=0.25, floor=0.05)
-    assert t["verdict"] == "inconclusive" and "not met" in text
-    t = {"verdict": "supported"}
-    learned_floor_check(t, {1: {0: 0.45}, 3: {0: 0.52}}, chance=0.25, floor=0.05)
-    assert t["verdict"] == "supported"
+def test_one_model_per_depth_is_judged_by_its_interval_and_the_learned_floor():
+    assert accuracy_outcome({1: 0.4752, 2: 0.5000, 3: 0.5235}, 10_000, 0.25)[0] == "supports"
+    assert accuracy_outcome({1: 0.26, 2: 0.27, 3: 0.28}, 10**6, 0.25)[0] == "undecided"  # not above chance + 0.05
 
 
 def test_sources():

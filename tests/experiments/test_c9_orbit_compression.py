@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from figure_checks import assert_legends_outside
-from headgeom.experiments.c9_orbit_compression import (TRAIN, C9Config, cells, orbit_images, run_cell, seed_outcome,
-                                                       summarize, train_config, MAIN_RULE, SELECTIVE_RULE)
+from headgeom.experiments.c9_orbit_compression import (TRAIN, C9Config, cells, orbit_images, run_cell, summarize,
+                                                       train_config)
+from headgeom.claims.orbit_verdicts import MAIN_RULE, SELECTIVE_RULE, orbit_outcome
 from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import compression_measures, interval_side
 from claim_rows import rows_json
@@ -68,21 +69,34 @@ def test_a_cell_without_cifar_fails_with_the_loaders_message(tmp_path):
         run_cell(cfg, {"backbone": "resnet18", "seed": 0})
 
 
-def test_seed_outcome():
-    e = lambda lo, hi: {"value": (lo + hi) / 2, "ci": [lo, hi]}  # noqa: E731
-    good = {"selectivity": e(3, 5), "class_orbit_change": e(0.9, 1.3), "vs_fresh_head_selectivity": e(1.5, 2)}
-    assert seed_outcome(good, MAIN_RULE)[0] == "supports"  # class/orbit straddling 1 does not fall
-    assert seed_outcome({**good, "class_orbit_change": e(0.5, 0.8)}, MAIN_RULE)[0] == "refutes"
-    assert seed_outcome({**good, "vs_fresh_head_selectivity": e(0.8, 1.2)}, MAIN_RULE)[0] == "undecided"
-    assert seed_outcome({**good, "selectivity": e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
+def _e(lo, hi):
+    return {"value": (lo + hi) / 2, "ci": [lo, hi], "level": 0.95}
+
+
+def _random_heads(vs=(1.5, 2.0), controls=(0.5, 0.6, 0.7)):
+    """A random-head control whose joint ratio has interval ``vs`` and whose draws have selectivities ``controls``."""
+    one = {"draws": len(controls), "bn": "b", "selectivity": list(controls), "compression": [1.0] * len(controls),
+           "vs_selectivity": _e(*vs)}
+    return {"stored": one, "init": one}
+
+
+def test_run_outcome():
+    good = {"selectivity": _e(3, 5), "class_orbit_change": _e(0.9, 1.3), "random_heads": _random_heads()}
+    assert orbit_outcome(good, MAIN_RULE)[0] == "supports"  # class/orbit straddling 1 does not fall
+    assert orbit_outcome({**good, "class_orbit_change": _e(0.5, 0.8)}, MAIN_RULE)[0] == "refutes"
+    assert orbit_outcome({**good, "random_heads": _random_heads(vs=(0.8, 1.2))}, MAIN_RULE)[0] == "undecided"
+    assert orbit_outcome({**good, "selectivity": _e(0.1, 0.5)}, MAIN_RULE)[0] == "refutes"
     # a bias-dominated bootstrap gives no interval (headgeom.orbits.bootstrap): that measure decides nothing
-    none = {"value": 1.2, "ci": [float("nan")] * 2, "ci_undefined": "bias-dominated: ..."}
-    assert seed_outcome({**good, "class_orbit_change": none}, MAIN_RULE) == (
-        "undecided", {"selectivity": "above", "class_orbit_change": "undefined", "vs_fresh_head_selectivity": "above"})
+    none = {"value": 1.2, "ci": [float("nan")] * 2, "level": 0.95, "ci_undefined": "bias-dominated: ..."}
+    assert orbit_outcome({**good, "class_orbit_change": none}, MAIN_RULE) == (
+        "undecided", {"selectivity": "above", "class_orbit_change": "undefined", "vs_random_heads_selectivity": "above",
+                      "selectivity above the controls' percentile": "above"})
     # the paper's compression does not enter the rule: far above 1 or far below, the outcome is selectivity's
-    assert seed_outcome({**good, "compression": e(0.1, 0.5)}, MAIN_RULE)[0] == "supports"
+    assert orbit_outcome({**good, "compression": _e(0.1, 0.5)}, MAIN_RULE)[0] == "supports"
     with pytest.raises(KeyError, match="older headgeom.*fresh --out"):  # cells measured before the rule changed
-        seed_outcome({"compression": e(3, 5)}, SELECTIVE_RULE)
+        orbit_outcome({"compression": _e(3, 5)}, SELECTIVE_RULE)
+    with pytest.raises(KeyError, match="older headgeom.*fresh --out"):  # ... or before the random-head control
+        orbit_outcome({k: v for k, v in good.items() if k != "random_heads"}, MAIN_RULE)
 
 
 # ---------------------------------------------------------------- a tiny cell end to end
@@ -101,8 +115,17 @@ def test_tiny_cells_are_finite_and_consistent_with_the_full_analysis(tiny):
         for fam in TINY.families:
             f = m["families"][fam]
             for v, point in (("raw", "head.4"), ("l2", "l2z/head.4")):
+                rh = f[v].get("random_heads")  # the judged family only: the rule's random-head control
+                assert (rh is not None) == (fam == TINY.judge_family)
+                if rh is not None:
+                    assert rh["trained_selectivity"] == pytest.approx(f[v]["selectivity"]["value"], rel=1e-9)
+                    for bn in ("stored", "init"):
+                        assert len(rh[bn]["selectivity"]) == TINY.control_draws
+                        assert rh[bn]["vs_selectivity"]["value"] == pytest.approx(
+                            rh["trained_selectivity"] / rh[bn]["median_selectivity"])
+                        assert set(rh[bn]["vs_selectivity"]["ci_at"]) == {"0.9", "0.95", "0.99"}
                 for k, est in f[v].items():
-                    assert math.isfinite(est["value"]), (b, fam, v, k)
+                    assert k == "random_heads" or math.isfinite(est["value"]), (b, fam, v, k)
                 # the same ratio through headgeom.orbits.analyze (an independent code path)
                 assert f[v]["compression"]["value"] == pytest.approx(f["layers"][point]["value"], rel=1e-10)
                 factor = 8 / m["dims"]["z"]  # D_h / D_z
@@ -127,12 +150,13 @@ def test_summary_of_the_tiny_cells_builds_claims_tables_and_figure(tiny):
 
 # ---------------------------------------------------------------- verdicts on hand-made metrics
 def _fake(ests: dict[str, tuple[float, float]]):
-    names = set(MAIN_RULE) | set(SELECTIVE_RULE) | {"per_dim_ratio", "class_orbit_z", "class_orbit_h",
+    names = (set(MAIN_RULE) - {"vs_random_heads_selectivity"}) | set(SELECTIVE_RULE) | {"per_dim_ratio", "class_orbit_z", "class_orbit_h",
                                                     "global_ratio", "d_inter_ratio", "d_intra_ratio",
                                                     "fresh_head_compression", "random_directions_compression",
                                                     "compression", "compression_centred", "vs_fresh_head",
                                                     "vs_random_directions", "mean_pairwise_cosine_h"}
-    full = {k: {"value": sum(ests.get(k, (2.0, 3.0))) / 2, "ci": list(ests.get(k, (2.0, 3.0)))} for k in names}
+    full = {k: _e(*ests.get(k, (2.0, 3.0))) for k in names}
+    full["random_heads"] = _random_heads(vs=ests.get("vs_random_heads_selectivity", (1.5, 2.0)))
     return {"families": {"rotation": {"raw": full, "l2": full}}}
 
 
@@ -160,8 +184,8 @@ def test_verdict_follows_the_stated_criterion():
     # random directions shrink as much (relative to the cloud): the selective claim only
     v = _verdicts([{"vs_random_directions_selectivity": (0.6, 0.9)}] * 2)
     assert v[("vit_tiny", True)] == "supported" and v[("vit_tiny", False)] == "not supported"
-    # one seed undecided (vs fresh head straddles 1): 50% < 80% support -> inconclusive
-    v = _verdicts([{}, {"vs_fresh_head_selectivity": (0.9, 1.4)}])
+    # one seed undecided (the joint ratio to the random heads straddles 1): 50% < 80% support -> inconclusive
+    v = _verdicts([{}, {"vs_random_heads_selectivity": (0.9, 1.4)}])
     assert v[("resnet18", True)] == "inconclusive"
     # one seed supports, one refutes -> inconclusive
     v = _verdicts([{}, {"selectivity": (0.2, 0.5)}])
@@ -208,6 +232,8 @@ def test_the_verdict_follows_selectivity_where_the_papers_compression_disagrees(
                     "random_directions": {"z": z, "head.1": z}}
         counts = bootstrap_counts(bootstrap_indices(len(labels), 200, seed, strata=labels), len(labels))
         ms = compression_measures(feats, labels, counts, "head.1", controls)
+        # random "heads" that are the identity (selectivity 1): the joint ratio is the trained selectivity
+        ms["random_heads"] = _random_heads(vs=tuple(ms["selectivity"]["ci"]), controls=(1.0, 1.0, 1.0))
         comp, sel = interval_side(ms["compression"]), interval_side(ms["selectivity"])
         assert (comp, sel) == (("above", "below") if kind == "global" else ("below", "above")), (kind, seed)
         results.append(({"backbone": "resnet18", "seed": seed},

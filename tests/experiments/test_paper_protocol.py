@@ -50,7 +50,7 @@ def test_a_protocol_names_only_settings_the_paper_states():
 
 @pytest.mark.parametrize("exp_id, overrides, key", [
     ("GRID", ["train.epochs=49"], "epochs"), ("GRID", ["train.batch_size=256"], "batch_size"),
-    ("C8", ["train.lr=0.5"], "lr"), ("C11", ["train.data=shapes"], "dataset"), ("C11", ["hidden=1024"], "head"),
+    ("C8", ["train.lr=0.5"], "lr"), ("C11", ["train.data=shapes"], "dataset"), ("C11", ["orbit_steps=8"], "orbit_steps"),
     ("C9", ['train.backbone_options={"width": 0.5}'], "backbone"), ("GRID", ["seeds=2"], "seeds"),
     ("C11", ["orbit_per_class=4"], "orbit_per_class"),
     ("C12", ['settings=[["cifar10", "resnet18"]]'], "backbone"), ("C12", ["settings=null"], "runs"),

@@ -24,7 +24,8 @@ C2 :mod:`~headgeom.claims.curvature_barrier`, C3 :mod:`~headgeom.claims.depth_is
 :mod:`~headgeom.claims.curvature_verdict` and :mod:`~headgeom.claims.estimated_curvature`, C9
 :mod:`~headgeom.claims.orbit_verdicts`, C10 :mod:`~headgeom.claims.orbit_direction`, C11
 :mod:`~headgeom.claims.depth_trend`, C12 :mod:`~headgeom.claims.probe_gap`; those the training experiments
-share in :mod:`~headgeom.claims.training_verdicts`. Each is written once for headgeom's own runs and the
+share in :mod:`~headgeom.claims.training_verdicts`; the single-run standard C9, C11 and C12 judge every run
+by (ours and the authors'), :mod:`~headgeom.claims.single_run`. Each is written once for headgeom's own runs and the
 authors' released runs re-judged.
 
 Nothing here computes geometry, trains or draws. ``headgeom.report`` renders the rows these rules decide;

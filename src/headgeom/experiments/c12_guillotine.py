@@ -14,8 +14,8 @@ points ``l2z/head.i``; reported, not judged). Accuracies are fractions on the da
 
 MLP probe (``mlp``, on by default): the class MLP probe of headgeom.eval.mlp_probe (one hidden ReLU layer
 of ``mlp_hidden`` units, AdamW for ``mlp_epochs`` epochs, seeded) at every point beside the linear probe,
-with the statistics the judged probes get (per seed: accuracy per point, gap acc(z) − acc(h(z)), tie band,
-gap to the best head layer; over seeds: their mean ± std and the fractions of seeds above/below the band).
+with the statistics the judged probes get (per seed: accuracy per point, gap acc(z) − acc(h(z)) with its
+interval, gap to the best head layer; over seeds: their mean ± std and the seeds' outcomes).
 It is context, not evidence: it gets no claim row and no verdict, because the claim is about the paper's
 probes (linear read-outs, docs/paper.md §3) and the MLP probe is here so the report stands beside the
 peers' figures, which put a nonlinear probe beside the linear one. What it adds: whether the information
@@ -25,10 +25,16 @@ Settings: one (dataset, backbone) by default (``data``, ResNet-18); ``settings``
 the paper's three rotation-probe runs, CIFAR-10/ResNet-18, CIFAR-10/ViT-Tiny and CIFAR-100/ResNet-18
 (one cell per setting × seed; each setting judged on its own).
 
-Claim per setting and probe type (the rule: headgeom.claims.probe_gap): acc(z) − acc(h(z)) > t (h(z) = the head output, the last point; t = the larger of
-``margin`` and two standard errors of the difference on the probe's test examples) in >= majority of the
-seeds → supported; < −t in >= majority → not supported; else inconclusive.
-Whether z beats every head layer is reported beside it.
+Claim per setting and probe type, under the single-run standard (headgeom.claims.single_run; the rule:
+headgeom.claims.probe_gap): per seed, gap = acc(z) − acc(h(z)) (h(z) = the head output, the last point) with
+the interval of a difference of two accuracies on the probe's n test examples at the largest standard
+error any pairing of the two probes' outcomes allows (per-example outcomes are not kept); a seed supports
+when the interval lies above 0 and gap > ``margin``, refutes when the interval lies below ``margin``, else is
+undecided; undecided whatever the numbers when acc(z) does not exceed chance + the learned floor (a backbone
+that learned nothing, the premise C11's accuracy claim has too). Supported / not supported when >=
+``majority`` of the seeds support / refute; else inconclusive. The CI level, the margin, the learned floor
+and the majority are the row's conventions, each swept. Whether z beats every head layer is reported beside
+it.
 
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: whether z beats the head
 output on each probe could come out either way.
@@ -46,7 +52,9 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
-from headgeom.claims.probe_gap import MARGIN, gap_verdict, tie_band
+from headgeom.claims.depth_trend import LEARNED_FLOOR
+from headgeom.claims.probe_gap import MARGIN, gap_judgement
+from headgeom.claims.single_run import LEVEL, STANDARD, gap_interval
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import c12_guillotine as plots
@@ -86,7 +94,8 @@ class C12Config:
     mlp: bool = True  # the class MLP probe beside the linear one (context, module docstring)
     mlp_hidden: int = 128  # its hidden units (headgeom.eval default 512)
     mlp_epochs: int = 20  # its AdamW epochs (headgeom.eval default 50)
-    margin: float = MARGIN  # accuracy difference (fraction) below which z and h(z) count as tied
+    margin: float = MARGIN  # accuracy difference (fraction) below which z and h(z) count as tied (swept; the CI level
+    # and the learned floor are the single-run standard's, headgeom.claims.single_run, swept too)
     majority: float = 0.8
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
     # (dataset, backbone) pairs, one cell each per seed; None: the one setting (train.data, "resnet18")
@@ -210,47 +219,70 @@ def run_cell(config: C12Config, cell: dict[str, Any]) -> dict[str, Any]:
                            "n_train": res["n_train"], "n_test": res["n_test"], "num_classes": res["num_classes"],
                            "rotation_n_train": res["protocol"]["rotation_n_train"],
                            "rotation_n_test": res["protocol"]["rotation_n_test"]}
-    n_eval = {"knn": res["n_test"], "linear": res["n_test"], "mlp": res["n_test"],
-              "rotation": 4 * res["protocol"]["rotation_n_test"]}
     for probe in acc:
         a = acc[probe]
         out[f"gap[{probe}]"] = a["z"] - a[head_points[-1]]  # z minus the head output
-        out[f"tie_band[{probe}]"] = tie_band(a["z"], a[head_points[-1]], n_eval[probe], config.margin)
         out[f"gap_best_layer[{probe}]"] = a["z"] - max(a[p] for p in head_points)
     return out
 
 
 # ---------------------------------------------------------------- summary
-def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> tuple[dict, float, float]:
-    """The statistics of one probe over the seeds (a claim's ``measured``), and the fractions of seeds
-    whose gap acc(z) − acc(h(z)) lies above the tie band and below minus it."""
-    gaps = [m[f"gap[{probe}]"] for _, m in results]
-    bands = [m.get(f"tie_band[{probe}]", config.margin) for _, m in results]
-    best = [m[f"gap_best_layer[{probe}]"] for _, m in results]
-    _, above, below = gap_verdict(gaps, bands, config.majority)
+def n_eval(m: dict[str, Any], probe: str) -> int:
+    """The test examples a cell's ``probe`` was scored on (the rotation probe: 4 rotations of each image)."""
+    return 4 * int(m["rotation_n_test"]) if probe == "rotation" else int(m["n_test"])
+
+
+def chance(m: dict[str, Any], probe: str) -> float:
+    """Chance accuracy of ``probe``: 1/4 for the 4-way rotation probe, 1 / classes for the class probes."""
+    return 0.25 if probe == "rotation" else 1.0 / int(m["num_classes"])
+
+
+def probe_runs(results: list[tuple[dict, dict]], probe: str) -> list[dict[str, Any]]:
+    """Per seed (a run): {"z": acc(z), "h": acc(h(z)) at the head output, "n": test examples}."""
+    return [{"z": m["accuracy"][probe]["z"], "h": m["accuracy"][probe][m["head_output_point"]], "n": n_eval(m, probe)}
+            for _, m in results]
+
+
+def gap_statistics(config: C12Config, results: list[tuple[dict, dict]], probe: str) -> tuple[dict, dict[str, Any]]:
+    """The statistics of one probe over the seeds (a claim's ``measured``) and its judgement under the
+    single-run standard (headgeom.claims.probe_gap.gap_judgement: verdict, conventions, robustness)."""
+    runs = probe_runs(results, probe)
+    j = gap_judgement(runs, chance(results[0][1], probe), level=LEVEL, margin=config.margin,
+                      learned_floor=LEARNED_FLOOR, majority=config.majority)
+    best = [m["accuracy"][probe]["z"] - max(m["accuracy"][probe][p] for p in m["head_points"]) for _, m in results]
     head_out = results[0][1]["head_output_point"]
-    meas = {"acc_z": measured([m["accuracy"][probe]["z"] for _, m in results]),
-            f"acc_head_output[{head_out}]": measured([m["accuracy"][probe][head_out] for _, m in results]),
-            "gap_z_minus_head_output": measured(gaps),
-            "gap_z_minus_best_head_layer": measured(best),
-            "tie_band": measured(bands),
-            "frac_seeds_z_beats_every_head_layer": measured([float(b > t) for b, t in zip(best, bands)])}
-    return meas, above, below
+    cis = [gap_interval(r["z"], r["h"], r["n"], LEVEL) for r in runs]
+    best_ci = [gap_interval(r["z"], r["z"] - g, r["n"], LEVEL) for r, g in zip(runs, best)]
+    meas = {"acc_z": measured([r["z"] for r in runs]),
+            f"acc_head_output[{head_out}]": measured([r["h"] for r in runs]),
+            "gap_z_minus_head_output": measured([r["z"] - r["h"] for r in runs], per_seed_ci=[list(c) for c in cis],
+                                                level=LEVEL, test_examples=[r["n"] for r in runs]),
+            "gap_z_minus_best_head_layer": measured(best, per_seed_ci=[list(c) for c in best_ci], level=LEVEL),
+            "frac_seeds_z_beats_every_head_layer": measured([float(c[0] > 0) for c in best_ci],
+                                                            what="seeds whose gap to the best head layer has its "
+                                                                 "interval above 0"),
+            "chance": chance(results[0][1], probe)}
+    return meas, j
+
+
+HEADLINE_TEXT = ("{probe} accuracy on the backbone output minus on the head output (does cutting the head off "
+                 "leave a better representation?), per seed with its interval over the test examples")
 
 
 def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
            setting: tuple[str, str] | None = None) -> Row:
-    meas, above, below = gap_statistics(config, results, probe)
-    n = len(results)
-    verdict, _, _ = gap_verdict([m[f"gap[{probe}]"] for _, m in results],
-                                [m.get(f"tie_band[{probe}]", config.margin) for _, m in results], config.majority)
+    meas, j = gap_statistics(config, results, probe)
+    verdict = j["verdict"]
     data, backbone = setting or (config.train.data, "resnet18")
     head_out = results[0][1]["head_output_point"]
-    criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the test split (h(z) = {head_out}, raw z into the head); "
-                 f"tie band t = max({config.margin:g}, 2 standard errors of a difference of two proportions on the "
-                 f"probe's test examples); supported if gap > t in >= {config.majority:.0%} of the {n} seeds, not "
-                 f"supported if gap < -t in >= {config.majority:.0%}, inconclusive otherwise "
-                 f"(observed: {above:.0%} above, {below:.0%} below)")
+    criterion = (f"per seed, gap = acc(z) - acc(h(z)) on the probe's n test examples (h(z) = {head_out}, raw z into "
+                 f"the head), with the {LEVEL:.0%} interval of headgeom.claims.single_run.gap_interval (the largest "
+                 f"standard error any pairing of the two probes' outcomes allows); a seed supports if the interval "
+                 f"lies above 0 and gap > {config.margin:g}, refutes if the interval lies below {config.margin:g} (a "
+                 f"gap of at least the margin is excluded), else undecided; undecided whatever the numbers when acc(z) "
+                 f"does not exceed chance ({meas['chance']:.3g}) + {LEARNED_FLOOR:g} (a backbone that learned "
+                 f"nothing); supported / not supported if >= {config.majority:.0%} of the {len(results)} seeds support "
+                 f"/ refute, else inconclusive. {STANDARD}")
     train = config.train
     setting = {"objective": f"simclr_oneway (InfoNCE, cross-view negatives, T = {train.method_options['temperature']:g})",
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "probe": probe,
@@ -260,9 +292,12 @@ def _claim(config: C12Config, results: list[tuple[dict, dict]], probe: str,
                "protocol": {"knn": f"weighted cosine kNN, k = {config.knn_k}, T = 0.1",
                             "linear": "linear probe on standardised features (L-BFGS, wd 1e-4)",
                             "rotation": "4-way rotation prediction, linear probe (the paper's guillotine probe)"}[probe]}
-    return Row(id="C12", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict,
-               budget=budget_of_cells([m for _, m in results], PAPER_BUDGET),
-               evidence=TEST, criterion=criterion, headline="gap_z_minus_head_output")
+    return Row(id="C12", statement=STATEMENT, setting=setting, measured=meas, verdict=verdict.outcome,
+               reason=verdict.reason, budget=budget_of_cells([m for _, m in results], PAPER_BUDGET),
+               evidence=TEST, criterion=criterion, headline="gap_z_minus_head_output",
+               headline_text=HEADLINE_TEXT.format(probe={"knn": "kNN class", "linear": "linear class",
+                                                         "rotation": "rotation"}[probe]),
+               conventions=j["conventions"], robustness=j["robustness"])
 
 
 HEADERS = {"knn": "kNN", "linear": "linear", "mlp": "MLP (context)", "rotation": "rotation"}
@@ -286,18 +321,17 @@ def _table(results: list[tuple[dict, dict]], title: str) -> Table:
 
 def _context_table(config: C12Config, groups: dict[tuple[str, str], list[tuple[dict, dict]]]) -> Table:
     """Per setting, the MLP probe's statistics beside the linear probe's (those of a claim's ``measured``)."""
-    table = Table(("setting", "probe", "acc(z)", "acc(h(z))", "gap z − h(z)", "gap z − best head layer", "tie band",
-                   "seeds above / below the band"),
+    table = Table(("setting", "probe", "acc(z)", "acc(h(z))", "gap z − h(z)", "gap z − best head layer",
+                   "seeds supporting / refuting (single-run standard)"),
                   title="C12: MLP probe beside the linear probe (context, no verdict; mean ± std over seeds, "
                         "accuracies as fractions)")
     for (data, backbone), rs in groups.items():
         for probe in ("linear", *CONTEXT_PROBES):
-            meas, above, below = gap_statistics(config, rs, probe)
+            meas, j = gap_statistics(config, rs, probe)
             head = next(v for k, v in meas.items() if k.startswith("acc_head_output"))
-            stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"],
-                     meas["tie_band"]]
+            stats = [meas["acc_z"], head, meas["gap_z_minus_head_output"], meas["gap_z_minus_best_head_layer"]]
             table.add(f"{data}, {backbone}", HEADERS[probe], *(format_estimate(c, ".3f", ".3f") for c in stats),
-                      f"{above:.0%} / {below:.0%} (n = {len(rs)})")
+                      j["verdict"].reason.split(";")[0] + f" (n = {len(rs)})")
     return table
 
 

@@ -13,29 +13,34 @@ the paper's protocol, h(z/‖z‖) (pitfall 5) with spread on L2-normalised feat
 reading, h(raw z); for each the compression (= trace ratio), the per-dimension ratio (pitfall 4),
 D_intra/D_inter ratios, the class/orbit ratio before and after the head, the global spread ratio
 (near-global collapse: the paper's 4015× for ViT-Tiny came with D_inter shrinking 56×), the
-selectivity = compression / global ratio, and the two controls (fresh head of the same
-architecture; random-direction orbits of equal size). Every measure has a BCa bootstrap CI
+selectivity = compression / global ratio, and the controls (``control_draws`` random heads of the same
+architecture on the stored z, the main rule's, headgeom.orbits.random_heads, judged family only; a fresh
+head with BN at its initial statistics; random-direction orbits of equal size). Every measure has a BCa bootstrap CI
 over images (stratified by class, one resample matrix for everything of a family; headgeom.orbits.bootstrap),
 NaN with its reason when the bootstrap is bias-dominated (then the measure's side is "undefined").
 
-Claims (per backbone and head input; CI = 95% interval of one seed; majority over seeds). Both
-are decided by selectivity = compression / global ratio, not by the paper's compression, which
-stays beside it in every row and table with its own CI. The paper's compression also counts
-shrinkage of the whole cloud: h(z/‖z‖) through a BN head trained on raw z maps every input near
-one point (mean pairwise cosine near 1 at the head: out of distribution, flagged), so every spread
-falls; and on raw z, z is a non-centred post-ReLU cone while h is BN-centred, so comparing spreads
-of L2-normalised features across the two spaces reads the centring as expansion (docs/paper.md §4
-pitfall 5). Selectivity compares each orbit with the cloud it lives in, in its own space, so both
-effects divide out; the controls are compared the same way (selectivity over the control's).
-- "compresses while keeping classes apart": a seed supports it when selectivity's CI lies above
-  1, class_orbit_change's CI does not lie below 1, and vs_fresh_head_selectivity's CI lies above
-  1; it refutes it when any of the three lies on the wrong side (selectivity or
-  vs_fresh_head_selectivity CI below 1, class_orbit_change CI below 1); otherwise undecided.
-- "selective, not global": selectivity and vs_random_directions_selectivity CIs above 1
-  supports; either below 1 refutes; otherwise undecided.
-supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive.
-Rows of the paper's protocol (h(z/‖z‖)) carry the out-of-distribution flag with the measured mean
-pairwise cosine at the head (headgeom.claims.ood).
+Claims (per backbone and head input), under the single-run standard (headgeom.claims.single_run): each seed
+is one run, read by its BCa intervals over images at ``level`` (also stored at 90% and 99%, so the verdict is
+swept). Both are decided by selectivity = compression / global ratio, not by the paper's compression, which
+stays beside it in every row and table with its own CI. The paper's compression also counts shrinkage of
+the whole cloud: h(z/‖z‖) through a BN head trained on raw z maps every input near one point (mean pairwise
+cosine near 1 at the head: out of distribution, flagged), so every spread falls; and on raw z, z is a
+non-centred post-ReLU cone while h is BN-centred, so comparing spreads of L2-normalised features across the
+two spaces reads the centring as expansion (docs/paper.md §4 pitfall 5). Selectivity compares each orbit
+with the cloud it lives in, in its own space, so both effects divide out.
+- "compresses while keeping classes apart": the control is ``control_draws`` random heads of the same
+  architecture (PyTorch's default initialisation; BatchNorm statistics estimated on the stored orbit
+  points, or at their initial values: ``control_bn``) applied to the same stored z (headgeom.orbits.random_heads).
+  A seed supports when selectivity's CI lies above 1, class_orbit_change's CI does not lie below 1,
+  vs_random_heads_selectivity's CI (selectivity / the controls' median, resampled jointly) lies above 1 and
+  the selectivity exceeds the controls' ``control_percentile`` quantile; it refutes when any of those CIs lies
+  below 1; otherwise undecided.
+- "selective, not global": selectivity and vs_random_directions_selectivity CIs above 1 supports; either
+  below 1 refutes; otherwise undecided.
+supported / not supported when >= ``majority`` of the seeds support / refute; else inconclusive
+(headgeom.claims.orbit_verdicts). Every row names its conventions (level, control percentile, control BN,
+majority) with the verdict over a range of each. Rows of the paper's protocol (h(z/‖z‖)) carry the
+out-of-distribution flag with the measured mean pairwise cosine at the head (headgeom.claims.ood).
 
 Evidence kind of every row (:mod:`headgeom.claims.evidence`): ``test``: orbit compression, class
 separation and the controls of a trained head could come out either way.
@@ -54,11 +59,13 @@ from headgeom.experiments.registry import Experiment, Summary, measured, registe
 from headgeom.io import atomic_write_json
 from headgeom.launch.resources import Resources
 from headgeom.orbits import analyze_orbit_features, extract_orbits
-from headgeom.orbits.bootstrap import bootstrap_counts, bootstrap_indices
+from headgeom.orbits.bootstrap import Resamples, bootstrap_counts, bootstrap_indices
 from headgeom.orbits.compression import DEFINITIONS, compression_measures
 from headgeom.orbits.controls import fresh_heads, head_points_on, random_direction_orbits
+from headgeom.orbits.random_heads import random_head_control
 from headgeom.claims.budget import budget_of_cells
-from headgeom.claims.orbit_verdicts import MAIN_RULE, SELECTIVE_RULE, rule_text, seed_outcome, seeds_verdict
+from headgeom.claims.orbit_verdicts import control_summary, orbit_judgement
+from headgeom.claims.single_run import CONTROL_BN, CONTROL_DRAWS, CONTROL_PERCENTILE, LEVELS, NOT_SWEPT, STANDARD
 from headgeom.claims.paper_budgets import SIMCLR_PRETRAINING
 from headgeom.claims.evidence import TEST
 from headgeom.claims.ood import ood_flag
@@ -114,6 +121,9 @@ class C9Config:
     n_boot: int = 1000
     level: float = 0.95
     majority: float = 0.8
+    control_draws: int = CONTROL_DRAWS  # random heads of the control (headgeom.orbits.random_heads)
+    control_percentile: float = CONTROL_PERCENTILE  # the trained selectivity must exceed this quantile of theirs
+    control_bn: str = CONTROL_BN  # the controls' BatchNorm statistics judged at ("stored" or "init"; both stored)
     num_threads: int | None = 1  # torch threads inside a cell (None: as set; the paper preset)
 
 
@@ -216,6 +226,7 @@ def _analyze(config: C9Config, tc, seed: int):
         images, labels = orbit_images(test, config.orbit_classes, config.orbit_per_class)
         chain = [("head", method.projector)]
         counts = bootstrap_counts(bootstrap_indices(len(labels), config.n_boot, seed, strata=labels), len(labels))
+        levels = tuple(sorted({*LEVELS, config.level}))
         families, full = {}, {}
         for fam in config.families:
             of = extract_orbits(method.backbone, images, fam, config.steps, chain, head_input=("raw", "l2"),
@@ -228,8 +239,14 @@ def _analyze(config: C9Config, tc, seed: int):
                     "random_directions": head_points_on(random_direction_orbits(z, seed), chain, ("raw", "l2"),
                                                         device=dev)}
             families[fam] = {
-                v: compression_measures(of.features, labels, counts, prefix + head_out, ctrl, config.level)
+                v: compression_measures(of.features, labels, counts, prefix + head_out, ctrl, config.level, levels)
                 for v, prefix in (("raw", ""), ("l2", "l2z/"))}
+            if fam == config.judge_family:  # the random-head control of the rule (the judged family only)
+                rs = Resamples(counts, labels)
+                for v, prefix in (("raw", ""), ("l2", "l2z/")):
+                    families[fam][v]["random_heads"] = random_head_control(
+                        z, of.features[prefix + head_out], method.projector, rs, head_input=v,
+                        draws=config.control_draws, seed=seed, level=config.level, levels=levels)
             families[fam]["layers"] = {p: r["compression"] for p, r in full[fam]["ratios"].items()}
         cell = cell_directory()
         if cell is not None:  # the full analysis (every metric at every point) beside the cell
@@ -254,40 +271,50 @@ def run_cell(config: C9Config, cell: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- verdicts
+HEADLINE_TEXT = {
+    "main": ("selectivity: how many times more the trained head shrinks rotation orbits than the whole cloud of "
+             "representations (the paper's compression divided by the head's global shrinkage), judged against "
+             "random heads of the same architecture on the same backbone features; the paper's compression beside it"),
+    "selective": ("selectivity: how many times more the trained head shrinks rotation orbits than the whole cloud of "
+                  "representations, beside the same for orbits of random directions of equal size"),
+}
+SELECTIVE_STATEMENT = ("the head's orbit compression is selective (orbits shrink more than the whole representation "
+                       "cloud and more than random directions of equal size), not global collapse")
+
+
 def _claim(config: C9Config, results, backbone: str, variant: str, kind: str) -> Row:
-    rule = MAIN_RULE if kind == "main" else SELECTIVE_RULE
     fam = config.judge_family
     per_seed = [m["families"][fam][variant] for c, m in results if c["backbone"] == backbone]
-    outcomes = [seed_outcome(ms, rule) for ms in per_seed]
-    n = len(outcomes)
-    verdict, sup, ref = seeds_verdict([o for o, _ in outcomes], config.majority)
-    keys = list(rule) + ["compression", "global_ratio", "compression_centred", "mean_pairwise_cosine_h"] + (
-        ["vs_fresh_head"] if kind == "main" else ["vs_random_directions", "d_inter_ratio"])
-    meas = {k: measured([ms[k]["value"] for ms in per_seed], per_seed_ci=[ms[k].get("ci") for ms in per_seed])
-            for k in dict.fromkeys(keys + ["per_dim_ratio", "class_orbit_z", "class_orbit_h"])
-            if all(k in ms for ms in per_seed)} if n else {}
-    statement = STATEMENT if kind == "main" else (
-        "the head's orbit compression is selective (orbits shrink more than the whole representation cloud "
-        "and more than random directions of equal size), not global collapse")
-    criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed (95% BCa bootstrap "
-                 f"CIs over images): supports if {rule_text(rule)}; refutes if any of those CIs lies below 1; else "
+    keys = ["compression", "global_ratio", "class_orbit_change", "compression_centred", "mean_pairwise_cosine_h"] + (
+        ["vs_fresh_head_selectivity", "vs_fresh_head"] if kind == "main"
+        else ["vs_random_directions_selectivity", "vs_random_directions", "d_inter_ratio"])
+    j = orbit_judgement(per_seed, kind, keys + ["per_dim_ratio", "class_orbit_z", "class_orbit_h"],
+                        level=config.level, percentile=config.control_percentile, control_bn=config.control_bn,
+                        majority=config.majority)
+    verdict, meas = j["verdict"], j["measured"]
+    criterion = (f"{DECIDED_BY}. {fam} orbits, head output, {VARIANTS[variant]}; per seed ({config.level:.0%} BCa "
+                 f"bootstrap CIs over images): supports if {j['rule']}; refutes if any of those CIs lies below 1; else "
                  f"undecided (so is a CI left undefined by a bias-dominated bootstrap). supported if >= "
-                 f"{config.majority:.0%} of the {n} seeds support, not supported if "
-                 f">= {config.majority:.0%} refute, else inconclusive (observed: {sup:.0%} support, {ref:.0%} "
-                 f"refute; sides per seed: {[s for _, s in outcomes]})")
-    setting = {"backbone": backbone, "head_input": VARIANTS[variant], "family": fam, "data": config.train.data,
+                 f"{config.majority:.0%} of the {len(per_seed)} seeds support, not supported if >= "
+                 f"{config.majority:.0%} refute, else inconclusive. "
+                 + (f"Control: {config.control_draws} random heads of the same architecture at PyTorch's default "
+                    f"initialisation on the same stored z, BatchNorm {config.control_bn!r} "
+                    f"(headgeom.orbits.random_heads). {NOT_SWEPT}. " if kind == "main" else "")
+                 + f"{STANDARD}")
+    setting = {"part": kind, "backbone": backbone, "head_input": VARIANTS[variant], "family": fam,
+               "data": config.train.data,
                "objective": ("simclr_oneway (InfoNCE, cross-view negatives, "
                              f"T = {config.train.method_options['temperature']:g})"),
                "head": paper_head("relu", config.hidden, config.out_dim, bn=True), "reading": "n/a (orbit metrics)",
                "steps": config.train.max_steps or f"{config.train.epochs} epochs",
                "orbits": (f"{config.orbit_classes} classes x {config.orbit_per_class} test images x "
                           f"{config.steps} steps")}
-    if HEADLINE not in meas:  # no seed measured it (none ran, or results of an older headgeom): say so, n = 0
-        meas[HEADLINE] = measured(float("nan"), n=0, what="no seed measured it")
     ood = ood_flag(meas["mean_pairwise_cosine_h"]) if variant == "l2" and "mean_pairwise_cosine_h" in meas else None
-    return Row(id="C9", statement=statement, setting=setting, measured=meas, verdict=verdict,
+    return Row(id="C9", statement=STATEMENT if kind == "main" else SELECTIVE_STATEMENT, setting=setting,
+               measured=meas, verdict=verdict.outcome, reason=verdict.reason,
                budget=budget_of_cells([m for c, m in results if c["backbone"] == backbone], PAPER_BUDGET),
-               evidence=TEST, criterion=criterion, headline=HEADLINE,
+               evidence=TEST, criterion=criterion, headline=HEADLINE, headline_text=HEADLINE_TEXT[kind],
+               conventions=j["conventions"], robustness=j["robustness"],
                out_of_distribution=ood)  # every head here was trained on raw z: the l2 rows read it out of distribution
 
 
@@ -312,6 +339,27 @@ def _seed_table(config: C9Config, results) -> Table:
             ms = m["families"][config.judge_family][v]
             table.add(c["backbone"], c["seed"], f"{v}{' (out of distribution)' if v == 'l2' else ''}",
                       *(_cell_text(ms[k]) if k in ms else "-" for k in TABLE_COLUMNS))
+    return table
+
+
+def _control_table(config: C9Config, results) -> Table:
+    """Per seed, head input and BatchNorm setting: the trained selectivity against the random heads'."""
+    table = Table(("backbone", "seed", "head input", "control BN", "trained selectivity", "random heads' selectivity "
+                   "median [5%, 95%]", "random heads' compression median [5%, 95%]",
+                   "trained / random heads' median [CI]"),
+                  title=f"C9 random-head control ({config.judge_family}, head output; {config.control_draws} heads of the "
+                        "same architecture on the same stored z, headgeom.orbits.random_heads)")
+    for c, m in sorted(results, key=lambda r: (r[0]["backbone"], r[0]["seed"])):
+        for v in VARIANTS:
+            ms = m["families"][config.judge_family][v]
+            for bn in ("stored", "init"):
+                if bn not in ms.get("random_heads", {}):
+                    continue
+                q = control_summary(ms, bn)
+                table.add(c["backbone"], c["seed"], v, bn, _cell_text(ms["selectivity"]),
+                          f"{q['selectivity_median']:.3g} [{q['selectivity_q05']:.3g}, {q['selectivity_q95']:.3g}]",
+                          f"{q['compression_median']:.3g} [{q['compression_q05']:.3g}, {q['compression_q95']:.3g}]",
+                          _cell_text(ms["random_heads"][bn]["vs_selectivity"]))
     return table
 
 
@@ -366,12 +414,17 @@ def summarize(config: C9Config, results: list[tuple[dict, dict]]) -> Summary:
              "so its paper-protocol and raw readings coincide; the trained head (BN running means and shifts) is not, "
              "which is why h(z/|z|) can shrink the whole cloud (docs/paper.md §4 pitfall 5): compare global_ratio."]
     notes.append("verdicts: " + DECIDED_BY + " (docs/paper.md §4 pitfall 5).")
+    notes.append(f"random-head control (the main rule's): {config.control_draws} heads of the same architecture at "
+                 "PyTorch's default initialisation on the same stored z, BatchNorm statistics estimated on the stored "
+                 "orbit points ('stored', judged) or at their initial values ('init', swept); the fresh head above is "
+                 "one such head with 'init' statistics (headgeom.orbits.random_heads).")
     notes.append(_ood_note(config, results, present))
     if config.train.data == "shapes":
         notes.append("quick preset: synthetic shapes and tiny models trained for a few steps; its verdicts test the "
                      "pipeline, not the paper's numbers (the small and paper presets train on CIFAR-10).")
     return Summary(claims=claims,
-                   tables=[_seed_table(config, results), _paper_table(config, results), _family_table(config, results)],
+                   tables=[_seed_table(config, results), _control_table(config, results), _paper_table(config, results),
+                           _family_table(config, results)],
                    figures=[("compression", lambda: plots.compression(
                        {b: [m for c, m in results if c["backbone"] == b] for b in config.backbones}, config.families))], notes=notes)
 

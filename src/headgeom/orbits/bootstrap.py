@@ -115,14 +115,15 @@ class Resamples:
     def n_boot(self) -> int:
         return int(self.counts.shape[0])
 
-    def estimate(self, value: float, replicates: Tensor, level: float = 0.95) -> dict:
-        """:func:`estimate` of ``value`` from a statistic's values at the rows of ``weights``."""
+    def estimate(self, value: float, replicates: Tensor, level: float = 0.95, levels: tuple[float, ...] = ()) -> dict:
+        """:func:`estimate` of ``value`` from a statistic's values at the rows of ``weights`` (intervals also at
+        ``levels``, in ``ci_at``)."""
         r = torch.as_tensor(replicates).reshape(-1)
         if r.shape[0] != self.weights.shape[0]:
             raise ValueError(f"replicates must be the statistic at every row of Resamples.weights "
                              f"({self.weights.shape[0]} = {self.n_boot} bootstrap + {self.counts.shape[1]} "
                              f"leave-one-out), got {r.shape[0]}")
-        return estimate(value, r[:self.n_boot], level, jackknife=r[self.n_boot:], strata=self.strata)
+        return estimate(value, r[:self.n_boot], level, jackknife=r[self.n_boot:], strata=self.strata, levels=levels)
 
 
 def _level(level: float) -> float:
@@ -217,14 +218,20 @@ def _biased(p: float, alpha: float) -> str:
 
 
 def estimate(value: float, samples: Tensor, level: float = 0.95, *, jackknife: Tensor,
-             strata: Tensor | None = None) -> dict:
+             strata: Tensor | None = None, levels: tuple[float, ...] = ()) -> dict:
     """JSON-able {value, ci: [lo, hi], level, n_boot, n_boot_undefined, method, z0, acceleration}
     (and ci_undefined when the interval is NaN): the BCa interval of :func:`bca_interval` from
-    the B bootstrap replicates ``samples`` and the N leave-one-out values ``jackknife``."""
+    the B bootstrap replicates ``samples`` and the N leave-one-out values ``jackknife``. With
+    ``levels``, also ``ci_at``: {"0.9": [lo, hi], ...}, the same interval at each of those levels
+    (key: the level as ``f"{level:g}"``; NaN bounds where it is undefined), so a verdict can be
+    re-read at another level (headgeom.claims.single_run)."""
     s = torch.as_tensor(samples).reshape(-1)
     bca = bca_interval(value, s, jackknife, strata, level)
-    return {"value": float(value), "ci": bca.pop("ci"), "level": level, "n_boot": int(s.numel()),
-            "n_boot_undefined": int((~torch.isfinite(s)).sum()), **bca}
+    out = {"value": float(value), "ci": bca.pop("ci"), "level": level, "n_boot": int(s.numel()),
+           "n_boot_undefined": int((~torch.isfinite(s)).sum()), **bca}
+    if levels:
+        out["ci_at"] = {f"{float(lv):g}": bca_interval(value, s, jackknife, strata, lv)["ci"] for lv in levels}
+    return out
 
 
 def replicate_means(values: Tensor, counts: Tensor) -> Tensor:

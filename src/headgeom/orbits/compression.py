@@ -100,14 +100,15 @@ class _Stats:
 
 def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts: Tensor, head_point: str,
                          controls: Mapping[str, Mapping[str, Tensor]] | None = None,
-                         level: float = 0.95) -> dict[str, dict]:
+                         level: float = 0.95, levels: tuple[float, ...] = ()) -> dict[str, dict]:
     """Every C9 measure of the module docstring for the head output ``head_point`` against "z".
 
     features: point -> (N, K, D) orbits of the trained model; labels: (N,) class ids (>= 2
     classes); counts: (B, N) bootstrap multiplicities (drawn within ``labels``) shared by
     everything here, with the N leave-one-out samples (:class:`Resamples`); controls:
     name -> features of the control (its own "z" and ``head_point``), e.g. "fresh_head",
-    "random_directions". Returns measure -> estimate {value, ci, level, n_boot, ...}.
+    "random_directions". Returns measure -> estimate {value, ci, level, n_boot, ...}, with the
+    intervals also at ``levels`` (``ci_at``) when given.
     """
     for p in ("z", head_point):
         if p not in features:
@@ -121,7 +122,7 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
     out: dict[str, dict] = {}
 
     def put(name: str, pair: tuple[float, Tensor]) -> None:
-        out[name] = rs.estimate(pair[0], pair[1], level)
+        out[name] = rs.estimate(pair[0], pair[1], level, levels)
 
     comp = st.ratio(z, h, "spread")
     put("compression", comp)
@@ -140,7 +141,7 @@ def compression_measures(features: Mapping[str, Tensor], labels: Tensor, counts:
     out["global_spread_z"] = {"value": st.vals[z]["global_spread"]}
     out["global_spread_h"] = {"value": st.vals[h]["global_spread"]}
     out["mean_pairwise_cosine_h"] = rs.estimate(st.vals[h]["mean_pairwise_cosine"],
-                                             st.reps[h]["mean_pairwise_cosine"], level)
+                                             st.reps[h]["mean_pairwise_cosine"], level, levels)
     for name, feats in (controls or {}).items():
         cz, ch = (name, "z"), (name, head_point)
         st.add(cz, feats["z"])

@@ -6,12 +6,17 @@ run directory.
 
 - Probes: :func:`headgeom.eval.evaluate_run` at the backbone output z and at the head output
   h(z) (weighted cosine kNN and the linear probe, class labels, test split).
-- Orbits: :func:`headgeom.orbits.analyze_orbits` on ``per_class`` test images of each of the
+- Orbits: :func:`headgeom.orbits.extract_orbits` and :func:`~headgeom.orbits.analyze_orbit_features` on ``per_class`` test images of each of the
   first ``classes`` classes (a seeded choice, the same for every depth and seed), rotation
   0-330° in ``steps`` steps, heads fed raw z (the trained map) and, with ``"l2"`` in
   ``head_inputs``, the paper's z/‖z‖ (pitfall 5). Each ratio is z over h(z) with a BCa
   bootstrap CI over images (stratified by class; headgeom.orbits.bootstrap), beside the same ratio for a freshly
   initialised head of the same depth (the control that separates training from architecture).
+- The random-head control of the single-run standard (headgeom.orbits.random_heads): per head input,
+  ``control_draws`` heads of the trained head's architecture on the same stored z, their selectivity at
+  every bootstrap and leave-one-out row of the orbit bootstrap, kept (``random_heads[<v>]``, with the
+  orbit labels and the number of bootstrap rows) so C11's summary can pair the depths' rows (the same
+  images and rows at every depth and seed).
 """
 from __future__ import annotations
 
@@ -22,8 +27,12 @@ import torch
 
 from headgeom.data import load_dataset
 from headgeom.device import resolve_device
+from headgeom.claims.single_run import LEVELS
 from headgeom.eval import EvalConfig, LinearProbeConfig, evaluate_run
-from headgeom.orbits.analyze import analyze_orbits
+from headgeom.orbits.analyze import analyze_orbit_features
+from headgeom.orbits.bootstrap import Resamples, bootstrap_counts, bootstrap_indices
+from headgeom.orbits.extract import extract_orbits
+from headgeom.orbits.random_heads import random_head_control
 from headgeom.runs.trained import load_trained
 
 # the ratios of headgeom.orbits read at h(z) (definitions in headgeom.orbits.DEFINITIONS)
@@ -94,11 +103,12 @@ def _est(e: dict[str, Any]) -> dict[str, Any]:
     return {"value": e["value"], "ci": list(e["ci"])}
 
 
-def measure_run(run_dir: Path, cfg: Any) -> dict[str, Any]:
-    """Probe accuracies at z and h(z) and orbit metrics (module docstring) of the run in ``run_dir``.
+def measure_run(run_dir: Path, cfg: Any, seed: int = 0) -> dict[str, Any]:
+    """Probe accuracies at z and h(z), orbit metrics and the random-head control (module docstring) of the
+    run in ``run_dir``; ``seed`` seeds the control's draws.
 
     ``cfg`` supplies knn_k, eval_train, eval_test, probe_max_iter, head_inputs, orbit_classes,
-    orbit_per_class, orbit_steps, n_boot, device (C11Config)."""
+    orbit_per_class, orbit_steps, orbit_seed, n_boot, level, control_draws, device (C11Config)."""
     run = load_run(run_dir, cfg.train.device)
     projector = run["method"].projector
     n_layers = len(projector.layers)
@@ -116,9 +126,21 @@ def measure_run(run_dir: Path, cfg: Any) -> dict[str, Any]:
         out[f"linear_converged[{name}]"] = bool(probes["points"][p]["linear"].get("converged", True))
     images, labels = orbit_images(run["test"], cfg.orbit_classes, cfg.orbit_per_class, cfg.orbit_seed)
     dev = next(projector.parameters()).device
-    analysis = analyze_orbits(run["method"].backbone, {"head": projector}, images, labels, ["rotation"],
-                              steps=cfg.orbit_steps, head_input=list(cfg.head_inputs), n_boot=cfg.n_boot,
-                              seed=cfg.orbit_seed, controls=True, device=dev, mean=run["mean"], std=run["std"])
+    heads = {"head": projector}
+    of = extract_orbits(run["method"].backbone, images, "rotation", cfg.orbit_steps, heads,
+                        head_input=list(cfg.head_inputs), device=dev, mean=run["mean"], std=run["std"])
+    analysis = {"families": {"rotation": analyze_orbit_features(of, labels, heads=heads, n_boot=cfg.n_boot,
+                                                                seed=cfg.orbit_seed, controls=True, device=dev)}}
     out.update(orbit_metrics(analysis, "rotation", n_layers, cfg.head_inputs))
-    out["orbit_n_images"] = int(images.shape[0])
+    n = int(images.shape[0])
+    out["orbit_n_images"] = n
+    # the resamples analyze_orbit_features drew (the same seed and strata), shared by every depth and seed
+    rs = Resamples(bootstrap_counts(bootstrap_indices(n, cfg.n_boot, cfg.orbit_seed, strata=labels), n), labels)
+    levels = tuple(sorted({*LEVELS, cfg.level}))
+    for v in cfg.head_inputs:
+        out[f"random_heads[{v}]"] = random_head_control(
+            of.features["z"], of.features[head_output_point(n_layers, v)], projector, rs, head_input=v,
+            draws=cfg.control_draws, seed=seed, level=cfg.level, levels=levels, keep_rows=True)
+    out["orbit_labels"] = [int(x) for x in labels.tolist()]
+    out["orbit_n_boot"] = int(cfg.n_boot)
     return out

@@ -16,6 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import torch
+
 from headgeom.claims.budget import CIFAR10_TRAIN
 from headgeom.claims.paper_budgets import COLLAPSE_GRID, HESSIAN_TRACKING, SIMCLR_PRETRAINING
 from headgeom.claims.training_verdicts import escape
@@ -25,9 +28,11 @@ from headgeom.released.depth import DEPTHS, read_depth
 from headgeom.released.hessian import HESSIAN_RUNS, read_hessian
 from headgeom.released.log import ExperimentLog, LogSession, read_log
 from headgeom.released.manifest import Manifest
-from headgeom.released.measures import orbit_measures
+from headgeom.released.measures import depth_head, orbit_head, orbit_measures
 from headgeom.released.orbits import ORBIT_BACKBONES, read_orbits
-from headgeom.released.probes import PROBE_RUNS, read_curvature, read_guillotine
+from headgeom.released.probes import (PROBE_RUNS, ROTATION_CHANCE, ROTATION_TEST_EXAMPLES, read_curvature,
+                                     read_guillotine)
+from headgeom.orbits.random_heads import BN_SETTINGS, excess_increase
 
 __all__ = ["NO_REFERENCE", "PARTS", "part_cells", "read_part"]
 
@@ -123,10 +128,45 @@ def _logged_budget(root: Path, cell: dict[str, Any], manifest: Manifest, file_na
                    f"of {s.guillotine_epochs} epochs at batch {s.batch_size}")
 
 
+def _pairing(grids: dict[int, Any]) -> dict[str, float]:
+    """Correlation, between two depths, of the cosines between the orbit images at angle 0: near 1 when the
+    depths' files hold the same images in the same order (their backbones differ), which pairs their
+    bootstrap rows (headgeom.orbits.random_heads.excess_increase); far lower between different images."""
+    def cosines(z: np.ndarray) -> np.ndarray:
+        a = z[:, 0, :] / np.linalg.norm(z[:, 0, :], axis=1, keepdims=True)
+        return (a @ a.T)[np.triu_indices(a.shape[0], 1)]
+    ds = sorted(grids)
+    return {f"depth {a} vs {b}": float(np.corrcoef(cosines(grids[a].z), cosines(grids[b].z))[0, 1])
+            for i, a in enumerate(ds) for b in ds[i + 1:]}
+
+
+def _depths(root: Path, manifest: Manifest, n_boot: int, level: float, levels: tuple[float, ...], seed: int,
+            draws: int) -> dict[str, Any]:
+    """C11: per depth the orbit measures, the random-head control and the probe accuracies; the learned
+    selectivity's increase from the shallowest to the deepest head (per control BN setting)."""
+    depths, grids = {}, {}
+    for d in DEPTHS:
+        a = read_depth(root, d, manifest)
+        grids[d] = a.grid
+        depths[d] = {"measures": orbit_measures(a.grid, n_boot=n_boot, seed=seed, level=level, levels=levels,
+                                                head=depth_head(d, a.grid), draws=draws, keep_rows=True),
+                     "acc_backbone_linear": a.acc_backbone_linear, "acc_head_linear": a.acc_head_linear,
+                     "n_images": a.grid.images, "file": str(a.path)}
+    strata = grids[DEPTHS[0]].labels
+    increase = {bn: excess_increase({d: v["measures"]["random_heads"] for d, v in depths.items()}, n_boot,
+                                    torch.from_numpy(strata).to(torch.int64), level=level, levels=levels, bn=bn)
+                for bn in BN_SETTINGS}
+    for v in depths.values():  # the rows served the increase; the cell keeps their summaries
+        v["measures"]["random_heads"].pop("rows")
+    return {"depths": {str(d): v for d, v in depths.items()}, "increase": increase, "image_pairing": _pairing(grids)}
+
+
 def read_part(root: str | Path, cell: dict[str, Any], *, manifest: Manifest, collapse_fraction: float,
-              n_boot: int, level: float, seed: int = 0) -> dict[str, Any]:
+              n_boot: int, level: float, seed: int = 0, levels: tuple[float, ...] = (),
+              control_draws: int = 20) -> dict[str, Any]:
     """The metrics of one part (:func:`part_cells`) from the copy at ``root``; every file is checked
-    against ``manifest`` before it is read (headgeom.released.ReleasedFileError when one is bad)."""
+    against ``manifest`` before it is read (headgeom.released.ReleasedFileError when one is bad).
+    ``levels``: the CI levels every interval is also given at; ``control_draws``: random heads per control."""
     root = Path(root)
     part = cell["part"]
     if part == "C5":
@@ -135,25 +175,22 @@ def read_part(root: str | Path, cell: dict[str, Any], *, manifest: Manifest, col
         return _hessian(root, manifest)
     if part == "C9":
         o = read_orbits(root, cell["backbone"], manifest)
-        return {"measures": orbit_measures(o, n_boot=n_boot, seed=seed, level=level), "file": str(o.path),
+        return {"measures": orbit_measures(o, n_boot=n_boot, seed=seed, level=level, levels=levels,
+                                           head=orbit_head(o.grid), draws=control_draws), "file": str(o.path),
                 "n_images": o.grid.images, "angles": o.grid.steps, "classes": list(o.class_names),
                 "dims": {"z": int(o.grid.z.shape[-1]), "h": int(o.grid.h.shape[-1])},
                 "train_budget": _logged_budget(root, cell, manifest, "orbit_visualization.npy")}
     if part == "C11":
-        depths = {}
-        for d in DEPTHS:
-            a = read_depth(root, d, manifest)
-            depths[str(d)] = {"measures": orbit_measures(a.grid, n_boot=n_boot, seed=seed, level=level),
-                              "acc_backbone_linear": a.acc_backbone_linear, "acc_head_linear": a.acc_head_linear,
-                              "n_images": a.grid.images, "file": str(a.path)}
         basis = ("no log; the paper's SimCLR protocol assumed (docs/paper.md §3.5): "
                  f"{SIMCLR_PRETRAINING.epochs} epochs at batch {SIMCLR_PRETRAINING.batch}")
-        return {"depths": depths, "num_classes": 10,
+        return {**_depths(root, manifest, n_boot, level, levels, seed, control_draws), "num_classes": 10,
+                "n_test": ROTATION_TEST_EXAMPLES, "chance": ROTATION_CHANCE,
                 "train_budget": _budget(SIMCLR_PRETRAINING.epochs, SIMCLR_PRETRAINING.batch, basis)}
     if part == "C12":
         g = read_guillotine(root, cell["dataset"], cell["backbone"], manifest)
         return {"accuracy": {"linear": {"z": g.backbone_linear, "h": g.head_linear},
                              "mlp": {"z": g.backbone_mlp, "h": g.head_mlp}}, "file": str(g.path),
+                "n_test": ROTATION_TEST_EXAMPLES, "chance": ROTATION_CHANCE,
                 "train_budget": _logged_budget(root, cell, manifest, "guillotine_results.npy")}
     if part == "C3":
         c = read_curvature(root, cell["dataset"], cell["backbone"], manifest)

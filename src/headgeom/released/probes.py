@@ -21,11 +21,17 @@ from headgeom.released.files import read_npy_dict, require_keys, scalar
 from headgeom.released.manifest import MANIFEST, Manifest, ReleasedFileError, verify_file
 from headgeom.runs.safe_load import file_sha256
 
-__all__ = ["PROBE_RUNS", "Curvature", "Guillotine", "curvature_path", "guillotine_path", "parse_curvature",
+__all__ = ["PROBE_RUNS", "ROTATION_CHANCE", "ROTATION_TEST_EXAMPLES", "Curvature", "Guillotine", "curvature_path", "guillotine_path", "parse_curvature",
            "parse_guillotine", "read_curvature", "read_guillotine"]
 
 PROBE_RUNS = (("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18"))
 """(dataset, backbone) of the released guillotine, curvature and log files."""
+ROTATION_TEST_EXAMPLES = 10_000
+"""Test examples behind each of the authors' rotation-probe accuracies (guillotine files and depth ablations):
+every image of the CIFAR-10 or CIFAR-100 test split once, at one seeded multiple of 90° (``RotationDataset(
+train=False)`` in experiments.py and head_depth_ablations.py at the pinned commit; both test splits hold 10,000
+images). The files store the accuracies only: this count comes from the code, not from the files."""
+ROTATION_CHANCE = 0.25  # the probes predict one of 4 rotations (the same code)
 GUILLOTINE_KEYS = ("backbone_acc_linear", "head_acc_linear", "backbone_acc_mlp", "head_acc_mlp", "dataset")
 CURVATURE_KEYS = ("curvatures_z_per_seed", "curvatures_h_per_seed", "ratios_per_seed", "num_seeds", "dataset")
 
