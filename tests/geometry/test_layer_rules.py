@@ -17,6 +17,7 @@ from headgeom.geometry.layer_rules import FUNCTION_RULES, MODULE_RULES, NotAChai
 from headgeom.geometry.mlp_structure import chain_pass, fuse_affine_runs
 from headgeom.geometry.norm_structure import ChannelAffine, RowNorm
 from headgeom.heads import ACTIVATION_REGISTRY, L2Normalize
+from headgeom.heads.offset import OutputOffset
 
 DT = torch.float64
 S, W = 3, 5
@@ -44,6 +45,12 @@ def _ln() -> nn.LayerNorm:
     return ln
 
 
+def _offset() -> OutputOffset:
+    off = OutputOffset(W).to(DT)
+    off.shift.copy_(BETA)
+    return off
+
+
 def _linear() -> nn.Linear:
     torch.manual_seed(7)
     return nn.Linear(W, 4).to(DT)
@@ -58,6 +65,7 @@ MODULE_EXAMPLES = {
     nn.Linear: _linear,
     nn.Identity: nn.Identity,
     ChannelAffine: lambda: ChannelAffine(GAMMA, BETA),
+    OutputOffset: _offset,
     nn.BatchNorm1d: _bn,
     nn.Dropout: lambda: nn.Dropout(0.3).eval(),
     nn.LayerNorm: _ln,

@@ -31,6 +31,7 @@ from torch import Tensor, nn
 
 from headgeom.heads.activations import ACTIVATION_REGISTRY
 from headgeom.heads.build import L2Normalize
+from headgeom.heads.offset import OutputOffset
 
 from .norm_structure import ChannelAffine, RowNorm
 
@@ -99,6 +100,12 @@ def _named(args: tuple, kwargs: dict, names: tuple[str, ...], defaults: dict[str
 @module_rule(nn.Linear, nn.Identity, ChannelAffine)
 def _as_is(module: nn.Module) -> list[nn.Module]:
     return [module]
+
+
+@module_rule(OutputOffset)
+def _output_offset(module: OutputOffset) -> list[nn.Module]:
+    """x + b (the induced collapse's fixed offset): a ChannelAffine with unit scale."""
+    return [ChannelAffine(torch.ones_like(module.shift), module.shift)]
 
 
 def fixed_linear(w: Tensor, b: Tensor | None) -> nn.Linear:
