@@ -15,7 +15,7 @@ from typing import Any
 
 from headgeom.claims.verdict import Verdict, check_verdict
 
-__all__ = ["ROBUST", "Robustness", "status_of", "sweep"]
+__all__ = ["ROBUST", "Robustness", "status_of", "sweep", "sweep_grid"]
 
 ROBUST = "robust"
 FLIPS = "flips at "
@@ -73,3 +73,9 @@ class Robustness:
 def sweep(rule: Callable[[Any], Verdict], at: Any, values: Sequence[Any]) -> Robustness:
     """``rule(value)`` at every value (``at``, the row's own, among them): the verdicts and their status."""
     return Robustness.of(at, values, [rule(v).outcome for v in values])
+
+
+def sweep_grid(rule: Callable[[Any], Verdict], at: Any, grid: Sequence[Any]) -> Robustness:
+    """:func:`sweep` over a stated ``grid`` of a convention's values with the row's own ``at`` added where the grid
+    lacks it (sorted)."""
+    return sweep(rule, at, sorted(set(grid) | {at}))
