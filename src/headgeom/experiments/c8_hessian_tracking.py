@@ -439,10 +439,9 @@ PAPER_PROTOCOL = PaperProtocol(
     differences={
         "head": "adds a collapsed linear run: the claim (Fig. 3) is that ReLU and linear heads show no negative "
                 "curvature, and the paper tracked no linear head",
-        "runs": "the added offset-linear run (see head)",
-        "pseudo_collapse": "the ReLU (and linear) run starts from the induced collapse (a fixed offset after the "
-                           "projector, spread at step 0 = collapse_depth/sqrt(k)) instead of x0.1, which only scales a "
-                           "bias-free ReLU head's output and leaves its spread and its loss in z1 as at normal init",
+        "runs": "the added linear run (see head); the ReLU and linear runs start from the induced collapse (a fixed "
+                "offset after the projector, spread at step 0 = collapse_depth/sqrt(k)) instead of x0.1, which only "
+                "scales a bias-free ReLU head's output and leaves its spread and its loss in z1 as at normal init",
         "curvature": "power iteration on the shifted operator is wrong when the largest-magnitude eigenvalue is "
                      "negative, and float32 HVPs under-resolve eigenvalues near 1e-6 (docs/paper.md §4 pitfalls 1-2); "
                      "exact float64 blocks with a relative floor replace it",
