@@ -29,10 +29,9 @@ from torch.func import grad, jacrev, jvp, vmap
 from headgeom.geometry import effective_hessian
 from headgeom.geometry.head_cache import HeadCache
 from headgeom.io import atomic_write_json
-from headgeom.objectives import analysis_loss
-from headgeom.objectives.registry import DIAGONAL_BLOCKS
+from headgeom.objectives import OBJECTIVES, analysis_loss
 
-LOSSES = sorted(DIAGONAL_BLOCKS)  # the batch-coupled objectives with declared diagonal blocks
+LOSSES = sorted(n for n, s in OBJECTIVES.items() if s.batch_coupled and s.diagonal_blocks)  # declared diagonal blocks
 
 
 def simclr_head(d: int, k: int) -> nn.Module:

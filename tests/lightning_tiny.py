@@ -82,7 +82,8 @@ class SyncHeadProbe(Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if trainer.is_global_zero and trainer.global_step == 1:
             self.world = torch.distributed.get_world_size() if torch.distributed.is_initialized() else 1
-            self.lambda_min = self.monitor.measure(pl_module)["lambda_min"]
+            # a train-mode (Sync)BatchNorm head couples the samples: the Lanczos estimate on the operator
+            self.lambda_min = self.monitor.measure(pl_module)["headgeom/ambient/op_lambda_min"]
 
 
 def main(out: str) -> None:

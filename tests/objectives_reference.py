@@ -104,3 +104,15 @@ def teacher_entropies_ref(teachers, center, tt=0.04) -> tuple[float, float]:
     qs = [_softmax((t[r] - center) / tt) for t in teachers for r in range(t.shape[0])]
     h = lambda p: -sum(float(x) * math.log(float(x)) for x in p if x > 0)  # noqa: E731
     return float(np.mean([h(q) for q in qs])), h(np.mean(qs, axis=0))
+
+
+def mocov3_ref(q, k, t) -> float:
+    """MoCo v3 builder.py ``contrastive_loss``: nn.CrossEntropyLoss over logits q̂ k̂ᵀ / T with
+    labels arange(N) (one process), times 2T; a loop over queries."""
+    n = q.shape[0]
+    total = 0.0
+    for i in range(n):
+        logits = [float(_unit(q[i]) @ _unit(k[j])) / t for j in range(n)]
+        top = max(logits)
+        total += -(logits[i] - top - math.log(sum(math.exp(x - top) for x in logits)))
+    return 2.0 * t * total / n

@@ -200,3 +200,31 @@ def test_claim_rules_import_nothing_that_renders_and_no_runner_imports_them():
     bad += [f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in sorted((SRC / "claims").rglob("*.py"))
             for line, module in imported_modules(path) if module.split(".")[0] == "matplotlib"]
     assert not bad, "verdict rules mixed with rendering or running:\n" + "\n".join(bad)
+
+
+def module_arrows(module: str, targets: tuple[str, ...]) -> list[str]:
+    """``file:line imports module`` for every import from the top-level module ``module``.py into ``targets``."""
+    path = SRC / f"{module}.py"
+    return sorted({f"{path.relative_to(SRC.parent)}:{line} imports {name}" for line, name in imported_modules(path)
+                   if name.split(".")[:1] == ["headgeom"] and len(name.split(".")) > 1
+                   and name.split(".")[1] in targets})
+
+
+def test_the_tag_scheme_imports_no_integration():
+    # headgeom.tags holds the monitor's name table; integrations/monitor.py reads it (one way, no circle)
+    bad = module_arrows("tags", ("integrations", "train"))
+    assert not bad, "headgeom.tags imports a package that logs under its tags:\n" + "\n".join(bad)
+
+
+def test_claims_import_no_theory_and_commands_import_nothing_of_headgeom():
+    # the rules that decide claims sit below the systems they judge (a threshold they apply lives with
+    # them, claims/curvature_verdict.INERT_REL_TOL), and the torch-free parsers at the bottom: the names
+    # they list come from their generated vocabulary (tools/write_vocabulary.py), not from launch/ or a registry
+    bad = arrows_into(("claims",), ("theory", "geometry", "objectives", "methods"))
+    outside = tuple(sorted(p.name for p in SRC.iterdir() if (p / "__init__.py").is_file() and p.name != "commands"))
+    bad += arrows_into(("commands",), outside)
+    bad += [f"{path.relative_to(SRC.parent)}:{line} imports {module}" for path in sorted((SRC / "commands").rglob("*.py"))
+            for line, module in imported_modules(path)
+            if module.split(".")[:1] == ["headgeom"] and module.split(".")[1:2] != ["commands"] and len(module.split(".")) > 1
+            and (SRC / f"{module.split('.')[1]}.py").is_file()]
+    assert not bad, "upward arrows:\n" + "\n".join(bad)

@@ -3,8 +3,8 @@
 A native run's ``metrics.jsonl`` keeps its keys (the on-disk schema :mod:`headgeom.tracking.record`
 writes and every reader of a run parses); everything that leaves the run folder for a tracking
 tool (TensorBoard, MLflow, W&B from ``headgeom train --logger``, the Lightning callback, the
-framework-free :class:`headgeom.integrations.GeometryMonitor`) names the same quantity by the one
-tag :func:`tag` gives its metrics.jsonl key. The rule, said once:
+framework-free :class:`headgeom.integrations.GeometryMonitor`'s ``measure()``) names the same
+quantity by the one tag :func:`tag` gives its metrics.jsonl key. The rule, said once:
 
 - ``heff_<reading>_mean_<rest>`` -> ``headgeom/<reading>/<rest>``, ``heff_<reading>_sum_<rest>`` ->
   ``headgeom/<reading>_sum/<rest>`` (the H_eff numbers of one loss-Hessian reading; ``<rest>`` is the
@@ -15,6 +15,10 @@ tag :func:`tag` gives its metrics.jsonl key. The rule, said once:
 - the relative updates (:class:`~headgeom.tracking.record.Updates`) -> ``headgeom/updates/<key>``;
 - every other key (``loss``, ``lr``, ``epoch``, ``grad_norm_head``, ``grad_norm_backbone``, the
   method's own logs) -> ``train/<key>``.
+
+The monitor's name table lives here too: ``MONITOR_HEFF`` and ``MONITOR_STATISTICS`` are the
+record fields GeometryMonitor reports (under their tags), each with the key its ``measure()``
+returned before 0.3, still read for one release with a DeprecationWarning.
 
 :func:`table_markdown` renders the table of docs/logging.md (tests/test_tags.py checks the page
 against it, so the page cannot drift from the code).
@@ -27,13 +31,30 @@ from typing import Any
 from headgeom.geometry.readings import READINGS
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, Updates
 
-__all__ = ["HEFF_FIELDS", "OPERATOR_ONLY", "STATISTICS", "TRAIN_KEYS", "UPDATES", "tag", "table_markdown", "tagged"]
+__all__ = ["HEFF_FIELDS", "MONITOR_HEFF", "MONITOR_STATISTICS", "OPERATOR_ONLY", "STATISTICS", "TRAIN_KEYS",
+           "UPDATES", "tag", "table_markdown", "tagged"]
 
 HEFF_FIELDS = tuple(f.name for f in fields(HeffReading) if f.name not in ("reading", "reduction", "source"))
 STATISTICS = (*(f.name for f in fields(Statistics)), "spread_reference")  # spread_reference: headgeom.train.cells
 UPDATES = tuple(f.name for f in fields(Updates))
 OPERATOR_ONLY = ("converged", "iterations")  # the Lanczos run's own numbers: written as op_<field> only
 TRAIN_KEYS = ("loss", "lr", "epoch", "grad_norm_head", "grad_norm_backbone")  # what the loop logs itself
+
+# GeometryMonitor reports these record fields (HeffReading's and Statistics'), under their tags; the
+# value is the key its measure() returned for the field before 0.3 (deprecated, read for one release).
+# The monitor's head is the projector: its spread_head is a native run's spread_projector, and the
+# engine's float64 head-output spread (Statistics.spread_head) would repeat it, so it is left out.
+MONITOR_HEFF = {
+    "lambda_min": "lambda_min", "lambda_max": "lambda_max", "n_negative": "n_negative",
+    "frac_samples_negative": "frac_samples_negative", "floor": "floor", "operand_scale": "operand_scale",
+    "M_ratio_fro": "m_ratio_fro", "M_ratio_spectral": "m_ratio", "power_lambda_min": "power_lambda_min",
+    "power_shift": "power_shift", "converged": "lanczos_converged", "iterations": "lanczos_iterations",
+}
+MONITOR_STATISTICS = {
+    "spread_z": "spread", "spread_projector": "spread_head", "cov_condition_z": "cov_condition",
+    "cov_rank_z": "cov_rank", "rankme_z": "rankme", "cov_condition_projector": "cov_condition_head",
+    "cov_rank_projector": "cov_rank_head", "rankme_projector": "rankme_head",
+}
 
 
 def _reading_part(reading: str, reduction: str) -> str:
@@ -64,18 +85,12 @@ def tagged(scalars: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _monitor_names() -> dict[str, str]:
-    """metrics.jsonl field -> the key GeometryMonitor.measure() returns for it."""
-    from headgeom.integrations.monitor import HEFF_NAMES, STATISTICS_NAMES  # the monitor's own table
-
-    return {**HEFF_NAMES, **STATISTICS_NAMES}
-
-
 def table_markdown() -> str:
-    """The tag table of docs/logging.md: one row per quantity, with its metrics.jsonl key and its
-    name in what GeometryMonitor.measure() returns ("" where the monitor does not report it)."""
-    monitor = _monitor_names()
-    rows = [("metrics.jsonl key", "shared tag", "GeometryMonitor key")]
+    """The tag table of docs/logging.md: one row per quantity, with its metrics.jsonl key, its shared
+    tag and, where GeometryMonitor reports it, the key the monitor's measure() returned for it
+    before 0.3 (deprecated; "" where the monitor does not report it)."""
+    monitor = {**MONITOR_HEFF, **MONITOR_STATISTICS}
+    rows = [("metrics.jsonl key", "shared tag", "GeometryMonitor key before 0.3 (deprecated)")]
     rows += [(key, tag(key), "") for key in TRAIN_KEYS]
     rows.append(("<method log>", "train/<method log>", ""))
     for reduction in REDUCTIONS:

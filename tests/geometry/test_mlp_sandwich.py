@@ -268,13 +268,11 @@ def test_unknown_strategy_is_refused():
 
 
 def test_simsiam_and_byol_geometry_losses_declare_their_curvature():
-    from headgeom.methods.siamese import scaled_cosine_loss
-
     head = HEADS["gelu-2-bn"]()
     z = torch.randn(N, D, dtype=DT)
     target = torch.randn(N, 5, dtype=torch.float32)  # a float32 training target, analysed in float64
-    for scale, shift in ((0.5, 0.0), (2.0, 2.0)):
-        loss = scaled_cosine_loss(scale, shift, lambda p: target.to(p.dtype))
+    for scale, shift in ((0.5, 0.0), (2.0, 2.0)):  # SimSiam's and BYOL's geometry losses
+        loss = analysis_loss("negative_cosine", target).scaled(scale, shift)
         eh = effective_hessian(head, loss, z)
         h = eh.blocks()
         assert eh.block_path() == "sandwich+declared-curvature"

@@ -34,12 +34,13 @@ from lightning_tiny import TinySimCLR, loader, pairs, trainer_options  # noqa: E
 pytestmark = pytest.mark.filterwarnings("ignore:.*does not have many workers:UserWarning",
                                         "ignore:.*log_every_n_steps:UserWarning")
 
-# the shared tags (headgeom.tags) of the monitor's headline keys, as docs/logging.md lists them: the
+# the shared tags (headgeom.tags) of the monitor's headline numbers, as docs/logging.md lists them: the
 # names a native `headgeom train` run's TensorBoard, MLflow and W&B records use for the same numbers
 HEADLINE = {"lambda_min": "headgeom/ambient/lambda_min", "lambda_max": "headgeom/ambient/lambda_max",
             "n_negative": "headgeom/ambient/n_negative", "m_ratio": "headgeom/ambient/M_ratio_spectral",
             "rankme": "headgeom/stats/rankme_z", "spread": "headgeom/stats/spread_z"}
 LAMBDA_MIN = HEADLINE["lambda_min"]
+OP_CONVERGED = "headgeom/ambient/op_converged"  # a coupled (train-mode BatchNorm) head's Lanczos run
 
 
 def fit(model, root, max_steps, callbacks=()):
@@ -69,7 +70,7 @@ def test_logged_lambda_min_is_the_engines_on_the_same_weights(tmp_path):
     assert float(rows[-1][LAMBDA_MIN]) == pytest.approx(float(lam.min()), rel=1e-10)
     assert float(rows[-1][HEADLINE["lambda_max"]]) == pytest.approx(float(lam.max()), rel=1e-10)
     assert float(rows[0][LAMBDA_MIN]) != pytest.approx(float(lam.min()), rel=1e-6)  # training moved it
-    assert callback.last_step == 4 and callback.last["lambda_min"] == float(rows[-1][LAMBDA_MIN])
+    assert callback.last_step == 4 and callback.last[LAMBDA_MIN] == float(rows[-1][LAMBDA_MIN])
 
 
 def test_training_with_the_callback_ends_bit_identical(tmp_path):
@@ -84,7 +85,7 @@ def test_training_with_the_callback_ends_bit_identical(tmp_path):
     assert set(without) == set(with_) and any("running_mean" in k for k in with_)
     assert [k for k in without if not torch.equal(without[k], with_[k])] == []
     assert not torch.equal(init["projection_head.0.weight"], with_["projection_head.0.weight"])  # it trained
-    assert callbacks[0].last_step == 4 and callbacks[0].last["lanczos_converged"] == 1.0  # BN head: Lanczos
+    assert callbacks[0].last_step == 4 and callbacks[0].last[OP_CONVERGED] == 1.0  # BN head: Lanczos
 
 
 def test_values_reach_tensorboard(tmp_path):
@@ -102,7 +103,7 @@ def test_values_reach_tensorboard(tmp_path):
     assert set(HEADLINE.values()) <= set(events.Tags()["scalars"])
     scalars = events.Scalars(LAMBDA_MIN)
     assert [e.step for e in scalars] == [0, 2]
-    assert scalars[-1].value == pytest.approx(callback.last["lambda_min"], rel=1e-6)
+    assert scalars[-1].value == pytest.approx(callback.last[LAMBDA_MIN], rel=1e-6)
 
 
 def test_callback_needs_a_loss_and_a_probe():

@@ -78,13 +78,22 @@ def reference(model, views, loss, reading="ambient", head_mode="train"):
 
 
 def block_summary(h, mm, n, d):
+    """The H_eff numbers of the reference's blocks, by record field (the last part of their tag)."""
     hb, mb = diagonal_blocks(h, n, d), diagonal_blocks(mm, n, d)
     lam = torch.linalg.eigvalsh(hb)
     floor = 1e-10 * float(lam.abs().max())
     return {"lambda_min": float(lam.min()), "lambda_max": float(lam.max()),
             "n_negative": float((lam < -floor).sum()),
-            "m_ratio": float(torch.linalg.eigvalsh(mb).abs().max() / lam.abs().max()),
-            "m_ratio_fro": float(mb.norm() / hb.norm())}
+            "M_ratio_spectral": float(torch.linalg.eigvalsh(mb).abs().max() / lam.abs().max()),
+            "M_ratio_fro": float(mb.norm() / hb.norm())}
+
+
+def H(field, reading="ambient", op=False):
+    """The shared tag of an H_eff field (docs/logging.md): the measurement's key for it."""
+    return f"headgeom/{reading}/{'op_' if op else ''}{field}"
+
+
+STATS = "headgeom/stats/"
 
 
 def rankme_np(x):
@@ -104,18 +113,20 @@ def test_measure_matches_the_reference(loss, reading):
     out = GeometryMonitor("projection_head", "backbone", loss, views, reading=reading).measure(model)
     h, mm, z1, u1 = reference(model, views, loss, reading)
     want = block_summary(h, mm, N, D)
-    for key, value in want.items():
-        assert out[key] == pytest.approx(value, rel=1e-9, abs=1e-12 * abs(want["lambda_max"])), key
-    assert out["m_ratio"] > 1e-3  # a SiLU head off its fixed point: M is not negligible, the check is not vacuous
-    assert out["operand_scale"] > 0  # relative to the result or to G's operands, whichever is larger
-    assert out["floor"] == pytest.approx(
-        1e-10 * max(abs(want["lambda_min"]), abs(want["lambda_max"]), out["operand_scale"]), rel=1e-9)
-    for name, x in (("", z1), ("_head", u1)):
-        assert out["rankme" + name] == pytest.approx(rankme_np(x.numpy()), rel=1e-6)
-        assert out["spread" + name] == pytest.approx(spread_np(x.numpy()), rel=1e-6)
-        assert out["cov_condition" + name] >= 1.0
-    assert {"lambda_min", "lambda_max", "n_negative", "m_ratio", "rankme", "spread"} <= set(out)
-    assert all(isinstance(v, float) for v in out.values())
+    for field, value in want.items():
+        assert out[H(field, reading)] == pytest.approx(value, rel=1e-9, abs=1e-12 * abs(want["lambda_max"])), field
+    # a SiLU head off its fixed point: M is not negligible, the check is not vacuous
+    assert out[H("M_ratio_spectral", reading)] > 1e-3
+    scale = out[H("operand_scale", reading)]
+    assert scale > 0  # relative to the result or to G's operands, whichever is larger
+    assert out[H("floor", reading)] == pytest.approx(
+        1e-10 * max(abs(want["lambda_min"]), abs(want["lambda_max"]), scale), rel=1e-9)
+    for part, x in (("z", z1), ("projector", u1)):
+        assert out[f"{STATS}rankme_{part}"] == pytest.approx(rankme_np(x.numpy()), rel=1e-6)
+        assert out[f"{STATS}spread_{part}"] == pytest.approx(spread_np(x.numpy()), rel=1e-6)
+        assert out[f"{STATS}cov_condition_{part}"] >= 1.0
+    assert {H("lambda_min", reading), H("M_ratio_spectral", reading), STATS + "rankme_z"} <= set(out)
+    assert all(key.startswith("headgeom/") and isinstance(v, float) for key, v in out.items())
 
 
 def test_coupled_head_uses_lanczos_on_the_whole_operator():
@@ -126,15 +137,16 @@ def test_coupled_head_uses_lanczos_on_the_whole_operator():
     h, mm, _, _ = reference(model, views, cosine_pair)
     lam = torch.linalg.eigvalsh(h)
     scale = float(lam.abs().max())
-    assert out["lambda_min"] == pytest.approx(float(lam.min()), abs=1e-6 * scale)
-    assert out["lambda_max"] == pytest.approx(float(lam.max()), abs=1e-6 * scale)
-    assert out["m_ratio"] == pytest.approx(float(torch.linalg.eigvalsh(mm).abs().max()) / scale, rel=1e-5)
-    assert out["lanczos_converged"] == 1.0
+    assert out[H("lambda_min", op=True)] == pytest.approx(float(lam.min()), abs=1e-6 * scale)
+    assert out[H("lambda_max", op=True)] == pytest.approx(float(lam.max()), abs=1e-6 * scale)
+    assert out[H("M_ratio_spectral", op=True)] == pytest.approx(float(torch.linalg.eigvalsh(mm).abs().max()) / scale,
+                                                               rel=1e-5)
+    assert out[H("converged", op=True)] == 1.0
     assert monitor.last_info["engine"]["block_path"].startswith("lanczos")
     # eval mode: running statistics, row-wise again, exact blocks
     evald = GeometryMonitor("projection_head", "backbone", cosine_pair, views, head_mode="eval").measure(model)
     want = block_summary(*reference(model, views, cosine_pair, head_mode="eval")[:2], N, D)
-    assert evald["lambda_min"] == pytest.approx(want["lambda_min"], rel=1e-9)
+    assert evald[H("lambda_min")] == pytest.approx(want["lambda_min"], rel=1e-9)
 
 
 def test_measure_leaves_the_model_untouched():
@@ -176,6 +188,7 @@ def test_step_measures_every_k_and_costs_nothing_between():
     assert len(resolved) == 3  # the model is not even looked at between measurements
     assert got[0] == got[3]  # same weights, same probe: same numbers
     assert monitor.metadata()["keys"] == KEYS and monitor.metadata()["reading"] == "ambient"
+    assert all(key.startswith("headgeom/") for key in KEYS)  # defined by their shared tags
 
 
 def test_modules_given_directly_and_a_sync_batchnorm_head():
@@ -237,25 +250,35 @@ def test_on_cuda_under_bf16_autocast():
         autocast = monitor.measure(model)
     assert torch.equal(torch.cuda.get_rng_state(), rng)
     assert autocast == plain
-    assert plain["lambda_min"] == pytest.approx(cpu["lambda_min"], rel=1e-4)
-    assert plain["m_ratio"] == pytest.approx(cpu["m_ratio"], rel=1e-4)
+    assert plain[H("lambda_min")] == pytest.approx(cpu[H("lambda_min")], rel=1e-4)
+    assert plain[H("M_ratio_spectral")] == pytest.approx(cpu[H("M_ratio_spectral")], rel=1e-4)
 
 
 @pytest.mark.parametrize("bn_head, reading", [(False, "tangential"), (True, "ambient")])
-def test_tagged_is_measure_under_the_names_native_runs_log(bn_head, reading):
-    """monitor.tagged() holds measure()'s numbers under the shared tags (headgeom.tags), written
-    out here from docs/logging.md's rule: the coupled head's Lanczos numbers go under op_<field>."""
+def test_the_keys_are_the_shared_tags_and_the_old_keys_read_them_with_a_warning(bn_head, reading):
+    """measure() names each number by its shared tag (headgeom.tags), written out here from
+    docs/logging.md's rule: the coupled head's Lanczos numbers go under op_<field>. The keys of
+    0.2 still read the same numbers, with a DeprecationWarning naming the tag, for one release."""
     model, views = LightlyStyle(bn_head=bn_head, seed=5), probe()
     monitor = GeometryMonitor("projection_head", "backbone", cosine_pair, views, reading=reading)
-    out, tagged = monitor.measure(model), monitor.tagged(model)
-    heff = f"headgeom/{reading}/" + ("op_" if bn_head else "")
-    names = {"lambda_min": heff + "lambda_min", "lambda_max": heff + "lambda_max", "m_ratio": heff + "M_ratio_spectral",
-             "floor": heff + "floor", "rankme": "headgeom/stats/rankme_z", "spread": "headgeom/stats/spread_z",
-             "spread_head": "headgeom/stats/spread_projector", "rankme_head": "headgeom/stats/rankme_projector"}
+    out = monitor.measure(model)
+    old = {"lambda_min": H("lambda_min", reading, bn_head), "lambda_max": H("lambda_max", reading, bn_head),
+           "m_ratio": H("M_ratio_spectral", reading, bn_head), "floor": H("floor", reading, bn_head),
+           "rankme": STATS + "rankme_z", "spread": STATS + "spread_z", "spread_head": STATS + "spread_projector",
+           "rankme_head": STATS + "rankme_projector"}
     if bn_head:
-        names["lanczos_converged"] = heff + "converged"
+        old["lanczos_converged"] = H("converged", reading, True)
     else:
-        names["m_ratio_fro"] = heff + "M_ratio_fro"
-    for key, name in names.items():
-        assert tagged[name] == out[key], key  # the same measurement twice: bit-identical numbers
-    assert len(tagged) == len(out)  # one tag per reported number, nothing more
+        old["m_ratio_fro"] = H("M_ratio_fro", reading)
+    for key, name in old.items():
+        assert key not in out and name in out  # one name per quantity: only the tag is a key
+        with pytest.warns(DeprecationWarning, match=f"'{key}' is deprecated.*'{name}'"):
+            assert out[key] == out[name]
+        with pytest.warns(DeprecationWarning):
+            assert out.get(key) == out[name]
+    assert set(out.aliases.values()) == set(out)  # every reported number had a 0.2 key, nothing more
+    with pytest.raises(KeyError):
+        out["lambda_minimum"]  # noqa: B018
+    assert out.get("lambda_minimum", 7) == 7
+    with pytest.warns(DeprecationWarning, match="tagged"):
+        assert monitor.tagged(model) == out  # the same measurement twice: bit-identical numbers

@@ -49,6 +49,10 @@ def test_default_heads_are_the_methods_presets():
         assert METHODS[name].default_head(512) == spec, name
     assert METHODS["simsiam"].default_predictor(2048) == get_head_spec("simsiam_predictor", in_dim=2048)
     assert METHODS["byol"].default_predictor(256) == get_head_spec("byol_predictor", in_dim=256)
+    # MoCo v3 (moco-v3 builder.py MoCo_ResNet): _build_mlp(2, d, 4096, 256) with its last BN affine-free,
+    # and the predictor _build_mlp(2, 256, 4096, 256, last_bn=False); every Linear without bias
+    assert METHODS["mocov3"].default_head(512) == parse_head("512-4096-256:relu:bn:last=bn_noaffine:nobias")
+    assert METHODS["mocov3"].default_predictor(256) == parse_head("256-4096-256:relu:bn:nobias")
     m = build_method("simclr", "resnet18", **BB)  # small enough to build
     assert m.spec.head == "16-16-128:relu"
 
@@ -140,7 +144,7 @@ def test_unknown_names():
 
 
 def test_predictor_for_a_method_without_one():
-    with pytest.raises(ValueError, match=r"'vicreg' has no predictor.*\['byol', 'simsiam'\]"):
+    with pytest.raises(ValueError, match=r"'vicreg' has no predictor.*\['byol', 'mocov3', 'simsiam'\]"):
         build_method("vicreg", "resnet18", head="d-8-8", predictor="d-4-8", **BB)
 
 
@@ -195,3 +199,21 @@ def test_objectives_run_in_float32_under_bf16_autocast(name, objective):
     assert outputs[0].dtype == torch.bfloat16 and loss.dtype == torch.float32
     expected = objective(outputs[0].float(), outputs[1].float())
     torch.testing.assert_close(loss, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_every_method_names_a_registered_objective_and_builds_its_loss_from_the_spec():
+    from headgeom.objectives import OBJECTIVES
+
+    for name, cls in METHODS.items():
+        assert cls.objective() is OBJECTIVES[cls.OBJECTIVE], name
+    m = build_method("simclr", "resnet18", head="d-8-4", temperature=0.3, **BB)
+    u, other = torch.randn(5, 4, dtype=torch.float64), torch.randn(5, 4)
+    loss = m.analysis_loss(other)  # the method's temperature, the other view cast to u's dtype
+    assert loss(u).item() == pytest.approx(nt_xent(u, other.double(), 0.3).item(), rel=1e-14)
+    assert loss.diagonal_blocks is not None  # the spec's closed form is declared
+
+    class Bare(SSLMethod):
+        name = "bare"
+
+    with pytest.raises(NotImplementedError, match="names no OBJECTIVE"):
+        Bare.objective()

@@ -8,9 +8,10 @@ the tests compare with the same computation on the whole batch in this process:
 - ``all_reduce_sum`` and ``global_moments`` (unequal shards): values and gradients;
 - ``GlobalBatchNorm`` (2-D and 4-D): outputs, input/weight gradients and running statistics equal
   torch's BatchNorm on the whole batch inside ``global_batch``, and BatchNorm on the shard outside;
-- the methods (simclr, simclr_oneway, vicreg, barlow_twins, dino, with a BatchNorm backbone
+- the methods (simclr, simclr_oneway, vicreg, barlow_twins, dino, mocov3, with a BatchNorm backbone
   converted by ``convert_sync_batchnorm``): the loss on every process and the DDP-averaged
-  gradient equal one process on the whole batch; DINO's centre after ``on_step_end`` too. A
+  gradient equal one process on the whole batch; DINO's centre and MoCo v3's momentum encoder after
+  ``on_step_end`` too (its BatchNorm running statistics). A
   control: without ``global_batch`` (per-shard losses) the coupled losses differ.
 """
 from __future__ import annotations
@@ -33,8 +34,8 @@ from tiny_models import TinyBackbone
 
 WORLD = 2
 HEADS = {"simclr": "d-16-8", "simclr_oneway": "d-16-8:bn", "vicreg": "d-16-8:bn",
-         "barlow_twins": "d-16-8", "dino": "d-16-16:gelu:dino=8"}
-COUPLED = ("simclr", "simclr_oneway", "vicreg", "barlow_twins")
+         "barlow_twins": "d-16-8", "dino": "d-16-16:gelu:dino=8", "mocov3": "d-16-8:bn:last=bn_noaffine"}
+COUPLED = ("simclr", "simclr_oneway", "vicreg", "barlow_twins", "mocov3")
 
 
 

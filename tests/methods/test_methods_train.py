@@ -22,6 +22,7 @@ HEADS = {
     "dino": ("d-32-32:gelu:dino=16", None),
     "simsiam": ("d-32-32:bn:last=bn", "d-16-32:bn"),
     "byol": ("d-32-32:bn", "d-16-32:bn"),
+    "mocov3": ("d-32-32:bn:last=bn_noaffine", "d-16-32:bn"),
 }
 OPTIONS = {"dino": {"center_momentum": 0.99, "teacher_temp": 0.04}}
 

@@ -6,14 +6,19 @@ import pytest
 import torch
 
 from headgeom.objectives import (
-    OBJECTIVES, ObjectiveSpec, analysis_loss, barlow_twins, dino, get_objective, info_nce,
+    OBJECTIVES, ObjectiveSpec, analysis_loss, barlow_twins, dino, get_objective, info_nce, mocov3,
     mse_to_target, negative_cosine, nt_xent, simsiam_loss, vicreg,
 )
 
 DT = torch.float64
-NAMES = {"mse", "negative_cosine", "nt_xent", "info_nce", "vicreg", "barlow_twins", "dino"}
+NAMES = {"mse", "negative_cosine", "nt_xent", "info_nce", "vicreg", "barlow_twins", "dino", "mocov3"}
 BATCH_LOSSES = {"vicreg": vicreg, "barlow_twins": barlow_twins, "nt_xent": nt_xent, "info_nce": info_nce}
-PAIR_LOSSES = {**BATCH_LOSSES, "mse": mse_to_target, "negative_cosine": negative_cosine}
+NEEDS_TWO = {**BATCH_LOSSES, "mocov3": mocov3}  # in-batch negatives or batch statistics: N >= 2
+PAIR_LOSSES = {**NEEDS_TWO, "mse": mse_to_target, "negative_cosine": negative_cosine}
+# the closed forms of each objective's loss Hessian: (low-rank per-sample blocks, diagonal blocks)
+DECLARED = {"mse": (True, False), "negative_cosine": (True, False), "nt_xent": (False, True),
+            "info_nce": (False, False), "vicreg": (False, True), "barlow_twins": (False, True),
+            "dino": (True, False), "mocov3": (True, True)}
 
 
 def x(*shape):
@@ -33,6 +38,15 @@ def test_registry_names_and_flags():
         OBJECTIVES["mse"].cosine = True
 
 
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_the_spec_carries_the_closed_forms_and_analysis_loss_declares_them(name):
+    spec = OBJECTIVES[name]
+    structure, blocks = DECLARED[name]
+    assert (spec.hessian_structure is not None, spec.diagonal_blocks is not None) == (structure, blocks)
+    loss = analysis_loss(name, x(4, 6))
+    assert (loss.hessian_structure is not None, loss.diagonal_blocks is not None) == (structure, blocks)
+
+
 def test_unknown_objective_lists_valid_names():
     with pytest.raises(ValueError, match=r"unknown objective 'simclr'.*barlow_twins.*vicreg"):
         get_objective("simclr")
@@ -49,10 +63,10 @@ def test_analysis_loss_rejects_unknown_kwargs_and_non_tensors():
         analysis_loss("mse", [[1.0, 2.0]])
 
 
-@pytest.mark.parametrize("name", sorted(BATCH_LOSSES))
+@pytest.mark.parametrize("name", sorted(NEEDS_TWO))
 def test_batch_of_one_raises(name):
     with pytest.raises(ValueError, match=rf"{name}.*at least 2.*got batch size 1"):
-        BATCH_LOSSES[name](x(1, 3), x(1, 3))
+        NEEDS_TWO[name](x(1, 3), x(1, 3))
     with pytest.raises(ValueError, match="got batch size 1"):
         analysis_loss(name, x(1, 3))(x(1, 3))
 
@@ -133,17 +147,13 @@ def test_dino_view_errors():
         analysis_loss("dino", x(4, 6))(v)
 
 
-@pytest.mark.parametrize("name", ["nt_xent", "vicreg", "barlow_twins"])
+@pytest.mark.parametrize("name", ["nt_xent", "vicreg", "barlow_twins", "mocov3"])
 def test_diagonal_blocks_refuse_what_their_loss_refuses(name):
     """Each closed-form block function checks its inputs as its loss does (same messages)."""
-    from headgeom.objectives import (barlow_twins, barlow_twins_diagonal_blocks, nt_xent,
-                                     nt_xent_diagonal_blocks, vicreg, vicreg_diagonal_blocks)
-
-    loss, blocks, bad = {
-        "nt_xent": (nt_xent, nt_xent_diagonal_blocks, {"temperature": 0.0}),
-        "vicreg": (vicreg, vicreg_diagonal_blocks, {"cov_coeff": -1.0}),
-        "barlow_twins": (barlow_twins, barlow_twins_diagonal_blocks, {"lambd": -0.1}),
-    }[name]
+    spec = OBJECTIVES[name]
+    bad = {"nt_xent": {"temperature": 0.0}, "vicreg": {"cov_coeff": -1.0}, "barlow_twins": {"lambd": -0.1},
+           "mocov3": {"temperature": -1.0}}[name]
+    loss, blocks = spec.fn, spec.diagonal_blocks
     a, b = torch.randn(4, 3), torch.randn(4, 3)
     for args, kwargs in (((a, b), bad), ((a, b[:, :2]), {}), ((a[:1], b[:1]), {})):
         with pytest.raises(ValueError) as from_loss:

@@ -13,7 +13,8 @@ import torch
 
 from headgeom.experiments.c8_hessian_tracking import TRAIN, C8Config
 from headgeom.heads import scale_linear_weights_
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init, pseudo_collapse_gap
+from headgeom.claims.curvature_verdict import INERT_REL_TOL
+from headgeom.theory.pseudo_collapse import gap_at_init, pseudo_collapse_gap
 from headgeom.train import build_method_from_config
 from headgeom.train.recipes import simsiam_cell
 

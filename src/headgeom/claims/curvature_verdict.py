@@ -29,9 +29,9 @@ from headgeom.claims.row import Row
 from headgeom.claims.training_verdicts import (DEAD_DEFINITION, MAJORITIES, contrast_rule, contrast_verdict, fraction,
                                                negative_fraction)
 from headgeom.claims.verdict import INCONCLUSIVE, NOT_SUPPORTED, SUPPORTED, Verdict
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL
 
-__all__ = ["AMBIENT_WHY", "CONVENTIONS", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "smooth_verdict", "why_reading"]
+__all__ = ["AMBIENT_WHY", "CONVENTIONS", "INERT_REL_TOL", "NON_SMOOTH", "TANGENTIAL", "curvature_claims", "smooth_verdict",
+           "why_reading"]
 
 NON_SMOOTH = ("relu", "linear")  # activations with M = 0: negative curvature not expected
 TANGENTIAL = "tangential"  # the reading under which the ReLU/linear half is an identity
@@ -39,6 +39,9 @@ M_ZERO_TOL = 1e-12  # |M|_F / |H_eff|_F at or below this is M = 0 up to round-of
 NEGATIVE_POINTS_SWEPT = (0.25, 0.5, 0.75, 0.9)  # shares of negative tracking points swept
 REL_FLOORS_SWEPT = (1e-12, 1e-10, 1e-8, 1e-6)  # sign floors swept (relative, as rel_floor)
 CONVENTIONS = ("negative_points", "rel_floor", "majority")
+# a pseudo-collapse is inert when its relative H_eff gap (headgeom.theory.pseudo_collapse) is within
+# float64 round-off: a larger gap means the scaling changed the geometry
+INERT_REL_TOL = 1e-9
 
 AMBIENT_WHY = ("the ambient Hessian of a cosine loss is indefinite whenever u is not parallel to its target, for any "
                "head (its scale is 1/|u|^2), so a linear head shows negative eigenvalues through G alone")

@@ -3,8 +3,9 @@
 Building every parser imports only the standard library and these modules, so ``headgeom
 --help`` and every ``headgeom COMMAND --help`` answer at once; a command's work is named as
 ``"package.module:function"`` (:class:`Command`) and imported when the command runs. Names the
-parsers list (methods, readings, experiment ids, ...) are the constants of :mod:`.vocabulary`,
-each checked against its registry by the tests.
+parsers list (methods, readings, experiment ids, ...) are the constants of :mod:`.vocabulary`, a
+file generated from the registries by ``tools/write_vocabulary.py`` (the tests fail while it is
+stale).
 
 One vocabulary across commands: ``--out DIR`` is always a folder, ``--json FILE`` always one JSON
 file, ``--batch-size N`` a batch, ``--quiet`` turns off progress bars and messages; older names

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from headgeom.launch import LAUNCHERS  # torch-free: the package's __init__ imports neither torch nor submitit
-
 from .options import positive
+from .vocabulary import LAUNCHERS
 
 __all__ = ["add_launch_options"]
 

@@ -7,7 +7,8 @@ from typing import Any
 from . import Command
 from .options import add_command, deprecated_alias, key_value
 from .outputs import Output
-from .vocabulary import BACKBONES, DATASETS, LOGGERS, METHODS, OPTIMIZERS, READINGS, SCHEDULES, TRAIN_DEFAULTS
+from .vocabulary import (BACKBONES, DATASETS, LOGGERS, METHODS, OPTIMIZERS, PREDICTOR_METHODS, READINGS, SCHEDULES,
+                         TRAIN_DEFAULTS)
 
 __all__ = ["add_parser"]
 
@@ -57,7 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--head", default=None, metavar="SPEC",
       help="projector: preset name or head spec; d- fills in the backbone's width (default: the method's; "
       "`headgeom heads` explains the grammar)")
-    a("--predictor", default=None, metavar="SPEC", help="predictor for simsiam/byol (default: the method's)")
+    a("--predictor", default=None, metavar="SPEC", help=f"predictor for {'/'.join(PREDICTOR_METHODS)} (default: the method's)")
     a("--pseudo-collapse", type=float, default=None, metavar="ALPHA",
       help="multiply the projector's Linear weights by ALPHA at init (paper: 0.1)")
     a("--method-option", type=key_value, action="append", default=None, metavar="KEY=VALUE",

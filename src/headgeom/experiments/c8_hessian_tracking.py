@@ -66,7 +66,7 @@ from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
 from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, GROWTH, MAJORITY, judge_escape
 from headgeom.claims.collapsed_states import collapsed_state_claim
-from headgeom.claims.curvature_verdict import AMBIENT_WHY, NON_SMOOTH, curvature_claims
+from headgeom.claims.curvature_verdict import AMBIENT_WHY, INERT_REL_TOL, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
 from headgeom.report.paper_protocol import RESNET18, PaperProtocol, paper_heads
 from headgeom.report.plots import c8_hessian_tracking as plots
@@ -74,7 +74,7 @@ from headgeom.report.table import Table
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, negative_fraction, pm
 from headgeom.eval.rankme import uniform_spread
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init
+from headgeom.theory.pseudo_collapse import gap_at_init
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_predictor, paper_scale, simsiam_cell

@@ -47,6 +47,7 @@ from headgeom.experiments.registry import Experiment, Summary, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.collapsed_states import collapsed_state_claim
+from headgeom.claims.curvature_verdict import INERT_REL_TOL
 from headgeom.claims.paper_budgets import COLLAPSE_GRID
 from headgeom.claims.evidence import TEST
 from headgeom.report.plots import collapse_grid as plots
@@ -54,7 +55,7 @@ from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, GROWTH, MAJORITY,
 from headgeom.claims.training_verdicts import DEAD_DEFINITION, ESCAPE_DEFINITION, collapse_outcome, pm
 from headgeom.eval.rankme import uniform_spread
 from headgeom.runs.cell import check_known, seeded_cells
-from headgeom.theory.pseudo_collapse import INERT_REL_TOL, gap_at_init, inert_on_spread
+from headgeom.theory.pseudo_collapse import gap_at_init, inert_on_spread
 from headgeom.train import TrainConfig, build_method_from_config
 from headgeom.train.cells import run_training
 from headgeom.train.recipes import SIMSIAM, on_cifar10, paper_head, paper_scale, simsiam_cell

@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from torch import Tensor
 
-from headgeom.integrations.monitor import GeometryMonitor, ModuleSpec, PairLoss, named, tagged
+from headgeom.integrations.monitor import GeometryMonitor, Measurement, ModuleSpec, PairLoss, measurement
 
 try:  # optional dependency (the "lightning" extra)
     from lightning.pytorch import Callback, LightningModule, Trainer
@@ -51,7 +51,8 @@ class HeadGeometryCallback(Callback):
         every_n_train_steps: measure when ``trainer.global_step % every_n_train_steps == 0``.
         reading, **options: passed to :class:`GeometryMonitor`.
 
-    ``last`` / ``last_step`` hold rank 0's latest measurement and its step (None before one).
+    ``last`` / ``last_step`` hold rank 0's latest measurement (:class:`~headgeom.integrations.Measurement`,
+    under the shared tags it logs) and its step (None before one).
     """
 
     def __init__(self, head: ModuleSpec = "projection_head", backbone: ModuleSpec = "backbone",
@@ -66,7 +67,7 @@ class HeadGeometryCallback(Callback):
                              "samples (e.g. two augmentations of 64 training images)")
         self.monitor = GeometryMonitor(head, backbone, loss, probe, reading=reading, every=every_n_train_steps,
                                        **options)
-        self.last: dict[str, float] | None = None
+        self.last: Measurement | None = None
         self.last_step: int | None = None
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
@@ -86,8 +87,6 @@ class HeadGeometryCallback(Callback):
         # with gradient accumulation several batches end at one global step: measure it once
         if not self.monitor.due(step) or step == self.last_step or not trainer.is_global_zero:
             return
-        record = self.monitor.record(pl_module)
-        self.last, self.last_step = named(record), step
-        shared = tagged(record)
+        self.last, self.last_step = measurement(self.monitor.record(pl_module)), step
         for logger in trainer.loggers:
-            logger.log_metrics(shared, step=step)
+            logger.log_metrics(dict(self.last), step=step)

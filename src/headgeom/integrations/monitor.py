@@ -5,11 +5,14 @@
     for step, batch in enumerate(loader):
         ...                                               # the user's own training step
         if (m := monitor.step(model, step)) is not None:  # None between measurements
-            print(step, m["lambda_min"], m["m_ratio"], m["rankme"])
+            print(step, m["headgeom/ambient/lambda_min"], m["headgeom/stats/rankme_z"])
+            my_tracker.log(m, step=step)                  # ready for any tracker
 
-To log to a tracker, ``monitor.tagged(model)`` gives the same numbers under the shared tags of
-:mod:`headgeom.tags` (``headgeom/ambient/lambda_min``, ``headgeom/stats/rankme_z``, ...), the
-names native runs and the Lightning callback log them under.
+A measurement names every number by its shared tag (:mod:`headgeom.tags`:
+``headgeom/<reading>/lambda_min``, ``headgeom/<reading>/M_ratio_spectral``, ``headgeom/stats/rankme_z``,
+...), the names native runs and the Lightning callback log them under: one name per quantity. The
+keys of headgeom 0.2 (``lambda_min``, ``m_ratio``, ``rankme``, ...) still read the same numbers for
+one release, with a DeprecationWarning (:class:`Measurement`).
 
 A measurement is one call of :class:`headgeom.tracking.GeometryTracker` on the user's model
 seen through the method protocol the tracker reads (``_Problem``):
@@ -36,84 +39,94 @@ measures on rank 0 only). The loss must be a pure function of (u, v) that runs u
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence, Union
+import warnings
+from typing import Any, Callable, Mapping, Sequence, Union
 
 import torch
 from torch import Tensor, nn
 
 from headgeom.geometry.head_cache import HeadCache
 from headgeom.geometry.head_function import prepare_head
-from headgeom.methods.base import against_other_view
-from headgeom.tags import tag
+from headgeom.objectives.declared import AnalysisLoss
+from headgeom.tags import MONITOR_HEFF, MONITOR_STATISTICS, tag
 from headgeom.tracking.record import HeffReading, TrackingRecord
 from headgeom.tracking.tracker import GeometryTracker
 
 ModuleSpec = Union[nn.Module, str, Callable[[nn.Module], nn.Module]]
 PairLoss = Callable[[Tensor, Tensor], Tensor]
 
-# what measure() returns; a key is absent when its value is undefined at that measurement
+# what measure() returns, by shared tag (<reading>: the monitor's reading, "ambient" or "tangential"; the
+# operator path of a coupled head writes op_<field>); a key is absent when its value is undefined
 KEYS = {
-    "lambda_min / lambda_max": "extreme eigenvalues of H_eff of loss(head(z), v) w.r.t. z = backbone(x1), "
-    "v = head(backbone(x2)) held fixed: over the exact per-sample (d, d) blocks (float64 eigh), or, for a "
-    "head that couples samples (train-mode BatchNorm) with coupled='lanczos', of the whole operator",
-    "n_negative": "eigenvalues < -floor, floor = rel_floor * max(max|lambda|, operand_scale) (blocks; the "
-    "operator path only when its Krylov space was exact)",
-    "frac_samples_negative": "fraction of per-sample blocks with an eigenvalue < -floor (blocks only)",
-    "floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no negative curvature'",
-    "operand_scale": "S = 1.1 * max_i |A_i|_2 |J_i|_2^2, the scale of the terms G is summed from "
-    "(headgeom.geometry.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
+    "headgeom/<reading>/lambda_min / lambda_max": "extreme eigenvalues of H_eff of loss(head(z), v) w.r.t. "
+    "z = backbone(x1), v = head(backbone(x2)) held fixed: over the exact per-sample (d, d) blocks (float64 "
+    "eigh), or, for a head that couples samples (train-mode BatchNorm) with coupled='lanczos', of the whole "
+    "operator (then headgeom/<reading>/op_lambda_min / op_lambda_max)",
+    "headgeom/<reading>/n_negative": "eigenvalues < -floor, floor = rel_floor * max(max|lambda|, operand_scale) "
+    "(blocks; the operator path only when its Krylov space was exact)",
+    "headgeom/<reading>/frac_samples_negative": "fraction of per-sample blocks with an eigenvalue < -floor "
+    "(blocks only)",
+    "headgeom/<reading>/floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no "
+    "negative curvature'",
+    "headgeom/<reading>/operand_scale": "S = 1.1 * max_i |A_i|_2 |J_i|_2^2, the scale of the terms G is summed "
+    "from (headgeom.geometry.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
     "round-off left by their cancellation is not read as curvature",
-    "m_ratio": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices (or of the whole operator)",
-    "m_ratio_fro": "|M|_F / |H_eff|_F of the block-diagonal matrices (blocks only)",
-    "lanczos_converged / lanczos_iterations": "the operator path's Lanczos run (coupled heads only)",
-    "rankme / rankme_head": "RankMe (Garrido et al. 2023, eps 1e-7) of z1 = backbone(x1) / of head(z1)",
-    "spread / spread_head": "mean per-dimension std (ddof=1) of the L2-normalised rows of z1 / of head(z1)",
-    "cov_condition / cov_condition_head": "condition number of the sample covariance of z1 / of head(z1) over "
-    "eigenvalues > cov_rel_tol * lambda_max (its covariance, not H_eff's); cov_rank(_head): their count",
-}
-
-# GeometryTracker's record fields (headgeom.tracking.record) -> our keys; the engine's float64 head
-# output's spread (Statistics.spread_head) repeats our spread_head (projector's), so it is left out.
-# Logged, a value goes by the shared tag of its field's metrics.jsonl key (tagged(); headgeom.tags)
-HEFF_NAMES = {
-    "lambda_min": "lambda_min", "lambda_max": "lambda_max", "n_negative": "n_negative",
-    "frac_samples_negative": "frac_samples_negative", "floor": "floor", "operand_scale": "operand_scale",
-    "M_ratio_fro": "m_ratio_fro",
-    "M_ratio_spectral": "m_ratio", "power_lambda_min": "power_lambda_min", "power_shift": "power_shift",
-    "converged": "lanczos_converged", "iterations": "lanczos_iterations",
-}
-STATISTICS_NAMES = {
-    "spread_z": "spread", "spread_projector": "spread_head", "cov_condition_z": "cov_condition",
-    "cov_rank_z": "cov_rank", "rankme_z": "rankme", "cov_condition_projector": "cov_condition_head",
-    "cov_rank_projector": "cov_rank_head", "rankme_projector": "rankme_head",
+    "headgeom/<reading>/M_ratio_spectral": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices "
+    "(or of the whole operator)",
+    "headgeom/<reading>/M_ratio_fro": "|M|_F / |H_eff|_F of the block-diagonal matrices (blocks only)",
+    "headgeom/<reading>/op_converged / op_iterations": "the operator path's Lanczos run (coupled heads only)",
+    "headgeom/stats/rankme_z / rankme_projector": "RankMe (Garrido et al. 2023, eps 1e-7) of z1 = backbone(x1) "
+    "/ of head(z1)",
+    "headgeom/stats/spread_z / spread_projector": "mean per-dimension std (ddof=1) of the L2-normalised rows "
+    "of z1 / of head(z1)",
+    "headgeom/stats/cov_condition_z / cov_condition_projector": "condition number of the sample covariance of "
+    "z1 / of head(z1) over eigenvalues > cov_rel_tol * lambda_max (its covariance, not H_eff's); "
+    "cov_rank_z / cov_rank_projector: their count",
 }
 
 
-def named(record: TrackingRecord) -> dict[str, float]:
-    """Our keys (``KEYS``) of the tracker's record; undefined values left out."""
-    (heff,) = record.heff
-    out: dict[str, float] = {}
-    for group, names in ((heff, HEFF_NAMES), (record.statistics, STATISTICS_NAMES)):
-        for field, name in names.items():
-            value = getattr(group, field)
-            if value is not None:
-                out[name] = value
-    return out
+class Measurement(dict):
+    """What :meth:`GeometryMonitor.measure` returns: ``{shared tag: float}`` (:mod:`headgeom.tags`),
+    e.g. ``m["headgeom/ambient/lambda_min"]``, ready for any tracker's ``log``.
+
+    Deprecated, for one release: reading a key of headgeom 0.2 (``m["lambda_min"]``, ``m["m_ratio"]``,
+    ``m["rankme"]``, ...: ``headgeom.tags.MONITOR_HEFF`` / ``MONITOR_STATISTICS``) returns the number of
+    its tag (``aliases``: old key -> tag) with a DeprecationWarning; iteration, ``in`` and ``len`` see
+    the tags only."""
+
+    def __init__(self, values: Mapping[str, float], aliases: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.aliases = {old: new for old, new in aliases.items() if new in values}
+
+    def __missing__(self, key: Any) -> float:
+        new = self.aliases.get(key) if isinstance(key, str) else None
+        if new is None:
+            raise KeyError(key)
+        warnings.warn(f"GeometryMonitor key {key!r} is deprecated (removed in headgeom 0.4): read {new!r}, the "
+                      "shared tag every logger uses for it (headgeom.tags)", DeprecationWarning, stacklevel=2)
+        return dict.__getitem__(self, new)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
 
 
-def tagged(record: TrackingRecord) -> dict[str, float]:
-    """The values of :func:`named` under the shared tags (:func:`headgeom.tags.tag` of the
-    metrics.jsonl key a native run writes for the same field): ``headgeom/ambient/lambda_min``,
-    ``headgeom/stats/rankme_z``, ..., the names TensorBoard, MLflow and W&B show for native runs."""
+def measurement(record: TrackingRecord) -> Measurement:
+    """The monitor's numbers of the tracker's ``record`` under their shared tags (the tag of the
+    metrics.jsonl key a native run writes for the same field); undefined values left out."""
     (heff,) = record.heff
     prefix = HeffReading.prefix(heff.reading, heff.reduction, heff.source)
-    out: dict[str, float] = {}
-    for group, names, key_prefix in ((heff, HEFF_NAMES, prefix), (record.statistics, STATISTICS_NAMES, "")):
-        for field in names:
+    values: dict[str, float] = {}
+    aliases: dict[str, str] = {}
+    for group, names, key_prefix in ((heff, MONITOR_HEFF, prefix), (record.statistics, MONITOR_STATISTICS, "")):
+        for field, old in names.items():
             value = getattr(group, field)
             if value is not None:
-                out[tag(key_prefix + field)] = value
-    return out
+                values[tag(key_prefix + field)] = value
+                aliases[old] = tag(key_prefix + field)
+    return Measurement(values, aliases)
 
 
 class _LocalBatchNorm(nn.BatchNorm1d):
@@ -199,7 +212,7 @@ class _Problem(nn.Module):
         with torch.no_grad():
             prepared = prepare_head(self.projector, self.dtype, z2.device, self.head_cache)
             other = _rows(prepared.fn(z2.to(self.dtype)), "head")
-        return self.projector, against_other_view(self.loss, other)
+        return self.projector, AnalysisLoss.against(self.loss, other)
 
 
 class GeometryMonitor:
@@ -248,18 +261,20 @@ class GeometryMonitor:
         """True at the steps ``step`` measures (step % every == 0)."""
         return self.tracker.due(step)
 
-    def step(self, model: nn.Module | None, step: int) -> dict[str, float] | None:
+    def step(self, model: nn.Module | None, step: int) -> Measurement | None:
         """:meth:`measure` at steps ``step % every == 0``; None (and no work) otherwise."""
         return self.measure(model) if self.due(step) else None
 
-    def measure(self, model: nn.Module | None = None) -> dict[str, float]:
-        """The geometry of the model now; keys and definitions in ``KEYS`` (float64 values)."""
-        return named(self.record(model))
+    def measure(self, model: nn.Module | None = None) -> Measurement:
+        """The geometry of the model now under the shared tags (``headgeom/<reading>/lambda_min``, ...;
+        definitions in ``KEYS``; float64 values), ready for any tracker's ``log(...)``."""
+        return measurement(self.record(model))
 
     def tagged(self, model: nn.Module | None = None) -> dict[str, float]:
-        """:meth:`measure`'s numbers under the shared tags (``headgeom/<reading>/lambda_min``, ...;
-        :mod:`headgeom.tags`), ready for any tracker's ``log(...)``."""
-        return tagged(self.record(model))
+        """Deprecated (removed in headgeom 0.4): :meth:`measure`, which now returns the shared tags."""
+        warnings.warn("GeometryMonitor.tagged() is deprecated (removed in headgeom 0.4): measure() returns the "
+                      "same numbers under the same shared tags", DeprecationWarning, stacklevel=2)
+        return dict(self.measure(model))
 
     def record(self, model: nn.Module | None = None) -> TrackingRecord:
         """The tracker's record of the model now (:meth:`measure` and :meth:`tagged` read it)."""

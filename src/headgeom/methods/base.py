@@ -5,9 +5,12 @@ SimSiam/BYOL, a predictor q (u -> p). Every view is encoded separately, so Batch
 normalise each view with its own batch statistics (as the official SimSiam, VICReg and
 Barlow Twins code does) and the geometry head applied to z1 alone matches training.
 
-Subclasses set ``name``, ``DEFAULTS`` (hyper-parameters), ``RECIPE``, the default heads and
-implement ``forward`` and ``geometry_problem``; stateful parts (EMA target, DINO centre) are
-submodules, so ``state_dict`` holds them.
+Subclasses set ``name``, ``DEFAULTS`` (hyper-parameters), ``RECIPE``, ``OBJECTIVE`` (the name of
+their objective in :data:`headgeom.objectives.OBJECTIVES`), the default heads and implement
+``forward`` (and ``geometry_problem`` where view 1 does not enter through the projector alone against
+the other view's projector output); stateful parts (EMA target, DINO centre) are submodules, so
+``state_dict`` holds them. The loss a ``geometry_problem`` returns is built from the objective's
+spec (:meth:`SSLMethod.analysis_loss`), which declares its closed-form Hessian.
 """
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from headgeom.augment.recipes import Recipe, get_recipe
 from headgeom.heads import HeadSpec
 from headgeom.methods.spec import MethodSpec
 from headgeom.objectives.declared import AnalysisLoss
+from headgeom.objectives.registry import get_objective
+from headgeom.objectives.spec import ObjectiveSpec
 
 @contextlib.contextmanager
 def preserve_buffers(*modules: nn.Module | None) -> Iterator[None]:
@@ -54,36 +59,6 @@ def full_precision(fn: Callable[..., Any], *tensors: Any) -> Any:
     first = args[0][0] if isinstance(args[0], list) else args[0]
     with torch.autocast(device_type=first.device.type, enabled=False):
         return fn(*args)
-
-
-def frozen(t: Tensor) -> Callable[[Tensor], Tensor]:
-    """A detached constant that follows the dtype and device of the tensor it meets.
-
-    The effective-Hessian engine analyses in float64; constants closed over by a loss are
-    cast to the head output's dtype there.
-    """
-    c = t.detach()
-
-    def like(u: Tensor) -> Tensor:
-        return c.to(device=u.device, dtype=u.dtype)
-
-    return like
-
-
-def against_other_view(objective: Callable[..., Tensor], other: Tensor,
-                       diagonal_blocks: Callable[..., Tensor] | None = None,
-                       **options: Any) -> AnalysisLoss:
-    """u ↦ objective(u, other, **options), the other view's head output frozen (:func:`frozen`).
-    With ``diagonal_blocks`` (e.g. nt_xent_diagonal_blocks, same arguments) the loss declares
-    its closed-form ∂²L/∂u_i², which the engine checks and then uses instead of loss HVPs
-    (headgeom.geometry.loss_curvature.coupled_blocks_for)."""
-    c2 = frozen(other)
-
-    def loss(u: Tensor) -> Tensor:
-        return objective(u, c2(u), **options)
-
-    declared = None if diagonal_blocks is None else (lambda u: diagonal_blocks(u, c2(u), **options))
-    return AnalysisLoss(loss, diagonal_blocks=declared)
 
 
 def cached_targets(method: "SSLMethod", cache: tuple | None, z1: Tensor) -> tuple:
@@ -121,6 +96,7 @@ class SSLMethod(nn.Module):
     HAS_PREDICTOR: ClassVar[bool] = False
     N_VIEWS: ClassVar[int | None] = 2  # exact number of views, None for "at least 2" (DINO)
     DESCRIPTION: ClassVar[str] = ""
+    OBJECTIVE: ClassVar[str] = ""  # its name in headgeom.objectives.OBJECTIVES
 
     def __init__(self, backbone: nn.Module, projector: nn.Module, predictor: nn.Module | None,
                  spec: MethodSpec) -> None:
@@ -187,10 +163,30 @@ class SSLMethod(nn.Module):
         return get_recipe(self.options.get("recipe") or self.RECIPE, size, **kwargs)
 
     # ---- geometry -------------------------------------------------------------------------
+    @classmethod
+    def objective(cls) -> ObjectiveSpec:
+        """The spec of the method's objective (``OBJECTIVE``): the loss and its closed-form Hessian."""
+        if not cls.OBJECTIVE:
+            raise NotImplementedError(f"{cls.__name__} names no OBJECTIVE (a key of headgeom.objectives.OBJECTIVES): "
+                                      "set it, or implement geometry_problem")
+        return get_objective(cls.OBJECTIVE)
+
+    def analysis_loss(self, other: Tensor, **options: Any) -> AnalysisLoss:
+        """u ↦ the objective of u against ``other`` (N, k), held fixed, with the method's values of the
+        objective's hyper-parameters (``options`` override them), declaring the spec's closed forms."""
+        spec = self.objective()
+        values = {k: self.options[k] for k in spec.options if k in self.options}
+        return spec.analysis_loss(other, **{**values, **options})
+
     def geometry_problem(self, z_views: Sequence[Tensor]) -> tuple[nn.Module | Callable, AnalysisLoss]:
         """(head, loss) such that loss(head(z_views[0])) is the training loss as a function of
-        view 1's representation with everything else constant (docs/paper.md §3, Hessian tracking)."""
-        raise NotImplementedError
+        view 1's representation with everything else constant (docs/paper.md §3, Hessian tracking).
+
+        Here: the projector, and the objective of its output against view 2's projector output
+        (computed without gradient or buffer updates), for methods whose loss is
+        ``objective(h(z1), h(z2))`` (SimCLR, VICReg, Barlow Twins)."""
+        (u2,) = self._other_outputs(z_views[:2], self.projector)
+        return self.projector, self.analysis_loss(u2)
 
     def _other_outputs(self, z_views: Sequence[Tensor], module: nn.Module) -> list[Tensor]:
         """module(z) for every view but the first, without gradient or buffer updates."""

@@ -12,9 +12,8 @@ from typing import Any, Sequence
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, against_other_view, full_precision
+from headgeom.methods.base import SSLMethod, full_precision
 from headgeom.methods.distributed import gather_rows
-from headgeom.objectives import info_nce, nt_xent, nt_xent_diagonal_blocks
 
 
 class SimCLR(SSLMethod):
@@ -28,28 +27,20 @@ class SimCLR(SSLMethod):
     DEFAULTS = {"temperature": 0.5}
     RECIPE = "simclr"
     DESCRIPTION = "SimCLR, symmetric NT-Xent (Chen et al. 2020)"
+    OBJECTIVE = "nt_xent"  # declares its diagonal Hessian blocks: geometry_problem needs no loss HVPs
 
     @classmethod
     def default_head(cls, in_dim: int) -> HeadSpec:
         return get_head_spec("simclr", in_dim=in_dim, hidden_dim=in_dim, out_dim=128)
 
-    # the loss, and its closed-form diagonal Hessian blocks for geometry_problem (None: undeclared)
-    OBJECTIVE = staticmethod(nt_xent)
-    DIAGONAL_BLOCKS = staticmethod(nt_xent_diagonal_blocks)
-
     def loss_fn(self, a: Tensor, b: Tensor) -> Tensor:
-        return self.OBJECTIVE(a, b, self.options["temperature"])
+        return self.objective().fn(a, b, self.options["temperature"])
 
     def forward(self, views: Sequence[Tensor]) -> dict[str, Any]:
         views = self.check_views(views)
         z = self.encode(views)
         u1, u2 = (gather_rows(self.projector(zv)) for zv in z)  # global batch under DDP
         return {"loss": full_precision(self.loss_fn, u1, u2), "z": z, "logs": {}}
-
-    def geometry_problem(self, z_views: Sequence[Tensor]):
-        (u2,) = self._other_outputs(z_views[:2], self.projector)
-        return self.projector, against_other_view(self.OBJECTIVE, u2, self.DIAGONAL_BLOCKS,
-                                                  temperature=self.options["temperature"])
 
 
 class SimCLROneWay(SimCLR):
@@ -66,5 +57,4 @@ class SimCLROneWay(SimCLR):
     def default_head(cls, in_dim: int) -> HeadSpec:
         return get_head_spec("paper_projector", in_dim=in_dim, activation="relu", bn=True)
 
-    OBJECTIVE = staticmethod(info_nce)
-    DIAGONAL_BLOCKS = None  # info_nce(u, fixed) is separable: the engine's block-diagonal path serves it
+    OBJECTIVE = "info_nce"  # info_nce(u, fixed) is separable: the engine's block-diagonal path serves it

@@ -26,10 +26,10 @@ from torch import Tensor, nn
 
 from headgeom.augment.recipes import Recipe
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
+from headgeom.methods.base import SSLMethod, cached_targets, full_precision
 from headgeom.methods.dino_center import DINOCenter, teacher_temperature
 from headgeom.methods.ema import EMATarget, cosine_momentum
-from headgeom.objectives import AnalysisLoss, dino, dino_hessian_structure, dino_pair, teacher_entropies
+from headgeom.objectives import dino, sum_losses, teacher_entropies
 
 
 class DINO(SSLMethod):
@@ -51,6 +51,7 @@ class DINO(SSLMethod):
     RECIPE = "dino"
     N_VIEWS = None
     DESCRIPTION = "DINO, EMA teacher with centring and sharpening (Caron et al. 2021)"
+    OBJECTIVE = "dino"  # one (student, teacher) pair: dino_pair, with its diagonal + rank-1 Hessian
 
     def __init__(self, backbone, projector, predictor, spec) -> None:
         super().__init__(backbone, projector, predictor, spec)
@@ -169,21 +170,6 @@ class DINO(SSLMethod):
         loss's averaging over (teacher, student) pairs."""
         self._check_z(z_views)
         teacher, center, tt = cached_targets(self, self._teacher_cache, z_views[0])
-        n_student = len(z_views)
-        n_terms = len(teacher) * n_student - len(teacher)  # pairs (i, v), v != i, as objectives.dino
-        others = [frozen(t) for t in teacher[1:]]
-        center = frozen(center)
-        st = self.options["student_temp"]
-
-        def loss(u: Tensor) -> Tensor:
-            terms = [dino_pair(u, t(u), center(u), st, tt) for t in others]
-            return torch.stack(terms).sum() / n_terms
-
-        def hessian_structure(u: Tensor):
-            # each term's Hessian is the teacher-free (diag p − ppᵀ)/(N T²): the sum scales it by
-            # len(others)/n_terms; the engine checks this against exact HVPs before use
-            alpha, U, B, diag = dino_hessian_structure(u, u, student_temp=st)
-            f = len(others) / n_terms
-            return alpha * f, U, B * f, diag * f
-
-        return self.projector, AnalysisLoss(loss, hessian_structure=hessian_structure)
+        n_terms = len(teacher) * len(z_views) - len(teacher)  # pairs (i, v), v != i, as objectives.dino
+        terms = [self.analysis_loss(t, center=center, teacher_temp=tt) for t in teacher[1:]]
+        return self.projector, sum_losses(terms).scaled(1.0 / n_terms)

@@ -13,11 +13,9 @@ import torch
 from torch import Tensor
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, against_other_view, full_precision
+from headgeom.methods.base import SSLMethod, full_precision
 from headgeom.methods.distributed import active_world, all_reduce_sum, gather_rows, global_moments
-from headgeom.objectives import (
-    barlow_twins, barlow_twins_diagonal_blocks, covariance_loss, variance_loss, vicreg, vicreg_diagonal_blocks,
-)
+from headgeom.objectives import barlow_twins, covariance_loss, variance_loss
 from headgeom.objectives.vicreg import off_diagonal_sq_sum
 
 
@@ -30,6 +28,7 @@ class VICReg(SSLMethod):
     DEFAULTS = {"sim_coeff": 25.0, "std_coeff": 25.0, "cov_coeff": 1.0, "eps": 1e-4}
     RECIPE = "vicreg"
     DESCRIPTION = "VICReg, variance-invariance-covariance (Bardes et al. 2022)"
+    OBJECTIVE = "vicreg"
 
     @classmethod
     def default_head(cls, in_dim: int) -> HeadSpec:
@@ -55,11 +54,6 @@ class VICReg(SSLMethod):
         loss = o["sim_coeff"] * invariance + o["std_coeff"] * variance + o["cov_coeff"] * covariance
         return loss, invariance, variance, covariance
 
-    def geometry_problem(self, z_views: Sequence[Tensor]):
-        (u2,) = self._other_outputs(z_views[:2], self.projector)
-        return self.projector, against_other_view(vicreg, u2, vicreg_diagonal_blocks,
-                                                  **{k: self.options[k] for k in self.DEFAULTS})
-
 
 class BarlowTwins(SSLMethod):
     """L = Σ_i (1 − c_ii)² + λ Σ_{i≠j} c_ij², c the cross-correlation of the batch-standardised
@@ -70,6 +64,7 @@ class BarlowTwins(SSLMethod):
     DEFAULTS = {"lambd": 0.0051, "eps": 1e-5}
     RECIPE = "barlow_twins"
     DESCRIPTION = "Barlow Twins, redundancy reduction (Zbontar et al. 2021)"
+    OBJECTIVE = "barlow_twins"
 
     @classmethod
     def default_head(cls, in_dim: int) -> HeadSpec:
@@ -97,8 +92,3 @@ class BarlowTwins(SSLMethod):
         c = all_reduce_sum(ab[:, :d].T @ ab[:, d:] / n)
         diag = torch.diagonal(c)
         return (1 - diag).pow(2).sum() + self.options["lambd"] * off_diagonal_sq_sum(c)
-
-    def geometry_problem(self, z_views: Sequence[Tensor]):
-        (u2,) = self._other_outputs(z_views[:2], self.projector)
-        return self.projector, against_other_view(barlow_twins, u2, barlow_twins_diagonal_blocks,
-                                                  **{k: self.options[k] for k in self.DEFAULTS})

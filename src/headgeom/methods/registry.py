@@ -19,12 +19,13 @@ from headgeom.heads.resolution import resolve_head
 from headgeom.methods.base import SSLMethod
 from headgeom.methods.contrastive import SimCLR, SimCLROneWay
 from headgeom.methods.dino import DINO
+from headgeom.methods.mocov3 import MoCoV3
 from headgeom.methods.redundancy import BarlowTwins, VICReg
 from headgeom.methods.siamese import BYOL, SimSiam
 from headgeom.methods.spec import CUSTOM_BACKBONE, MethodSpec
 
 METHODS: dict[str, type[SSLMethod]] = {
-    cls.name: cls for cls in (SimCLR, SimCLROneWay, SimSiam, BYOL, VICReg, BarlowTwins, DINO)
+    cls.name: cls for cls in (SimCLR, SimCLROneWay, SimSiam, BYOL, VICReg, BarlowTwins, DINO, MoCoV3)
 }
 
 COMMON_OPTIONS = ("recipe",)  # every method: the augmentation recipe name (None = the method's)

@@ -2,31 +2,15 @@
 a stop-gradient target, the target being the same network (SimSiam) or its EMA (BYOL)."""
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from headgeom.heads import HeadSpec, get_head_spec
-from headgeom.methods.base import SSLMethod, cached_targets, frozen, full_precision
+from headgeom.methods.base import SSLMethod, cached_targets, full_precision
 from headgeom.methods.ema import EMATarget, cosine_momentum
 from headgeom.objectives import negative_cosine, simsiam_loss
-from headgeom.objectives.cosine import negative_cosine_hessian_structure
-from headgeom.objectives.declared import AnalysisLoss
-
-
-def scaled_cosine_loss(scale: float, shift: float, target: Callable[[Tensor], Tensor]) -> AnalysisLoss:
-    """p ↦ shift + scale · negative_cosine(p, target(p)), declaring its loss-Hessian blocks
-    (scale × those of the negative cosine) so the engine needs no loss HVPs; the engine checks
-    the declaration against autograd (headgeom.geometry.loss_curvature)."""
-
-    def loss(p: Tensor) -> Tensor:
-        return negative_cosine(p, target(p))
-
-    def structure(p: Tensor):
-        return negative_cosine_hessian_structure(p, target(p))
-
-    return AnalysisLoss(loss, hessian_structure=structure).scaled(scale, shift)
 
 
 class SimSiam(SSLMethod):
@@ -40,6 +24,7 @@ class SimSiam(SSLMethod):
     RECIPE = "simsiam"
     HAS_PREDICTOR = True
     DESCRIPTION = "SimSiam, symmetric negative cosine with stop-gradient (Chen & He 2021)"
+    OBJECTIVE = "negative_cosine"  # declares its low-rank Hessian blocks: no loss HVPs in geometry_problem
 
     @classmethod
     def default_head(cls, in_dim: int) -> HeadSpec:
@@ -60,9 +45,8 @@ class SimSiam(SSLMethod):
         # View 1 enters through p1 = q(h(z1)); its appearance as the target sg(u1) carries
         # no gradient, so the view-1 part is ½ negcos(q(h(z1)), sg(u2)).
         (u2,) = self._other_outputs(z_views[:2], self.projector)
-        c2 = frozen(u2)
         head = nn.Sequential(self.projector, self.predictor)
-        return head, scaled_cosine_loss(0.5, 0.0, c2)
+        return head, self.analysis_loss(u2).scaled(0.5)
 
 
 def byol_regression(p: Tensor, t: Tensor) -> Tensor:
@@ -81,6 +65,7 @@ class BYOL(SSLMethod):
     RECIPE = "byol"
     HAS_PREDICTOR = True
     DESCRIPTION = "BYOL, EMA target network (Grill et al. 2020)"
+    OBJECTIVE = "negative_cosine"  # byol_regression(p, t) = 2 + 2 negative_cosine(p, t)
 
     def __init__(self, backbone, projector, predictor, spec) -> None:
         super().__init__(backbone, projector, predictor, spec)
@@ -118,7 +103,6 @@ class BYOL(SSLMethod):
         the last ``forward`` on the same batch (call ``method(views)`` first)."""
         self._check_z(z_views)
         (targets,) = cached_targets(self, self._targets_cache, z_views[0])
-        c2 = frozen(targets[1])
         head = nn.Sequential(self.projector, self.predictor)
-        return head, scaled_cosine_loss(2.0, 2.0, c2)  # byol_regression(p, c2(p))
+        return head, self.analysis_loss(targets[1]).scaled(2.0, 2.0)  # byol_regression(p, targets[1])
 

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from headgeom.objectives._checks import check_batch, check_nonnegative, check_pair
+from headgeom.objectives.spec import ObjectiveSpec
 
 
 def batch_standardize(x: Tensor, eps: float = 1e-5) -> Tensor:
@@ -72,3 +73,8 @@ def barlow_twins_diagonal_blocks(a: Tensor, b: Tensor, lambd: float = 0.0051, ep
     w = torch.full((d, d), float(lambd), dtype=a.dtype, device=a.device).fill_diagonal_(1.0)
     diag = (2 * w[None] * (g**2 + (c - eye)[None] * k)).sum(dim=2)  # (N, D)
     return torch.diag_embed(diag)
+
+
+SPECS = (ObjectiveSpec("barlow_twins", barlow_twins, two_view=True, batch_coupled=True, cosine=False,
+                       description="Barlow Twins, lambda=0.0051 (facebookresearch/barlowtwins main.py)",
+                       diagonal_blocks=barlow_twins_diagonal_blocks),)

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from headgeom.objectives._checks import check_batch, check_pair, check_positive
+from headgeom.objectives.spec import ObjectiveSpec
 
 
 def _offdiag_columns(m: int, device: torch.device) -> Tensor:
@@ -92,3 +93,13 @@ def info_nce(a: Tensor, b: Tensor, temperature: float = 0.1) -> Tensor:
     t = check_positive("temperature", temperature)
     logits = F.normalize(a, dim=1) @ F.normalize(b, dim=1).T / t  # (N, N)
     return (torch.logsumexp(logits, dim=1) - torch.diagonal(logits)).mean()
+
+
+SPECS = (
+    ObjectiveSpec("nt_xent", nt_xent, two_view=True, batch_coupled=True, cosine=False,
+                  description="symmetric SimCLR NT-Xent, 2N anchors, 2N-2 negatives, T=0.5",
+                  diagonal_blocks=nt_xent_diagonal_blocks),
+    # info_nce(u, fixed) is separable in its anchors u: the engine's block-diagonal path serves it
+    ObjectiveSpec("info_nce", info_nce, two_view=True, batch_coupled=True, cosine=False,
+                  description="one-directional InfoNCE, cross-view negatives only, T=0.1 (paper code)"),
+)

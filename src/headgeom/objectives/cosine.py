@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from headgeom.objectives._checks import check_pair
+from headgeom.objectives.spec import ObjectiveSpec
 
 
 def negative_cosine(p: Tensor, z: Tensor) -> Tensor:
@@ -45,3 +46,8 @@ def negative_cosine_hessian_structure(u: Tensor, c: Tensor) -> tuple[Tensor, Ten
     B[:, 0, 1] = scale
     B[:, 1, 0] = scale
     return alpha, U, B
+
+
+SPECS = (ObjectiveSpec("negative_cosine", negative_cosine, two_view=False, batch_coupled=False, cosine=True,
+                       description="-mean_i cos(p_i, sg(z_i)) (SimSiam/BYOL, facebookresearch/simsiam)",
+                       hessian_structure=negative_cosine_hessian_structure),)

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from headgeom.objectives._checks import check_2d, check_positive
+from headgeom.objectives.spec import ObjectiveSpec
 
 Views = Union[Tensor, Sequence[Tensor]]
 
@@ -160,3 +161,11 @@ def dino(
         if v != i
     ]
     return torch.stack(terms).mean()
+
+
+# one view: u is the student output of one global view and ``other`` the teacher output of the
+# OTHER global view (N, K); the Hessian is diagonal + rank 1 (dino_hessian_structure)
+SPECS = (ObjectiveSpec("dino", dino, two_view=False, batch_coupled=False, cosine=False,
+                       description="DINO cross-entropy to the centred, sharpened, detached teacher "
+                                   "(facebookresearch/dino DINOLoss); centre update kept apart",
+                       one_view=dino_pair, hessian_structure=dino_hessian_structure),)

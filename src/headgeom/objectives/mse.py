@@ -8,6 +8,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from headgeom.objectives._checks import check_pair
+from headgeom.objectives.spec import ObjectiveSpec
 
 
 def mse_to_target(u: Tensor, c: Tensor) -> Tensor:
@@ -19,3 +20,8 @@ def mse_to_target(u: Tensor, c: Tensor) -> Tensor:
 def mse_hessian_structure(u: Tensor, c: Tensor) -> tuple[Tensor, None, None]:
     """Per-sample blocks of ∇²_u mse_to_target(u, c): I/N, as (alpha (N,), None, None)."""
     return u.new_full((u.shape[0],), 1.0 / u.shape[0]), None, None
+
+
+SPECS = (ObjectiveSpec("mse", mse_to_target, two_view=False, batch_coupled=False, cosine=False,
+                       description="mean_i 1/2 |u_i - sg(c_i)|^2: the MSE premise of Thm 4.1",
+                       hessian_structure=mse_hessian_structure),)

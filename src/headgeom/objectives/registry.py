@@ -1,6 +1,8 @@
 """Objectives by name, and the one-view loss u ↦ L(u) that the effective-Hessian engine analyses.
 
-``OBJECTIVES`` maps the names used by the CLI, configs and reports to an :class:`ObjectiveSpec`.
+``OBJECTIVES`` maps the names used by the CLI, configs and reports to an
+:class:`~headgeom.objectives.spec.ObjectiveSpec`, collected from the ``SPECS`` of the objective
+files (a new objective is its file, with its spec and closed forms, and its ``SPECS`` added to ``OBJECTIVES`` here).
 ``analysis_loss(name, other)`` fixes everything but one view's head output (docs/paper.md §1):
 
 - ``mse``, ``negative_cosine``: L(u) = loss(u, other), ``other`` the stop-gradient target c.
@@ -10,8 +12,10 @@
 - ``dino``: u is the student output of one global view and ``other`` the teacher output of the
   OTHER global view (N, K); L(u) = mean_i Σ_k −softmax((other − centre)/T_t) log_softmax(u/T_s),
   centre zero unless ``center=`` is given.
+- ``mocov3``: u the queries (after the predictor), ``other`` the momentum encoder's keys of the
+  other view.
 
-``other`` is detached and closed over as a constant, so ∇_u L and ∇²_u L are exactly the
+``other`` is detached and closed over as a constant (cast to u's dtype at each call), so ∇_u L and ∇²_u L are exactly the
 residual gradient ρ and loss Hessian of one view with the other view frozen.
 
 Note: with u as the anchors of ``info_nce`` and the other view fixed, each anchor's term
@@ -21,79 +25,25 @@ is batch-coupled (the coupling runs through the positives/negatives side). Analy
 """
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 from torch import Tensor
 
-from headgeom.objectives.barlow_twins import barlow_twins, barlow_twins_diagonal_blocks
-from headgeom.objectives.contrastive import info_nce, nt_xent, nt_xent_diagonal_blocks
-from headgeom.objectives.cosine import negative_cosine, negative_cosine_hessian_structure
+from headgeom.objectives.barlow_twins import SPECS as BARLOW_TWINS
+from headgeom.objectives.contrastive import SPECS as CONTRASTIVE
+from headgeom.objectives.cosine import SPECS as COSINE
 from headgeom.objectives.declared import AnalysisLoss
-from headgeom.objectives.dino import dino, dino_hessian_structure, dino_pair
-from headgeom.objectives.mse import mse_hessian_structure, mse_to_target
-from headgeom.objectives.vicreg import vicreg, vicreg_diagonal_blocks
+from headgeom.objectives.dino import SPECS as DINO
+from headgeom.objectives.mocov3 import SPECS as MOCOV3
+from headgeom.objectives.mse import SPECS as MSE
+from headgeom.objectives.spec import ObjectiveSpec
+from headgeom.objectives.vicreg import SPECS as VICREG
 
+__all__ = ["OBJECTIVES", "ObjectiveSpec", "analysis_loss", "get_objective"]
 
-@dataclass(frozen=True)
-class ObjectiveSpec:
-    """A named SSL objective.
-
-    two_view: both arguments are online views that receive gradient (False when the second
-      argument is a stop-gradient target: mse, negative_cosine, and dino's teacher).
-    batch_coupled: samples interact in the loss (batch statistics, in-batch negatives), so
-      H_eff is not block-diagonal over samples.
-    cosine: the loss Hessian has the ambient / tangential / MSE-premise readings
-      (negative_cosine only).
-    """
-
-    name: str
-    fn: Callable[..., Tensor]
-    two_view: bool
-    batch_coupled: bool
-    cosine: bool
-    description: str
-
-
+# every objective file ends with its SPECS; this order is the order of --help and the docs
 OBJECTIVES: dict[str, ObjectiveSpec] = {
-    s.name: s
-    for s in (
-        ObjectiveSpec("mse", mse_to_target, two_view=False, batch_coupled=False, cosine=False,
-                      description="mean_i 1/2 |u_i - sg(c_i)|^2: the MSE premise of Thm 4.1"),
-        ObjectiveSpec("negative_cosine", negative_cosine, two_view=False, batch_coupled=False,
-                      cosine=True,
-                      description="-mean_i cos(p_i, sg(z_i)) (SimSiam/BYOL, facebookresearch/simsiam)"),
-        ObjectiveSpec("nt_xent", nt_xent, two_view=True, batch_coupled=True, cosine=False,
-                      description="symmetric SimCLR NT-Xent, 2N anchors, 2N-2 negatives, T=0.5"),
-        ObjectiveSpec("info_nce", info_nce, two_view=True, batch_coupled=True, cosine=False,
-                      description="one-directional InfoNCE, cross-view negatives only, T=0.1 (paper code)"),
-        ObjectiveSpec("vicreg", vicreg, two_view=True, batch_coupled=True, cosine=False,
-                      description="VICReg 25/25/1 (facebookresearch/vicreg main_vicreg.py)"),
-        ObjectiveSpec("barlow_twins", barlow_twins, two_view=True, batch_coupled=True, cosine=False,
-                      description="Barlow Twins, lambda=0.0051 (facebookresearch/barlowtwins main.py)"),
-        ObjectiveSpec("dino", dino, two_view=False, batch_coupled=False, cosine=False,
-                      description="DINO cross-entropy to the centred, sharpened, detached teacher "
-                                  "(facebookresearch/dino DINOLoss); centre update kept apart"),
-    )
-}
-
-
-# Per-sample loss-Hessian blocks α_i I + U_i B_i U_iᵀ in closed form, for the separable
-# objectives (see headgeom.geometry.loss_curvature); the engine verifies them against autograd.
-HESSIAN_STRUCTURES: dict[str, Callable[[Tensor, Tensor], tuple]] = {
-    "mse": mse_hessian_structure,
-    "negative_cosine": negative_cosine_hessian_structure,
-    "dino": dino_hessian_structure,  # diagonal + rank 1 (a fourth element, the diagonal)
-}
-
-
-# Diagonal Hessian blocks ∂²L/∂u_i² (N, k, k) in closed form, for the batch-coupled objectives
-# whose per-sample pullback blocks would otherwise cost k loss HVPs per sample.
-DIAGONAL_BLOCKS: dict[str, Callable[..., Tensor]] = {
-    "nt_xent": nt_xent_diagonal_blocks,
-    "vicreg": vicreg_diagonal_blocks,
-    "barlow_twins": barlow_twins_diagonal_blocks,
+    spec.name: spec for specs in (MSE, COSINE, CONTRASTIVE, VICREG, BARLOW_TWINS, DINO, MOCOV3) for spec in specs
 }
 
 
@@ -107,41 +57,13 @@ def get_objective(name: str) -> ObjectiveSpec:
         ) from None
 
 
-def _keyword_parameters(fn: Callable[..., Tensor], n_positional: int) -> list[str]:
-    return list(inspect.signature(fn).parameters)[n_positional:]
-
-
-def analysis_loss(name: str, other: Tensor, **kwargs: object) -> AnalysisLoss:
+def analysis_loss(name: str, other: Tensor, **kwargs: Any) -> AnalysisLoss:
     """The one-view loss u ↦ L(u) (N, K) -> scalar for Hessian analysis; see the module docstring.
 
     Returns an :class:`AnalysisLoss` carrying the objective's closed-form loss-Hessian blocks
-    where it has them (``HESSIAN_STRUCTURES``, ``DIAGONAL_BLOCKS``); the engine checks them.
+    where its spec has them (``hessian_structure``, ``diagonal_blocks``); the engine checks them.
 
     ``kwargs`` are the objective's hyper-parameters (e.g. ``temperature=0.1``; for dino
     ``center``, ``student_temp``, ``teacher_temp``).
     """
-    spec = get_objective(name)
-    if not isinstance(other, Tensor):
-        raise TypeError(f"other must be a torch.Tensor (N, K); got {type(other).__name__}")
-    fn = dino_pair if name == "dino" else spec.fn
-    allowed = _keyword_parameters(fn, 2)
-    unknown = sorted(set(kwargs) - set(allowed))
-    if unknown:
-        raise TypeError(
-            f"analysis_loss({name!r}) got unexpected keyword arguments {unknown}; "
-            f"{name} accepts {allowed}"
-        )
-    fixed = other.detach()
-
-    def loss(u: Tensor) -> Tensor:
-        return fn(u, fixed, **kwargs)
-
-    loss.__doc__ = f"{name} as a function of one view u (N, K), the other fixed: {spec.description}"
-    structure = HESSIAN_STRUCTURES.get(name)
-    skw = {} if structure is None else {k: v for k, v in kwargs.items() if k in _keyword_parameters(structure, 2)}
-    blocks = DIAGONAL_BLOCKS.get(name)
-    return AnalysisLoss(
-        loss,
-        hessian_structure=None if structure is None else (lambda u: structure(u, fixed, **skw)),
-        diagonal_blocks=None if blocks is None else (lambda u: blocks(u, fixed.to(u.dtype), **kwargs)),
-    )
+    return get_objective(name).analysis_loss(other, **kwargs)

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from headgeom.objectives._checks import check_batch, check_nonnegative, check_pair
+from headgeom.objectives.spec import ObjectiveSpec
 
 
 def off_diagonal_sq_sum(m: Tensor) -> Tensor:
@@ -97,3 +98,8 @@ def vicreg_diagonal_blocks(
     outer = (2 * sq * eye + 2 * c[:, :, None] * c[:, None, :] - 4 * torch.diag_embed(c**2)) / (n - 1) ** 2
     covariance = (2 * cov_coeff / d) * (outer + (2 * (1 - 1 / n) / (n - 1)) * c_off)
     return inv + var + covariance
+
+
+SPECS = (ObjectiveSpec("vicreg", vicreg, two_view=True, batch_coupled=True, cosine=False,
+                       description="VICReg 25/25/1 (facebookresearch/vicreg main_vicreg.py)",
+                       diagonal_blocks=vicreg_diagonal_blocks),)

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 
 from headgeom.heads import ProjectionHead, head_from
 from headgeom.orbits.extract import eval_mode, run_points
+from headgeom.rng import seeded
 
 __all__ = ["fresh_head", "fresh_heads", "head_points_on", "random_direction_orbits"]
 
@@ -30,8 +31,7 @@ def fresh_head(head: Callable, seed: int = 0) -> nn.Module:
     if not isinstance(head, nn.Module):
         raise TypeError(f"a fresh-head control needs an nn.Module head, got {type(head).__name__}")
     param = next(head.parameters(), None)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+    with seeded(int(seed)):  # the caller's random stream is left as it was
         if isinstance(head, ProjectionHead):
             kw = {} if param is None else {"device": param.device, "dtype": param.dtype}
             return head_from(head.spec, **kw)

@@ -14,6 +14,7 @@ the run trained, so a field and its default cannot differ between the two.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from torch import nn
 
 from headgeom.runs.safe_load import safe_load
 from headgeom.data import DATASET_STATS, ImageDataset, dataset_stats, load_dataset
 from headgeom.methods import build_method
+from headgeom.rng import seeded
 
 from .checkpoint_format import CHECKPOINT_FORMAT, CHECKPOINT_VERSIONS
 from .folder import missing_checkpoint_message
@@ -153,9 +154,10 @@ class TrainedRun:
         return self.settings.normalisation(data_dir)
 
     def fresh_method(self, seed: int) -> nn.Module:
-        """The same architecture at the initialisation ``seed`` gives (eval mode, CPU)."""
-        torch.manual_seed(seed)
-        return self.settings.build_method().eval()
+        """The same architecture at the initialisation ``seed`` gives (eval mode, CPU), as after
+        torch.manual_seed(seed); the caller's random stream is left as it was (:func:`headgeom.rng.seeded`)."""
+        with seeded(int(seed)):
+            return self.settings.build_method().eval()
 
 
 def read_run_config(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
@@ -172,8 +174,9 @@ def build_trained(obj: Mapping[str, Any], checkpoint: Path, config: Mapping[str,
     """Rebuild and fill the method of a safely loaded headgeom training checkpoint ``obj``.
 
     ``config``: the stored TrainConfig mapping to build from (default: the checkpoint's own);
-    ``strict``: raise when the state dict does not fill the method exactly; ``reseed``: seed torch's
-    global generator with the run's seed before building, as a fresh start of the run would."""
+    ``strict``: raise when the state dict does not fill the method exactly; ``reseed``: build it under
+    the run's seed, as a fresh start of the run would (:func:`headgeom.rng.seeded`: the caller's random
+    stream is left as it was)."""
     if not isinstance(obj, Mapping) or obj.get("format") != CHECKPOINT_FORMAT:
         got = obj.get("format") if isinstance(obj, Mapping) else type(obj).__name__
         raise TrainedRunError(f"{checkpoint} is not a headgeom training checkpoint (format {got!r}, expected "
@@ -187,9 +190,8 @@ def build_trained(obj: Mapping[str, Any], checkpoint: Path, config: Mapping[str,
         raise TrainedRunError(f"{checkpoint}: headgeom training checkpoint without 'config' or 'method'; "
                               "it is incomplete")
     settings = RunSettings.from_config(config)
-    if reseed:
-        torch.manual_seed(settings.seed)
-    method = settings.build_method()
+    with seeded(settings.seed) if reseed else contextlib.nullcontext():
+        method = settings.build_method()
     try:
         result = method.load_state_dict(obj["method"], strict=False)
     except RuntimeError as err:

@@ -16,8 +16,10 @@ A *pseudo-collapsed* point is the paper's initialisation (projector Linear weigh
 ``headgeom.heads.scale_linear_weights_``) at ordinary representations: nearly collapsed
 outputs, but no equilibrium; :func:`equilibrium_residual` says how far it is from one.
 
-All functions are pure: the head is evaluated, never changed. Batches are (N, d) / (N, k) and
-the losses are batch means (headgeom's convention), so ρ carries a factor 1/N.
+All functions are pure: the head is evaluated, never changed, and random directions come from
+the ``generator`` given (a fresh one seeded with 0 when None), never from torch's global one.
+Batches are (N, d) / (N, k) and the losses are batch means (headgeom's convention), so ρ carries a
+factor 1/N.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from torch import Tensor, nn
 from torch.func import grad, jacfwd, vmap
 
 from headgeom.objectives import analysis_loss
+from headgeom.rng import own_generator
 
 OBJECTIVES = ("mse", "negative_cosine")
 
@@ -95,7 +98,7 @@ def left_null_basis(a: Tensor, rtol: float = 1e-10) -> Tensor:
     return u[:, rank:]
 
 
-def _null_directions(a: Tensor, n: int, generator: torch.Generator | None, rtol: float) -> tuple[Tensor, int]:
+def _null_directions(a: Tensor, n: int, generator: torch.Generator, rtol: float) -> tuple[Tensor, int]:
     """n random unit vectors (n, k) uniform on the unit sphere of {r : aᵀr = 0}, and its dimension.
 
     A standard Gaussian projected onto a subspace is a standard Gaussian of that subspace, so
@@ -133,7 +136,8 @@ def collapsed_equilibrium(
     """All N representations at z̄ (d,), targets chosen so that ∇_z L = 0 with ρ ≠ 0.
 
     residual: ‖u − c_i‖ for ``mse``; angle: θ = ∠(u, c_i) in radians, in (0, π), for
-    ``negative_cosine``. ρ_i are independent random directions in the admissible null space.
+    ``negative_cosine``. ρ_i are independent random directions in the admissible null space, drawn
+    from ``generator`` (None: a fresh one seeded with 0).
     """
     _check_objective(objective)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -148,7 +152,7 @@ def collapsed_equilibrium(
         u = _evaluate(head, z)
     u0 = u[0]
     constraints = jac if objective == "mse" else torch.cat([jac, u0[:, None]], dim=1)
-    r, null_dim = _null_directions(constraints, n, generator, rtol)
+    r, null_dim = _null_directions(constraints, n, own_generator(generator), rtol)
     if null_dim == 0:
         k, d = jac.shape
         raise ValueError(
@@ -180,14 +184,15 @@ def pseudo_collapsed_point(
 ) -> CollapsedPoint:
     """A near-collapsed, non-equilibrium point: representations z (N, d) as given, targets the
     head's outputs on a second view z + view_noise · ε (held fixed, like SimSiam's stop-gradient
-    branch). Pair it with a head scaled by ``scale_linear_weights_(head, 0.1)``."""
+    branch). Pair it with a head scaled by ``scale_linear_weights_(head, 0.1)``. ε is drawn from
+    ``generator`` (None: a fresh one seeded with 0)."""
     _check_objective(objective)
     if not isinstance(z, Tensor) or z.ndim != 2:
         raise ValueError(f"z must be a tensor of shape (N, d); got {getattr(z, 'shape', z)!r}")
     if not (view_noise >= 0 and math.isfinite(view_noise)):
         raise ValueError(f"view_noise must be a finite number >= 0; got {view_noise!r}")
     z = z.detach()
-    eps = torch.randn(z.shape, generator=generator, dtype=z.dtype)
+    eps = torch.randn(z.shape, generator=own_generator(generator), dtype=z.dtype)
     with torch.no_grad():
         u = _evaluate(head, z)
         target = _evaluate(head, z + view_noise * eps)

@@ -51,6 +51,7 @@ from torch.func import hessian, vmap
 
 from headgeom.heads import HeadSpec, ProjectionHead
 from headgeom.io import json_safe
+from headgeom.rng import seeded
 
 LOSSES = ("cosine", "mse")
 ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
@@ -144,9 +145,10 @@ def _linears(head: nn.Module) -> list[nn.Linear]:
 
 
 def init_params(spec: HeadSpec, seed: int, dtype: torch.dtype = torch.float64) -> Params:
-    """PyTorch's default init of ``ProjectionHead(spec)`` under ``torch.manual_seed(seed)``, as a dict."""
-    torch.manual_seed(int(seed))
-    return params_of(ProjectionHead(spec, dtype=dtype))
+    """PyTorch's default init of ``ProjectionHead(spec)`` as ``torch.manual_seed(seed)`` gives it, as a
+    dict; the caller's random stream is left as it was (:func:`headgeom.rng.seeded`)."""
+    with seeded(int(seed)):
+        return params_of(ProjectionHead(spec, dtype=dtype))
 
 
 def params_of(head: nn.Module) -> Params:
@@ -161,7 +163,8 @@ def params_of(head: nn.Module) -> Params:
 
 def head_from_params(spec: HeadSpec, params: Params) -> ProjectionHead:
     """A float64 eval-mode ProjectionHead(spec) holding ``params`` (for headgeom's engine)."""
-    head = ProjectionHead(spec, dtype=torch.float64).eval()
+    with seeded(0):  # its initial values are overwritten: drawn locally, the caller's stream untouched
+        head = ProjectionHead(spec, dtype=torch.float64).eval()
     with torch.no_grad():
         for i, lin in enumerate(_linears(head)):
             lin.weight.copy_(params[f"W{i}"])

@@ -33,6 +33,7 @@ from headgeom.augment.families import AugmentationFamily
 from headgeom.heads import HeadSpec, ProjectionHead
 from headgeom.heads.activations import get_act
 from headgeom.objectives import OBJECTIVES
+from headgeom.rng import seeded
 
 GROUPS: dict[str, tuple[str, ...]] = {"translation": ("x", "y"), "translation_x": ("x",)}
 STAGES = ("before", "after")  # the models of a TrainedSystem: at initialisation and after training
@@ -180,9 +181,9 @@ class PatternManifold:
 
 # ----------------------------------------------------------------------------- models and training
 def build_models(spec: InvarianceSpec, seed: int) -> tuple[nn.Module, ProjectionHead]:
-    """Backbone f (images (N, 1, S, S) -> (N, d)) and head h ((N, d) -> (N, k)), float32, seeded."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(seed))
+    """Backbone f (images (N, 1, S, S) -> (N, d)) and head h ((N, d) -> (N, k)), float32, seeded with
+    ``seed`` (the caller's random stream left as it was: :func:`headgeom.rng.seeded`)."""
+    with seeded(int(seed)):
         backbone = nn.Sequential(nn.Flatten(), nn.Linear(spec.size ** 2, spec.hidden),
                                  get_act(spec.activation), nn.Linear(spec.hidden, spec.d))
         head = ProjectionHead(HeadSpec((spec.d, spec.head_hidden, spec.k), activation=spec.activation))

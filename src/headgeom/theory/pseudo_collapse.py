@@ -20,10 +20,9 @@ from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian
 from headgeom.heads import scale_linear_weights_
+from headgeom.rng import seeded
 
-INERT_REL_TOL = 1e-9  # float64 round-off: a larger relative gap means the scaling changed the geometry
-
-__all__ = ["INERT_REL_TOL", "inert_on_spread", "pseudo_collapse_gap", "gap_at_init"]
+__all__ = ["inert_on_spread", "pseudo_collapse_gap", "gap_at_init"]
 
 HOMOGENEOUS = ("relu", "linear")  # bias-free heads of these activations are positively homogeneous
 
@@ -67,12 +66,13 @@ def pseudo_collapse_gap(method: nn.Module, alpha: float, z_views: Sequence[Tenso
 
 def gap_at_init(build_method: Callable[[], nn.Module], alpha: float, n: int, seed: int,
                 readings: Sequence[str]) -> dict[str, float]:
-    """:func:`pseudo_collapse_gap` of a training run's method at init (``build_method()`` after
-    torch.manual_seed(seed), e.g. headgeom.train.build_method_from_config of the run's TrainConfig,
+    """:func:`pseudo_collapse_gap` of a training run's method at init (``build_method()`` seeded with
+    ``seed`` as torch.manual_seed(seed) would, the caller's random stream left as it was:
+    :func:`headgeom.rng.seeded`; e.g. headgeom.train.build_method_from_config of the run's TrainConfig,
     whose ``pseudo_collapse`` is ``alpha``) on n Gaussian z1 of the backbone's width and a second
     view z1 + 0.1·ε. Eval mode: for heads without BatchNorm the mode changes nothing."""
-    torch.manual_seed(seed)
-    method = build_method()
+    with seeded(int(seed)):
+        method = build_method()
     gen = torch.Generator().manual_seed(seed)
     z1 = torch.randn(n, method.spec.feature_dim, generator=gen, dtype=torch.float64)
     z2 = z1 + 0.1 * torch.randn(z1.shape, generator=gen, dtype=torch.float64)

@@ -31,6 +31,7 @@ from torch import Tensor
 from torch.func import vmap
 
 from headgeom.geometry.readings import loss_hvp
+from headgeom.rng import own_generator
 
 PARTS = ("positive", "nonzero")
 
@@ -118,10 +119,11 @@ def split_eigen(a: Tensor, rel_tol: float = 1e-10, sym_tol: float = 1e-8) -> Eig
 
 
 def random_subspace(d: int, r: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
-    """A uniformly random r-dim subspace of R^d: (B (d, r), B_⊥ (d, d − r)), together orthonormal."""
+    """A uniformly random r-dim subspace of R^d: (B (d, r), B_⊥ (d, d − r)), together orthonormal, drawn
+    from ``generator`` (None: a fresh one seeded with 0; never torch's global generator)."""
     if not 0 <= r <= d:
         raise ValueError(f"a subspace of R^{d} has dimension 0..{d}; got r={r}")
-    g = torch.randn(d, d, generator=generator, dtype=torch.float64)
+    g = torch.randn(d, d, generator=own_generator(generator), dtype=torch.float64)
     q, _ = torch.linalg.qr(g)
     return q[:, :r].contiguous(), q[:, r:].contiguous()
 

@@ -1,5 +1,9 @@
-"""Geometry tracking during SSL training: H_eff spectra on a probe batch,
-representation spread / covariance condition / RankMe (from headgeom.eval.rankme), head-vs-backbone update size, plots.
+"""Geometry tracking: what headgeom measures of a model while it trains, not where it is logged.
+
+(Where the numbers go, metrics.jsonl, TensorBoard, MLflow, W&B, is the experiment loggers'
+business: :mod:`headgeom.train.loggers`.) On a fixed probe batch: H_eff spectra,
+representation spread / covariance condition / RankMe (from headgeom.eval.rankme), head-vs-backbone
+update size, and the figures of a run's record.
 
 >>> tracker = GeometryTracker(probe_views, every=100, reading="ambient", reduction="mean")
 >>> metrics = tracker(step, method)            # dict[str, float] (metrics.jsonl keys); {} between tracking steps

@@ -1,16 +1,21 @@
 """Where a training run's records go: ``metrics.jsonl`` always, and the trackers ``--logger`` names.
 
 ``TrainConfig.logger`` (``headgeom train --logger jsonl,tensorboard,mlflow,wandb``, a comma list)
-names the loggers of a run; :class:`JsonlLogger` (``RUN_DIR/metrics.jsonl``, the record the rest of
-headgeom reads: eval, tracking figures, the experiments) is always one of them. The others receive
-the same numbers at the same steps under the shared tags of :mod:`headgeom.tags`
-(``heff_ambient_mean_lambda_min`` -> ``headgeom/ambient/lambda_min``, ``loss`` -> ``train/loss``):
+names the loggers of a run. ``LOGGERS = {name: builder}`` is the registry, one file per logger
+(a new logger is its file, with its ``open_*`` function, and one entry here):
 
-- ``tensorboard``: :class:`TensorBoardLogger`, scalars (float32) under ``RUN_DIR/tensorboard/``;
+- ``jsonl``: :class:`headgeom.train.jsonl_logger.JsonlLogger`, ``RUN_DIR/metrics.jsonl``, the record
+  the rest of headgeom reads (eval, tracking figures, the experiments); always one of them;
+- ``tensorboard``: :class:`headgeom.train.tensorboard_logger.TensorBoardLogger`, scalars (float32)
+  under ``RUN_DIR/tensorboard/``;
 - ``mlflow``: :class:`headgeom.train.mlflow_logger.MlflowLogger`, a run in ``sqlite:///RUN_DIR/mlflow.db``
   (or ``$MLFLOW_TRACKING_URI``);
 - ``wandb``: ``headgeom.train.wandb_logger.WandbLogger``, offline under ``RUN_DIR/wandb/`` unless
   W&B is configured otherwise.
+
+The trackers receive the same numbers at the same steps as metrics.jsonl, under the shared tags
+of :mod:`headgeom.tags` (``heff_ambient_mean_lambda_min`` -> ``headgeom/ambient/lambda_min``,
+``loss`` -> ``train/loss``).
 
 Every logger has the :class:`Logger` methods: ``log(step, scalars)``, ``log_params`` (the resolved
 TrainConfig, once at the start of each session), ``log_figure`` (the tracking figures, when the
@@ -27,34 +32,27 @@ metrics.jsonl keeps; the logger skips what it holds, and :func:`replay` fills in
 metrics.jsonl, so each step is recorded once everywhere.
 
 The trackers are optional dependencies (extras ``tensorboard``, ``mlflow``, ``wandb``);
-:func:`check_logger` says which to install in one line before any work, and only the logger that
-needs a package imports it.
+:func:`check_logger` says which to install in one line before any work, and a logger's file,
+which imports its package, is imported only when that logger is opened.
 """
 from __future__ import annotations
 
-import errno
+import importlib
 import importlib.util
-import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from headgeom.io import json_safe
 from headgeom.runs.metrics import read_metrics
 from headgeom.tags import tagged
 
+from .jsonl_logger import JsonlLogger
 from .logger_runs import read_logger_runs, write_logger_runs
 
-__all__ = ["INSTALL", "LOGGERS", "TENSORBOARD_INSTALL", "JsonlLogger", "Logger", "Loggers", "TensorBoardLogger",
+__all__ = ["INSTALL", "LOGGERS", "TENSORBOARD_INSTALL", "JsonlLogger", "Logger", "LoggerBuilder", "Loggers",
            "check_logger", "open_loggers", "parse_loggers", "replay"]
-
-LOGGERS = ("jsonl", "tensorboard", "mlflow", "wandb")  # jsonl is always written
-INSTALL = {name: f'pip install -e ".[{name}]"' for name in LOGGERS[1:]}
-TENSORBOARD_INSTALL = INSTALL["tensorboard"]
-# the packages each logger imports (MLflow's own SQL store needs sqlalchemy and alembic)
-_PACKAGES = {"tensorboard": ("tensorboard",), "mlflow": ("mlflow", "sqlalchemy", "alembic"),
-             "wandb": ("wandb",)}
 
 
 class Logger(Protocol):
@@ -74,6 +72,55 @@ class Logger(Protocol):
         """Flush and release the files."""
 
 
+@dataclass(frozen=True)
+class LoggerBuilder:
+    """How ``--logger NAME`` opens its logger: ``opener`` ("module:function") is imported when the
+    logger is opened and called as ``function(run_dir, first_step, stored) -> (logger, entry)``
+    (``stored``: the logger's loggers.json entry of a previous session, {} for none; ``entry``: what
+    a resume needs to continue it, {} for nothing). ``packages()``: the optional packages it imports;
+    ``extra``: the pip extra that installs them; ``title``: its name in messages."""
+
+    opener: str
+    title: str
+    packages: Callable[[], tuple[str, ...]] = lambda: ()
+    extra: str | None = None
+
+    @property
+    def module(self) -> str:
+        return self.opener.partition(":")[0]
+
+    def missing(self) -> str | None:
+        """The first package (or headgeom module) this logger needs that is not installed, or None."""
+        for package in (*self.packages(), self.module):
+            if importlib.util.find_spec(package) is None:
+                return package
+        return None
+
+    def __call__(self, run_dir: Path, first_step: int, stored: dict[str, Any]) -> tuple[Logger, dict[str, Any]]:
+        module, _, name = self.opener.partition(":")
+        return getattr(importlib.import_module(module), name)(run_dir, first_step, stored)
+
+
+def _mlflow_packages() -> tuple[str, ...]:
+    """mlflow, and the SQL store's sqlalchemy and alembic unless $MLFLOW_TRACKING_URI names a
+    tracking server or a file store."""
+    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
+    if uri.split(":", 1)[0] in ("http", "https", "databricks", "file"):
+        return ("mlflow",)
+    return ("mlflow", "sqlalchemy", "alembic")
+
+
+LOGGERS: dict[str, LoggerBuilder] = {  # jsonl is always written; the order is that of TrainConfig.logger
+    "jsonl": LoggerBuilder("headgeom.train.jsonl_logger:open_jsonl", "metrics.jsonl"),
+    "tensorboard": LoggerBuilder("headgeom.train.tensorboard_logger:open_tensorboard", "TensorBoard",
+                                 lambda: ("tensorboard",), "tensorboard"),
+    "mlflow": LoggerBuilder("headgeom.train.mlflow_logger:open_mlflow", "MLflow", _mlflow_packages, "mlflow"),
+    "wandb": LoggerBuilder("headgeom.train.wandb_logger:open_wandb", "W&B", lambda: ("wandb",), "wandb"),
+}
+INSTALL = {name: f'pip install -e ".[{b.extra}]"' for name, b in LOGGERS.items() if b.extra is not None}
+TENSORBOARD_INSTALL = INSTALL["tensorboard"]
+
+
 def parse_loggers(value: str | Sequence[str]) -> tuple[str, ...]:
     """``"tensorboard,mlflow"`` (or a sequence of names) as the tuple TrainConfig.logger holds:
     ``jsonl`` first (always written), then the others in the order of ``LOGGERS``; an unknown or
@@ -87,114 +134,21 @@ def parse_loggers(value: str | Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in LOGGERS if n == "jsonl" or n in names)
 
 
-def _missing(name: str) -> str | None:
-    """The first package logger ``name`` needs that is not installed, or None."""
-    packages = _PACKAGES.get(name, ())
-    uri = os.environ.get("MLFLOW_TRACKING_URI", "")
-    if name == "mlflow" and uri.split(":", 1)[0] in ("http", "https", "databricks", "file"):
-        packages = ("mlflow",)  # a tracking server or a file store: no local SQL store
-    for package in packages:
-        if importlib.util.find_spec(package) is None:
-            return package
-    if name == "wandb" and importlib.util.find_spec("headgeom.train.wandb_logger") is None:
-        return "headgeom.train.wandb_logger"
-    return None
-
-
 def check_logger(names: str | Sequence[str]) -> tuple[str, ...]:
     """The loggers ``names`` names (:func:`parse_loggers`); raises ValueError for an unknown name and
     RuntimeError (one line naming the extra to install) when one's optional dependency is missing."""
     parsed = parse_loggers(names)
     for name in parsed:
-        package = _missing(name)
-        if package == "headgeom.train.wandb_logger":
-            raise RuntimeError("--logger wandb: this headgeom has no W&B logger (headgeom.train.wandb_logger is "
-                               "missing); use --logger jsonl,tensorboard or jsonl,mlflow")
+        builder = LOGGERS[name]
+        package = builder.missing()
+        if package == builder.module:
+            others = ", ".join(n for n in LOGGERS if n != name)
+            raise RuntimeError(f"--logger {name}: this headgeom has no {builder.title} logger ({package} is "
+                               f"missing); use --logger with the others ({others})")
         if package is not None:
             raise RuntimeError(f"--logger {name} needs the optional dependency {package}, which is not installed; "
                                f"install it with: {INSTALL[name]} (or leave {name} out of --logger)")
     return parsed
-
-
-class JsonlLogger:
-    """One JSON line ``{"step": step, **scalars}`` per call, appended to ``path`` and flushed;
-    NaN becomes null and ±inf "inf"/"-inf" (headgeom.io's convention). Params, figures and
-    artifacts are not its business (config.json, figures/ and checkpoints/ hold them).
-
-    Unbuffered: each line goes to the file as it is logged, and a failed write (a full disk) raises
-    at once, naming the file, with nothing left in a buffer for ``close`` to fail on again. What a
-    crash or a full disk cuts off is a torn last line, which a resume drops and reports."""
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._fh = open(path, "ab", buffering=0)
-
-    def log(self, step: int, scalars: dict[str, Any]) -> None:
-        view = memoryview((json.dumps(json_safe({"step": step, **scalars}), allow_nan=False) + "\n").encode("utf-8"))
-        try:
-            while view:
-                written = self._fh.write(view)
-                if not written:
-                    raise OSError(errno.EIO, "the file took no bytes")
-                view = view[written:]
-        except OSError as err:
-            raise OSError(err.errno, err.strerror, str(self.path)) from err
-
-    def log_params(self, params: dict[str, Any]) -> None:
-        pass
-
-    def log_figure(self, name: str, path: Path) -> None:
-        pass
-
-    def log_artifact(self, path: Path) -> None:
-        pass
-
-    def close(self) -> None:
-        self._fh.close()
-
-
-class TensorBoardLogger:
-    """Every numeric entry of ``scalars`` as a TensorBoard scalar (float32) tagged by its name; the
-    params as one text summary ``config`` (JSON) and the figures as images; no artifacts.
-
-    ``purge_step``: the first step this writer will log; TensorBoard hides the events of earlier
-    event files in ``log_dir`` from that step on (a resumed run rewrites them)."""
-
-    def __init__(self, log_dir: str | Path, purge_step: int = 0) -> None:
-        check_logger("tensorboard")
-        # Imported here: tensorboard is an optional extra, needed only by this logger.
-        from torch.utils.tensorboard import SummaryWriter
-
-        self._writer = SummaryWriter(str(log_dir), purge_step=purge_step)
-        self._step = purge_step
-
-    def log(self, step: int, scalars: dict[str, Any]) -> None:
-        self._step = step
-        for name, value in scalars.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self._writer.add_scalar(name, float(value), global_step=step)
-
-    def log_params(self, params: dict[str, Any]) -> None:
-        text = json.dumps(json_safe(params), indent=2, allow_nan=False)
-        self._writer.add_text("config", "    " + text.replace("\n", "\n    "), global_step=self._step)
-
-    def log_figure(self, name: str, path: Path) -> None:
-        """The PNG file itself as an image summary (no decoding: its size is read from the header)."""
-        from tensorboard.compat.proto.summary_pb2 import Summary  # the optional extra, as SummaryWriter
-
-        data = Path(path).read_bytes()
-        if data[:8] != b"\x89PNG\r\n\x1a\n":
-            raise ValueError(f"{path} is not a PNG file; TensorBoard receives the run's PNG figures only")
-        width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")  # IHDR
-        image = Summary.Image(height=height, width=width, colorspace=4, encoded_image_string=data)
-        self._writer.file_writer.add_summary(Summary(value=[Summary.Value(tag=name, image=image)]),
-                                             global_step=self._step)
-
-    def log_artifact(self, path: Path) -> None:
-        pass
-
-    def close(self) -> None:
-        self._writer.close()  # flushes
 
 
 class Loggers:
@@ -250,24 +204,6 @@ def replay(logger: Logger, run_dir: Path, first_step: int) -> int:
     return len(records)
 
 
-def _open(name: str, run_dir: Path, first_step: int, stored: dict[str, Any]) -> tuple[Logger, dict[str, Any]]:
-    """Logger ``name`` of the run in ``run_dir`` and what a resume needs to continue it (its
-    loggers.json entry; {} for none). ``stored``: the entry a previous session kept."""
-    if name == "tensorboard":
-        return TensorBoardLogger(run_dir / "tensorboard", purge_step=first_step), {}
-    if name == "mlflow":
-        from .mlflow_logger import MlflowLogger  # imports mlflow, an optional extra
-
-        mlflow = MlflowLogger(run_dir, first_step, stored.get("run_id"), stored.get("tracking_uri"))
-        return mlflow, {"run_id": mlflow.run_id, "tracking_uri": mlflow.tracking_uri}
-    if name == "wandb":
-        from headgeom.train.wandb_logger import WandbLogger  # imports wandb, an optional extra
-
-        wandb = WandbLogger(run_dir, first_step, stored.get("run_id"))
-        return wandb, {"run_id": wandb.run_id}
-    raise ValueError(f"unknown logger {name!r}")
-
-
 def open_loggers(names: str | Sequence[str], run_dir: str | Path, first_step: int,
                  params: dict[str, Any] | None = None) -> Loggers:
     """The loggers of a run in ``run_dir`` for ``TrainConfig.logger = names``: metrics.jsonl always
@@ -277,12 +213,12 @@ def open_loggers(names: str | Sequence[str], run_dir: str | Path, first_step: in
     parsed = check_logger(names)
     run_dir = Path(run_dir)
     stored = read_logger_runs(run_dir) if first_step > 0 else {}
-    jsonl = JsonlLogger(run_dir / "metrics.jsonl")
+    jsonl, _ = LOGGERS["jsonl"](run_dir, first_step, {})
     others: list[Logger] = []
     try:
         runs = dict(stored)
         for name in parsed[1:]:
-            logger, entry = _open(name, run_dir, first_step, stored.get(name, {}))
+            logger, entry = LOGGERS[name](run_dir, first_step, stored.get(name, {}))
             others.append(logger)
             if entry:
                 runs[name] = entry

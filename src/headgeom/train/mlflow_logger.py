@@ -32,7 +32,7 @@ from typing import Any
 from mlflow.entities import Metric, Param, RunStatus
 from mlflow.tracking import MlflowClient
 
-__all__ = ["DEFAULT_EXPERIMENT", "MlflowLogger", "flatten_params"]
+__all__ = ["DEFAULT_EXPERIMENT", "MlflowLogger", "flatten_params", "open_mlflow"]
 
 DEFAULT_EXPERIMENT = "headgeom"
 _BATCH = 100  # MLflow's limit of params per log_batch call (metrics: 1000)
@@ -110,3 +110,10 @@ class MlflowLogger:
 
     def close(self) -> None:
         self._client.set_terminated(self.run_id, RunStatus.to_string(RunStatus.FINISHED))
+
+
+def open_mlflow(run_dir: Path, first_step: int, stored: dict[str, Any]) -> tuple[MlflowLogger, dict[str, Any]]:
+    """The MLflow run of ``run_dir``: the one loggers.json keeps (``stored``, a resumed run) or a new
+    one; its loggers.json entry (run id and store) for the next session."""
+    logger = MlflowLogger(run_dir, first_step, stored.get("run_id"), stored.get("tracking_uri"))
+    return logger, {"run_id": logger.run_id, "tracking_uri": logger.tracking_uri}

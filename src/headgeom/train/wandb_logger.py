@@ -47,7 +47,7 @@ from wandb.proto import wandb_internal_pb2
 
 from headgeom.io import json_safe
 
-__all__ = ["PROJECT", "WandbLogger", "recorded_last_step"]
+__all__ = ["PROJECT", "WandbLogger", "open_wandb", "recorded_last_step"]
 
 PROJECT = "headgeom"  # the W&B project unless WANDB_PROJECT names one
 
@@ -231,3 +231,10 @@ class WandbLogger:
                               f"now may log again the steps it has not written yet", stacklevel=2)
                 return
             time.sleep(0.02)
+
+
+def open_wandb(run_dir: Path, first_step: int, stored: dict[str, Any]) -> tuple[WandbLogger, dict[str, Any]]:
+    """The W&B run of ``run_dir``: the one loggers.json keeps (``stored``, a resumed run) or a new
+    one; its loggers.json entry (run id) for the next session."""
+    logger = WandbLogger(run_dir, first_step, stored.get("run_id"))
+    return logger, {"run_id": logger.run_id}
