@@ -192,6 +192,12 @@ def test_escape_row_names_a_headline_without_a_smooth_collapsed_run():
     assert all(c["headline"] in c["measured"] for c in rows.values())
 
 
+def test_escape_row_without_a_collapsed_run_names_its_conventions_and_what_would_decide_it():
+    row = _rows({"normal-silu": GOOD["normal-silu"]})[ESC]
+    assert row["verdict"] == "inconclusive" and row["conventions"] == ["collapse_fraction", "growth", "majority"]
+    assert "robustness" not in row and "What would decide it" in row["criterion"]
+
+
 def test_verdict_follows_the_stated_criterion():
     # a ReLU run negative at most points in every seed: the ambient contrast fails; under the tangential reading
     # its half is an identity (M = 0 holds), so the smooth test is untouched

@@ -64,7 +64,7 @@ from headgeom.launch.resources import Resources
 from headgeom.claims.budget import budget_of_cells
 from headgeom.claims.estimated_curvature import NEGATIVE_POINTS
 from headgeom.claims.paper_budgets import HESSIAN_TRACKING
-from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, GROWTH, MAJORITY, judge_escape
+from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, CONVENTIONS, GROWTH, MAJORITY, judge_escape
 from headgeom.claims.collapsed_states import collapsed_state_claim
 from headgeom.claims.curvature_verdict import AMBIENT_WHY, INERT_REL_TOL, NON_SMOOTH, curvature_claims
 from headgeom.claims.evidence import TEST
@@ -281,14 +281,17 @@ def escape_claim(config: Any, groups: dict[str, list[dict]], setting: dict[str, 
         if run not in judged:
             meas[f"spread_ratio[{run}]"] = measured([m["spread_ratio"] for m in groups[run]
                                                      if m.get("spread_ratio") is not None] or float("nan"))
+    budget = budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET)
     if j is None:
         return Row(id="C8", statement=STATEMENT, setting={**setting, "reading": "n/a (spread)", "part": "escape"},
-                   measured=meas, verdict="inconclusive", evidence=TEST, headline=next(iter(meas)),
-                   criterion="no collapsed run (x0.1 or offset) was run: nothing to judge")
+                   budget=budget, measured=meas, verdict="inconclusive", evidence=TEST, headline=next(iter(meas)),
+                   conventions=CONVENTIONS, reason="no collapsed run (x0.1 or offset) was run",
+                   criterion="no collapsed run (x0.1 or offset) was run: nothing to judge, so no convention is swept. "
+                             "What would decide it: the collapsed runs (collapsed-silu against offset-relu and "
+                             "offset-linear), judged by the escape rule of claims.collapse_escape")
     return Row(id="C8", statement=STATEMENT, setting={**setting, "reading": "n/a (spread)", "part": "escape",
                                                       "init": {r: RUNS[r][1] for r in judged}},
-               budget=budget_of_cells([m for ms in groups.values() for m in ms], PAPER_BUDGET),
-               measured=meas, verdict=j.verdict.outcome, evidence=TEST, headline=j.verdict.headline,
+               budget=budget, measured=meas, verdict=j.verdict.outcome, evidence=TEST, headline=j.verdict.headline,
                headline_text=j.headline_text, reason=j.verdict.reason, conventions=j.conventions,
                robustness=j.robustness,
                criterion=f"judged on the collapsed runs (x0.1 or offset) only; expected: smooth; not expected: "
