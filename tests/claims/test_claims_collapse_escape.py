@@ -21,6 +21,8 @@ STUCK = [0.05, 0.06, 0.055]  # collapsed and stays there
 NEVER = [0.9, 0.95]  # never under the level
 HEADS = [(act, bn) for act in ("linear", "relu", "silu", "gelu") for bn in (False, True)]
 
+GRID = [(a, bn, lr) for a in ("silu", "relu") for bn in (False, True) for lr in (0.5, 0.005, 0.05)]  # (act, bn, lr)
+
 
 def _run(series, k=K, **extra):
     return {"spread_projector": [s / math.sqrt(k) for s in series], "out_dim": k, "dead_head": False,
@@ -137,6 +139,6 @@ def test_the_headline_is_the_entry_that_decided_and_always_has_a_value():
 
 
 def test_c5_parts():
-    (part, pos, neg), (_, pos2, neg2) = c5_parts([0.5, 0.005, 0.05])
+    (part, pos, neg), (_, pos2, neg2) = c5_parts(GRID)
     assert "lr 0.005" in part and pos == ["silu/nobn/lr=0.005"] and neg == ["relu/nobn/lr=0.005"]
     assert pos2 == ["relu/bn/lr=0.005", "relu/bn/lr=0.05", "relu/bn/lr=0.5", "relu/nobn/lr=0.5"] and neg2 == neg

@@ -15,6 +15,8 @@ from headgeom.claims.probe_gap import gap_verdict, smallest_deciding_n, tie_band
 from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
 
+GRID = [(a, bn, lr) for a in ("silu", "relu") for bn in (False, True) for lr in (0.5, 0.005, 0.05)]  # (act, bn, lr)
+
 
 def _runs(smooth, relu, floor=None):
     return {"normal-silu": {"activation": "silu", "lambda_min": smooth, "floor": floor},
@@ -89,7 +91,7 @@ def test_a_control_not_formed_can_refute_but_never_support():
 def test_the_released_spread_series_are_judged_against_the_same_level():
     """The authors' grids store the spread per seed and epoch and no normal-init run: the head-independent level
     (collapse_fraction / sqrt(k)) needs none, so their contrast is decided from the series alone."""
-    (_, pos, neg), _ = c5_parts([0.5, 0.005, 0.05])
+    (_, pos, neg), _ = c5_parts(GRID)
     k = 2048  # level 0.5 / sqrt(2048) = 0.011
     escaping = [1e-4, 1e-3, 2e-2]
     staying = [1e-4, 1e-4, 1e-4]

@@ -278,7 +278,7 @@ def summarize(config: GridConfig, results: list[tuple[dict, dict]]) -> Summary:
     """Two C5 claims (gradient-flow proxy; ReLU's BN / large-step routes), the grid table, spread figure."""
     groups = _groups(results)
     claims = [_claim(config, groups, part, positive, negative)
-              for part, positive, negative in c5_parts([float(lr) for _, _, lr in config.runs])]
+              for part, positive, negative in c5_parts(config.runs)]
     # C4 at the collapsed states the grid's runs reach (ambient reading, the one the grid tracks)
     views = {g: [{**m, **{f"{k}[ambient]": m.get(k) for k in ("lambda_min", "floor", "lambda_min_G", "threshold_ratio")}}
                  for m in ms] for g, ms in groups.items()}

@@ -10,8 +10,9 @@ read, as the logs state it (or, where no log records the runs, the paper's proto
 - C5 (claims.collapse_escape, GRID's rule): escape per activation × BN × lr of the CIFAR-10 grids
   (ResNet-18, ViT-Tiny), the same two contrasts, against the same head-independent level as GRID's,
   ``collapse_fraction / sqrt(k)`` with k = 2048 (the paper's projector output), read as the level reached and as
-  growth from the first stored epoch, the same conventions swept. The spread trajectories are in a table. The
-  CIFAR-100 grid names no BN or lr and forms no contrast.
+  growth from the first stored epoch, the same conventions swept; the first contrast at the smallest lr holding
+  both a SiLU and a ReLU run without BN (ViT-Tiny: 0.05, its only SiLU lr). The spread trajectories are in a
+  table. The CIFAR-100 grid names no BN or lr and forms no contrast.
 - C8 (claims.estimated_curvature, C8's rule): the authors' λ_min series. Their float32 power-iteration
   estimates store no max|λ|, operand scale or exact value, so C8's sign floor cannot be formed:
   inconclusive, with the fraction of epochs below zero and what the contrast would read at face value; what
@@ -150,7 +151,7 @@ def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
         return []
     groups = {run_name(r["activation"], r["bn"], r["lr"]): r["outcomes"] for r in runs}
     rows = []
-    for part, positive, negative in c5_parts([r["lr"] for r in runs]):
+    for part, positive, negative in c5_parts([(r["activation"], r["bn"], r["lr"]) for r in runs]):
         j = judge_escape(groups, positive, negative, collapse_fraction=config.collapse_fraction, growth=config.growth,
                          majority=config.majority)
         rows.append(_row("C5", "ReLU gap: ReLU heads escape collapse only through finite step size and BatchNorm, "
