@@ -101,13 +101,13 @@ def test_the_invariance_experiments_refuse_the_backbone_training_their_regimes_s
 
 
 def test_a_train_field_every_cell_replaces_is_refused_and_one_some_cells_replace_is_noted():
-    # C8's runs set the pseudo-collapse (None for the normal run, 0.1 for the collapsed ones)
+    # C8's runs set the pseudo-collapse (0.1 for collapsed-silu, None for the normal and the offset runs)
     with pytest.raises(ValueError, match=r"experiment C8: --set 'train.pseudo_collapse=0.2': 8 of 8 cells set "
                                          r"train.pseudo_collapse themselves .*would be ignored; .*--dry-run"):
         plan_experiments(["C8"], "quick", None, overrides=("train.pseudo_collapse=0.2",))
     plan, _ = plan_experiments(["C8"], "quick", None, overrides=("train.pseudo_collapse=0.1",))
     *_, notes = plan[0]
-    assert any("train.pseudo_collapse=0.1: 2 of 8 cells" in n and "does not reach them" in n for n in notes)
+    assert any("train.pseudo_collapse=0.1: 6 of 8 cells" in n and "does not reach them" in n for n in notes)
     # a field no cell replaces passes without a note
     plan, _ = plan_experiments(["C8"], "quick", None, overrides=("train.max_steps=7",))
     assert not plan[0][-1]

@@ -3,18 +3,18 @@ criterion implies (headgeom.claims.estimated_curvature, collapse_escape; the sin
 C12, orbit_verdicts, depth_trend and probe_gap, on one run: tests/claims/test_claims_single_run.py)."""
 from __future__ import annotations
 
-import math
 
 import pytest
 
-from headgeom.claims.collapse_escape import c5_parts, escape_row, run_name
+from headgeom.claims.collapse_escape import c5_parts, judge_escape
 from headgeom.claims.depth_trend import accuracy_outcome
-from headgeom.claims.estimated_curvature import NO_FLOOR, estimated_curvature
+from headgeom.claims.estimated_curvature import NO_FLOOR, estimated_curvature, estimated_curvature_robustness
 from headgeom.claims.orbit_verdicts import MAIN_RULE, NOT_FORMED, SELECTIVE_RULE, orbit_outcome
 from headgeom.claims.probe_gap import gap_verdict
 from headgeom.claims.row import Row
 from headgeom.claims.sources import AUTHORS, is_authors, ours
-from headgeom.claims.training_verdicts import escape
+
+GRID = [(a, bn, lr) for a in ("silu", "relu") for bn in (False, True) for lr in (0.5, 0.005, 0.05)]  # (act, bn, lr)
 
 
 def _runs(smooth, relu, floor=None):
@@ -34,6 +34,11 @@ def test_estimates_without_a_floor_are_inconclusive_whatever_their_signs():
     verdict, _, _, face = estimated_curvature(_runs([-1e-6] * 10, [-1e-6] * 10), negative_points=0.5, majority=0.8,
                                               estimator="e")
     assert (verdict, face) == ("inconclusive", "not supported")
+    # no convention can decide it: robust at every share of negative points and majority swept
+    conventions, rob, words = estimated_curvature_robustness(_runs([-1e-6] * 7 + [1e-7] * 3, [0.0] * 10), "h",
+                                                             negative_points=0.5, majority=0.8, estimator="e")
+    assert conventions == ("negative_points", "majority") and all(r.status == "robust" for r in rob.values())
+    assert set(rob["negative_points"].verdicts) == {"inconclusive"} and "not swept" in words
 
 
 def test_estimates_with_a_floor_are_judged_by_c8s_rule():
@@ -71,20 +76,23 @@ def test_a_control_not_formed_can_refute_but_never_support():
         orbit_outcome(good, SELECTIVE_RULE)
 
 
-def test_escape_without_a_reference_gives_no_flag_and_an_inconclusive_contrast():
-    (_, pos, neg), _ = c5_parts([0.5, 0.005, 0.05])
-    assert pos == [run_name("silu", False, 0.005)] and neg == [run_name("relu", False, 0.005)]
-    escaping = [1e-4, 1e-3, 2e-3]
+def test_the_released_spread_series_are_judged_against_the_same_level():
+    """The authors' grids store the spread per seed and epoch and no normal-init run: the head-independent level
+    (collapse_fraction / sqrt(k)) needs none, so their contrast is decided from the series alone."""
+    (_, pos, neg), _ = c5_parts(GRID)
+    k = 2048  # level 0.5 / sqrt(2048) = 0.011
+    escaping = [1e-4, 1e-3, 2e-2]
     staying = [1e-4, 1e-4, 1e-4]
-    no_ref = {pos[0]: [escape(escaping, None, 0.5) | {"dead_head": None}],
-              neg[0]: [escape(staying, None, 0.5) | {"dead_head": None}]}
-    verdict, meas, criterion = escape_row(no_ref, pos, neg, collapse_fraction=0.5, majority=0.8)
-    assert verdict == "inconclusive" and "groups without usable seeds" in criterion
-    assert meas[f"escaped[{pos[0]}]"]["n"] == 0
-    # the same trajectories with a calibrated reference (normal-init spread 2e-3) decide the contrast
-    ref = {pos[0]: [escape(escaping, 2e-3, 0.5) | {"dead_head": False}],
-           neg[0]: [escape(staying, 2e-3, 0.5) | {"dead_head": False}]}
-    assert escape_row(ref, pos, neg, collapse_fraction=0.5, majority=0.8)[0] == "supported"
+    runs = {pos[0]: [{"spread_projector": escaping, "out_dim": k, "dead_head": None, "diverged": None}],
+            neg[0]: [{"spread_projector": staying, "out_dim": k, "dead_head": None, "diverged": None}]}
+    j = judge_escape(runs, pos, neg)
+    assert j.verdict.outcome == "supported" and j.measured[f"escaped[{pos[0]}]"]["n"] == 1
+    assert j.measured[f"escaped[{pos[0]}]"]["value"] == 1.0 and j.measured[f"grew[{neg[0]}]"]["value"] == 0.0
+    # growth short of the level: undecided; a group never under the level: no usable seed
+    short = {**runs, pos[0]: [{**runs[pos[0]][0], "spread_projector": [1e-4, 1e-3, 5e-3]}]}
+    assert judge_escape(short, pos, neg).verdict.outcome == "inconclusive"
+    high = {**runs, neg[0]: [{**runs[neg[0]][0], "spread_projector": [0.02, 0.02]}]}
+    assert "groups without usable seeds" in judge_escape(high, pos, neg).verdict.reason
 
 
 def test_one_model_per_depth_is_judged_by_its_interval_and_the_learned_floor():

@@ -60,6 +60,13 @@ def test_tiny_runs_keys_and_robust_facts(tiny):
     for r in TINY.readings:
         assert all(v is not None and v <= 1e-12 for v in tiny["linear"][f"M_ratio[{r}]"])
         assert all(v is not None and v > 1e-6 for v in tiny["tanh"][f"M_ratio[{r}]"])
+        # the Frobenius ratio the ReLU/linear identity checks is recorded (exact blocks: the same series)
+        assert tiny["linear"][f"M_ratio_fro[{r}]"] == tiny["linear"][f"M_ratio[{r}]"]
+        assert tiny["linear"][f"M_ratio_norm[{r}]"] == "fro (blocks)"
+    # so the identity is checked on data, not passed without it
+    rows = rows_json(summarize(TINY, [({"activation": a, "seed": 0}, m) for a, m in tiny.items()]))
+    (ident,) = [c for c in rows if c["evidence"] == "identity"]
+    assert ident["verdict"] == "supported" and ident["measured"]["max_M_ratio_fro[linear]"]["value"] <= 1e-12
     # (a linear head's H_eff = G is PSD under the MSE loss, and under the tangential reading of the cosine
     # where cos > 0: tests/geometry/test_readings_loss.py, against formulas; a trained SimSiam predictor need not point
     # at its target, so the run itself cannot assert it)
@@ -79,8 +86,10 @@ def _verdict(fracs, readings=("ambient",)):
     cfg = dataclasses.replace(TINY, readings=readings, seeds=2)
     results = [({"activation": a, "seed": s}, _fake(f)) for a, f in fracs.items() for s in range(2)]
     summary = summarize(cfg, results)
-    # the test row of the last reading (under the tangential reading the ReLU/linear half is an identity row)
-    claim = [c for c in rows_json(summary) if c["evidence"] == "test"][-1]
+    # the row of the last reading (under the tangential reading a test, with the ReLU/linear half an identity row;
+    # under the ambient reading a diagnostic)
+    claim = [c for c in rows_json(summary) if c["evidence"] in ("test", "diagnostic")][-1]
+    assert claim["evidence"] == ("test" if readings[-1] == "tangential" else "diagnostic")
     for c in rows_json(summary):
         Row.from_json(c)
     assert claim["id"] == "C8" and claim["verdict"] in VERDICTS

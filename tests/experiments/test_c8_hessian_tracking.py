@@ -4,6 +4,7 @@ and the verdict rule (and the dead-head rule) on fabricated metrics.
 No test asserts the paper's numbers or a verdict on real measurements."""
 import dataclasses
 import json
+import math
 
 import pytest
 
@@ -25,7 +26,7 @@ SCALARS = ("activation", "pseudo_collapse", "final_loss", "spread_initial", "spr
 
 @pytest.fixture(scope="module")
 def tiny():
-    return {run: run_cell(TINY, {"run": run, "seed": 0}) for run in ("normal-silu", "collapsed-silu", "collapsed-linear")}
+    return {run: run_cell(TINY, {"run": run, "seed": 0}) for run in ("normal-silu", "collapsed-silu", "offset-linear")}
 
 
 def test_registered_with_three_documented_presets():
@@ -39,8 +40,11 @@ def test_registered_with_three_documented_presets():
     paper = exp.config("paper")
     assert (paper.train.backbone_options["width"], paper.hidden, paper.out_dim, paper.pred_hidden,
             paper.train.batch_size, paper.train.lr, paper.train.epochs) == (1.0, 2048, 2048, 512, 256, 0.05, 100)
-    tc = train_config(paper, "collapsed-relu", 0)
-    assert tc.head == "d-2048-2048:relu:nobias" and tc.pseudo_collapse == 0.1 and tc.weight_decay == 0.0
+    tc = train_config(paper, "offset-relu", 0)  # the induced collapse: x0.1 cannot collapse a bias-free ReLU head
+    assert tc.head == "d-2048-2048:relu:nobias" and tc.pseudo_collapse is None and tc.weight_decay == 0.0
+    assert tc.collapse == paper.collapse_depth == 0.02
+    tc = train_config(paper, "collapsed-silu", 0)
+    assert (tc.pseudo_collapse, tc.collapse) == (0.1, None)
 
 
 def test_cells_and_validation():
@@ -65,17 +69,21 @@ def test_tiny_run_keys_and_robust_facts(tiny):
                                                      zip(m[f"lambda_min[{r}]"], m[f"lambda_max[{r}]"],
                                                          m[f"operand_scale[{r}]"])])
         assert all(s > 0 for s in m["spread_projector"]) and not m["dead_head"]
-    lin, silu = tiny["collapsed-linear"], tiny["normal-silu"]
+    lin, silu = tiny["offset-linear"], tiny["normal-silu"]
     # a linear head has no interaction term: M = 0 to round-off in every tracked block
     for r in TINY.readings:
         assert all(v is not None and v <= 1e-12 for v in lin[f"M_ratio_fro[{r}]"])
         assert all(v is not None and v > 1e-6 for v in silu[f"M_ratio_fro[{r}]"])
-    # the x0.1 pseudo-collapse of a bias-free linear head is invisible to the cosine loss; of a SiLU head it is not
-    assert lin["inert_pseudo_collapse"] and max(lin["pseudo_collapse_gap"].values()) <= 1e-9
-    assert set(lin["pseudo_collapse_gap"]) == set(TINY.readings)
+    # the induced collapse puts the linear head at the stated spread, under its own at normal init
+    assert lin["spread_initial"] * math.sqrt(TINY.out_dim) == pytest.approx(TINY.collapse_depth, rel=1e-4)
+    assert lin["spread_initial"] < lin["spread_reference"] and lin["collapse"] == TINY.collapse_depth
+    # the x0.1 pseudo-collapse of a SiLU head changes its geometry; the other runs have no x0.1 to compare
+    assert set(tiny["collapsed-silu"]["pseudo_collapse_gap"]) == set(TINY.readings)
     assert not tiny["collapsed-silu"]["inert_pseudo_collapse"]
     assert min(tiny["collapsed-silu"]["pseudo_collapse_gap"].values()) > 1e-3
-    assert "pseudo_collapse_gap" not in silu  # not pseudo-collapsed: nothing to compare
+    assert "pseudo_collapse_gap" not in silu and "pseudo_collapse_gap" not in lin
+    # one level for every head: collapse_fraction / sqrt(k)
+    assert all(m["collapse_level"] == pytest.approx(TINY.collapse_fraction / math.sqrt(16)) for m in tiny.values())
 
 
 def test_tiny_run_power_iteration_column(tiny):
@@ -106,36 +114,39 @@ def test_estimator_disagreement_rule():
 
 def test_disagreements_reach_the_claim_and_the_table():
     runs = {"normal-silu": [_fake(0.8)] * 2, "collapsed-silu": [_fake(0.6, True)] * 2,
-            "collapsed-relu": [_fake(0.0)] * 2, "collapsed-linear": [_fake(0.1)] * 2}
+            "offset-relu": [_fake(0.0)] * 2, "offset-linear": [_fake(0.1)] * 2}
     for ms in runs.values():
         for i, m in enumerate(ms):
             ms[i] = {**m, **{f"power_disagreement[{r}]": {"sign": 1, "value": 2, "either": 2, "points": 4} for r in READ}}
     s = summarize(dataclasses.replace(TINY, readings=READ, seeds=2),
                   [({"run": r, "seed": i}, m) for r, ms in runs.items() for i, m in enumerate(ms)])
-    assert rows_json(s)[0]["measured"]["power_estimator_disagrees[collapsed-relu]"]["value"] == pytest.approx(0.5)
+    assert rows_json(s)[0]["measured"]["power_estimator_disagrees[offset-relu]"]["value"] == pytest.approx(0.5)
     assert "4/8 (sign 2)" in tables_md(s)[0][1]
 
 
-def _fake(frac_neg, escaped=False, dead=False, ambient=None, collapsed=True, m_ratio=0.1, past=None):
-    """frac_neg under every reading (``ambient`` overrides the ambient one); collapsed: spread at step 0 under the
-    calibrated level (reference 0.2, fraction 0.5); past: lambda_min at the collapsed points (G PSD there)."""
+def _fake(frac_neg, escaped=False, dead=False, ambient=None, collapsed=True, m_ratio=0.1, past=None, lam=-1.0):
+    """frac_neg under every reading (``ambient`` overrides the ambient one): that share of 10 tracking points has
+    lambda_min = ``lam`` (< -floor = -1e-10), the others +1; collapsed: spread at step 0 under the level
+    (k = 16: uniform spread 0.25, level 0.125 at fraction 0.5), escaped: ends at 0.3 (x6); past: lambda_min at
+    every point negative or not (the C4 row's collapsed points, G PSD there)."""
     start = 0.05 if collapsed else 0.15
-    m = {"steps": [0, 1], "spread_projector": [start, 0.15 if escaped else start], "spread_z": [0.1, 0.1],
-         "spread_initial": start, "spread_final": 0.15 if escaped else start, "spread_ratio": 1.0,
-         "spread_reference": 0.2, "collapse_level": 0.1, "collapsed_initially": collapsed,
+    end = 0.3 if escaped else start
+    m = {"steps": [0, 1], "spread_projector": [start, end], "spread_z": [0.1, 0.1], "out_dim": 16,
+         "spread_initial": start, "spread_final": end, "spread_ratio": end / start, "grew": escaped,
+         "spread_reference": 0.2, "collapse_level": 0.125, "collapsed_initially": collapsed, "diverged": None,
          "escaped": escaped, "dead_head": dead, "final_loss": -0.5, "train_budget": {"steps": 100, "batch": 32}}
     for r in READ:
         f = ambient if (r == "ambient" and ambient is not None) else frac_neg
-        lmin = -1.0 if (past if past is not None else f) else 1.0
-        m.update({f"frac_points_negative[{r}]": f, f"lambda_min_min[{r}]": -1.0 if f else 0.0,
-                  f"lambda_min[{r}]": [lmin, lmin], f"floor[{r}]": [1e-10, 1e-10], f"lambda_min_G[{r}]": [0.5, 0.5],
-                  f"threshold_ratio[{r}]": [2.0 if lmin < 0 else 0.5] * 2, f"M_ratio_fro[{r}]": [m_ratio, m_ratio]})
+        lmin = [lam if (past if past is not None else i < round(10 * f)) else 1.0 for i in range(10)]
+        m.update({f"frac_points_negative[{r}]": f, f"lambda_min_min[{r}]": min(lmin),
+                  f"lambda_min[{r}]": lmin, f"floor[{r}]": [1e-10] * 10, f"lambda_min_G[{r}]": [0.5] * 10,
+                  f"threshold_ratio[{r}]": [2.0 if v < 0 else 0.5 for v in lmin], f"M_ratio_fro[{r}]": [m_ratio] * 10})
     return m
 
 
 READ = ("ambient", "tangential")
 GOOD = {"normal-silu": [_fake(0.8, collapsed=False)] * 5, "collapsed-silu": [_fake(0.6, True)] * 5,
-        "collapsed-relu": [_fake(0.0, m_ratio=0.0)] * 5, "collapsed-linear": [_fake(0.1, m_ratio=0.0)] * 5}
+        "offset-relu": [_fake(0.0, m_ratio=0.0)] * 5, "offset-linear": [_fake(0.1, m_ratio=0.0)] * 5}
 
 
 def _rows(per_run):
@@ -155,7 +166,7 @@ def _verdicts(per_run):
 
 
 CURV_T = ("C8", "curvature", "tangential", "test")
-CURV_A = ("C8", "curvature", "ambient", "test")
+CURV_A = ("C8", "curvature", "ambient", "diagnostic")
 IDENT = ("C8", "curvature, ReLU/linear half", "tangential", "identity")
 ESC = ("C8", "escape", "n/a (spread)", "test")
 
@@ -168,20 +179,31 @@ def test_each_reading_has_its_own_row_and_the_tangential_relu_linear_half_is_an_
                          ("C4", "collapsed states", "tangential", "test")}
     assert all(c["headline"] in c["measured"] for c in rows.values())
     assert "ambient Hessian of a cosine loss is indefinite" in rows[CURV_A]["criterion"]
+    assert rows[CURV_A]["criterion"].startswith("diagnostic, not counted")  # the reading fixes its outcome
     assert {k: c["verdict"] for k, c in rows.items() if k[0] == "C8"} == {
         CURV_A: "supported", CURV_T: "supported", IDENT: "supported", ESC: "supported"}
+    # every test row names its conventions and carries its verdict over a range of each
+    assert rows[CURV_T]["conventions"] == ["negative_points", "rel_floor", "majority"] == list(rows[CURV_T]["robustness"])
+    assert rows[ESC]["conventions"] == ["collapse_fraction", "growth", "majority"] == list(rows[ESC]["robustness"])
+    assert "robustness" not in rows[CURV_A] and "robustness" not in rows[IDENT]
 
 
 def test_escape_row_names_a_headline_without_a_smooth_collapsed_run():
-    rows = _rows({"normal-silu": GOOD["normal-silu"], "collapsed-relu": GOOD["collapsed-relu"]})
-    assert rows[ESC]["verdict"] == "inconclusive" and rows[ESC]["headline"] == "escaped[collapsed-relu]"
+    rows = _rows({"normal-silu": GOOD["normal-silu"], "offset-relu": GOOD["offset-relu"]})
+    assert rows[ESC]["verdict"] == "inconclusive" and rows[ESC]["headline"] == "escaped[offset-relu]"
     assert all(c["headline"] in c["measured"] for c in rows.values())
+
+
+def test_escape_row_without_a_collapsed_run_names_its_conventions_and_what_would_decide_it():
+    row = _rows({"normal-silu": GOOD["normal-silu"]})[ESC]
+    assert row["verdict"] == "inconclusive" and row["conventions"] == ["collapse_fraction", "growth", "majority"]
+    assert "robustness" not in row and "What would decide it" in row["criterion"]
 
 
 def test_verdict_follows_the_stated_criterion():
     # a ReLU run negative at most points in every seed: the ambient contrast fails; under the tangential reading
     # its half is an identity (M = 0 holds), so the smooth test is untouched
-    v = _verdicts({**GOOD, "collapsed-relu": [_fake(0.9, True, m_ratio=0.0)] * 5})
+    v = _verdicts({**GOOD, "offset-relu": [_fake(0.9, True, m_ratio=0.0)] * 5})
     assert (v[CURV_A], v[CURV_T], v[IDENT]) == ("not supported", "supported", "supported")
     # a smooth run with negative curvature in 3 of 5 seeds: below the 80% majority
     mixed = [_fake(0.8, collapsed=False)] * 3 + [_fake(0.2, collapsed=False)] * 2
@@ -190,29 +212,44 @@ def test_verdict_follows_the_stated_criterion():
     v = _verdicts({**GOOD, "collapsed-silu": [_fake(0.0, True)] * 5})
     assert (v[CURV_A], v[CURV_T]) == ("not supported", "not supported")
     # a ReLU head with M != 0 breaks the identity: a bug
-    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, m_ratio=1e-3)] * 5})[IDENT] == "not supported"
+    assert _verdicts({**GOOD, "offset-relu": [_fake(0.0, m_ratio=1e-3)] * 5})[IDENT] == "not supported"
     # dead ReLU seeds are left out of the contrast: all dead -> no usable seed -> inconclusive
-    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, dead=True, m_ratio=0.0)] * 5})[CURV_A] == "inconclusive"
+    assert _verdicts({**GOOD, "offset-relu": [_fake(0.0, dead=True, m_ratio=0.0)] * 5})[CURV_A] == "inconclusive"
+
+
+def test_the_tangential_test_row_is_re_judged_over_its_conventions():
+    """Re-judged from the stored lambda_min and floor series: a smooth run negative at 60 % of its points holds up
+    to the share 0.5 and flips beyond; negatives 10x the floor flip once the floor is raised 100x."""
+    rob = _rows({**GOOD, "normal-silu": [_fake(0.6, collapsed=False)] * 5})[CURV_T]["robustness"]
+    assert rob["negative_points"]["status"] == "flips at 0.75, 0.9" and rob["majority"]["status"] == "robust"
+    small = {**GOOD, **{r: [_fake(0.8, lam=-1e-9)] * 5 for r in ("normal-silu", "collapsed-silu")}}
+    rob = _rows(small)[CURV_T]["robustness"]["rel_floor"]
+    assert rob["values"] == [1e-12, 1e-10, 1e-08, 1e-06] and rob["status"] == "flips at 1e-08, 1e-06"
+    # majority: 3 of 5 seeds negative at 0.8 are a supported row only under a 60 % majority
+    mixed = [_fake(0.8, collapsed=False)] * 3 + [_fake(0.2, collapsed=False)] * 2
+    rob = _rows({**GOOD, "normal-silu": mixed})[CURV_T]["robustness"]["majority"]
+    assert rob["verdicts"] == ["supported", "inconclusive", "inconclusive"]
 
 
 def test_a_linear_head_negative_only_under_the_ambient_reading_fails_that_row_alone():
-    v = _verdicts({**GOOD, "collapsed-linear": [_fake(0.0, ambient=0.9, m_ratio=0.0)] * 5})
+    v = _verdicts({**GOOD, "offset-linear": [_fake(0.0, ambient=0.9, m_ratio=0.0)] * 5})
     assert (v[CURV_A], v[CURV_T], v[IDENT]) == ("not supported", "supported", "supported")
 
 
 def test_escape_is_judged_on_seeds_collapsed_at_step_0_with_one_rule_for_every_run():
-    # ReLU/linear never collapsed (an inert pseudo-collapse: spread at step 0 = the reference): left out and
-    # counted; the contrast has no "not expected" side
-    never = {**GOOD, "collapsed-relu": [_fake(0.0, collapsed=False, m_ratio=0.0)] * 5,
-             "collapsed-linear": [_fake(0.1, collapsed=False, m_ratio=0.0)] * 5}
+    # ReLU/linear never under the level at step 0: left out and counted; the contrast has no "not expected" side
+    never = {**GOOD, "offset-relu": [_fake(0.0, collapsed=False, m_ratio=0.0)] * 5,
+             "offset-linear": [_fake(0.1, collapsed=False, m_ratio=0.0)] * 5}
     rows = _rows(never)
     assert rows[ESC]["verdict"] == "inconclusive"
-    assert rows[ESC]["measured"]["never_collapsed_seeds[collapsed-relu]"]["value"] == 5
+    assert rows[ESC]["measured"]["collapsed_at_start_seeds[offset-relu]"]["value"] == 0
     # a smooth side that never escapes fails, whatever the other side holds (no "inconclusive" first)
     stuck = {**never, "collapsed-silu": [_fake(0.6, escaped=False)] * 5}
     assert _rows(stuck)[ESC]["verdict"] == "not supported"
     # ReLU collapsed and escaping in every seed: the contrast fails
-    assert _verdicts({**GOOD, "collapsed-relu": [_fake(0.0, escaped=True, m_ratio=0.0)] * 5})[ESC] == "not supported"
+    assert _verdicts({**GOOD, "offset-relu": [_fake(0.0, escaped=True, m_ratio=0.0)] * 5})[ESC] == "not supported"
+    # normal-silu (not collapsed by construction) is reported beside, not judged
+    assert "escaped[normal-silu]" not in rows[ESC]["measured"] and "spread_ratio[normal-silu]" in rows[ESC]["measured"]
 
 
 def test_c4_at_the_collapsed_states_training_reaches():
@@ -231,16 +268,16 @@ def test_c4_at_the_collapsed_states_training_reaches():
 def test_rules_on_constructed_trajectories():
     assert negative_fraction([-1.0, -1e-12, 0.5, None], [1e-10, 1e-10, 1e-10, 1e-10]) == pytest.approx(1 / 3)
     assert negative_fraction([None], [None]) is None
-    e = escape([0.01, None, 0.05], 0.2, 0.5)  # level 0.5 * 0.2 = 0.1
-    assert not e["escaped"] and e["collapsed_initially"] and e["spread_ratio"] == pytest.approx(5.0)
-    assert e["collapse_level"] == pytest.approx(0.1)
-    e = escape([0.01, 0.2], 0.2, 0.5)
+    e = escape([0.01, None, 0.05], 16, 0.5)  # level 0.5 / sqrt(16) = 0.125
+    assert not e["escaped"] and e["collapsed_initially"] and e["spread_ratio"] == pytest.approx(5.0) and e["grew"]
+    assert e["collapse_level"] == pytest.approx(0.125)
+    e = escape([0.01, 0.2], 16, 0.5)
     assert e["escaped"] and e["collapsed_initially"]
-    never = escape([0.2, 0.13], 0.2, 0.5)  # at the reference: never collapsed, whatever follows
+    never = escape([0.2, 0.13], 16, 0.5)  # above the level at step 0: never collapsed, whatever follows
     assert never["escaped"] and not never["collapsed_initially"]
-    assert escape([0.01, 0.2], None, 0.5)["escaped"] is None  # no reference: undecided, not guessed
+    assert escape([0.01, 0.2], None, 0.5)["escaped"] is None  # no width: undecided, not guessed
     with pytest.raises(ValueError, match="collapse_fraction"):
-        escape([0.01], 0.2, 1.5)
+        escape([0.01], 16, 1.5)
     assert dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.1])
     assert not dead_head([0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.3, 0.2, 0.1, 0.2])  # variance moves
     assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present
@@ -253,7 +290,7 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     from headgeom.experiments.runner import run_experiments
     import headgeom.experiments.c8_hessian_tracking as mod
 
-    cfg = dataclasses.replace(TINY, runs=("collapsed-linear",), readings=("tangential",), power_iterations=None)
+    cfg = dataclasses.replace(TINY, runs=("offset-linear",), readings=("tangential",), power_iterations=None)
     monkeypatch.setitem(mod.EXPERIMENT.presets, "quick", lambda: cfg)
     out = run_experiments(["C8"], "quick", tmp_path, progress=False)
     assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8", "C4"}  # C4 at its collapsed states
@@ -289,7 +326,7 @@ def test_gradient_norm_series_and_figure(tiny):
 
 def test_negatives_tiny_against_lambda_max_are_named():
     good = {"normal-silu": [_fake(0.8)] * 2, "collapsed-silu": [_fake(0.6, True)] * 2,
-            "collapsed-linear": [_fake(0.1)] * 2}
+            "offset-linear": [_fake(0.1)] * 2}
     tiny = {**_fake(0.9), "lambda_min[tangential]": [-1e-19, 1e-20], "lambda_max[tangential]": [2e-11, 2e-11],
             "floor[tangential]": [2e-21, 2e-21]}
     real = {**_fake(0.9), "lambda_min[tangential]": [-1e-3, -1e-19], "lambda_max[tangential]": [1.0, 2e-11],
@@ -297,13 +334,13 @@ def test_negatives_tiny_against_lambda_max_are_named():
     cfg = dataclasses.replace(TINY, readings=READ, seeds=2)
 
     def notes(relu):
-        s = summarize(cfg, [({"run": r, "seed": i}, m) for r, ms in {**good, "collapsed-relu": relu}.items()
+        s = summarize(cfg, [({"run": r, "seed": i}, m) for r, ms in {**good, "offset-relu": relu}.items()
                             for i, m in enumerate(ms)])
         return [n for n in s.notes if "every negative point" in n]
 
     # recorded before the operand floor (no operand_scale series): their floor was the result's alone
     flagged = notes([tiny, tiny])
-    assert len(flagged) == 1 and flagged[0].startswith("collapsed-relu under the tangential reading")
+    assert len(flagged) == 1 and flagged[0].startswith("offset-relu under the tangential reading")
     assert "5.0e-09 * lambda_max (2 points over 2 seeds)" in flagged[0]
     assert "2 of the seeds were recorded before the operand-relative floor" in flagged[0]
     assert notes([tiny, real]) == []  # one clearly negative point (1e-3 of λ_max) is named nowhere

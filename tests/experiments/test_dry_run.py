@@ -46,19 +46,20 @@ def test_dry_run_with_only_and_overrides(tmp_path, capsys, no_subprocess):
     text = capsys.readouterr().out
     assert rc == 0 and not (tmp_path / "o").exists()
     assert "\nC8 (training)" in text and "\nGRID" not in text and "\nC1 " not in text
-    assert "run ∈ {collapsed-linear, collapsed-relu, collapsed-silu, normal-silu} × seed ∈ {0}" in text
+    assert "run ∈ {collapsed-silu, normal-silu, offset-linear, offset-relu} × seed ∈ {0}" in text
     assert "2 GPUs" in text and "time limit 0:30:00" in text and "DDP over 2 processes" in text
     assert "the quick preset is scaled down" in text and "--seeds on the command line" in text
 
 
 def test_dry_run_prints_the_notes_a_run_would_report(tmp_path, capsys, no_subprocess):
-    # C8's collapsed runs set train.pseudo_collapse themselves: a --set of it reaches only the normal runs
+    # C8's runs set train.pseudo_collapse themselves (0.1 for collapsed-silu, none for the others): a --set of it
+    # is noted for the cells that hold another value
     rc = main(["reproduce", "--preset", "quick", "--only", "C8", "--dry-run", "--out", str(tmp_path / "o"),
                "--set", "train.pseudo_collapse=0.1"])
     text = capsys.readouterr().out
     assert rc == 0
     notes = [line for line in text.splitlines() if line.startswith("  note: ")]
-    assert len(notes) == 1 and "--set train.pseudo_collapse=0.1: 2 of 8 cells" in notes[0], notes
+    assert len(notes) == 1 and "--set train.pseudo_collapse=0.1: 6 of 8 cells" in notes[0], notes
     assert text.index("\nC8 (training)") < text.index(notes[0]) < text.index("  8 cells:")
     assert main(["reproduce", "--preset", "quick", "--only", "C8", "--dry-run", "--out", str(tmp_path / "o")]) == 0
     assert "  note: " not in capsys.readouterr().out

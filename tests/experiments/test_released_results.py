@@ -16,8 +16,9 @@ from headgeom.claims.sources import AUTHORS
 from headgeom.experiments import runner
 from headgeom.experiments.released_results import ReleasedConfig, available, cells, run_cell, summarize
 from headgeom.experiments.runner import plan_experiments, run_experiments
+from headgeom.released.collapse import LR_LABELS
 from headgeom.released.manifest import RELEASED_ENV, ReleasedFileError
-from headgeom.released.parts import NO_REFERENCE
+from headgeom.claims.collapse_escape import run_name
 from claim_rows import rows_json
 from headgeom.claims.row import Row
 
@@ -47,6 +48,12 @@ def _summary(config):
     return summarize(config, [(c, run_cell(config, c)) for c in cells(config)])
 
 
+def _key(key):
+    """(activation, bn, lr) of a synthetic grid key such as "relu_bn_True_lr_small"."""
+    act, _, bn, _, label = key.split("_")
+    return {"swish": "silu"}.get(act, act), bn == "True", LR_LABELS[label]
+
+
 def _side(est):
     lo, hi = est["ci"]
     return "above" if lo > 1 else "below" if hi < 1 else "straddles"
@@ -59,7 +66,18 @@ def test_rows_on_a_synthetic_copy_follow_the_stated_criteria(synthetic):
     assert {c["id"] for c in claims} == {"C5", "C8", "C9", "C11", "C12"}
     assert all(c["source"] == AUTHORS and c["evidence"] == "test" for c in claims)
     c5 = [c for c in claims if c["id"] == "C5"]  # two contrasts per CIFAR-10 grid, none for CIFAR-100
-    assert len(c5) == 4 and all(c["verdict"] == "inconclusive" and NO_REFERENCE in c["criterion"] for c in c5)
+    assert len(c5) == 4
+    for c in c5:  # the synthetic spreads (1e-6 to 1e-2) never reach the level 0.5/sqrt(2048) = 0.011
+        grid = copy.expected[("collapse", c["setting"]["data"], c["setting"]["backbone"])]
+        present = {run_name(*_key(k)) for k in grid}
+        positive = [g for g in c["criterion"].split("escape expected in ")[1].split("]")[0].strip("[").replace(
+            "'", "").split(", ") if g in present]
+        level = "not supported" if positive else "inconclusive"  # an expected group never reaches the level
+        assert c["reason"].startswith(f"level reached: {level}") and "k = 2048" in c["criterion"]
+        assert c["verdict"] == (level if f"growth: {level}" in c["reason"] else "inconclusive")
+        head, group = c["measured"][c["headline"]], c["headline"][len("escaped["):-1]
+        assert head["n"] == (3 if group in present else 0) and (group not in present or head["value"] == 0.0)
+        assert set(c["robustness"]) == {"collapse_fraction", "growth", "majority"} == set(c["conventions"])
     assert [c["verdict"] for c in claims if c["id"] == "C8"] == ["inconclusive"]
     for c in claims:
         if c["id"] in ("C9", "C11", "C12"):  # the single-run standard: conventions named and swept, words given
@@ -176,8 +194,23 @@ def test_the_real_copy_re_judged(tmp_path, capsys):
                and "session" in r["budget"]["basis"] for r in by["C12"])
     (c8,) = by["C8"]
     assert c8["verdict"] == "inconclusive"  # the float32 estimates cannot form C8's sign floor
+    assert all(r["status"] == "robust" for r in c8["robustness"].values()) and "What would decide it" in c8["criterion"]
     assert c8["measured"]["frac_epochs_estimate_below_0[normal-silu]"]["value"] == pytest.approx(0.69)  # the paper's 69/100
-    assert [r["verdict"] for r in by["C5"]] == ["inconclusive"] * 4
+    # the authors' grids against the level 0.5/sqrt(2048): no run without BN comes near it (at most 0.32 of 1/sqrt(k)),
+    # and neither SiLU nor ReLU grows at lr 0.005; ReLU without BN at lr 0.5 shrinks; ViT-Tiny has no SiLU at 0.005,
+    # so its flow contrast is read at lr 0.05, the smallest holding both heads, where SiLU falls further too
+    c5 = {(r["setting"]["backbone"], r["setting"]["part"][:8]): r for r in by["C5"]}
+    assert {k: r["verdict"] for k, r in c5.items()} == {
+        ("resnet18", "smallest"): "not supported", ("resnet18", "ReLU esc"): "not supported",
+        ("vit_tiny", "smallest"): "not supported", ("vit_tiny", "ReLU esc"): "not supported"}
+    assert all(r["measured"][r["headline"]]["n"] > 0 for r in c5.values())  # decided on seeds, no empty headline
+    lo = c5[("resnet18", "smallest")]["measured"]
+    assert lo["escaped[silu/nobn/lr=0.005]"]["n"] == 3 and lo["escaped[silu/nobn/lr=0.005]"]["value"] == 0.0
+    assert lo["final_over_uniform[silu/nobn/lr=0.005]"]["max"] < 0.05
+    vit = c5[("vit_tiny", "smallest")]
+    assert "lr 0.05" in vit["setting"]["part"] and vit["measured"]["escaped[silu/nobn/lr=0.05]"]["n"] == 3
+    assert vit["measured"]["final_over_uniform[silu/nobn/lr=0.05]"]["max"] < vit["measured"][
+        "initial_over_uniform[silu/nobn/lr=0.05]"]["value"]
     # C9: selective beyond random heads of their architecture (main); the random-direction control is not formed
     assert [(r["setting"]["backbone"], r["setting"]["part"], r["verdict"]) for r in by["C9"]] == [
         ("resnet18", "main", "supported"), ("resnet18", "selective", "inconclusive"),
@@ -193,6 +226,20 @@ def test_the_real_copy_re_judged(tmp_path, capsys):
     sel = [c11["deeper heads compress more"]["measured"][f"selectivity[depth {d}]"]["value"] for d in (1, 2, 3)]
     assert sel == sorted(sel)
     assert c11["deeper heads compress more"]["measured"]["image_pairing"]["value"] > 0.7  # the same images
+
+
+@needs_copy
+def test_the_released_spreads_are_consistent_with_k_2048():
+    """The files do not store k; the C5 rows take the paper's 2048. A BN run's outputs are centred by its last BN,
+    so its spread is close to 1/sqrt(k): none of the stored spreads exceeds 1/sqrt(2048), as they would with a
+    smaller k (1/sqrt(512) = 0.044), while the BN runs come within 2x of it."""
+    from headgeom.released.collapse import read_collapse
+    from headgeom.released.parts import PROJECTOR_OUT
+
+    runs = [r for d, b in (("cifar10", "resnet18"), ("cifar10", "vit_tiny"), ("cifar100", "resnet18"))
+            for r in read_collapse(REAL, d, b).runs]
+    assert max(float(r.spread.max()) for r in runs) < 1 / math.sqrt(PROJECTOR_OUT)
+    assert max(float(r.spread.max()) for r in runs if r.bn) > 0.5 / math.sqrt(PROJECTOR_OUT)
 
 
 @needs_copy

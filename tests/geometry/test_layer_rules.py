@@ -17,6 +17,7 @@ from headgeom.geometry.layers import FUNCTION_RULES, MODULE_RULES, NotAChain, is
 from headgeom.geometry.engine.chain import chain_pass, fuse_affine_runs
 from headgeom.geometry.layers import ChannelAffine, GroupNormalize, RMSNormalize, RowNorm
 from headgeom.heads import ACTIVATION_REGISTRY, L2Normalize
+from headgeom.heads.offset import OutputOffset
 
 DT = torch.float64
 S, W = 3, 6  # W even (GLU halves it) and a multiple of GroupNorm's 3 groups
@@ -44,6 +45,12 @@ def _ln() -> nn.LayerNorm:
     return ln
 
 
+def _offset() -> OutputOffset:
+    off = OutputOffset(W).to(DT)
+    off.shift.copy_(BETA)
+    return off
+
+
 def _affine_norm(norm: nn.Module) -> nn.Module:
     """A norm module with its γ (and β) away from 1 (and 0)."""
     with torch.no_grad():
@@ -67,6 +74,7 @@ MODULE_EXAMPLES = {
     nn.Linear: _linear,
     nn.Identity: nn.Identity,
     ChannelAffine: lambda: ChannelAffine(GAMMA, BETA),
+    OutputOffset: _offset,
     nn.BatchNorm1d: _bn,
     nn.Dropout: lambda: nn.Dropout(0.3).eval(),
     nn.LayerNorm: _ln,

@@ -11,17 +11,24 @@ import dataclasses
 import pytest
 import torch
 
-from headgeom.experiments.c8_hessian_tracking import TRAIN, C8Config, train_config
+from headgeom.experiments.c8_hessian_tracking import TRAIN, C8Config
 from headgeom.heads import scale_linear_weights_
 from headgeom.claims.curvature_verdict import INERT_REL_TOL
 from headgeom.theory.pseudo_collapse import gap_at_init, pseudo_collapse_gap
 from headgeom.train import build_method_from_config
+from headgeom.train.recipes import simsiam_cell
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny problems: thread hand-offs dominate
 
 TINY = C8Config(train=dataclasses.replace(TRAIN, data_options={"n": 24, "size": 16}, batch_size=8),
                 hidden=16, out_dim=16, pred_hidden=16, block_samples=3, seeds=1)
 READINGS = ("ambient", "tangential")
+
+
+def train_config(config: C8Config, run: str, seed: int):
+    """The ×0.1 run of ``run`` = "collapsed-<activation>": C8's recipe and head widths, pseudo-collapsed ×0.1."""
+    return simsiam_cell(dataclasses.replace(config.train, pseudo_collapse=0.1), run.split("-")[1], seed,
+                        hidden=config.hidden, out_dim=config.out_dim, pred_hidden=config.pred_hidden)
 
 
 def _gap(run: str, seed: int = 0) -> dict[str, float]:

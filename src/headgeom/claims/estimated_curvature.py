@@ -16,11 +16,13 @@ import math
 import statistics
 from typing import Any
 
-from headgeom.claims.curvature_verdict import NON_SMOOTH
+from headgeom.claims.curvature_verdict import NEGATIVE_POINTS_SWEPT, NON_SMOOTH
 from headgeom.claims.estimates import measured
-from headgeom.claims.training_verdicts import contrast_rule, contrast_verdict, negative_fraction
+from headgeom.claims.robustness import Robustness, sweep_grid
+from headgeom.claims.training_verdicts import MAJORITIES, contrast_rule, contrast_verdict, negative_fraction
+from headgeom.claims.verdict import Verdict
 
-__all__ = ["NEGATIVE_POINTS", "NO_FLOOR", "estimated_curvature"]
+__all__ = ["NEGATIVE_POINTS", "NO_FLOOR", "estimated_curvature", "estimated_curvature_robustness"]
 
 NEGATIVE_POINTS = 0.5  # a run "shows negative curvature" when >= this fraction of its points has λ_min < -floor
 NO_FLOOR = ("the series stores only the λ_min estimates: no max|λ|, no operand scale S and no exact eigenvalue, so "
@@ -69,3 +71,17 @@ def estimated_curvature(runs: dict[str, dict[str, Any]], *, negative_points: flo
         verdict, reason = contrast_verdict(*judged["floor"], majority)
         outcome = f"{verdict} ({reason})"
     return verdict, meas, f"{rule}. Estimates: {estimator}. Outcome: {outcome}", face_verdict
+
+
+def estimated_curvature_robustness(runs: dict[str, dict[str, Any]], headline: str, *, negative_points: float,
+                                   majority: float, estimator: str) -> tuple[tuple[str, ...], dict[str, Robustness], str]:
+    """(conventions, robustness, in words) of :func:`estimated_curvature`'s verdict: re-judged over the shares of
+    negative points and the majorities of seeds C8's rows sweep. The sign floor is not swept: the series has none
+    to scale (:data:`NO_FLOOR`)."""
+    def rule(np_: float = negative_points, maj: float = majority) -> Verdict:
+        return Verdict(estimated_curvature(runs, negative_points=np_, majority=maj, estimator=estimator)[0], headline)
+    robustness = {"negative_points": sweep_grid(lambda v: rule(np_=v), negative_points, NEGATIVE_POINTS_SWEPT),
+                  "majority": sweep_grid(lambda v: rule(maj=v), majority, MAJORITIES)}
+    words = (f"Robustness: re-judged at negative_points {list(NEGATIVE_POINTS_SWEPT)} and majority {list(MAJORITIES)}; "
+             "the sign floor is not swept (the series stores none)")
+    return ("negative_points", "majority"), robustness, words

@@ -28,11 +28,13 @@ def smooth_key(smooth_fractions: Mapping[str, float]) -> str:
 
 
 def relu_gap_verdict(flow_escaped: Sequence[bool], alive_and_stuck: Sequence[bool], other_route: bool,
-                     m_zero: bool, smooth_fractions: Mapping[str, float], support_fraction: float) -> Verdict:
+                     m_zero: bool, smooth_fractions: Mapping[str, float], support_fraction: float,
+                     smooth_escapes: float = SMOOTH_ESCAPES) -> Verdict:
     """``flow_escaped``, ``alive_and_stuck``: per ReLU seed (no BN), whether its flow escaped, and whether it did
     not escape while alive and complete; ``other_route``: ReLU escaped under some GD step size or with BN;
     ``m_zero``: ReLU's M/H ≤ 1e-10 along every flow; ``smooth_fractions``: per smooth head (no BN), the fraction
-    of seeds whose flow escaped (NaN: not run)."""
+    of seeds whose flow escaped (NaN: not run); ``smooth_escapes``: the share of its seeds a smooth head must
+    escape in."""
     n = len(flow_escaped)
     if not n:
         return Verdict("inconclusive", "relu_flow_escape_fraction")
@@ -40,7 +42,7 @@ def relu_gap_verdict(flow_escaped: Sequence[bool], alive_and_stuck: Sequence[boo
         return Verdict("not supported", "relu_flow_escape_fraction" if sum(flow_escaped) / n > 0.5
                        else "relu_max_M_over_H_along_flow")
     kept = sum(alive_and_stuck) / n
-    smooth_ok = any(f >= SMOOTH_ESCAPES for f in smooth_fractions.values() if math.isfinite(f))
+    smooth_ok = any(f >= smooth_escapes for f in smooth_fractions.values() if math.isfinite(f))
     if kept >= support_fraction and other_route and smooth_ok:
         return Verdict("supported", "relu_flow_alive_and_not_escaped_fraction")
     return Verdict("inconclusive", "relu_flow_alive_and_not_escaped_fraction" if kept < support_fraction

@@ -15,7 +15,7 @@ from typing import Any
 
 from headgeom.claims.verdict import Verdict, check_verdict
 
-__all__ = ["ROBUST", "Robustness", "robustness_text", "status_of", "sweep", "with_own"]
+__all__ = ["ROBUST", "Robustness", "robustness_text", "status_of", "sweep", "sweep_grid", "with_own"]
 
 ROBUST = "robust"
 FLIPS = "flips at "
@@ -84,3 +84,9 @@ def robustness_text(robust: Mapping[str, Robustness]) -> str:
     """The sweeps in words for a row's criterion, e.g. "rel_tol over [1e-12, 1e-10]: robust; majority over [0.5, 0.8]:
     flips at 0.5"."""
     return "; ".join(f"{name} over {list(r.values)}: {r.status}" for name, r in robust.items())
+
+
+def sweep_grid(rule: Callable[[Any], Verdict], at: Any, grid: Sequence[Any]) -> Robustness:
+    """:func:`sweep` over a stated ``grid`` of a convention's values with the row's own ``at`` added where the grid
+    lacks it (sorted)."""
+    return sweep(rule, at, with_own(at, grid))

@@ -10,15 +10,20 @@ import math
 from typing import Any, Sequence
 
 from headgeom.claims.estimates import measured
+from headgeom.eval.rankme import uniform_spread
 
-ESCAPE_DEFINITION = ("collapse level = collapse_fraction * spread_reference, spread_reference = the spread of the same "
-                     "head and backbone at normal initialisation (the pseudo-collapse undone) on the same probe batch, "
-                     "measured at step 0; collapsed_initially = spread_initial < level, escaped = spread_final >= level; "
-                     "spread = mean per-dimension std (ddof=1) of the L2-normalised projector outputs on the fixed probe "
-                     "batch (docs/paper.md §3), initial = step 0, final = last tracking point; spread_ratio = final / "
-                     "initial is reported beside it. Inclusion, the same for every activation and BatchNorm setting: "
-                     "only runs collapsed at step 0 can escape or stay collapsed; a run never collapsed is left out of "
-                     "the escape rows and counted")
+COLLAPSE_FRACTION = 0.5  # collapse level = this x 1/sqrt(k), pre-registered, the same for every head and run
+GROWTH = 2.0  # a run grew when its final spread is >= this x its initial spread
+MAJORITIES = (0.6, 0.8, 1.0)  # the majorities of seeds every contrast's robustness sweeps
+ESCAPE_DEFINITION = ("spread = mean per-dimension std (ddof=1) of the L2-normalised projector outputs on the fixed probe "
+                     "batch (docs/paper.md §3.3), initial = step 0 (for the authors' files: the first stored epoch), "
+                     "final = the last tracking point; collapse level = collapse_fraction / sqrt(k), k the projector's "
+                     "output width (1/sqrt(k) is the per-dimension std of directions uniform on the sphere in R^k: one "
+                     "reference, independent of the head and of the run); collapsed at the start = initial < level. "
+                     "Escape is judged two ways, one rule for every activation and BatchNorm setting: reached = final >= "
+                     "level (the level reached), grew = final / initial >= growth (growth from the start). Inclusion, "
+                     "the same for every run: only runs collapsed at the start, not diverged and not dead enter the "
+                     "escape rows; the others are left out and counted")
 DEAD_DEFINITION = ("dead head (docs/paper.md §4 pitfall 8): H_eff = 0 exactly (max|lambda| = 0) at the last tracking "
                    "point and the projector spread frozen (relative change <= 1e-9) over the second half of the "
                    "tracking points; a dead head has no curvature at all, which is not 'no negative curvature'")
@@ -33,21 +38,26 @@ def negative_fraction(lambda_min: Sequence[float | None], floor: Sequence[float 
     return sum(l < -f for l, f in pairs) / len(pairs)
 
 
-def escape(spread: Sequence[float | None], reference: float | None, collapse_fraction: float) -> dict[str, Any]:
-    """Initial/final projector spread, their ratio, the calibrated level and the collapse flags of
-    ESCAPE_DEFINITION (flags None when the reference or the series is missing)."""
+def escape(spread: Sequence[float | None], k: int | None, collapse_fraction: float,
+           growth: float = GROWTH) -> dict[str, Any]:
+    """ESCAPE_DEFINITION on one run's spread series: initial and final spread, their ratio, the level
+    ``collapse_fraction / sqrt(k)`` and the flags ``collapsed_initially``, ``escaped`` (the level reached) and
+    ``grew`` (final / initial >= ``growth``); flags None when the series or k is missing."""
     if not 0 < collapse_fraction <= 1:
-        raise ValueError(f"collapse_fraction must lie in (0, 1] (a fraction of the normal-init spread); got {collapse_fraction!r}")
+        raise ValueError(f"collapse_fraction must lie in (0, 1] (a fraction of 1/sqrt(k)); got {collapse_fraction!r}")
+    if not growth > 1:
+        raise ValueError(f"growth must be a factor > 1 (final / initial spread); got {growth!r}")
     vals = [s for s in spread if s is not None]
-    if not vals or reference is None or not reference > 0:
-        return {"spread_initial": vals[0] if vals else None, "spread_final": vals[-1] if vals else None,
-                "spread_ratio": None, "spread_reference": reference, "collapse_level": None, "escaped": None,
-                "collapsed_initially": None}
-    first, last = vals[0], vals[-1]
-    level = collapse_fraction * reference
+    first, last = (vals[0], vals[-1]) if vals else (None, None)
+    out = {"spread_initial": first, "spread_final": last, "spread_ratio": None, "collapse_level": None,
+           "collapsed_initially": None, "escaped": None, "grew": None}
+    if not vals or k is None:
+        return out
     ratio = last / first if first > 0 else (math.inf if last > 0 else 1.0)
-    return {"spread_initial": first, "spread_final": last, "spread_ratio": ratio, "spread_reference": reference,
-            "collapse_level": level, "escaped": bool(last >= level), "collapsed_initially": bool(first < level)}
+    level = collapse_fraction * uniform_spread(int(k))
+    out.update(spread_ratio=ratio, collapse_level=level, collapsed_initially=bool(first < level),
+               escaped=bool(last >= level), grew=bool(ratio >= growth))
+    return out
 
 
 def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
@@ -64,21 +74,32 @@ def dead_head(lambda_min: Sequence[float | None], lambda_max: Sequence[float | N
     return all(abs(s - tail[0]) <= 1e-9 * ref for s in tail)
 
 
-def collapse_outcome(out: dict[str, Any], config: Any, done: dict[str, Any],
+def collapse_outcome(out: dict[str, Any], config: Any, done: dict[str, Any], k: int,
                      lambda_min: Sequence[float | None], lambda_max: Sequence[float | None],
                      reference: float | None) -> None:
-    """Write a run's escape flags (ESCAPE_DEFINITION, against ``reference``, the run's normal-init spread),
-    dead-head flag and divergence into ``out``; a run stopped by a non-finite loss leaves escape undecided."""
-    out.update(escape(out["spread_projector"], reference, config.collapse_fraction))
+    """Write a run's escape outcome at the config's conventions (ESCAPE_DEFINITION: ``config.collapse_fraction``,
+    ``config.growth``; ``k`` the projector's output width), its dead-head flag and divergence into ``out``, with
+    ``spread_reference`` (the same head's spread at normal init, context only); a run stopped by a non-finite loss
+    leaves escape undecided. The verdicts re-judge the stored series (:func:`run_escape`)."""
+    out["out_dim"] = int(k)
+    out["spread_reference"] = reference
     out["dead_head"] = dead_head(lambda_min, lambda_max, out["spread_projector"])
     out["diverged"] = done.get("diverged")
-    if out["diverged"]:
-        out["escaped"] = None
+    out.update(run_escape(out, config.collapse_fraction, config.growth))
+
+
+def run_escape(m: dict[str, Any], collapse_fraction: float, growth: float) -> dict[str, Any]:
+    """:func:`escape` of a run's stored series (``spread_projector``, ``out_dim``) at the given conventions; a
+    diverged run's flags are None (undecided)."""
+    out = escape(m.get("spread_projector") or [], m.get("out_dim"), collapse_fraction, growth)
+    if m.get("diverged"):
+        out["escaped"] = out["grew"] = None
+    return out
 
 
 def usable_escape(m: dict[str, Any]) -> bool:
-    """The one inclusion rule of every escape row (ESCAPE_DEFINITION): collapsed at step 0 against the calibrated
-    level, escape decided (not diverged), not a dead head."""
+    """The one inclusion rule of every escape row (ESCAPE_DEFINITION): collapsed at the start against the level,
+    escape decided (not diverged), not a dead head; ``m`` holds the flags of :func:`run_escape` and ``dead_head``."""
     return bool(m.get("collapsed_initially")) and m.get("escaped") is not None and not m.get("dead_head")
 
 

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 __all__ = ["RANKME_EPS", "covariance_condition", "rankme", "representation_stats",
-           "spread_l2", "total_variance_l2"]
+           "spread_l2", "total_variance_l2", "uniform_spread"]
 
 RANKME_EPS = 1e-7
 
@@ -62,6 +62,14 @@ def spread_l2(z: Tensor) -> float:
     """Mean over dimensions of the per-dimension std of the L2-normalised rows (N ≥ 2)."""
     u = F.normalize(_check(z, 2), dim=1)
     return float(u.std(dim=0, unbiased=True).mean())
+
+
+def uniform_spread(k: int) -> float:
+    """1/√k: the per-dimension std of directions uniform on the unit sphere in R^k (each coordinate has mean 0
+    and variance 1/k), the head-independent reference of a collapse level (docs/paper.md §3.3)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"the output width k must be a positive int; got {k!r}")
+    return 1.0 / math.sqrt(k)
 
 
 def total_variance_l2(z: Tensor) -> float:

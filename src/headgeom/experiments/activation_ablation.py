@@ -7,13 +7,17 @@ out→pred_hidden→out with the run's activation, no BN, SGD momentum 0.9, no w
 pseudo-collapsed init when the config sets it; only the head activation changes.
 
 Measured per run: the λ_min trajectory of the per-sample H_eff blocks (ambient and tangential
-readings, relative floor, as in C8, with a curvature row per reading) and ‖M‖/‖H‖; the spread of the L2-normalised projector outputs (initial,
+readings, relative floor, as in C8, with a curvature row per reading) and ‖M‖/‖H‖ (the Frobenius ratio, which
+C8's ReLU/linear identity checks); the spread of the L2-normalised projector outputs (initial,
 final); the weighted kNN accuracy (cosine, T = 0.1) of the frozen backbone output z and of every
 head layer on the dataset's test split (headgeom.eval.evaluate_run on the cell's training run).
 
 The claim (id C8, extended to six activations): smooth activations (gelu, silu, softplus, tanh)
-show negative curvature during training, relu and linear do not — judged with C8's rule, whose rows
-are ``test`` evidence (:mod:`headgeom.claims.evidence`; the reason is in C8's docstring).
+show negative curvature during training, relu and linear do not — judged with C8's rule
+(:mod:`headgeom.claims.curvature_verdict`): under the tangential reading the smooth half is a ``test`` (with its
+conventions swept) and the relu/linear half an ``identity`` (M = 0, checked on the recorded ‖M‖_F/‖H‖_F); the
+ambient contrast is a ``diagnostic`` (its outcome is fixed by the reading). ``train.collapse`` (the induced
+collapse, :mod:`headgeom.train.collapse`) or ``train.pseudo_collapse`` start every run collapsed.
 """
 from __future__ import annotations
 
@@ -28,7 +32,8 @@ from headgeom.launch.resources import Resources
 from headgeom.claims.budget import PaperBudget
 from headgeom.claims.curvature_verdict import curvature_claims
 from headgeom.report.plots import activation_ablation as plots
-from headgeom.claims.training_verdicts import DEAD_DEFINITION, collapse_outcome, negative_fraction, pm
+from headgeom.claims.training_verdicts import (COLLAPSE_FRACTION, DEAD_DEFINITION, GROWTH, collapse_outcome,
+                                               negative_fraction, pm)
 from headgeom.runs.cell import check_known, seeded_cells
 from headgeom.train import TrainConfig
 from headgeom.train.cells import run_training
@@ -60,7 +65,8 @@ class AblationConfig:
     block_samples: int | None = 8
     rel_floor: float = 1e-10
     negative_points: float = 0.5
-    collapse_fraction: float = 0.5  # collapse level = this x the spread of the same head at normal init
+    collapse_fraction: float = COLLAPSE_FRACTION  # collapse level = this / sqrt(k), k = out_dim (the table's flags)
+    growth: float = GROWTH  # escape as growth: final / initial spread >= this (the table's flags)
     majority: float = 0.8
     knn_k: int = 200
     knn_temperature: float = 0.1
@@ -164,11 +170,12 @@ def run_cell(config: AblationConfig, cell: dict[str, Any]) -> dict[str, Any]:
         out[f"lambda_min[{r}]"], out[f"lambda_max[{r}]"] = lmin, lmax
         out[f"floor[{r}]"] = floor  # the engine's zero band, drawn in the λ figure
         out[f"M_ratio[{r}]"], out[f"M_ratio_norm[{r}]"] = traj.m_ratio(r)
+        out[f"M_ratio_fro[{r}]"], _ = traj.heff(r, "M_ratio_fro")  # what the ReLU/linear identity checks
         out[f"frac_points_negative[{r}]"] = negative_fraction(lmin, floor)
         defined = [v for v in lmin if v is not None]
         out[f"lambda_min_min[{r}]"] = min(defined) if defined else None
         first = first or (lmin, lmax)
-    collapse_outcome(out, config, done, *(first or ([], [])), traj.logged("spread_reference")[0])
+    collapse_outcome(out, config, done, config.out_dim, *(first or ([], [])), traj.logged("spread_reference")[0])
     knn = ev.get("knn", {})  # empty when the run diverged
     points = list(knn)
     out.update(knn=knn, knn_z=knn.get("z"), knn_head=knn[points[-1]] if points else None,
@@ -206,7 +213,8 @@ def summarize(config: AblationConfig, results: list[tuple[dict, dict]]) -> Summa
         groups.setdefault(cell["activation"], []).append(m)
     setting = {"objective": "simsiam (negative cosine, stop-gradient)", "part": "activation ablation",
                "head": paper_head("{act}", config.hidden, config.out_dim), "data": train.data,
-               "init": "default" if train.pseudo_collapse is None else f"pseudo-collapsed x{train.pseudo_collapse:g}",
+               "init": ("default" if train.pseudo_collapse is None else f"pseudo-collapsed x{train.pseudo_collapse:g}")
+               + ("" if train.collapse is None else f", induced collapse to {train.collapse:g}/sqrt(k)"),
                "steps": train.max_steps or f"{train.epochs} epochs", "reduction": "batch mean (blocks carry 1/N)"}
     claims = [row for r in config.readings for row in curvature_claims(
         config, groups, r, setting, {a: a for a in groups}, statement=STATEMENT, paper=PAPER_BUDGET)]

@@ -26,12 +26,15 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from headgeom.claims.relu_gap import relu_gap_verdict, smooth_key
+from headgeom.claims.relu_gap import SMOOTH_ESCAPES, relu_gap_verdict, smooth_key
+from headgeom.claims.robustness import sweep_grid
+from headgeom.claims.training_verdicts import MAJORITIES
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import mean_std_text
 from headgeom.claims.evidence import TEST
+from headgeom.claims.verdict import Verdict
 from headgeom.report.paper_protocol import PaperProtocol
 from headgeom.report.plots import c5_relu_gap as plots
 from headgeom.report.table import Table
@@ -39,6 +42,11 @@ from headgeom.runs.cell import seeded_cells
 from headgeom.theory import dynamics as dyn
 
 SMOOTH = ("silu", "gelu")
+M_ZERO_TOL = 1e-10  # ReLU's max |M|_F/|H_eff|_F along the flow at or below this is M = 0
+ESCAPE_FACTORS = (1.25, 1.5, 2.0, 3.0, 5.0)  # the escape factors swept (re-judged on the stored spread series)
+SMOOTH_ESCAPES_SWEPT = (0.25, 0.5, 0.75, 1.0)
+M_ZERO_TOLS = (1e-12, 1e-10, 1e-8, 1e-6)
+CONVENTIONS = ("escape_factor", "support_fraction", "smooth_escapes", "m_zero_tol")
 
 
 @dataclass(frozen=True)
@@ -137,8 +145,15 @@ def _select(results, head: str, bn: bool) -> list[dict]:
     return [m for c, m in results if m["head"] == head and m["bn"] == bn]
 
 
-def _escaped(run: dict) -> bool:
-    return run["escape_time"] is not None and not run["diverged"]
+def _escaped(run: dict, factor: float | None = None) -> bool:
+    """Whether the run escaped: its stored escape time, or, at another ``factor``, the one its stored spread series
+    gives (:func:`headgeom.theory.dynamics.escape_time` on the record grid)."""
+    if run["diverged"]:
+        return False
+    if factor is None:
+        return run["escape_time"] is not None
+    return dyn.escape_time(np.asarray(run["t"]), np.asarray([_num(x) for x in run["spread_escape"]]),
+                           factor) is not None
 
 
 def _fmt(xs: list[float]) -> str:
@@ -155,21 +170,26 @@ def _max_m_ratio(metrics: dict) -> float:
     return max(vals) if vals else float("nan")
 
 
-def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
+def _verdict(config: C5Config, results, *, escape_factor: float | None = None, support_fraction: float | None = None,
+             smooth_escapes: float = SMOOTH_ESCAPES, m_zero_tol: float = M_ZERO_TOL) -> tuple[str, dict, str, str]:
     """(verdict, measured, criterion, headline): headline is the measured key whose value decided the verdict
-    (the first condition of the criterion that failed, or the ReLU flow's alive-and-stuck fraction when all hold)."""
+    (the first condition of the criterion that failed, or the ReLU flow's alive-and-stuck fraction when all hold).
+    The conventions default to the config's (escape_factor None: the cells' own escape times)."""
+    factor = None if escape_factor in (None, config.escape_factor) else escape_factor
+    support = config.support_fraction if support_fraction is None else support_fraction
+    escaped = lambda run: _escaped(_with_series(run, config), factor)  # noqa: E731
     relu = _select(results, "relu", False)
     relu_bn = _select(results, "relu", True)
     dead = [any(g["dead"] for g in m["geometry"][:1]) for m in relu]
-    flow_esc = [_escaped(m["runs"]["flow"]) for m in relu]
+    flow_esc = [escaped(m["runs"]["flow"]) for m in relu]
     complete = [bool(m["runs"]["flow"]["success"]) for m in relu]  # a budget-stopped flow decides nothing
     stuck = [not e and not d and c for e, d, c in zip(flow_esc, dead, complete)]
-    other = any(_escaped(r) for m in relu for k, r in m["runs"].items() if k != "flow") or \
-        any(_escaped(r) for m in relu_bn for r in m["runs"].values())
-    smooth = {h: [_escaped(m["runs"]["flow"]) for m in _select(results, h, False)] for h in SMOOTH}
+    other = any(escaped(r) for m in relu for k, r in m["runs"].items() if k != "flow") or \
+        any(escaped(r) for m in relu_bn for r in m["runs"].values())
+    smooth = {h: [escaped(m["runs"]["flow"]) for m in _select(results, h, False)] for h in SMOOTH}
     smooth_frac = {h: (sum(v) / len(v) if v else float("nan")) for h, v in smooth.items()}
     relu_m = [_max_m_ratio(m) for m in relu]
-    m_zero = bool(relu_m) and all(np.isfinite(x) and x <= 1e-10 for x in relu_m)
+    m_zero = bool(relu_m) and all(np.isfinite(x) and x <= m_zero_tol for x in relu_m)
     meas = {
         "relu_flow_escape_fraction": measured([float(e) for e in flow_esc] or [float("nan")], unit="fraction of seeds"),
         "relu_flow_alive_and_not_escaped_fraction": measured([float(k) for k in stuck] or [float("nan")]),
@@ -185,18 +205,35 @@ def _verdict(config: C5Config, results) -> tuple[str, dict, str, str]:
     for m in relu:
         for k, r in m["runs"].items():
             if k != "flow":
-                meas.setdefault(f"relu_{k}_escape", []).append(float(_escaped(r)))
+                meas.setdefault(f"relu_{k}_escape", []).append(float(escaped(r)))
     for k in [k for k in meas if k.startswith("relu_gd_")]:
         meas[k] = measured(meas[k])
-    criterion = (f"escape = {config.escape_on} spread ≥ {config.escape_factor}× its t=0 value within T={config.horizon}. "
-                 f"supported if ReLU (no BN) M/H ≤ 1e-10 along the flow, its flow reaches T, neither escapes nor is dead in "
-                 f"≥ {config.support_fraction:.0%} of seeds, ReLU escapes under some GD lr or with BN, and a smooth "
-                 f"head (silu/gelu, no BN) escapes under the flow in ≥ 50% of seeds; not supported if ReLU (no BN) "
-                 f"escapes under the flow in > 50% of seeds or its M is not zero; inconclusive otherwise")
+    criterion = (f"escape = {config.escape_on} spread ≥ {escape_factor or config.escape_factor}× its t=0 value within "
+                 f"T={config.horizon}. supported if ReLU (no BN) M/H ≤ {m_zero_tol:g} along the flow, its flow reaches T, "
+                 f"neither escapes nor is dead in ≥ {support:.0%} of seeds, ReLU escapes under some GD lr or with BN, "
+                 f"and a smooth head (silu/gelu, no BN) escapes under the flow in ≥ {smooth_escapes:.0%} of seeds; not "
+                 f"supported if ReLU (no BN) escapes under the flow in > 50% of seeds or its M is not zero; "
+                 f"inconclusive otherwise")
     if not any(np.isfinite(f) for f in smooth_frac.values()):  # the smooth condition has nothing to read
         meas[smooth_key(smooth_frac)] = measured([], meaning="no smooth head (silu/gelu, no BN) was run")
-    verdict = relu_gap_verdict(flow_esc, stuck, other, m_zero, smooth_frac, config.support_fraction)
+    verdict = relu_gap_verdict(flow_esc, stuck, other, m_zero, smooth_frac, support, smooth_escapes)
     return verdict.outcome, meas, criterion, verdict.headline
+
+
+def _with_series(run: dict, config: C5Config) -> dict:
+    """The run with ``spread_escape``, the spread series escape is read on (``config.escape_on``)."""
+    return {**run, "spread_escape": run.get(f"spread_{config.escape_on}") or []}
+
+
+def _robustness(config: C5Config, results) -> dict:
+    """The verdict over a stated range of each convention, re-judged from the stored series (free)."""
+    def rule(**kw):
+        outcome, _, _, headline = _verdict(config, results, **kw)
+        return Verdict(outcome, headline)
+    return {"escape_factor": sweep_grid(lambda v: rule(escape_factor=v), config.escape_factor, ESCAPE_FACTORS),
+            "support_fraction": sweep_grid(lambda v: rule(support_fraction=v), config.support_fraction, MAJORITIES),
+            "smooth_escapes": sweep_grid(lambda v: rule(smooth_escapes=v), SMOOTH_ESCAPES, SMOOTH_ESCAPES_SWEPT),
+            "m_zero_tol": sweep_grid(lambda v: rule(m_zero_tol=v), M_ZERO_TOL, M_ZERO_TOLS)}
 
 
 def _tables(config: C5Config, results) -> list[Table]:
@@ -248,7 +285,14 @@ def summarize(config: C5Config, results) -> Summary:
                     "init_spread": s.init_spread, "views": f"two fixed linear augmentations I + {s.aug_strength}·R/√D",
                     "flow": f"solve_ivp {config.method} rtol={config.rtol} atol={config.atol}", "horizon": config.horizon,
                     "lrs": list(config.lrs)},
-        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
+        measured=meas, verdict=verdict, evidence=TEST, criterion=criterion + (
+            f". Robustness: re-judged from the stored spread series and geometry at escape_factor {list(ESCAPE_FACTORS)}, "
+            f"support_fraction {list(MAJORITIES)}, smooth_escapes {list(SMOOTH_ESCAPES_SWEPT)}, m_zero_tol "
+            f"{list(M_ZERO_TOLS)}; the initial spread (system.init_spread) and the horizon need new runs: not swept"),
+        headline=headline, conventions=CONVENTIONS, robustness=_robustness(config, results),
+        headline_text={"relu_flow_alive_and_not_escaped_fraction": "share of ReLU seeds whose gradient flow stays "
+                       "collapsed (alive, complete)", "relu_flow_escape_fraction": "share of ReLU seeds whose gradient "
+                       "flow escapes collapse"}.get(headline),
     )
     notes = ["spread = mean over dimensions of the per-dimension std (ddof=1, over N samples) of L2-normalised "
              "view-1 outputs; escape is read on the record grid (resolution T/n_record).",

@@ -8,13 +8,16 @@ own experiments use, from headgeom.claims, never a second copy of a criterion. E
 read, as the logs state it (or, where no log records the runs, the paper's protocol, the basis saying so):
 
 - C5 (claims.collapse_escape, GRID's rule): escape per activation × BN × lr of the CIFAR-10 grids
-  (ResNet-18, ViT-Tiny), the same two contrasts. The calibrated escape rule needs the spread of the same
-  head at normal init on the same data; the released grids hold none (every run is pseudo-collapsed), so
-  no run passes the inclusion rule and both rows are inconclusive for that stated reason; the spread
-  trajectories are reported (table). The CIFAR-100 grid names no BN or lr and forms no contrast.
+  (ResNet-18, ViT-Tiny), the same two contrasts, against the same head-independent level as GRID's,
+  ``collapse_fraction / sqrt(k)`` with k = 2048 (the paper's projector output), read as the level reached and as
+  growth from the first stored epoch, the same conventions swept; the first contrast at the smallest lr holding
+  both a SiLU and a ReLU run without BN (ViT-Tiny: 0.05, its only SiLU lr). The spread trajectories are in a
+  table. The CIFAR-100 grid names no BN or lr and forms no contrast.
 - C8 (claims.estimated_curvature, C8's rule): the authors' λ_min series. Their float32 power-iteration
   estimates store no max|λ|, operand scale or exact value, so C8's sign floor cannot be formed:
-  inconclusive, with the fraction of epochs below zero and what the contrast would read at face value.
+  inconclusive, with the fraction of epochs below zero and what the contrast would read at face value; what
+  would decide it: the exact spectra of a rerun (headgeom's C8).
+
 C9, C11 and C12 are judged by the single-run standard ours are (headgeom.claims.single_run): each released
 model is one run, read by its within-run interval over test images against the claim's null and margin:
 
@@ -46,10 +49,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from headgeom.claims.budget import PaperBudget, budget_of_cells
-from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, MAJORITY, c5_parts, escape_row, run_name
+from headgeom.claims.collapse_escape import COLLAPSE_FRACTION, GROWTH, MAJORITY, c5_parts, judge_escape, run_name
 from headgeom.claims.depth_trend import (ACCURACY_MARGIN, COMPRESSION_MARGIN, LEARNED_FLOOR, accuracy_judgement,
                                          compression_judgement, increase_measures)
-from headgeom.claims.estimated_curvature import NEGATIVE_POINTS, estimated_curvature
+from headgeom.claims.estimated_curvature import NEGATIVE_POINTS, estimated_curvature, estimated_curvature_robustness
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import TEST
 from headgeom.claims.orbit_verdicts import control_summary, orbit_judgement
@@ -84,6 +87,7 @@ class ReleasedConfig:
     released_dir: str | None = None  # None: $HEADGEOM_RELEASED (--released DIR sets it)
     manifest: str | None = None  # a manifest JSON to check the copy against; None: the one headgeom ships
     collapse_fraction: float = COLLAPSE_FRACTION  # GRID's
+    growth: float = GROWTH  # GRID's
     majority: float = MAJORITY  # every rule's majority of seeds
     negative_points: float = NEGATIVE_POINTS  # C8's
     n_boot: int = 1000  # C9's bootstrap over images
@@ -138,21 +142,23 @@ def run_cell(config: ReleasedConfig, cell: dict[str, Any]) -> dict[str, Any]:
     if cell["commit"] != manifest.commit[:12]:
         raise ReleasedFileError(f"cell pinned to commit {cell['commit']}, the manifest to {manifest.commit[:12]}")
     part = {k: v for k, v in cell.items() if k != "commit"}
-    return read_part(resolve_released_dir(config.released_dir), part, manifest=manifest,
-                     collapse_fraction=config.collapse_fraction, n_boot=config.n_boot, level=config.level,
-                     levels=tuple(sorted({*LEVELS, config.level})), control_draws=config.control_draws)
+    return read_part(resolve_released_dir(config.released_dir), part, manifest=manifest, n_boot=config.n_boot,
+                     level=config.level, levels=tuple(sorted({*LEVELS, config.level})),
+                     control_draws=config.control_draws)
 
 
 # ---------------------------------------------------------------- rows
 def _row(cid: str, statement: str, cell: dict, m: dict, paper: PaperBudget, meas: dict, verdict: str,
-         criterion: str, headline: str, **setting: Any) -> Row:
+         criterion: str, headline: str, rules: dict[str, Any] | None = None, **setting: Any) -> Row:
+    """One re-judged row; ``rules``: the optional Row fields its rule gives (reason, conventions, robustness,
+    headline_text)."""
     budget = budget_of_cells([m], paper)
     if budget is not None:
         budget = replace(budget, basis=m["train_budget"]["basis"])
     return Row(id=cid, statement=statement, source=AUTHORS, evidence=TEST, verdict=verdict,
                setting={"data": cell["dataset"], "backbone": cell["backbone"], **setting,
                         "released commit": cell["commit"]},
-               measured=meas, headline=headline, budget=budget, criterion=criterion)
+               measured=meas, headline=headline, budget=budget, criterion=criterion, **(rules or {}))
 
 
 def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
@@ -161,18 +167,17 @@ def _c5(config: ReleasedConfig, cell: dict, m: dict) -> list[Row]:
         return []
     groups = {run_name(r["activation"], r["bn"], r["lr"]): r["outcomes"] for r in runs}
     rows = []
-    for part, positive, negative in c5_parts([r["lr"] for r in runs]):
-        verdict, meas, criterion = escape_row(groups, positive, negative, collapse_fraction=config.collapse_fraction,
-                                              majority=config.majority)
-        for g in positive + negative:
-            ratios = [o["spread_last"] / o["spread_first"] for o in groups.get(g, []) if o["spread_first"] > 0]
-            meas[f"spread_last_over_first_epoch[{g}]"] = measured(ratios or float("nan"),
-                                                                 what="raw spread trajectory, not a verdict")
+    for part, positive, negative in c5_parts([(r["activation"], r["bn"], r["lr"]) for r in runs]):
+        j = judge_escape(groups, positive, negative, collapse_fraction=config.collapse_fraction, growth=config.growth,
+                         majority=config.majority)
         rows.append(_row("C5", "ReLU gap: ReLU heads escape collapse only through finite step size and BatchNorm, "
-                         "not under gradient flow (the authors' collapse grid)", cell, m, COLLAPSE_GRID, meas, verdict,
-                         f"{m['no_reference']}. Same rule as GRID: {criterion}", f"escaped[{positive[0]}]",
+                         "not under gradient flow (the authors' collapse grid)", cell, m, COLLAPSE_GRID, j.measured,
+                         j.verdict.outcome, f"Same rule as GRID, on the spread of every seed from the first stored "
+                         f"epoch to the last; {m['out_dim_basis']}: {j.criterion}", j.verdict.headline,
+                         rules={"reason": j.verdict.reason, "conventions": j.conventions, "robustness": j.robustness,
+                                "headline_text": j.headline_text},
                          part=part, file=_rel(m["file"]), seeds=max(r["seeds"] for r in runs),
-                         epochs=max(r["epochs"] for r in runs)))
+                         epochs=max(r["epochs"] for r in runs), k=m["out_dim"]))
     return rows
 
 
@@ -181,9 +186,15 @@ def _c8(config: ReleasedConfig, cell: dict, m: dict) -> Row:
     estimator = next(iter(runs.values()))["estimator"]
     verdict, meas, criterion, _ = estimated_curvature(runs, negative_points=config.negative_points,
                                                       majority=config.majority, estimator=estimator)
+    headline = "frac_epochs_estimate_below_0[normal-silu]"
+    conventions, robustness, swept = estimated_curvature_robustness(runs, headline, negative_points=config.negative_points,
+                                                                    majority=config.majority, estimator=estimator)
     return _row("C8", "Fig. 3: during training smooth heads show negative curvature; ReLU heads do not (the "
                 "authors' lambda_min tracks)", cell, m, HESSIAN_TRACKING, meas, verdict,
-                f"{criterion}. {POWER_DISAGREES}", "frac_epochs_estimate_below_0[normal-silu]",
+                f"{criterion}. {POWER_DISAGREES}. {swept}. What would decide it: exact spectra (or max|lambda| and the "
+                "operand scale per point) of a rerun, as headgeom's C8 records them", headline,
+                rules={"conventions": conventions, "robustness": robustness,
+                       "headline_text": "share of epochs whose lambda_min estimate is negative (normal-init SiLU)"},
                 part="curvature", runs=list(runs), reading="the authors' batch-loss Hessian w.r.t. z1 (ambient)")
 
 
@@ -351,8 +362,8 @@ TRAJECTORY_EPOCHS = (1, 2, 5, 10, 20)  # 1-based epochs shown besides the last
 def _trajectory_table(results: list[tuple[dict, dict]]) -> Table:
     head = ["data, backbone", "run (file key)", "seeds × epochs"] + [f"epoch {e}" for e in TRAJECTORY_EPOCHS] + [
         "last epoch", "last / first"]
-    table = Table(head, title="C5: spread of the L2-normalised outputs per epoch (mean ± std (n seeds)); no calibrated "
-                              "reference, so no escape flag")
+    table = Table(head, title="C5: spread of the L2-normalised outputs per epoch (mean ± std (n seeds)); the level of "
+                              "the escape rows is collapse_fraction/sqrt(k), k = 2048: 1/sqrt(2048) = 0.0221")
     for c, m in results:
         if c["part"] != "C5":
             continue

@@ -14,6 +14,7 @@ from torch import nn
 
 from headgeom.backbones import get_backbone
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
+from headgeom.heads.offset import OutputOffset, check_collapse
 from headgeom.heads.resolution import resolve_head
 from headgeom.methods.base import SSLMethod
 from headgeom.methods.contrastive import SimCLR, SimCLROneWay
@@ -92,6 +93,7 @@ def build_method(
     predictor: HeadSpec | str | None = None,
     pseudo_collapse: float | None = None,
     *,
+    collapse: float | None = None,
     backbone_options: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> SSLMethod:
@@ -102,6 +104,9 @@ def build_method(
     head / predictor: preset name, compact string (first width d, or ``d-`` to fill it in) or
       HeadSpec; None gives the method's default. A predictor for a method without one raises.
     pseudo_collapse: α; the projector's Linear weights are multiplied by α at init (paper: 0.1).
+    collapse: the induced collapse's depth (a fraction of 1/√k, k the projector's output width): the
+      projector ends with a fixed :class:`~headgeom.heads.offset.OutputOffset`, zero here; training sizes it
+      on its probe batch (:func:`headgeom.train.collapse.calibrate_offset`) and checkpoints keep it.
     options: the method's hyper-parameters (``METHODS[name].DEFAULTS``) and ``recipe``.
     """
     cls = get_method_class(name)
@@ -117,6 +122,7 @@ def build_method(
                 or not math.isfinite(pseudo_collapse):
             raise ValueError(f"pseudo_collapse must be a finite float alpha (paper: 0.1) or None; got {pseudo_collapse!r}")
         pseudo_collapse = float(pseudo_collapse)
+    collapse = check_collapse(collapse)
     bb_options = dict(backbone_options or {})
     module, bb_name, d = _make_backbone(backbone, bb_options)
     source = f"backbone {bb_name if bb_name != CUSTOM_BACKBONE else type(module).__name__!r}"
@@ -134,11 +140,13 @@ def build_method(
     projector = ProjectionHead(head_spec)
     if pseudo_collapse is not None:
         scale_linear_weights_(projector, pseudo_collapse)
+    if collapse is not None:
+        projector.layers.append(OutputOffset(head_spec.out_dim))
     pred_module = ProjectionHead(pred_spec) if pred_spec is not None else None
     spec = MethodSpec(
         name=name, backbone=bb_name, backbone_options=bb_options, feature_dim=d,
         head=head_spec.to_string(), predictor=pred_spec.to_string() if pred_spec is not None else None,
-        pseudo_collapse=pseudo_collapse, options=opts,
+        pseudo_collapse=pseudo_collapse, collapse=collapse, options=opts,
     )
     return cls(module, projector, pred_module, spec)
 
@@ -162,6 +170,7 @@ def build_method_from_spec(spec: MethodSpec | Mapping[str, Any], backbone: nn.Mo
     options = {k: v for k, v in spec.options.items() if not (k == "recipe" and v is None)}
     method = build_method(
         spec.name, bb, head=spec.head, predictor=spec.predictor, pseudo_collapse=spec.pseudo_collapse,
+        collapse=spec.collapse,
         backbone_options=None if spec.backbone == CUSTOM_BACKBONE else spec.backbone_options, **options,
     )
     if method.spec.feature_dim != spec.feature_dim:

@@ -25,6 +25,8 @@ class MethodSpec:
     head: projector as a canonical compact head string (first width = feature_dim).
     predictor: predictor compact string (SimSiam, BYOL), else None.
     pseudo_collapse: α of the pseudo-collapsed initialisation (projector Linear weights ×α), or None.
+    collapse: the depth of the induced collapse (a fixed offset after the projector's last layer,
+      :mod:`headgeom.heads.offset`, sized by :func:`headgeom.train.collapse.calibrate_offset`), or None.
     options: the method's hyper-parameters with every default filled in.
     """
 
@@ -35,6 +37,7 @@ class MethodSpec:
     head: str = ""
     predictor: str | None = None
     pseudo_collapse: float | None = None
+    collapse: float | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from the log session that saved the file where there is one and it matches the f
 batches of the 50,000 training images, as :mod:`headgeom.claims.budget` counts the paper's), else from the
 file's own epochs and the paper's protocol, the basis saying which.
 
-Nothing here decides a verdict: escape outcomes come from headgeom.claims.training_verdicts.escape (with
-no calibrated reference, since the released grids hold no normal-init run), orbit measures from
-headgeom.released.measures.
+Nothing here decides a verdict: a collapse-grid run is handed over as its spread series per seed with the
+projector's output width (the escape rule, headgeom.claims.collapse_escape, judges them as it judges
+headgeom's own runs), orbit measures come from headgeom.released.measures.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import torch
 
 from headgeom.claims.budget import CIFAR10_TRAIN
 from headgeom.claims.paper_budgets import COLLAPSE_GRID, HESSIAN_TRACKING, SIMCLR_PRETRAINING
-from headgeom.claims.training_verdicts import escape
 from headgeom.heads.activations import ALIASES
 from headgeom.released.collapse import read_collapse
 from headgeom.released.depth import DEPTHS, read_depth
@@ -34,13 +33,13 @@ from headgeom.released.probes import (PROBE_RUNS, ROTATION_CHANCE, ROTATION_TEST
                                      read_guillotine)
 from headgeom.orbits.random_heads import BN_SETTINGS, excess_increase
 
-__all__ = ["NO_REFERENCE", "PARTS", "part_cells", "read_part"]
+__all__ = ["PARTS", "PROJECTOR_OUT", "PROJECTOR_OUT_BASIS", "part_cells", "read_part"]
 
 PARTS = ("C5", "C8", "C9", "C11", "C12", "C3")
-NO_REFERENCE = ("no calibrated reference in the released data: the calibrated escape rule needs the spread of the "
-                "same head at normal initialisation on the same data, and every run of the released collapse grids "
-                "is pseudo-collapsed (no normal-init run; the Hessian tracks' normal-init Swish run stores no "
-                "projector spread)")
+PROJECTOR_OUT = 2048  # k of the authors' projectors (docs/paper.md §3.2); the collapse files do not store it
+PROJECTOR_OUT_BASIS = ("k = 2048, the paper's projector output (docs/paper.md §3.2); the files do not store it, and "
+                       "no spread they hold exceeds 1/sqrt(2048) = 0.0221, as the spreads of the BN runs (outputs "
+                       "centred by the last BN) would if k were smaller")
 
 
 def part_cells() -> list[dict[str, Any]]:
@@ -70,20 +69,17 @@ def _session_saving(log: ExperimentLog, file_name: str) -> LogSession | None:
     return None
 
 
-def _collapse(root: Path, cell: dict[str, Any], manifest: Manifest, collapse_fraction: float) -> dict[str, Any]:
+def _collapse(root: Path, cell: dict[str, Any], manifest: Manifest) -> dict[str, Any]:
     grid = read_collapse(root, cell["dataset"], cell["backbone"], manifest)
     log = read_log(root, cell["dataset"], cell["backbone"], manifest)
     runs = []
     for r in grid.runs:
-        outcomes = []
-        for seed in r.spread.tolist():
-            out = escape(seed, None, collapse_fraction)  # no calibrated reference: flags stay None
-            out["dead_head"] = None  # the dead-head rule needs H_eff, which the grid does not store
-            out["spread_first"], out["spread_last"] = seed[0], seed[-1]
-            outcomes.append(out)
+        # per seed what the escape rule reads; dead_head None: the dead-head rule needs H_eff, not stored
+        seeds = [{"spread_projector": seed, "out_dim": PROJECTOR_OUT, "dead_head": None, "diverged": None}
+                 for seed in r.spread.tolist()]
         runs.append({"key": r.key, "activation": _activation(r.activation), "bn": r.bn, "lr": r.lr_value,
                      "lr_label": r.lr, "seeds": r.seeds, "epochs": r.epochs, "spread": r.spread.tolist(),
-                     "outcomes": outcomes})
+                     "outcomes": seeds})
     epochs = max(r.epochs for r in grid.runs)
     s = _session_saving(log, "collapse_results.npy")
     if s is not None and s.collapse_epochs == epochs:
@@ -95,8 +91,8 @@ def _collapse(root: Path, cell: dict[str, Any], manifest: Manifest, collapse_fra
         ran = f"its session ran {s.collapse_epochs} epochs" if s is not None else "no session saved it"
         basis = (f"the file holds {epochs} epochs per run; the log does not record these runs ({ran}), so the "
                  f"paper's batch {batch} is assumed (docs/paper.md §3.3)")
-    return {"runs": runs, "file": str(grid.path), "sha256": grid.sha256, "no_reference": NO_REFERENCE,
-            "train_budget": _budget(epochs, batch, basis)}
+    return {"runs": runs, "file": str(grid.path), "sha256": grid.sha256, "out_dim": PROJECTOR_OUT,
+            "out_dim_basis": PROJECTOR_OUT_BASIS, "train_budget": _budget(epochs, batch, basis)}
 
 
 def _hessian(root: Path, manifest: Manifest) -> dict[str, Any]:
@@ -161,16 +157,15 @@ def _depths(root: Path, manifest: Manifest, n_boot: int, level: float, levels: t
     return {"depths": {str(d): v for d, v in depths.items()}, "increase": increase, "image_pairing": _pairing(grids)}
 
 
-def read_part(root: str | Path, cell: dict[str, Any], *, manifest: Manifest, collapse_fraction: float,
-              n_boot: int, level: float, seed: int = 0, levels: tuple[float, ...] = (),
-              control_draws: int = 20) -> dict[str, Any]:
+def read_part(root: str | Path, cell: dict[str, Any], *, manifest: Manifest, n_boot: int, level: float,
+              seed: int = 0, levels: tuple[float, ...] = (), control_draws: int = 20) -> dict[str, Any]:
     """The metrics of one part (:func:`part_cells`) from the copy at ``root``; every file is checked
     against ``manifest`` before it is read (headgeom.released.ReleasedFileError when one is bad).
     ``levels``: the CI levels every interval is also given at; ``control_draws``: random heads per control."""
     root = Path(root)
     part = cell["part"]
     if part == "C5":
-        return _collapse(root, cell, manifest, collapse_fraction)
+        return _collapse(root, cell, manifest)
     if part == "C8":
         return _hessian(root, manifest)
     if part == "C9":

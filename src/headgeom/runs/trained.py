@@ -50,7 +50,8 @@ class RunSettings:
     Model: ``method`` (headgeom.methods name), ``backbone`` (headgeom.backbones name) with
     ``backbone_options`` (e.g. ``{"width": 0.25}``), ``head``/``predictor`` (head spec string or
     preset, None = the method's default), ``pseudo_collapse`` (α: projector Linear weights ×α at
-    init, the paper uses 0.1), ``method_options`` (temperature, λ, EMA momentum, ...), ``seed``
+    init, the paper uses 0.1), ``collapse`` (the induced collapse's depth: a fixed offset after the projector,
+    sized at step 0, :mod:`headgeom.train.collapse`), ``method_options`` (temperature, λ, EMA momentum, ...), ``seed``
     (the run's seed: its initialisation, data order and augmentations).
 
     Data: ``data`` (headgeom.data name), ``data_dir``, ``data_options`` (e.g. shapes ``{"n": 512}``),
@@ -63,6 +64,7 @@ class RunSettings:
     head: str | None = None
     predictor: str | None = None
     pseudo_collapse: float | None = None
+    collapse: float | None = None
     method_options: dict[str, Any] = field(default_factory=dict)
     data: str = "shapes"
     data_dir: str | None = None
@@ -88,7 +90,8 @@ class RunSettings:
     def build_method(self) -> nn.Module:
         """The run's method at a fresh initialisation (the current global torch seed decides it)."""
         return build_method(self.method, backbone=self.backbone, head=self.head, predictor=self.predictor,
-                            pseudo_collapse=self.pseudo_collapse, backbone_options=self.backbone_options,
+                            pseudo_collapse=self.pseudo_collapse, collapse=self.collapse,
+                            backbone_options=self.backbone_options,
                             **self.method_options)
 
     def normalisation(self, data_dir: str | None = None, *, dataset: ImageDataset | None = None

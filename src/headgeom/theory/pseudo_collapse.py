@@ -22,7 +22,18 @@ from headgeom.geometry import effective_hessian
 from headgeom.heads import scale_linear_weights_
 from headgeom.rng import seeded
 
-__all__ = ["pseudo_collapse_gap", "gap_at_init"]
+__all__ = ["inert_on_spread", "pseudo_collapse_gap", "gap_at_init"]
+
+HOMOGENEOUS = ("relu", "linear")  # bias-free heads of these activations are positively homogeneous
+
+
+def inert_on_spread(activation: str, bn: bool) -> bool:
+    """Whether the ×α pseudo-collapse leaves the spread of the L2-normalised outputs of the paper's bias-free
+    projector (docs/paper.md §3.2) unchanged at every α, by construction: a ReLU or linear head without BN is
+    positively homogeneous (its output is scaled by α^depth), and with BN after each Linear every scaling is
+    divided out (up to BatchNorm's eps). For these heads the ×α cannot collapse the spread; smooth heads
+    without BN (SiLU, GELU, ...) are not homogeneous and it can."""
+    return bool(bn) or activation in HOMOGENEOUS
 
 
 def _blocks(method: nn.Module, z_views: Sequence[Tensor], reading: str) -> Tensor:

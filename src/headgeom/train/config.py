@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from headgeom.heads.offset import check_collapse
 from headgeom.runs.trained import RunSettings
 
 from .loggers import parse_loggers
@@ -31,7 +32,7 @@ class TrainConfig(RunSettings):
     """Everything that decides a pre-training run.
 
     Model and data (``method``, ``backbone``, ``backbone_options``, ``head``, ``predictor``,
-    ``pseudo_collapse``, ``method_options``, ``data``, ``data_dir``, ``data_options``,
+    ``pseudo_collapse``, ``collapse``, ``method_options``, ``data``, ``data_dir``, ``data_options``,
     ``image_size``, ``normalize``, ``seed``): the fields of :class:`RunSettings`, declared there once
     (what a run trained on what, as every reader of its config.json needs it); the fields below are
     how it trained.
@@ -106,6 +107,7 @@ class TrainConfig(RunSettings):
                              f"got {self.track_block_samples!r}")
         if self.image_size is not None and (not isinstance(self.image_size, int) or self.image_size < 1):
             raise ValueError(f"TrainConfig.image_size must be None or a positive int, got {self.image_size!r}")
+        check_collapse(self.collapse)
         if not isinstance(self.sync_bn, bool):
             raise ValueError(f"TrainConfig.sync_bn must be True or False, got {self.sync_bn!r}")
         if self.optimizer not in OPTIMIZERS:

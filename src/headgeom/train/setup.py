@@ -1,6 +1,7 @@
 """What a training run is set up with before its first step: device and process group, the
 training images on the device, the schedule's lengths, the method (seeded), its augmentation recipe
-with the run's normalisation, the optimizer, the two seeded generators and the tracker's probe batch.
+with the run's normalisation, the optimizer, the two seeded generators, the tracker's probe batch and, for a
+run with ``collapse``, its output offset sized on that batch (:mod:`.collapse`).
 
 :func:`set_up` builds a :class:`Setup`; :mod:`.resume` then restores a checkpoint into it and
 :mod:`.loop` steps it. The order of the calls here is the order of the run's random draws, so it
@@ -19,6 +20,7 @@ import torch
 from headgeom.data import load_dataset
 from headgeom.device import resolve_device
 
+from .collapse import calibrate_offset
 from .config import TrainConfig
 from .ddp import DistContext, init_distributed
 from .optim import build_optimizer
@@ -100,6 +102,9 @@ def set_up(config: TrainConfig, build_method: Callable[[TrainConfig], torch.nn.M
     data_gen = torch.Generator().manual_seed(config.seed)
     aug_gen = torch.Generator(device=device).manual_seed(config.seed + 1)
     probe = probe_views(config, images, recipe, device) if with_probe else []
+    if config.collapse is not None:  # the induced collapse's offset, sized on view 1 of the probe batch
+        calibrate_offset(method, (probe or probe_views(config, images, recipe, device))[0], config.collapse,
+                         config.seed)
     autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if (on_cuda and config.bf16)
                 else contextlib.nullcontext())
     return Setup(ctx=ctx, device=device, images=images, batch=B, steps_per_epoch=steps_per_epoch,

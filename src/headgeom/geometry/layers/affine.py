@@ -11,6 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from headgeom.heads.offset import OutputOffset
+
 from .base import AffineLayer, AffinePass
 from .registry import NotAChain, as_is, call_arguments, chain_layer, function_rule, module_rule
 
@@ -86,6 +88,12 @@ def _batchnorm(module: nn.BatchNorm1d) -> list[nn.Module]:
     if module.training or module.running_mean is None:
         raise NotAChain("BatchNorm1d in train mode normalises with batch statistics (it couples the samples)")
     return [module]
+
+
+@module_rule(OutputOffset)
+def _output_offset(module: OutputOffset) -> list[nn.Module]:
+    """x + b (the induced collapse's fixed offset): a ChannelAffine with unit scale."""
+    return [ChannelAffine(torch.ones_like(module.shift), module.shift)]
 
 
 @module_rule(nn.Identity)
