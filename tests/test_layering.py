@@ -240,9 +240,9 @@ GEOMETRY_ROOMS = {
 }
 """room -> what it must not import: linalg <- layers <- engine, invariance beside them on linalg."""
 
-OLD_PATHS_PENDING = ("objectives", "methods", "tracking", "integrations")
-"""Packages still importing a pre-split geometry path (headgeom.geometry.old_paths resolves them) until
-their own branch switches; every other file of the package uses the new paths."""
+OLD_PATHS_PENDING: tuple[str, ...] = ()
+"""Packages allowed to import a pre-split geometry path (headgeom.geometry.old_paths resolves them for
+users' code for one release): none; every file of the package uses the new paths."""
 
 
 def geometry_arrows(room: str, forbidden: tuple[str, ...]) -> list[str]:

@@ -2,7 +2,7 @@
 cross-references on the docs site.
 
 headgeom's docstrings name code the Sphinx way, ``:func:`effective_hessian```, ``:mod:`.ddp```,
-``:class:`~headgeom.geometry.head_cache.HeadCache```: one convention, kept in the code, that
+``:class:`~headgeom.geometry.engine.head_cache.HeadCache```: one convention, kept in the code, that
 reads well in ``help()`` and in an editor. mkdocstrings renders Markdown, where a role would show
 as raw text, so this extension rewrites each role, once Griffe has loaded the package, into an
 optional mkdocs-autorefs reference to the object it names:

@@ -72,7 +72,7 @@ def test_closed_form_blocks_match_the_dense_hessian(seed, t):
 
 
 def test_the_registered_analysis_loss_declares_what_the_engine_checks():
-    from headgeom.geometry.loss_curvature import coupled_blocks_for, curvature_for
+    from headgeom.geometry.engine.loss_curvature import coupled_blocks_for, curvature_for
 
     spec = OBJECTIVES["mocov3"]
     assert spec.hessian_structure is mocov3_hessian_structure and spec.diagonal_blocks is mocov3_diagonal_blocks

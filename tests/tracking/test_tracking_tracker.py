@@ -18,8 +18,8 @@ from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_function import prepare_head
-from headgeom.geometry.shifted_power import shifted_power_lambda_min
+from headgeom.geometry.engine.head_function import prepare_head
+from headgeom.geometry.linalg.shifted_power import shifted_power_lambda_min
 from headgeom.heads import head_from
 from headgeom.objectives import negative_cosine
 from headgeom.objectives.declared import as_analysis_loss

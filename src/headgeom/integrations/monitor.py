@@ -45,8 +45,8 @@ from typing import Any, Callable, Mapping, Sequence, Union
 import torch
 from torch import Tensor, nn
 
-from headgeom.geometry.head_cache import HeadCache
-from headgeom.geometry.head_function import prepare_head
+from headgeom.geometry.engine.head_cache import HeadCache
+from headgeom.geometry.engine.head_function import prepare_head
 from headgeom.objectives.declared import AnalysisLoss
 from headgeom.tags import MONITOR_HEFF, MONITOR_STATISTICS, tag
 from headgeom.tracking.record import HeffReading, TrackingRecord
@@ -69,7 +69,7 @@ KEYS = {
     "headgeom/<reading>/floor": "the floor used; 0 means H_eff vanished on the probe (a dead head), not 'no "
     "negative curvature'",
     "headgeom/<reading>/operand_scale": "S = 1.1 * max_i |A_i|_2 |J_i|_2^2, the scale of the terms G is summed "
-    "from (headgeom.geometry.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
+    "from (headgeom.geometry.engine.operand_scale): the floor is relative to it when it exceeds max|lambda|, so that "
     "round-off left by their cancellation is not read as curvature",
     "headgeom/<reading>/M_ratio_spectral": "|M|_2 / |H_eff|_2, spectral norms of the block-diagonal matrices "
     "(or of the whole operator)",

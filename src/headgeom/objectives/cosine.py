@@ -3,7 +3,7 @@
 Follows facebookresearch/simsiam main_simsiam.py: nn.CosineSimilarity(dim=1), the target
 detached, averaged over the batch, and the symmetric SimSiam loss
 −½[cos(p1, sg(z2)) + cos(p2, sg(z1))]. Its loss Hessian has the ambient / tangential /
-MSE-premise readings of :mod:`headgeom.geometry.readings`.
+MSE-premise readings of :mod:`headgeom.geometry.engine.readings`.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ that let the engine skip loss-Hessian-vector products:
   (NT-Xent, VICReg, Barlow Twins), all the per-sample pullback blocks need.
 
 A declaration is never trusted: the engine checks it against exact HVPs before use
-(:mod:`headgeom.geometry.loss_curvature`). A plain callable is accepted wherever an
+(:mod:`headgeom.geometry.engine.loss_curvature`). A plain callable is accepted wherever an
 AnalysisLoss is and declares nothing (:func:`as_analysis_loss`).
 
 :meth:`AnalysisLoss.against` builds one from a pair loss ``(u, other) -> scalar`` with the other

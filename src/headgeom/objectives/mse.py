@@ -1,7 +1,7 @@
 """Squared error to a stop-gradient target: the MSE premise of the collapse theorem (docs/paper.md §1).
 
 ½‖u_i − sg(c_i)‖² per sample, averaged over the batch, so ∇²_u L = I / N (the ``mse``
-reading of :mod:`headgeom.geometry.readings`).
+reading of :mod:`headgeom.geometry.engine.readings`).
 """
 from __future__ import annotations
 

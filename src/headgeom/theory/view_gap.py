@@ -18,7 +18,7 @@ z, the same head, the same direction of each target):
   so G(s) = G and M(s) = s·M: one evaluation.
 
 At each s: λ_min of H_eff and of G against the sign floor rel_floor · max(max|λ|, S) (S the operand scale of
-the measured state, :mod:`headgeom.geometry.operand_scale`), the state's threshold ratio (max over blocks,
+the measured state, :mod:`headgeom.geometry.engine.operand_scale`), the state's threshold ratio (max over blocks,
 None where a G block is not positive definite beyond its floor) and whether the state is past its threshold
 (λ_min(H_eff) < −floor with G PSD: the negative curvature is M's). Angles are radians; the gap of a state is
 the mean of its samples' angles.

@@ -15,7 +15,7 @@ the headgeom.methods protocol: ``method(views)["z"]``, ``method.geometry_problem
 3. per-sample H_eff = G + M blocks of loss ∘ head w.r.t. z_1 from
    :func:`headgeom.geometry.effective_hessian` (exact, ``dtype`` float64 by default) and their
    spectrum with the floor rel_floor · max(max|λ|, S), S the operand scale of G
-   (:mod:`headgeom.geometry.operand_scale`, :func:`headgeom.geometry.spectrum`), a
+   (:mod:`headgeom.geometry.engine.operand_scale`, :func:`headgeom.geometry.spectrum`), a
    :class:`~headgeom.tracking.record.HeffReading` (keys ``heff_<reading>_<reduction>_*``, so every
    number says what it is); for a head that couples the samples (train-mode BatchNorm) H_eff is
    not block-diagonal, and by default its whole-operator extremes come from Lanczos instead
@@ -45,10 +45,10 @@ from torch import Tensor, nn
 
 from headgeom.eval.rankme import covariance_condition, rankme, spread_l2
 from headgeom.geometry import READINGS, effective_hessian, spectrum
-from headgeom.geometry.head_cache import HeadCache
-from headgeom.geometry.head_function import is_row_wise, prepare_head
-from headgeom.geometry.operand_scale import DEFINITION as OPERAND_DEFINITION
-from headgeom.geometry.shifted_power import shifted_power_lambda_min
+from headgeom.geometry.engine.head_cache import HeadCache
+from headgeom.geometry.engine.head_function import is_row_wise, prepare_head
+from headgeom.geometry.engine.operand_scale import DEFINITION as OPERAND_DEFINITION
+from headgeom.geometry.linalg.shifted_power import shifted_power_lambda_min
 from headgeom.geometry.linalg.threshold import pullback_and_ratio
 from headgeom.io import atomic_write_json
 from headgeom.theory.view_gap import view_angles
@@ -132,7 +132,7 @@ class GeometryTracker:
             (:mod:`headgeom.geometry.engine.readings`, docs/paper.md §1).
         reduction: "mean" or "sum", see ``REDUCTIONS``.
         rel_floor: an eigenvalue counts as negative below −rel_floor · max(max|λ|, S), S the operand
-            scale of G (the engine's ``operand_scale()``, :mod:`headgeom.geometry.operand_scale`):
+            scale of G (the engine's ``operand_scale()``, :mod:`headgeom.geometry.engine.operand_scale`):
             the floor is relative to the result or to the operands, whichever is larger (pitfall 2).
         dtype: analysis dtype of the engine (float64 by default).
         block_samples: analyse the blocks of the first ``block_samples`` probe samples only (the
@@ -148,13 +148,13 @@ class GeometryTracker:
             of the batch loss w.r.t. z1"), keys ``<prefix>op_*``; about 2·lanczos_max_iter matvecs
             of the whole batch. "blocks": the exact diagonal blocks of the first block_samples
             samples, d matvecs per block and part (minutes per block on a CPU at paper widths).
-        lanczos_k / lanczos_max_iter / lanczos_tol: Lanczos settings (headgeom.geometry.lanczos).
+        lanczos_k / lanczos_max_iter / lanczos_tol: Lanczos settings (headgeom.geometry.linalg.lanczos).
         cov_rel_tol: covariance eigenvalues above cov_rel_tol · λ_max enter the condition number.
         chunk_size: samples per chunk in the engine (memory vs speed).
         updates: also report the head/backbone relative update size since the previous call
             (keeps a copy of the method's parameters between calls; False: no update keys).
         power_iterations: also report the paper's λ_min estimate (float32 shifted power iteration
-            with this many steps per run, :mod:`headgeom.geometry.shifted_power`) of the same
+            with this many steps per run, :mod:`headgeom.geometry.linalg.shifted_power`) of the same
             block-diagonal H_eff whose exact λ_min is reported, keys ``<prefix>power_lambda_min``
             and ``<prefix>power_shift``; None (default): not computed. Block path only.
     """
@@ -218,7 +218,7 @@ class GeometryTracker:
         self.prefix = HeffReading.prefix(reading, reduction)  # of the block path's keys
         self._updates = UpdateRatio() if updates else None
         # the analysis copies of the heads this tracker measures, reused while a head is unchanged
-        # (checked at every call: headgeom.geometry.head_cache); owned here, not module state
+        # (checked at every call: headgeom.geometry.engine.head_cache); owned here, not module state
         self.head_cache = HeadCache()
         self.last_info: dict[str, Any] = {}  # engine info, block path, seconds of the last call
 
@@ -293,7 +293,7 @@ class GeometryTracker:
         t1 = time.perf_counter()
         scale = float(z1.shape[0]) if self.reduction == "sum" else 1.0
         h, m = (scale * 0.5 * (x + x.transpose(1, 2)) for x in (h, m))
-        # the floor is relative to G's operands too (headgeom.geometry.operand_scale), in the blocks' reduction
+        # the floor is relative to G's operands too (headgeom.geometry.engine.operand_scale), in the blocks' reduction
         spec = spectrum(h, self.rel_floor, decomposition={"M": m}, scale=scale * operands.value)
         self.last_info["seconds_blocks"], self.last_info["seconds_spectrum"] = t1 - t0, time.perf_counter() - t1
         info.update(n_blocks=int(h.shape[0]), reduction=self.reduction,
@@ -431,7 +431,7 @@ class GeometryTracker:
                 "definite beyond the floor (else absent): the state sits at that multiple of the threshold of its own "
                 "ray G + tM, past it when > 1 (headgeom.geometry.linalg.threshold)",
                 p + "power_lambda_min / power_shift": "with power_iterations: the paper's float32 shifted power "
-                "iteration on the same block-diagonal H_eff (headgeom.geometry.shifted_power; seed 0): its "
+                "iteration on the same block-diagonal H_eff (headgeom.geometry.linalg.shifted_power; seed 0): its "
                 "lambda_min estimate and its shift (the dominant eigenvalue's estimate)",
                 p + "op_*": "coupled heads (train-mode BatchNorm) with coupled='lanczos': extreme eigenvalues "
                 "of the whole H_eff, |M|_2/|H_eff|_2 (the M end converged to lanczos tol), converged (1/0), "

@@ -85,7 +85,7 @@ def measure_point(config: C4Config, head: ProjectionHead, point: CollapsedPoint,
                   sweep: dict[str, Any] | None = None, operand_floor: bool = False, dense: bool = True
                   ) -> dict[str, Any]:
     """The keys of :data:`METRIC_KEYS` at ``point``; ``sweep``: its threshold sweep (equilibria), if run;
-    ``operand_floor``: the sign floor relative to G's operands too (:mod:`headgeom.geometry.operand_scale`), as the
+    ``operand_floor``: the sign floor relative to G's operands too (:mod:`headgeom.geometry.engine.operand_scale`), as the
     tracker's, for states whose tangential G cancels large terms (a measured state); ``dense``: the dense
     cross-check when N·d ≤ dense_max (once per synthetic sweep: its points share the engine path)."""
     res = equilibrium_residual(head, point)
