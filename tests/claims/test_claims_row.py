@@ -12,7 +12,7 @@ from headgeom.claims.claim import CLAIMS, Claim, claim_of, declare
 from headgeom.claims.estimates import measured
 from headgeom.claims.measured import Measured
 from headgeom.claims.robustness import Robustness, robustness_text, status_of, sweep, with_own
-from headgeom.claims.row import Row, row_name
+from headgeom.claims.row import NOT_MEASURED, Row, row_name
 from headgeom.claims.verdict import Verdict
 from headgeom.io import json_safe
 
@@ -125,6 +125,20 @@ def test_robustness_status_follows_from_the_verdicts():
     assert with_own(0.2, (0.5, 0.1, 1.0)) == [0.1, 0.2, 0.5, 1.0] and with_own(0.5, (0.1, 0.5)) == [0.1, 0.5]
     text = robustness_text({"view_gap": swept, "floor": sweep(rule, 0.1, (0.1,))})
     assert text == "view_gap over [0.1, 0.3, 0.5, 1.0]: flips at 0.5, 1; floor over [0.1]: robust"
+
+
+def test_a_test_row_lacks_its_conventions_unless_it_could_not_be_measured():
+    def rule(floor):
+        return Verdict("supported" if floor < 1 else "not supported", "x")
+
+    assert _row().convention_gaps() == ["names no conventions"]
+    assert _row(conventions=("floor", "majority"), robustness={"floor": sweep(rule, 0.1, (0.1, 2.0))}
+                ).convention_gaps() == ["no robustness for majority"]
+    assert _row(evidence="diagnostic").convention_gaps() == []  # its outcome is fixed: nothing to re-judge
+    # a test row whose data is missing has no verdict to re-judge; one with another reason still must
+    missing = _row(verdict="inconclusive", reason=f"{NOT_MEASURED}CIFAR-10 not found")
+    assert missing.convention_gaps() == []
+    assert _row(verdict="inconclusive", reason="too few seeds").convention_gaps() == ["names no conventions"]
 
 
 def test_claims_and_their_declaration():

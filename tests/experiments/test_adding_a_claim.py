@@ -11,6 +11,7 @@ import pytest
 from headgeom.claims.claim import CLAIMS, Claim
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import TEST
+from headgeom.claims.robustness import sweep
 from headgeom.claims.row import Row
 from headgeom.claims.verdict import Verdict
 from headgeom.cli import main
@@ -47,6 +48,8 @@ def summarize(config: ToyConfig, results: list[tuple[dict, dict]]) -> Summary:
     row = Row(id=CLAIM.id, statement=CLAIM.short, setting={"objective": "none", "floor": config.floor},
               measured={"min_value": measured(min(values), n=len(values)), "value": measured(values)},
               verdict=verdict.outcome, headline=verdict.headline, evidence=TEST, reason=verdict.reason,
+              conventions=("floor",),  # a test row names what its verdict depends on, re-judged over a range
+              robustness={"floor": sweep(lambda f: cleared_floor(values, f), config.floor, [0.25, 0.5, 0.75])},
               criterion=f"supported if every seed's value > {config.floor:g}, not supported if none, else inconclusive")
     table = Table(("seed", "value"), title="Toy values per seed")
     for cell, m in results:

@@ -25,7 +25,8 @@ from headgeom.experiments.runner import cell_key, jsonable, run_experiments
 from headgeom.runs.cell import log_metrics
 from headgeom.runs.metrics import read_metrics
 from headgeom.runs import LOCK_NAME, RunLock
-from headgeom.claims.verdict import VERDICTS
+from headgeom.claims.robustness import sweep
+from headgeom.claims.verdict import VERDICTS, Verdict
 
 FAKE = "FAKE_RUNNER"
 CALLS: list[dict] = []
@@ -36,6 +37,8 @@ class FakeConfig:
     scale: float = 1.0
     seeds: int = 2
     fail_seed: int = -1
+    floor: float = 0.0  # the convention of the fake rule: supported when every v > floor
+    name_conventions: bool = True  # False: its test row names none (an error of its summary)
 
 
 def _run_cell(config, cell):
@@ -56,9 +59,14 @@ def _summarize(config, results):
         f.add_subplot().plot(vals)
         return f
 
+    def rule(floor):
+        return Verdict("supported" if min(vals) > floor else "not supported", "v", f"min v against {floor:g}")
+
+    conventions = ({"conventions": ("floor",), "robustness": {"floor": sweep(rule, config.floor, [-1.0, 0.0, 0.5])}}
+                   if config.name_conventions else {})
     claim = Row(id=FAKE, statement="v is positive", setting={"objective": "none", "head": "fake"},
-                measured={"v": measured(vals)}, verdict="supported" if min(vals) > 0 else "not supported",
-                criterion="every v > 0", evidence="test", headline="v")
+                measured={"v": measured(vals)}, verdict=rule(config.floor).outcome,
+                criterion="every v > 0", evidence="test", headline="v", **conventions)
     return Summary(claims=[claim], tables=[Table(["v"], [[v] for v in vals], title="values")],
                    figures=[("values", fig)], notes=["fake note"])
 
@@ -110,17 +118,13 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     e = data["experiments"][FAKE]
     assert {"title", "statement", "config", "n_cells", "n_failed", "elapsed_s", "tables", "notes", "figures"} <= set(e)
     assert e["n_cells"] == 2 and e["n_failed"] == 0 and e["elapsed_s"] >= 0
-    assert e["config"] == {"scale": 1.0, "seeds": 2, "fail_seed": -1}
+    assert e["config"] == {"scale": 1.0, "seeds": 2, "fail_seed": -1, "floor": 0.0, "name_conventions": True}
     assert e["notes"][0] == "fake note" and e["tables"][0][0] == "values"
-    # its test row names no conventions: a warning in its notes until the check is an error (runner.CONVENTIONS_REQUIRED)
-    assert e["notes"][1:] == [f"warning: 1 test row of {FAKE} without the conventions the verdict depends on or their "
-                              f"robustness sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): "
-                              "names no conventions"]
+    assert e["notes"] == ["fake note"]  # its test row names its convention and the sweep: no warning
     assert e["errors"] == []
     # one bottom line per claim, by the rule, resting on the row at its index in "claims"
     assert data["bottom_lines"] == [{"claim": FAKE, "conclusion": "holds",
-                                     "text": f"Holds: 1 of our test rows supports it, robustness to the rows' "
-                                             f"conventions not swept.",
+                                     "text": "Holds: 1 of our test rows supports it, robust over floor.",
                                      "rows": [{"row": 0, "name": f"{FAKE} (objective none)", "source": "ours (quick)",
                                                "verdict": "supported", "role": "decides"}]}]
     assert e["figures"] == [f"figures/{FAKE}_values.png"]
@@ -168,8 +172,9 @@ def test_documented_files_and_structure(fake, tmp_path, capsys):
     assert "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode() in page
 
 
-def test_a_test_row_without_its_conventions_is_an_error_once_they_are_required(fake, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(runner, "CONVENTIONS_REQUIRED", True)
+@pytest.mark.parametrize("fake", [{"name_conventions": False}], indirect=True)
+def test_a_test_row_without_its_conventions_is_an_error(fake, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "CONVENTIONS_REQUIRED", True)  # as it is; a warning where it is set False
     res = _run(tmp_path / "strict")
     e = res["experiments"][FAKE]
     assert res["n_failed"] == 1 and e["notes"] == ["fake note"]
@@ -390,7 +395,7 @@ def test_jsonable_and_log_outside_runner():
     assert jsonable({"a": np.float32(0.5), "b": torch.arange(3), "c": (1, float("nan")), "d": float("-inf"),
                      "e": Path("p"), "f": FakeConfig()}) == {
         "a": 0.5, "b": [0, 1, 2], "c": [1, None], "d": "-inf", "e": "p",
-        "f": {"scale": 1.0, "seeds": 2, "fail_seed": -1}}
+        "f": {"scale": 1.0, "seeds": 2, "fail_seed": -1, "floor": 0.0, "name_conventions": True}}
     assert math.isclose(jsonable(np.float64(1.25)), 1.25)
     with pytest.raises(TypeError, match="cannot be written as JSON"):
         jsonable({"x": object()})

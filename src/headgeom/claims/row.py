@@ -32,7 +32,11 @@ from headgeom.claims.ood import OutOfDistribution
 from headgeom.claims.robustness import Robustness
 from headgeom.claims.verdict import Verdict, check_verdict
 
-__all__ = ["NAME_KEYS", "OPTIONAL_KEYS", "REQUIRED_KEYS", "Row", "row_name"]
+__all__ = ["NOT_MEASURED", "NAME_KEYS", "OPTIONAL_KEYS", "REQUIRED_KEYS", "Row", "row_name"]
+
+NOT_MEASURED = "not measured: "
+"""How the reason of a test row starts when its measurement could not be made (e.g. its data is missing): it
+is inconclusive, says what is missing, and has no verdict whose conventions could be re-judged."""
 
 REQUIRED_KEYS = ("id", "statement", "setting", "measured", "verdict", "criterion", "evidence", "headline")
 OPTIONAL_KEYS = ("reason", "budget", "out_of_distribution", "conventions", "robustness", "view_gap", "headline_text",
@@ -132,8 +136,9 @@ class Row:
     def convention_gaps(self) -> list[str]:
         """What a ``test`` row lacks of its conventions: "names no conventions" when it names none, "no robustness
         for <convention>" for each one it names without a sweep; [] for a complete test row and for every row of
-        another kind (their outcome is fixed or a check of the code)."""
-        if self.evidence != TEST:
+        another kind (their outcome is fixed or a check of the code) and for a test row that could not be measured
+        (its reason starts with :data:`NOT_MEASURED`: no verdict to re-judge)."""
+        if self.evidence != TEST or (self.reason or "").startswith(NOT_MEASURED):
             return []
         if not self.conventions:
             return ["names no conventions"]

@@ -270,7 +270,7 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 
 # ----------------------------------------------------------------------------- summaries
-CONVENTIONS_REQUIRED = False
+CONVENTIONS_REQUIRED = True
 """Whether a ``test`` row that names no conventions, or names one without its robustness sweep
 (:meth:`headgeom.claims.row.Row.convention_gaps`), is an error of its experiment's summary (True: the run exits 1)
 or a warning in its notes and on stderr (False, until every experiment's test rows carry theirs). The one line to

@@ -12,7 +12,7 @@ from headgeom.claims.collapse_instability import AMBIENT_G, FLOORS, MAJORITIES, 
 from headgeom.claims.estimates import measured
 from headgeom.claims.evidence import DIAGNOSTIC, TEST, has_data
 from headgeom.claims.robustness import sweep
-from headgeom.claims.row import Row
+from headgeom.claims.row import NOT_MEASURED, Row
 from headgeom.claims.verdict import Verdict
 
 from .config import MEASURED, NON_SMOOTH, SYNTHETIC, C4Config
@@ -174,7 +174,7 @@ def measured_claim(config: C4Config, groups: Groups, reading: str) -> Row | None
     reason = None
     if absent:
         verdict = Verdict("inconclusive", HEADLINE, absent)
-        reason, robustness, conventions = f"not measured: {absent}", {}, conventions
+        reason, robustness, conventions = f"{NOT_MEASURED}{absent}", {}, conventions
     return Row(id="C4", statement=("Thm 4.1 where training starts: the paper's pseudo-collapsed init on real images "
                                    "is past its own threshold for smooth heads (negative curvature that M injects "
                                    "into a PSD G)"),
