@@ -211,17 +211,26 @@ def makespan(pending: Iterable[float], running: Iterable[float], jobs: int) -> f
 def folder_records(runs: Path, work_of: Callable[[str, Mapping[str, Any], Mapping[str, Any] | None], CellWork | None]
                    ) -> dict[Path, Record]:
     """{cell directory: record} of every finished cell under ``runs`` (``OUT/runs/<ID>/<cell>/``): its
-    ``done.json``'s ``elapsed_s``, and its work rebuilt by ``work_of(experiment id, its config.json, its
-    train/config.json's config or None)`` (None: not known here, left out). Cells of earlier settings
-    count too: the calibration compares each cell's time with its own prior."""
+    ``done.json``'s ``elapsed_s``, and its work rebuilt by ``work_of(experiment id, its config.json, the
+    training config of the model it used or None)`` (None: not known here, left out). Cells of earlier
+    settings count too: the calibration compares each cell's time with its own prior."""
     found = {}
     for done in sorted(Path(runs).glob(f"*/*/{DONE}")):
         cell_dir = done.parent
         rec, conf = read_json(done), read_json(cell_dir / "config.json")
         if rec is None or conf is None or not isinstance(rec.get("elapsed_s"), (int, float)):
             continue
-        train = (read_json(cell_dir / "train" / "config.json") or {}).get("config")
+        train = _train_config_of(cell_dir)
         work = work_of(cell_dir.parent.name, conf, train if isinstance(train, dict) else None)
         if work is not None:
             found[cell_dir] = Record(work, float(rec["elapsed_s"]))
     return found
+
+
+def _train_config_of(cell_dir: Path) -> Any:
+    """The TrainConfig (as JSON) of the model a finished cell used: the first in its trained.json (the run's
+    trained-model store), else its own train/config.json (folders written before the store), else None."""
+    models = (read_json(cell_dir / "trained.json") or {}).get("models")
+    if isinstance(models, list) and models and isinstance(models[0], dict):
+        return models[0].get("config")
+    return (read_json(cell_dir / "train" / "config.json") or {}).get("config")
