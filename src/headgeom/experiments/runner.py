@@ -40,7 +40,7 @@ from typing import Any
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json, json_safe
 from headgeom.launch.cells import DONE, CellTask
-from headgeom.launch.cost import CellWork, cell_work, folder_records
+from headgeom.launch.cost import CellWork, after_shared, cell_work, folder_records, training_steps
 from headgeom.launch.flops import forward_flops
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.progress import CellItem, ProgressDisplay, Tracker, cell_label, progress_mode
@@ -493,6 +493,17 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
     return entry, claims, len(failed) + len(errors)
 
 
+def trained_before(train: dict[str, Any], stops: tuple[int | None, ...], seen: bool) -> int:
+    """The steps of a training cell's run that the progress estimate counts as trained by other cells: all
+    of them when an earlier cell of the plan stops its trajectory at the same step (``seen``: it reuses
+    that run), else those up to the trajectory's previous stop (``stops``: the plan's, shortest first),
+    which the cells stopping there train."""
+    if seen:
+        return training_steps(train)
+    shorter = [s for s in stops if s is not None and (train["max_steps"] is None or s < train["max_steps"])]
+    return training_steps({**train, "max_steps": max(shorter)}) if shorter else 0
+
+
 def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, launcher: Any,
                   enabled: bool = True) -> ProgressDisplay:
     """The run's progress on stderr (:mod:`headgeom.launch.progress`; off unless ``enabled``): every task
@@ -514,6 +525,7 @@ def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, lau
     if mode != "off":  # the FLOPs of every model are counted only for a display
         cells = {out / "runs" / exp.id / cell_key(cell, config): (exp, config, cell)
                  for exp, config, exp_cells, _, _ in plan for cell in exp_cells}
+        stops, stops_seen = plan_stops(plan), set()
         for task in tasks:
             if task.run_dir not in cells:  # not one cell of the plan: weighed as a cell that trains nothing
                 items.append(CellItem(task.run_dir, task.group, task.name, CellWork(task.group, task.group, False),
@@ -521,8 +533,13 @@ def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, lau
                 continue
             exp, config, cell = cells[task.run_dir]
             train = exp.train_config(config, cell).to_dict() if exp.train_config is not None else None
-            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), work(exp, preset, config_dict(config), train),
-                                  (task.run_dir / DONE).exists(), task.portable))
+            cost = work(exp, preset, config_dict(config), train)
+            if train is not None and task.share is not None:  # what of its model other cells train (the store)
+                cost = after_shared(cost, train, trained_before(train, stops[task.share], (task.share, train["max_steps"])
+                                                                in stops_seen))
+                stops_seen.add((task.share, train["max_steps"]))
+            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), cost, (task.run_dir / DONE).exists(),
+                                  task.portable))
     records = folder_records(out / "runs", recorded) if items else {}
     jobs = getattr(launcher, "jobs", 1) if getattr(launcher, "name", "local") == "local" else None
     return ProgressDisplay(Tracker(items, records, jobs, time.monotonic()), mode, sys.stderr)
