@@ -66,9 +66,9 @@ STAGES = {
     "orbit figures": ("orbits/figures.py", "plot_orbit_pca"),
     "tangent_metric_analysis": ("orbits/tangent_metric.py", "tangent_metric_analysis"),
     "tangent: base points (jvps, loss curvature, I_h eigh)": ("orbits/tangent_metric.py", "_base_point"),
-    "tangent: I_h(z) = J_h^T J_h": ("geometry/pullback_gram.py", "__call__"),
-    "tangent: loss curvature check": ("geometry/loss_curvature.py", "curvature_for"),
-    "tangent: augmentation tangents": ("geometry/tangents.py", "augmentation_tangent"),
+    "tangent: I_h(z) = J_h^T J_h": ("geometry/invariance/pullback_gram.py", "__call__"),
+    "tangent: loss curvature check": ("geometry/engine/loss_curvature.py", "curvature_for"),
+    "tangent: augmentation tangents": ("geometry/invariance/tangents.py", "augmentation_tangent"),
     "tangent figures": ("orbits/tangent_figures.py", "plot_tangent_spectra"),
     "resolve_model (load checkpoint)": ("orbits/model_input.py", "resolve_model"),
 }
@@ -198,7 +198,8 @@ def ratios(runs: dict[str, list[dict]]) -> dict[str, dict]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--images", type=int, default=4, help="--images of headgeom analyze (default 4)")
     p.add_argument("--repeats", type=int, default=2, help="runs per model, order alternating (default 2)")
     p.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")

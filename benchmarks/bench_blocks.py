@@ -11,7 +11,7 @@ torch.func.hessian over the per-sample loss, float64, timed on a subset of sampl
 Four headgeom rows, all exact: the default (``analysis_loss("negative_cosine")``, whose
 loss-Hessian blocks are declared as identity + rank 2 and checked by the engine, sandwich
 path); the same loss as a plain lambda (nothing declared: its blocks are discovered from a few
-batched loss HVPs and verified, headgeom.geometry.loss_discovery); the plain lambda with
+batched loss HVPs and verified, headgeom.geometry.engine.loss_discovery); the plain lambda with
 discovery off (one loss HVP per sandwich column); and the Jacobian path of the previous release
 (``block_strategy="jacobian"``, skipped with ``--no-jacobian``). One-off costs (the import of
 torch._dynamo by the first torch.func call, the head's cached analysis copy) are paid before any
@@ -30,9 +30,8 @@ import torch
 from torch import nn
 from torch.func import hessian
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
-from headgeom.geometry.mlp_sandwich import HVP_COST_PER_ELEMENT, block_costs
+from headgeom.geometry import HeadCache, effective_hessian
+from headgeom.geometry.engine.sandwich import HVP_COST_PER_ELEMENT, block_costs
 from headgeom.objectives import analysis_loss
 
 
@@ -70,7 +69,8 @@ def peak_rss_gib() -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=256)
     p.add_argument("--scale", type=int, default=1, help="divide every width by this (a loaded machine)")
     p.add_argument("--no-jacobian", action="store_true", help="skip the previous release's row")

@@ -37,7 +37,7 @@ def _time(argv: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--json", default=None, metavar="FILE")
     args = p.parse_args()

@@ -26,8 +26,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import grad, jacrev, jvp, vmap
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.io import atomic_write_json
 from headgeom.objectives import OBJECTIVES, analysis_loss
 
@@ -80,7 +79,7 @@ def timed(fn, repeats: int) -> tuple[float, Tensor]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--loss", default="nt_xent", choices=LOSSES)
     p.add_argument("--dims", default="128,512", help="backbone feature dims d, comma-separated")
     p.add_argument("--k", type=int, default=128, help="head output dim")

@@ -30,8 +30,7 @@ import time
 import torch
 from torch.func import hessian
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss, dino_pair
 
@@ -42,7 +41,8 @@ def load() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=16)
     p.add_argument("--in-dim", type=int, default=384)
     p.add_argument("--hidden", type=int, default=2048)

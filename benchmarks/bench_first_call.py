@@ -22,7 +22,7 @@ Every round is a fresh worker process, which reports, in this order:
 - ``fresh_s``: a second head of the same shapes (other weights) in the same process, its first call
   (the per-head costs alone: nothing of the engine is first-time any more);
 - ``warm_s``: the median of ``--reps`` further calls on that second head with the same
-  :class:`~headgeom.geometry.head_cache.HeadCache` (the analysis copy, its chain and kept weight
+  :class:`~headgeom.geometry.HeadCache` (the analysis copy, its chain and kept weight
   products reused, as the tracker and the monitor reuse them);
 - ``per_head_gemms_s``: the two products a new head needs whatever the code, timed alone: the fold
   of the projector's last and the predictor's first Linear (2048 × 2048 by 512 × 2048: 4.3 GFLOP)
@@ -149,7 +149,8 @@ def run_worker(src: Path, args: argparse.Namespace) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=8)
     p.add_argument("--scale", type=int, default=1, help="divide the paper's widths by this")
     p.add_argument("--rounds", type=int, default=5, help="fresh worker processes (per tree)")

@@ -52,7 +52,7 @@ def cache_kw() -> dict:
     """``effective_hessian`` keywords for repeated calls on one head: ``cache=HeadCache()``, or nothing
     for a ``--before`` tree older than HeadCache (its module-level cache reused the head by itself)."""
     try:
-        from headgeom.geometry.head_cache import HeadCache
+        from headgeom.geometry import HeadCache
     except ImportError:
         return {}
     return {"cache": HeadCache()}
@@ -117,6 +117,7 @@ def worker(scale: int, reps: int) -> dict:
 
 def tree_of(rev: str, into: Path) -> Path:
     """src/ of revision ``rev`` extracted under ``into``."""
+    into.mkdir(parents=True, exist_ok=True)
     data = subprocess.run(["git", "-C", str(REPO), "archive", rev, "src"], check=True, capture_output=True).stdout
     archive = into / "src.tar"
     archive.write_bytes(data)
@@ -133,15 +134,19 @@ def run_worker(script: str, src: Path, worker_args: list[str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def alternate(script: str, before: str, rounds: int, worker_args: list[str],
+def alternate(script: str, before: str | list[str], rounds: int, worker_args: list[str],
               between: Callable[[], None] = lambda: None) -> dict[str, list[dict]]:
     """Workers of revision ``before`` and of this tree, alternating (before, after, before, ...) for
-    ``rounds`` rounds, so that load changes during the run weigh on both; ``between`` runs after each round."""
-    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    ``rounds`` rounds, so that load changes during the run weigh on both; ``between`` runs after each round.
+    With a list of revisions, each is a tree of its own, keyed by the revision, in the order given."""
+    revisions = [before] if isinstance(before, str) else list(before)
+    labels = ["before"] if isinstance(before, str) else revisions
+    runs: dict[str, list[dict]] = {label: [] for label in [*labels, "after"]}
     with tempfile.TemporaryDirectory() as tmp:
-        trees = {"before": tree_of(before, Path(tmp)), "after": REPO / "src"}
+        trees = {label: tree_of(rev, Path(tmp) / f"tree{i}") for i, (label, rev) in enumerate(zip(labels, revisions))}
+        trees["after"] = REPO / "src"
         for _ in range(rounds):
-            for label in ("before", "after"):
+            for label in runs:
                 runs[label].append(run_worker(script, trees[label], worker_args))
             between()
     return runs
@@ -159,7 +164,8 @@ def load() -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", default="79a1b42", help="revision timed as 'before' (default: before the cache)")
     p.add_argument("--scale", type=int, default=4, help="divide the paper's widths by this")
     p.add_argument("--rounds", type=int, default=3)

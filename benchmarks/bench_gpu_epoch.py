@@ -55,7 +55,7 @@ def seconds_per_epoch(done: dict[str, Any], steps_per_epoch: int, batch_size: in
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", default=None, help="folder holding cifar-10-batches-bin or -py")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=512)

@@ -71,7 +71,7 @@ def bare_forward(backbone, images: torch.Tensor, family: str, steps: int, batch_
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n")[0])
     ap.add_argument("--images", type=int, default=200)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--families", default="rotation,hue,saturation,blur")

@@ -1,4 +1,4 @@
-"""Benchmark: row-tile sizes of the symmetric products (headgeom.geometry.weighted_gram).
+"""Benchmark: row-tile sizes of the symmetric products (headgeom.geometry.linalg.weighted_gram).
 
     python benchmarks/bench_tiles.py [--threads 2] [--rounds 6] [--json PATH]
     python benchmarks/bench_tiles.py --tiny --rounds 1        # toy shapes, seconds
@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
 from bench_fixed_cost import load, write_json  # noqa: E402
-from headgeom.geometry.weighted_gram import symmetric_bmm, weighted_gram  # noqa: E402
+from headgeom.geometry.linalg.weighted_gram import symmetric_bmm, weighted_gram  # noqa: E402
 
 GRAM_SHAPES = [(2048, 512, 8), (2048, 512, 32), (2048, 512, 256), (2048, 384, 16), (65536, 256, 8)]  # (w, d, N)
 GRAM_TILES = (8, 16, 32, 64, 128)
@@ -84,7 +84,8 @@ def sym_case(d: int, m: int, n: int, tiles: tuple[int, ...], rounds: int) -> dic
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--threads", type=int, default=int(os.environ.get("HEADGEOM_BENCH_THREADS", "2")))
     p.add_argument("--rounds", type=int, default=6)
     p.add_argument("--tiny", action="store_true", help="toy shapes: a smoke run")

@@ -293,7 +293,8 @@ def markdown(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", default=None, help="folder holding cifar-10-batches-bin (else: shapes)")
     p.add_argument("--widths", default="0.25,0.5", help="ResNet-18 width multipliers, comma-separated")
     p.add_argument("--full-width", action="store_true", help="also width 1.0 (d = 512)")

@@ -40,8 +40,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from headgeom.geometry import effective_hessian
-from headgeom.geometry.head_cache import HeadCache
+from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss
 
@@ -168,7 +167,8 @@ def run(scale: int = 1, n: int = 64, dino_n: int = 16, rounds: int = 3, generic:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scale", type=int, default=1, help="divide every width by this (default 1: the paper's)")
     p.add_argument("--n", type=int, default=64, help="samples of the own-forward pairs")
     p.add_argument("--dino-n", type=int, default=16, help="samples of the DINO pair")

@@ -113,7 +113,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--data-dir", required=True, help="folder with the CIFAR-10 official layout")
     p.add_argument("--methods", default=",".join(METHODS), help="comma-separated (default all six)")
     p.add_argument("--epochs", type=int, default=3, help="pre-training epochs (default 3)")

@@ -11,6 +11,16 @@ from headgeom.train import TrainConfig, train
 torch.set_num_threads(2)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_folder(tmp_path_factory):
+    """An empty cache folder ($XDG_CACHE_HOME) for the session: a copy of the authors' released results
+    that `headgeom released fetch` put in this machine's ~/.cache/headgeom/released is found without an
+    option (headgeom.released.manifest.default_released_dir), and must not change what the tests see."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg_cache")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def one_thread():
     """One torch thread for a module of many tiny problems (on 2 shared cores thread hand-offs

@@ -1,10 +1,12 @@
 """A small synthetic copy of the authors' released results, file for file in their layout and
 formats (pickled dicts saved with numpy.save, numpy.savez archives, logs in their line format), with
 a manifest of its own sizes and sha256, so every reader of headgeom.released is tested whether or
-not the real copy is present. ``expected`` holds what each file was built from."""
+not the real copy is present. ``expected`` holds what each file was built from; :class:`Response` serves
+a file to a faked download."""
 from __future__ import annotations
 
 import hashlib
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,16 @@ class SyntheticCopy:
     def repin(self) -> None:
         """Pin the files as they are now (after a test changed one on purpose)."""
         self.manifest = manifest_of(self.root)
+
+
+class Response(io.BytesIO):
+    """What a faked ``urllib.request.urlopen`` returns for a served file (a context manager, as the real one)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def manifest_of(root: Path) -> Manifest:

@@ -10,7 +10,7 @@ import torch
 from headgeom.cli import main
 from headgeom.experiments import cli as experiments_cli
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.report import hessian_report
+from headgeom.geometry.cli import hessian_report
 from headgeom.heads import head_from
 from headgeom.io import atomic_write_json
 

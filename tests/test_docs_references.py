@@ -150,7 +150,7 @@ def test_the_scan_covers_the_repository():
     files = {p.relative_to(ROOT).as_posix() for p in scanned_files()}
     for expected in ("README.md", "BENCHMARKS.md", "CHANGELOG.md", "mkdocs.yml", "docs/paper.md", "docs/design.md",
                      "docs/experiments.md", "docs/index.md", "docs/results.md", "docs/reference/geometry.md",
-                     "src/headgeom/geometry/readings.py", "tests/test_docs_references.py"):
+                     "src/headgeom/geometry/engine/readings.py", "tests/test_docs_references.py"):
         assert expected in files, expected
 
 

@@ -1,13 +1,15 @@
 """The docs site (mkdocs.yml over docs/) builds with ``mkdocs build --strict``: a link to a page or an
 anchor that does not exist, a page left out of the nav, or an API reference (``::: headgeom.x``) that
 names nothing fails the build, and so this test. The two builds of a broken copy show that the check
-can fail; the site is also checked to need no network (no web fonts).
+can fail; the site is also checked to need no network (no web fonts), and to show no raw Sphinx role
+of the docstrings (``:func:`x```): tools/griffe_sphinx_roles.py turns them into links or code.
 
 MkDocs, the Material theme and mkdocstrings are the ``docs`` extra (in ``dev``, which CI installs).
 """
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,6 +33,11 @@ def build(root: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, cwd=root)
 
 
+RAW_ROLE = re.compile(r":(?:py:)?(?:func|class|mod|data|meth|attr|exc|obj|const):<code>")
+"""A role as a page shows it unrendered: Markdown makes ``:func:`x``` into ``:func:<code>x</code>`` (a role
+quoted inside a code span, as docs/design.md shows the convention, is code and stays)."""
+
+
 def _problems(out: subprocess.CompletedProcess) -> str:
     return "\n".join(line for line in out.stderr.splitlines() if not line.startswith("INFO")) or out.stderr
 
@@ -42,6 +49,12 @@ def test_the_docs_site_builds_strictly(tmp_path):
     # the API reference is generated from the docstrings
     geometry = (site / "reference" / "geometry" / "index.html").read_text(encoding="utf-8")
     assert "headgeom.geometry.effective_hessian" in geometry and "Exact H_eff, G and M" in geometry
+    # the docstrings' roles are rendered: none is left raw on any page, and documented targets are links
+    raw = {page.relative_to(site).as_posix(): RAW_ROLE.findall(page.read_text(encoding="utf-8"))
+           for page in site.rglob("*.html")}
+    assert not {page: found for page, found in raw.items() if found}, "raw Sphinx roles on the site"
+    assert re.search(r'<a class="autorefs autorefs-internal"[^>]*href="#headgeom\.geometry\.[^"]*effective_hessian"'
+                     r"><code>effective_hessian\(\)</code></a>", geometry)  # :func:`effective_hessian`, a link
     # the root files are pages, and the docs' links to them point there
     assert (site / "BENCHMARKS" / "index.html").is_file() and (site / "CHANGELOG" / "index.html").is_file()
     assert 'href="../BENCHMARKS/' in (site / "experiments" / "index.html").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from headgeom.geometry.spectrum import spectrum
+from headgeom.geometry.linalg.spectrum import spectrum
 from headgeom.io import atomic_write_json, json_number, json_safe
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "headgeom"

@@ -228,3 +228,77 @@ def test_claims_import_no_theory_and_commands_import_nothing_of_headgeom():
             if module.split(".")[:1] == ["headgeom"] and module.split(".")[1:2] != ["commands"] and len(module.split(".")) > 1
             and (SRC / f"{module.split('.')[1]}.py").is_file()]
     assert not bad, "upward arrows:\n" + "\n".join(bad)
+
+
+# ---- geometry/: its rooms import one way (docs/design.md, "The engine: facts, strategies, cache") ----
+
+GEOMETRY_ROOMS = {
+    "linalg": ("layers", "engine", "invariance", "cli", "old_paths"),
+    "layers": ("engine", "invariance", "cli", "old_paths"),
+    "engine": ("invariance", "cli", "old_paths"),
+    "invariance": ("layers", "engine", "cli", "old_paths"),
+}
+"""room -> what it must not import: linalg <- layers <- engine, invariance beside them on linalg."""
+
+OLD_PATHS_PENDING = ("objectives", "methods", "tracking", "integrations")
+"""Packages still importing a pre-split geometry path (headgeom.geometry.old_paths resolves them) until
+their own branch switches; every other file of the package uses the new paths."""
+
+
+def geometry_arrows(room: str, forbidden: tuple[str, ...]) -> list[str]:
+    """``file:line imports module`` for an import of a forbidden part of headgeom.geometry from ``room``."""
+    bad = []
+    for path in sorted((SRC / "geometry" / room).rglob("*.py")):
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[:2] == ["headgeom", "geometry"] and len(parts) > 2 and parts[2] in forbidden:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line} imports {module}")
+    return sorted(set(bad))
+
+
+@pytest.mark.parametrize("room", list(GEOMETRY_ROOMS))
+def test_geometry_rooms_import_one_way(room):
+    assert (SRC / "geometry" / room / "__init__.py").is_file(), f"headgeom.geometry.{room} is gone: update this test"
+    bad = geometry_arrows(room, GEOMETRY_ROOMS[room])
+    assert not bad, f"headgeom.geometry.{room} imports a room built on it:\n" + "\n".join(bad)
+
+
+def test_the_room_check_sees_relative_imports(tmp_path):
+    # the check above can fail: a relative import from layers up into the engine is found
+    layers = tmp_path / "headgeom" / "geometry" / "layers"
+    layers.mkdir(parents=True)
+    (layers / "m.py").write_text("from ..engine.chain import chain_pass\nfrom ..linalg import weighted_gram\n")
+    globals()["SRC"], saved = tmp_path / "headgeom", SRC
+    try:
+        bad = geometry_arrows("layers", GEOMETRY_ROOMS["layers"])
+    finally:
+        globals()["SRC"] = saved
+    assert bad == [
+        "headgeom/geometry/layers/m.py:1 imports headgeom.geometry.engine.chain",
+        "headgeom/geometry/layers/m.py:1 imports headgeom.geometry.engine.chain.chain_pass"]
+
+
+def test_no_pre_split_geometry_path_is_imported():
+    from headgeom.geometry import __all__ as public
+    from headgeom.geometry.old_paths import OLD_PATHS
+
+    bad = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path.relative_to(SRC).parts[0] in OLD_PATHS_PENDING:
+            continue
+        for line, module in imported_modules(path):
+            parts = module.split(".")
+            if parts[:2] == ["headgeom", "geometry"] and len(parts) > 2 and parts[2] in OLD_PATHS \
+                    and parts[2] not in public:
+                bad.append(f"{path.relative_to(SRC.parent)}:{line} imports {module}")
+    assert not bad, ("imports of a module path geometry/ had before its rooms (see "
+                     "headgeom.geometry.old_paths.OLD_PATHS for the new one):\n" + "\n".join(sorted(set(bad))))
+
+
+def test_every_old_geometry_path_is_its_new_module():
+    import importlib
+
+    from headgeom.geometry.old_paths import OLD_PATHS
+
+    for old, new in OLD_PATHS.items():
+        assert importlib.import_module(f"headgeom.geometry.{old}") is importlib.import_module(f"headgeom.geometry.{new}")

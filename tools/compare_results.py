@@ -101,7 +101,7 @@ def _out_dir(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.splitlines()[0])
     parser.add_argument("base", type=Path)
     parser.add_argument("new", type=Path)
     parser.add_argument("--reports", action="store_true", help="also compare report.md and report.html")

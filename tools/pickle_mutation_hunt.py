@@ -51,7 +51,7 @@ def mutated(originals: list[bytes], seed: int) -> bytes:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     parser.add_argument("released", type=Path, help="the released results (headgeom released fetch DIR)")
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--count", type=int, default=3000)

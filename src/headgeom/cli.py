@@ -3,7 +3,8 @@
 Every parser lives in :mod:`headgeom.commands` and imports no torch; a command's work is imported
 when it runs. :func:`main` is the one error boundary: the outputs a command declares are checked
 before any work, and user errors (bad values, missing or unwritable files, a full disk) end as
-one line on stderr with exit status 2.
+one line on stderr with exit status 2. While a command runs, the INFO messages of the libraries it
+drives stay off the console unless ``--verbose`` (:mod:`headgeom.commands.verbosity`).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import sys
 from headgeom import __version__
 from headgeom.commands.analyze import add_parser as add_analyze
 from headgeom.commands.checkpoint import add_parser as add_checkpoint
+from headgeom.commands.data import add_parser as add_data
 from headgeom.commands.eval import add_parser as add_eval
 from headgeom.commands.heads import add_parser as add_heads
 from headgeom.commands.hessian import add_hessian, add_version
@@ -22,6 +24,7 @@ from headgeom.commands.outputs import check_output, os_error_message
 from headgeom.commands.released import add_parser as add_released
 from headgeom.commands.reproduce import add_reproduce, add_theory
 from headgeom.commands.train import add_parser as add_train
+from headgeom.commands.verbosity import third_party_logs, verbose_requested
 
 __all__ = ["build_parser", "main"]
 
@@ -44,7 +47,7 @@ def run_version(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The whole ``headgeom`` parser; builds without importing torch."""
     p = argparse.ArgumentParser(
-        prog="headgeom", formatter_class=HelpFormatter,
+        prog="headgeom", formatter_class=HelpFormatter, allow_abbrev=False,  # --epoch is not --epochs
         description="Exact geometry of SSL projection heads: H_eff = G + M, collapse, invariance. "
         "`headgeom COMMAND --help` gives each command's options and examples.",
         epilog=examples_epilog(EXAMPLES))
@@ -59,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_analyze(sub)
     add_checkpoint(sub)
     add_released(sub)
+    add_data(sub)
     add_heads(sub)
     return p
 
@@ -73,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for out in outputs:  # before any work: a bad --out fails now, not after an hour
             check_output(out)
-        return args.func(args)
+        with third_party_logs(verbose_requested(getattr(args, "verbose", False))):
+            return args.func(args)
     except OSError as err:  # FileNotFoundError, PermissionError, a full disk, ...
         print(f"headgeom {args.command}: error: {os_error_message(err, outputs)}", file=sys.stderr)
         return 2

@@ -1,4 +1,5 @@
-"""Atomic writes: a result file is either the old one or the complete new one, never half."""
+"""Atomic writes: a result file is either the old one or the complete new one, never half; and a
+write that fails leaves none of the empty folders it created (:func:`absent_folders`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -80,3 +81,23 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 def atomic_write_json(path: str | os.PathLike, obj: Any) -> Path:
     """``obj`` through :func:`json_safe` (NaN as null, ±inf as "inf"/"-inf"), indented."""
     return atomic_write_text(path, json.dumps(json_safe(obj), indent=2, allow_nan=False) + "\n")
+
+
+def absent_folders(folder: str | os.PathLike) -> list[Path]:
+    """``folder`` and those of its parents that do not exist yet, deepest first: what creating
+    ``folder`` will create, for :func:`remove_empty_folders` to take back when the work fails."""
+    out, p = [], Path(folder)
+    while not p.exists() and not p.is_symlink() and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out
+
+
+def remove_empty_folders(folders: list[Path]) -> None:
+    """Remove ``folders`` (deepest first, as :func:`absent_folders` lists them) while they are empty;
+    the first one that is not (or is gone) is kept with everything above it."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return

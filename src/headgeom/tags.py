@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from headgeom.geometry.readings import READINGS
+from headgeom.geometry.engine.readings import READINGS
 from headgeom.tracking.record import REDUCTIONS, HeffReading, Statistics, Updates
 
 __all__ = ["HEFF_FIELDS", "MONITOR_HEFF", "MONITOR_STATISTICS", "OPERATOR_ONLY", "STATISTICS", "TRAIN_KEYS",

@@ -256,7 +256,8 @@ def test_wrong_path_names_where_it_looked_and_how_to_fix(tmp_path):
         load_cifar10(missing)
     msg = str(err.value)
     for needle in (str(missing / "cifar-10-batches-bin"), str(missing / "cifar-10-batches-py"),
-                   "--data-dir", "HEADGEOM_DATA", "download=True"):
+                   "--data-dir", "HEADGEOM_DATA", "download=True",
+                   f"`headgeom data fetch cifar10 --data-dir {missing}`"):
         assert needle in msg
     with pytest.raises(FileNotFoundError, match="cifar-100-python"):
         load_cifar100(missing)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shlex
 import tarfile
 import urllib.error
 import urllib.request
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from headgeom.cli import build_parser, main
+from headgeom.commands.data import FETCHABLE
 from headgeom.data import download, load_cifar10, load_dataset
 from headgeom.data.download import (CIFAR_ARCHIVES, Archive, download_and_extract,
                                     download_cifar, fetch_url, md5_file, safe_extract)
@@ -191,3 +194,59 @@ def test_unknown_archive_name():
     with pytest.raises(ValueError, match="layouts"):
         download_cifar("cifar10", "/tmp", layout="matlab")
     assert download.DATA_ENV_VAR == "HEADGEOM_DATA"
+
+
+# ----------------------------------------------------------------- headgeom data fetch
+def _named_command(message: str) -> list[str]:
+    """The ``headgeom data fetch ...`` command a missing-dataset message names, as argv."""
+    command = next(part for part in message.split("`") if part.startswith("headgeom data fetch"))
+    return shlex.split(command)[1:]
+
+
+def test_a_missing_cifar_names_the_command_that_fetches_it_where_it_was_looked_for(tmp_path, monkeypatch, capsys):
+    data = cifar_tar()
+    url = "https://example.invalid/cifar-10-binary.tar.gz"
+    monkeypatch.setitem(CIFAR_ARCHIVES, ("cifar10", "binary"),
+                        Archive(url, hashlib.md5(data).hexdigest(), FOLDER, len(data)))
+    root = tmp_path / "data"
+    with pytest.raises(FileNotFoundError) as err:
+        load_cifar10(root)
+    argv = _named_command(str(err.value))
+    assert argv == ["data", "fetch", "cifar10", "--data-dir", str(root)]
+    serve(monkeypatch, {url: data})
+    assert main(argv) == 0  # the command it names is real and puts the data where it was looked for
+    assert f"train on it with: headgeom train --data cifar10 --data-dir {root}" in capsys.readouterr().out
+    assert load_cifar10(root, "test").labels.tolist() == [7, 3]
+
+
+def test_the_default_data_folder_needs_no_option(tmp_path, monkeypatch):
+    monkeypatch.setenv("HEADGEOM_DATA", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as err:
+        load_dataset("cifar100", "train")
+    assert _named_command(str(err.value)) == ["data", "fetch", "cifar100"]
+    assert build_parser().parse_args(["data", "fetch", "cifar100"]).data_dir is None  # resolve_data_dir(None): here
+
+
+def test_an_offline_fetch_is_one_line_and_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    serve(monkeypatch, {})
+    root = tmp_path / "new" / "data"
+    assert main(["data", "fetch", "cifar10", "--data-dir", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("headgeom data: error: could not reach ") and str(root) in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_fetchable_names_are_the_official_archives():
+    assert FETCHABLE == tuple(sorted({name for name, _ in CIFAR_ARCHIVES}))
+
+
+def test_train_without_its_dataset_names_the_fetch_command_and_leaves_no_run_folder(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "runs" / "simclr"
+    code = main(["train", "--method", "simclr", "--backbone", "resnet18", "--data", "cifar10", "--data-dir", str(empty),
+                 "--epochs", "1", "--device", "cpu", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("headgeom train: error: CIFAR-10 not found"), err
+    assert _named_command(err) == ["data", "fetch", "cifar10", "--data-dir", str(empty)]
+    assert not (tmp_path / "runs").exists()

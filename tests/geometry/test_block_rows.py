@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.analysis_facts import LAZY_FACTS
-from headgeom.geometry.effective_hessian import LAZY_RESULTS
+from headgeom.geometry.engine.analysis_facts import LAZY_FACTS
+from headgeom.geometry.engine.effective_hessian import LAZY_RESULTS
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

@@ -14,10 +14,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.discovery import discover
-from headgeom.geometry.head_cache import HeadCache
-from headgeom.geometry.layer_rules import MODULE_RULES
-from headgeom.geometry.mlp_structure import flatten_layers, fuse_affine_runs
+from headgeom.geometry.engine.discovery import discover
+from headgeom.geometry.engine.head_cache import HeadCache
+from headgeom.geometry.layers import MODULE_RULES
+from headgeom.geometry.engine.chain import flatten_layers, fuse_affine_runs
 from headgeom.heads import L2Normalize, head_from
 from headgeom.objectives import analysis_loss, negative_cosine
 

@@ -1,4 +1,4 @@
-"""headgeom.geometry.fisher: the Gaussian Fisher formula, numerical rank and null-space fractions.
+"""headgeom.geometry.invariance.fisher: the Gaussian Fisher formula, numerical rank and null-space fractions.
 
 References are written independently: the Fisher information as E[s sᵀ] of the Gaussian score
 s = Jᵀ(y − g)/σ² estimated by Monte Carlo and by its closed form, matrices of constructed rank,
@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch.autograd.functional import jacobian
 
-from headgeom.geometry.fisher import (
+from headgeom.geometry.invariance.fisher import (
     GaussianObservation,
     fisher_eigen,
     fisher_information,

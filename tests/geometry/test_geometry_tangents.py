@@ -1,4 +1,4 @@
-"""headgeom.geometry.tangents against independent float64 references.
+"""headgeom.geometry.invariance.tangents against independent float64 references.
 
 References: dense JᵀJ from torch.autograd.functional.jacobian (no torch.func), tangents from
 central finite differences of the transform, controls checked for norm and span.
@@ -9,7 +9,7 @@ from torch import nn
 from torch.autograd.functional import jacobian
 
 from headgeom.geometry import SymmetricOperator
-from headgeom.geometry.tangents import (
+from headgeom.geometry.invariance.tangents import (
     JacobianMetric,
     augmentation_tangent,
     directions_in_span,

@@ -16,7 +16,7 @@ from torch import nn
 
 from headgeom.geometry import effective_hessian
 from headgeom.geometry import HeadCache
-from headgeom.geometry.head_function import prepare_head
+from headgeom.geometry.engine.head_function import prepare_head
 from headgeom.objectives import analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from headgeom.geometry.lanczos import LanczosNotConvergedWarning, lanczos_extremes
-from headgeom.geometry.operators import SymmetricOperator
+from headgeom.geometry.linalg.lanczos import LanczosNotConvergedWarning, lanczos_extremes
+from headgeom.geometry.linalg.operators import SymmetricOperator
 
 N = 2000
 

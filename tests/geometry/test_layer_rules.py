@@ -13,13 +13,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.functional import hessian, jacobian
 
-from headgeom.geometry.layer_rules import FUNCTION_RULES, MODULE_RULES, NotAChain, is_elementwise, rule_for_module
-from headgeom.geometry.mlp_structure import chain_pass, fuse_affine_runs
-from headgeom.geometry.norm_structure import ChannelAffine, RowNorm
+from headgeom.geometry.layers import FUNCTION_RULES, MODULE_RULES, NotAChain, is_elementwise, rule_for_module
+from headgeom.geometry.engine.chain import chain_pass, fuse_affine_runs
+from headgeom.geometry.layers import ChannelAffine, GroupNormalize, RMSNormalize, RowNorm
 from headgeom.heads import ACTIVATION_REGISTRY, L2Normalize
 
 DT = torch.float64
-S, W = 3, 5
+S, W = 3, 6  # W even (GLU halves it) and a multiple of GroupNorm's 3 groups
 
 
 def _gen(seed: int) -> torch.Generator:
@@ -42,6 +42,15 @@ def _ln() -> nn.LayerNorm:
         ln.weight.uniform_(0.5, 1.5, generator=_gen(5))
         ln.bias.uniform_(-0.3, 0.3, generator=_gen(6))
     return ln
+
+
+def _affine_norm(norm: nn.Module) -> nn.Module:
+    """A norm module with its γ (and β) away from 1 (and 0)."""
+    with torch.no_grad():
+        norm.weight.uniform_(0.5, 1.5, generator=_gen(14))
+        if getattr(norm, "bias", None) is not None:
+            norm.bias.uniform_(-0.3, 0.3, generator=_gen(15))
+    return norm
 
 
 def _linear() -> nn.Linear:
@@ -68,6 +77,8 @@ MODULE_EXAMPLES = {
     nn.Sigmoid: nn.Sigmoid, nn.LeakyReLU: lambda: nn.LeakyReLU(0.1), nn.Mish: nn.Mish,
     nn.CELU: lambda: nn.CELU(0.5), nn.SELU: nn.SELU, nn.Hardtanh: lambda: nn.Hardtanh(-0.5, 0.5),
     nn.ReLU6: nn.ReLU6, nn.Softsign: nn.Softsign, nn.Tanhshrink: nn.Tanhshrink,
+    nn.GroupNorm: lambda: _affine_norm(nn.GroupNorm(3, W, eps=1e-3)), GroupNormalize: lambda: GroupNormalize(1, 1e-5),
+    nn.GLU: lambda: nn.GLU(dim=1), nn.RMSNorm: lambda: _affine_norm(nn.RMSNorm(W)), RMSNormalize: lambda: RMSNormalize(0.1),
 }
 
 # function rules: key -> (the function as called, the arguments after the input, keyword arguments)
@@ -85,6 +96,8 @@ FUNCTION_EXAMPLES = {
     torch.selu: (torch.selu, (), {}), F.hardtanh: (F.hardtanh, (-0.5, 0.5), {}), F.relu6: (F.relu6, (), {}),
     F.softsign: (F.softsign, (), {}), F.tanhshrink: (F.tanhshrink, (), {}),
     "relu": (Tensor.relu, (), {}), "tanh": (Tensor.tanh, (), {}), "sigmoid": (Tensor.sigmoid, (), {}),
+    F.group_norm: (F.group_norm, (2, GAMMA, BETA), {"eps": 1e-4}), F.glu: (F.glu, (), {"dim": -1}),
+    F.rms_norm: (F.rms_norm, ((W,), GAMMA), {}),
 }
 
 

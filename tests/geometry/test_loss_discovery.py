@@ -14,8 +14,8 @@ from torch import nn
 from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.loss_discovery import PROBES, discover_curvature, is_block_diagonal
-from headgeom.geometry.readings import loss_hvp
+from headgeom.geometry.engine.loss_discovery import PROBES, discover_curvature, is_block_diagonal
+from headgeom.geometry.engine.readings import loss_hvp
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

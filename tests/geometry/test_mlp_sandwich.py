@@ -11,8 +11,8 @@ from torch import nn
 from torch.autograd.functional import hessian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
-from headgeom.geometry.mlp_sandwich import block_costs
+from headgeom.geometry.engine.loss_curvature import LowRankCurvature, curvature_for, pulled_columns
+from headgeom.geometry.engine.sandwich import block_costs
 from headgeom.objectives import AnalysisLoss, analysis_loss, negative_cosine
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts
@@ -93,7 +93,7 @@ def test_declared_curvature_is_used_only_when_declared():
     hvp = effective_hessian(head, ls["cosine-plain"], z, block_strategy="sandwich", discover_structure=False)
     hvp.blocks()
     assert declared.block_path() == "sandwich+declared-curvature"
-    assert plain.block_path() == "sandwich+discovered-curvature"  # headgeom.geometry.loss_discovery
+    assert plain.block_path() == "sandwich+discovered-curvature"  # headgeom.geometry.engine.loss_discovery
     assert hvp.block_path() == "sandwich+hvp"
     jac = effective_hessian(head, ls["cosine-plain"], z, block_strategy="jacobian")
     jac.blocks()

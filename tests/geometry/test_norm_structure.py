@@ -15,8 +15,8 @@ from torch.nn.utils import weight_norm as legacy_weight_norm
 from torch.nn.utils.parametrizations import weight_norm
 
 from headgeom.geometry import effective_hessian, mlp_sandwich, mlp_structure
-from headgeom.geometry.loss_curvature import curvature_for
-from headgeom.geometry.norm_structure import RowNorm, row_norm_pass
+from headgeom.geometry.engine.loss_curvature import curvature_for
+from headgeom.geometry.layers.row_norm import RowNorm, row_norm_pass
 from headgeom.heads import L2Normalize, head_from
 from headgeom.objectives import analysis_loss, dino_pair
 
@@ -186,7 +186,7 @@ def test_dino_head_never_forms_output_width_jacobians(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the per-sample Jacobian path ran on the DINO head")
 
-    monkeypatch.setattr("headgeom.geometry.block_strategies.chain_pass", refuse)
+    monkeypatch.setattr("headgeom.geometry.engine.block_strategies.chain_pass", refuse)
     eh = effective_hessian(head, loss, z, reading="tangential")
     eh_amb = effective_hessian(head, loss, z)
     for name, got, want in zip("HGM", eh_amb.decomposed_blocks(), reference):

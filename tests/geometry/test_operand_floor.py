@@ -1,4 +1,4 @@
-"""The sign floor relative to G's operands (headgeom.geometry.operand_scale, docs/paper.md §4 pitfall 2).
+"""The sign floor relative to G's operands (headgeom.geometry.engine.operand_scale, docs/paper.md §4 pitfall 2).
 
 - A near-radial bias-free linear head h(z) = (a bᵀ + ε C) z under the negative cosine with
   cos(u_i, c_i) > 0, tangential reading, float64: M = 0 and the exact H_eff is PSD (the formula of
@@ -20,8 +20,8 @@ from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.loss_curvature import LowRankCurvature
-from headgeom.geometry.operand_scale import MARGIN, low_rank_norms
+from headgeom.geometry.engine.loss_curvature import LowRankCurvature
+from headgeom.geometry.engine.operand_scale import MARGIN, low_rank_norms
 from headgeom.heads import head_from
 from headgeom.objectives import analysis_loss, negative_cosine
 from headgeom.tracking import GeometryTracker

@@ -5,7 +5,7 @@ import pytest
 import torch
 from scipy.sparse.linalg import LinearOperator, aslinearoperator, eigsh
 
-from headgeom.geometry.operators import SymmetricOperator, as_operator, check_symmetric
+from headgeom.geometry.linalg.operators import SymmetricOperator, as_operator, check_symmetric
 
 
 def _sym(n: int, seed: int) -> torch.Tensor:

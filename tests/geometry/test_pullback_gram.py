@@ -6,7 +6,7 @@ import torch
 from torch import nn
 from torch.autograd.functional import jacobian
 
-from headgeom.geometry.pullback_gram import pullback_gram
+from headgeom.geometry.invariance.pullback_gram import pullback_gram
 from headgeom.heads import head_from
 
 pytestmark = pytest.mark.usefixtures("one_thread")

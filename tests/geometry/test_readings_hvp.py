@@ -15,8 +15,8 @@ from torch.autograd.functional import hessian
 from torch.func import grad, jvp
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.analysis_facts import residual_gradient
-from headgeom.geometry.readings import autograd_loss_hvp, hvp_fn, loss_hvp
+from headgeom.geometry.engine.analysis_facts import residual_gradient
+from headgeom.geometry.engine.readings import autograd_loss_hvp, hvp_fn, loss_hvp
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

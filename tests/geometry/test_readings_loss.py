@@ -1,4 +1,4 @@
-"""Each reading is the Hessian of a stated loss (headgeom.geometry.readings, docs/paper.md §1.3).
+"""Each reading is the Hessian of a stated loss (headgeom.geometry.engine.readings, docs/paper.md §1.3).
 
 - tangential reading of the negative cosine: unchanged when the head output is scaled by α
   (α = 0.1, 1, 10), against the dense float64 reference of the unscaled head; PSD for a linear
@@ -18,7 +18,7 @@ from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.readings import READINGS, check_reading
+from headgeom.geometry.engine.readings import READINGS, check_reading
 from headgeom.objectives import analysis_loss
 
 from geometry_reference import assert_close, diagonal_blocks, reference_parts

@@ -1,4 +1,4 @@
-"""The paper's shifted power iteration (headgeom.geometry.shifted_power) against exact dense
+"""The paper's shifted power iteration (headgeom.geometry.linalg.shifted_power) against exact dense
 eigenvalues (float64 eigvalsh): where it converges, and two cases where it is unreliable.
 
 Each matrix is Q diag(λ) Qᵀ with a random orthogonal Q and a chosen spectrum; the reference is
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from headgeom.geometry.shifted_power import shifted_power_lambda_min
+from headgeom.geometry.linalg.shifted_power import shifted_power_lambda_min
 
 D64 = torch.float64
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from headgeom.geometry.operators import SymmetricOperator
-from headgeom.geometry.spectrum import spectrum
+from headgeom.geometry.linalg.operators import SymmetricOperator
+from headgeom.geometry.linalg.spectrum import spectrum
 
 
 def _orth(n: int, seed: int) -> torch.Tensor:

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.threshold import crossing, pullback_and_ratio, threshold_ratio
+from headgeom.geometry.linalg.threshold import crossing, pullback_and_ratio, threshold_ratio
 
 
 def test_diagonal_pairs_cross_at_the_smallest_ratio_of_their_entries():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from headgeom.geometry import weighted_gram as wg
-from headgeom.geometry.weighted_gram import symmetric_bmm, upper_fraction, weighted_gram
+from headgeom.geometry.linalg.weighted_gram import symmetric_bmm, upper_fraction, weighted_gram
 
 from geometry_reference import assert_close
 

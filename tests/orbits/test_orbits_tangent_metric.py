@@ -12,8 +12,8 @@ from torch import nn
 from torch.autograd.functional import hessian, jacobian
 
 from headgeom.augment.families import get_family
-from headgeom.geometry.fisher import null_space_fraction
-from headgeom.geometry.tangents import random_unit_directions
+from headgeom.geometry.invariance.fisher import null_space_fraction
+from headgeom.geometry.invariance.tangents import random_unit_directions
 from headgeom.orbits.tangent_metric import tangent_metric_analysis
 from headgeom.orbits.tangent_summary import quotient_summary
 

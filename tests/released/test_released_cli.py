@@ -2,7 +2,6 @@
 fetch offline and online against a faked network (no test touches the real one)."""
 from __future__ import annotations
 
-import io
 import os
 import shlex
 import urllib.error
@@ -11,7 +10,7 @@ import urllib.request
 import numpy as np
 import pytest
 
-from released_copy import write_copy
+from released_copy import Response, write_copy
 import headgeom.released.cli as released_cli
 from headgeom.cli import build_parser, main
 from headgeom.released import MANIFEST
@@ -104,21 +103,13 @@ def test_fetch_offline_is_one_line_with_the_addresses_and_leaves_nothing(tmp_pat
     assert not dest.exists()
 
 
-class _Response(io.BytesIO):
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
 def test_fetch_downloads_checks_and_keeps_intact_files(copy, tmp_path, capsys, monkeypatch):
     served = {copy.manifest.url(p): (copy.root / p).read_bytes() for p in copy.manifest.paths}
     asked = []
 
     def urlopen(url, timeout=None):
         asked.append(url)
-        return _Response(served[url])
+        return Response(served[url])
     monkeypatch.setattr(urllib.request, "urlopen", urlopen)
     dest = tmp_path / "fetched"
     assert main(["released", "fetch", str(dest), "--quiet"]) == 0

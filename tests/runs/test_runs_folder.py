@@ -68,6 +68,30 @@ def test_a_refused_claim_leaves_no_folder_behind_and_releases_the_lock(tmp_path)
     assert sorted(p.name for p in unsaved.iterdir()) == ["config.json", "metrics.jsonl"]  # kept, lock gone
 
 
+def test_a_run_that_fails_before_writing_leaves_none_of_the_folders_it_created(tmp_path):
+    out = tmp_path / "runs" / "a" / "run"
+    with pytest.raises(RuntimeError, match="before anything was written"):
+        with claim_run_folder(out) as start:
+            assert start.action == "start" and out.is_dir()  # the lock created it (and runs/a/ above it)
+            raise RuntimeError("failed before anything was written")
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C while the data load, likewise
+        with claim_run_folder(out):
+            raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "runs").mkdir()
+    with pytest.raises(RuntimeError):  # a failure after the run wrote a file keeps the folder and the file
+        with claim_run_folder(out):
+            (out / "config.json").write_text("{}")
+            raise RuntimeError("failed after config.json")
+    assert sorted(p.name for p in out.iterdir()) == ["config.json"]
+    (out / "config.json").unlink()
+    with pytest.raises(RuntimeError):  # a folder that was there before is kept, empty
+        with claim_run_folder(out):
+            raise RuntimeError("failed")
+    assert out.is_dir() and list(out.iterdir()) == []
+
+
 def _err_line(capsys) -> str:
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err

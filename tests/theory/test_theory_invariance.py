@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from headgeom.augment.families import tangent
-from headgeom.geometry.fisher import fisher_rank, per_sample_jacobian
+from headgeom.geometry.invariance.fisher import fisher_rank, per_sample_jacobian
 from headgeom.theory.invariance import (
     InvarianceSpec,
     PatternManifold,

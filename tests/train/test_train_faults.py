@@ -1,8 +1,12 @@
 """Faults during `headgeom train`, each compared with an uninterrupted run of the same settings.
 
-- SIGTERM / SIGINT mid-run: a checkpoint of the last finished step, one line, exit 128 + signal;
-  `--resume` ends bit-identical to the uninterrupted run, every metrics line once. The signal is
-  sent while the run waits at a known step (tests/train_held_worker.py), never after a fixed time.
+- SIGTERM / SIGINT mid-run: acknowledged at once from the handler (the step it will stop after),
+  then a checkpoint of the last finished step, one line, exit 128 + signal; `--resume` ends
+  bit-identical to the uninterrupted run, every metrics line once. The signal is sent while the run
+  waits at a known step (tests/train_held_worker.py), or from inside a step (a method's
+  on_step_end), never after a fixed time.
+- a second Ctrl-C in the middle of a step: stops at once with one line naming the checkpoint it
+  resumes from; the folder resumes to the uninterrupted run's end.
 - a crash that cut the last line of metrics.jsonl: the resume drops it, says so in one line, and
   ends as the uninterrupted run.
 - a disk that fills (a small tmpfs mounted here; skipped where mounting is not permitted) while a
@@ -28,9 +32,10 @@ import pytest
 import torch
 
 import headgeom.train.cli as train_cli
+import headgeom.train.loop as train_loop
 from headgeom.cli import main
 from headgeom.train import load_checkpoint
-from headgeom.train.interrupt import StopSignals
+from headgeom.train.interrupt import StopSignals, _say_now
 
 TESTS = Path(__file__).resolve().parents[1]
 WORKER = TESTS / "train_held_worker.py"
@@ -104,9 +109,12 @@ def test_a_signal_mid_run_checkpoints_the_last_step_and_resume_continues_exactly
         if proc.poll() is None:
             proc.kill()
     name = signal.Signals(signum).name
+    what, again = ("Ctrl-C", "Ctrl-C again") if signum == signal.SIGINT else ("SIGTERM", "send SIGTERM again")
     assert proc.returncode == 128 + signum, err
-    assert _one_line(err) == (f"headgeom train: interrupted by {name}: stopped after step 6 of 12 with its checkpoint "
-                              f"{run / 'checkpoints' / 'last.pt'}; continue with: headgeom train --resume --out {run}")
+    assert "Traceback" not in err and err.splitlines() == [
+        f"headgeom train: stopping after step 6 ({what}); {again} to stop now",  # from the handler, during step 6
+        f"headgeom train: interrupted by {name}: stopped after step 6 of 12 with its checkpoint "
+        f"{run / 'checkpoints' / 'last.pt'}; continue with: headgeom train --resume --out {run}"]
     assert load_checkpoint(run / "checkpoints" / "last.pt")["step"] == 6
     assert [r["step"] for r in _lines(run)] == list(range(1, 7)) and not (run / "done.json").exists()
     assert _lines(run) == _lines(reference)[:6]
@@ -117,22 +125,115 @@ def test_a_signal_mid_run_checkpoints_the_last_step_and_resume_continues_exactly
     assert_same_run(reference, run)
 
 
-def test_stop_signals_ask_once_and_hand_a_second_signal_to_the_handler_before():
-    seen = []
+def test_stop_signals_ask_once_say_so_at_once_and_hand_a_second_signal_to_the_handler_before():
+    seen, heard = [], []
     record = lambda signum, frame: seen.append(signum)  # noqa: E731
     before = signal.signal(signal.SIGTERM, record), signal.signal(signal.SIGINT, record)
     try:
-        with StopSignals() as stop:
-            assert stop() is None
-            signal.raise_signal(signal.SIGTERM)
-            assert stop() == signal.SIGTERM and seen == []  # the first one is a request
-            signal.raise_signal(signal.SIGTERM)
-            assert seen == [signal.SIGTERM]  # the second reaches the handler that was there before
-            assert signal.getsignal(signal.SIGINT) is record  # and both are put back at once
+        with StopSignals(say=heard.append) as stop:
+            stop.starting(4)
+            assert stop(4) is None
+            signal.raise_signal(signal.SIGINT)  # while step 5 runs
+            assert heard == ["headgeom train: stopping after step 5 (Ctrl-C); Ctrl-C again to stop now"]
+            assert stop.received == signal.SIGINT and seen == []  # the first one is a request ...
+            assert stop(5) == signal.SIGINT  # ... that the loop reads once step 5 is done
+            signal.raise_signal(signal.SIGINT)
+            assert seen == [signal.SIGINT] and len(heard) == 1  # the second reaches the handler that was there before
+            assert signal.getsignal(signal.SIGTERM) is record  # and both are put back at once
         assert signal.getsignal(signal.SIGTERM) is record and signal.getsignal(signal.SIGINT) is record
     finally:
         signal.signal(signal.SIGTERM, before[0])
         signal.signal(signal.SIGINT, before[1])
+
+
+@pytest.mark.parametrize("finished,signum,said", [
+    (None, signal.SIGTERM, "headgeom train: stopping after the first step (SIGTERM); send SIGTERM again to stop now"),
+    (0, signal.SIGINT, "headgeom train: stopping after step 1 (Ctrl-C); Ctrl-C again to stop now"),
+    (11, signal.SIGTERM, "headgeom train: stopping after step 12 (SIGTERM); send SIGTERM again to stop now"),
+])
+def test_the_acknowledgement_names_the_step_the_run_stops_after(finished, signum, said):
+    # a signal while the session sets up, during step 1, or seen after step 11 was asked about (in its checkpoint)
+    heard = []
+    stop = StopSignals(say=heard.append)
+    if finished is not None:
+        stop.starting(finished)
+    stop._handle(signum, None)  # the handler, called as Python calls it
+    assert heard == [said] and stop(finished or 0) == signum
+
+
+def test_the_acknowledgement_is_written_to_stderr_unbuffered(capfd):
+    _say_now("headgeom train: stopping after step 3 (Ctrl-C); Ctrl-C again to stop now")
+    assert capfd.readouterr().err == "headgeom train: stopping after step 3 (Ctrl-C); Ctrl-C again to stop now\n"
+
+
+class SignalInStep:
+    """``headgeom train``'s method, whose ``on_step_end`` (after the update of step ``at``, before its
+    metrics line, counter and checkpoint) raises SIGINT ``times`` times and then reads stderr: the
+    signal comes from inside the step, as a user's Ctrl-C does, at an exact point."""
+
+    def __init__(self, monkeypatch, capfd, at: int, times: int) -> None:
+        self.at, self.times, self.capfd, self.said_during_step = at, times, capfd, None
+        real = train_loop.build_method_from_config
+
+        def build(config):
+            method = real(config)
+            inner = method.on_step_end
+
+            def on_step_end(step, total):
+                inner(step, total)
+                if step + 1 == self.at and self.said_during_step is None:
+                    self.said_during_step = ""
+                    for _ in range(self.times):
+                        signal.raise_signal(signal.SIGINT)
+                        self.said_during_step += capfd.readouterr().err
+            method.on_step_end = on_step_end
+            return method
+
+        monkeypatch.setattr(train_loop, "build_method_from_config", build)
+
+
+def test_ctrl_c_in_a_step_is_said_before_the_step_ends_and_stops_after_it(reference, tmp_path, capfd, monkeypatch):
+    run = tmp_path / "run"
+    step = SignalInStep(monkeypatch, capfd, at=6, times=1)
+    with torch_one_thread(), default_sigint():
+        code = main(["train", *TINY, *EPOCHS, "--out", str(run)])
+    assert step.said_during_step == "headgeom train: stopping after step 6 (Ctrl-C); Ctrl-C again to stop now\n"
+    assert code == 130 and _one_line(capfd.readouterr().err).startswith(
+        "headgeom train: interrupted by SIGINT: stopped after step 6 of 12")
+    assert load_checkpoint(run / "checkpoints" / "last.pt")["step"] == 6
+    assert _lines(run) == _lines(reference)[:6]
+
+
+def test_a_second_ctrl_c_mid_step_stops_at_once_and_leaves_a_folder_that_resumes(reference, tmp_path, capfd,
+                                                                                  monkeypatch):
+    run = tmp_path / "run"
+    step = SignalInStep(monkeypatch, capfd, at=7, times=2)  # step 7 updated the parameters, wrote nothing yet
+    with torch_one_thread(), default_sigint():
+        code = main(["train", *TINY, *EPOCHS, "--out", str(run)])
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler from before, put back
+    last = run / "checkpoints" / "last.pt"
+    assert step.said_during_step == "headgeom train: stopping after step 7 (Ctrl-C); Ctrl-C again to stop now\n"
+    assert code == 130 and _one_line(capfd.readouterr().err) == (
+        f"headgeom train: stopped at once during step 7 (Ctrl-C again); its checkpoint of step 4 ({last}) is intact: "
+        f"continue with: headgeom train --resume --out {run}")
+    assert load_checkpoint(last)["step"] == 4 and sorted(p.name for p in last.parent.iterdir()) == ["last.pt"]
+    assert [r["step"] for r in _lines(run)] == list(range(1, 7)) and not (run / "done.json").exists()
+
+    monkeypatch.undo()
+    with torch_one_thread():
+        assert main(["train", "--resume", "--out", str(run)]) == 0
+    assert capfd.readouterr().err == ""  # nothing to repair
+    assert_same_run(reference, run)
+
+
+class default_sigint:
+    """Python's own SIGINT handler (KeyboardInterrupt) for the block, whatever pytest was started with."""
+
+    def __enter__(self):
+        self.before = signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGINT, self.before)
 
 
 def test_a_signal_the_process_ignores_stays_ignored():
@@ -141,7 +242,7 @@ def test_a_signal_the_process_ignores_stays_ignored():
         with StopSignals() as stop:
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
             signal.raise_signal(signal.SIGINT)
-            assert stop() is None
+            assert stop(0) is None
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)

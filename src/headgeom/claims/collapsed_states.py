@@ -3,7 +3,7 @@ run is collapsed (projector spread under the calibrated collapse level,
 :data:`headgeom.claims.training_verdicts.ESCAPE_DEFINITION`), is a smooth head past its own threshold?
 
 At each such point the tracker records λ_min(H_eff), λ_min(G) and the threshold ratio
-r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.threshold`): the state sits at r times
+r = max_i λ_max(−G_i^{-1/2} M_i G_i^{-1/2}) (:mod:`headgeom.geometry.linalg.threshold`): the state sits at r times
 the threshold of its own ray G + t·M, past it when r > 1, which with G ⪰ 0 is λ_min(H_eff) < −floor. Only
 points where G is PSD can attribute negative curvature to M; the others are counted apart. Magnitudes are
 compared within one state. A pure function of the cells' series.

@@ -55,10 +55,18 @@ def examples_epilog(examples: Sequence[str]) -> str:
 
 
 def add_command(subparsers: Any, name: str, *, help: str, description: str, examples: Sequence[str],
-                **kwargs: Any) -> argparse.ArgumentParser:
-    """A sub-command whose help page ends with ``examples`` (:func:`examples_epilog`)."""
-    return subparsers.add_parser(name, help=help, description=description, epilog=examples_epilog(examples),
-                                 formatter_class=HelpFormatter, **kwargs)
+                group: bool = False, **kwargs: Any) -> argparse.ArgumentParser:
+    """A sub-command whose help page ends with ``examples`` (:func:`examples_epilog`); like every
+    headgeom parser it takes no abbreviated option (``--epoch`` is not ``--epochs``). A command
+    takes ``--verbose`` (:mod:`.verbosity`); a ``group`` of actions (``released fetch|check``) leaves
+    it to them."""
+    p = subparsers.add_parser(name, help=help, description=description, epilog=examples_epilog(examples),
+                              formatter_class=HelpFormatter, allow_abbrev=False, **kwargs)
+    if not group:
+        p.add_argument("--verbose", action="store_true",
+                       help="also show the INFO messages of the libraries it drives (MLflow, Lightning); "
+                       "or set HEADGEOM_VERBOSE=1")
+    return p
 
 
 def key_value(text: str) -> tuple[str, Any]:

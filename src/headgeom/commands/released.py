@@ -11,10 +11,11 @@ from .outputs import Output
 __all__ = ["add_parser"]
 
 ENV = "HEADGEOM_RELEASED"  # headgeom.released.manifest.RELEASED_ENV (this module imports no numpy)
+CACHE = "~/.cache/headgeom/released"  # headgeom.released.manifest.default_released_dir(), without XDG_CACHE_HOME
 
 
 def _fetch_outputs(args: Any) -> list[Output]:
-    return [Output(args.dir, "dir", "DIR")]
+    return [Output(args.dir, "dir", "DIR")] if args.dir else []  # the cache folder: checked as it is written
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -23,23 +24,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         subparsers, "released", help="fetch and check the authors' released results (paper-scale runs)",
         description="The numeric results and run logs the paper's authors released with their code "
         "(collapse grids, Hessian tracks, orbits, depth ablations, guillotine probes, curvatures; MIT), "
-        "pinned to one upstream commit with the sha256 of every file. `fetch` downloads them, `check` "
-        f"verifies a copy. Commands that read them take --released DIR or ${ENV}. Pickled files are "
-        "read without executing pickled code. Exit status 2 for a missing, damaged or refused file.",
-        examples=["headgeom released fetch ~/released",
+        "pinned to one upstream commit with the sha256 of every file. `fetch` downloads them (into "
+        f"{CACHE}, or DIR), `check` verifies a copy. Commands that read them take --released DIR, else "
+        f"${ENV}, else the copy in {CACHE} ($XDG_CACHE_HOME/headgeom/released when that is set). Pickled "
+        "files are read without executing pickled code. Exit status 2 for a missing, damaged or refused file.",
+        group=True,
+        examples=["headgeom released fetch                 # into the cache folder, where reproduce finds it",
+                  "headgeom released fetch ~/released",
                   "headgeom released check ~/released",
-                  f"headgeom released check                 # the copy at ${ENV}"])
+                  f"headgeom released check                 # the copy at ${ENV}, else in the cache folder"])
     sub = p.add_subparsers(dest="released_command", metavar="ACTION")
     sub.required = True
     f = add_command(
         sub, "fetch", help="download the pinned files (sha256 checked, atomic writes)",
         description="Download every pinned released file from the authors' repository at the pinned commit "
-        "into DIR/<upstream path>, checking each file's sha256 before it is renamed into place; files "
+        f"into DIR/<upstream path> (default: the cache folder {CACHE}, where every command finds it "
+        "without an option), checking each file's sha256 before it is renamed into place; files "
         "already there and intact are kept. Offline, it stops with one line naming the addresses and "
         "where to put the files (exit status 2).",
-        examples=["headgeom released fetch ~/released",
+        examples=["headgeom released fetch",
                   "headgeom released fetch ~/released --quiet"])
-    f.add_argument("dir", metavar="DIR", help="folder to download into (created when missing)")
+    f.add_argument("dir", metavar="DIR", nargs="?", default=None,
+                   help=f"folder to download into (created when missing; default {CACHE})")
     f.add_argument("--quiet", action="store_true", help="no progress messages")
     f.set_defaults(func=Command("headgeom.released.cli:run_fetch", outputs=_fetch_outputs))
     c = add_command(
@@ -50,6 +56,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         examples=["headgeom released check ~/released",
                   f"headgeom released check                 # the copy at ${ENV}"])
     c.add_argument("dir", metavar="DIR", nargs="?", default=None,
-                   help=f"the copy's folder (default ${ENV})")
+                   help=f"the copy's folder (default ${ENV}, else the copy in {CACHE})")
     c.set_defaults(func=Command("headgeom.released.cli:run_check"))
     return p

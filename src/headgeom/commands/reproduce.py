@@ -35,8 +35,9 @@ def _add_run_options(p: argparse.ArgumentParser, ids: tuple[str, ...]) -> None:
     a("--checkpoints", default=None, metavar="DIR",
       help="folder holding the official pretrained checkpoints for C10 (default $HEADGEOM_CHECKPOINTS)")
     a("--released", default=None, metavar="DIR",
-      help="folder holding the authors' released results (default $HEADGEOM_RELEASED; download with `headgeom "
-      "released fetch DIR`): their rows are judged beside ours; without a copy the RELEASED rows are skipped")
+      help="folder holding the authors' released results (default $HEADGEOM_RELEASED, else the copy `headgeom "
+      "released fetch` put in ~/.cache/headgeom/released): their rows are judged beside ours; without a copy "
+      "the RELEASED rows are skipped and the report says how to add them")
     a("--logger", default="jsonl", metavar="NAME[,NAME...]",
       help=f"how the training runs inside the cells log, a comma list of {', '.join(LOGGERS)}: jsonl (default, "
       "always written), tensorboard, mlflow, wandb, as `headgeom train --logger` (under each cell's train/; "

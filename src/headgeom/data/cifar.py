@@ -33,6 +33,7 @@ __all__ = [
     "CIFAR_LAYOUTS",
     "SafeUnpickler",
     "UnsafePickleError",
+    "fetch_command",
     "find_cifar",
     "load_cifar",
     "load_cifar10",
@@ -164,11 +165,18 @@ CIFAR_LAYOUTS: dict[str, dict[str, CifarLayout]] = {
 }
 
 
-def _how_to_get(name: str) -> str:
-    url = CIFAR_ARCHIVES[(name, "binary")].url
-    return (f"Get the data by one of: pass --data-dir DIR (data_dir=DIR) pointing at the "
-            f"directory that holds the extracted folder; set {DATA_ENV_VAR}=DIR; or load with "
-            f"download=True to fetch {url}.")
+def fetch_command(name: str, root: str | os.PathLike[str] | None = None) -> str:
+    """The command line that downloads ``name`` into ``root`` (the data folder it is looked for in)."""
+    given = root is not None and Path(root).expanduser() != resolve_data_dir(None)
+    return f"headgeom data fetch {name}" + (f" --data-dir {root}" if given else "")
+
+
+def _how_to_get(name: str, root: Path, fetch: str = "Fetch it") -> str:
+    archive = CIFAR_ARCHIVES[(name, "binary")]
+    return (f"{fetch} ({archive.size / 1e6:.0f} MB from {archive.url}) with `{fetch_command(name, root)}` "
+            f"(in Python: load_dataset({name!r}, download=True)), or point --data-dir DIR (data_dir=DIR) "
+            f"or {DATA_ENV_VAR}=DIR at the folder that holds the extracted "
+            f"{CIFAR_LAYOUTS[name]['binary'].folder}/.")
 
 
 def find_cifar(name: str, root: str | os.PathLike[str] | None = None) -> tuple[Path, str]:
@@ -194,7 +202,7 @@ def find_cifar(name: str, root: str | os.PathLike[str] | None = None) -> tuple[P
     raise FileNotFoundError(
         f"{PRETTY[name]} not found under {root}: looked for {' and '.join(looked)}, and for "
         f"the batch files in {root} itself. "
-        + _how_to_get(name)
+        + _how_to_get(name, root)
     )
 
 
@@ -202,8 +210,8 @@ def _require(folder: Path, files: tuple[str, ...], name: str) -> list[Path]:
     paths = [folder / f for f in files]
     missing = [p.name for p in paths if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f"{PRETTY[name]} folder {folder} lacks {missing}; it is "
-                                f"incomplete. " + _how_to_get(name))
+        raise FileNotFoundError(f"{PRETTY[name]} folder {folder} lacks {missing}; it is incomplete. "
+                                + _how_to_get(name, folder.parent, f"Remove {folder}, then fetch it again"))
     return paths
 
 

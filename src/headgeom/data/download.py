@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from headgeom.io import absent_folders, remove_empty_folders
+
 __all__ = [
     "CIFAR_ARCHIVES",
     "DATA_ENV_VAR",
@@ -184,13 +186,18 @@ def download_and_extract(url: str, md5: str, data_dir: str | os.PathLike[str], f
     target = data_dir / folder
     if target.is_dir():
         return target
+    created = absent_folders(data_dir)
     data_dir.mkdir(parents=True, exist_ok=True)
     archive = data_dir / url.rsplit("/", 1)[-1]
     hint = (f"If this machine is offline, download {url} elsewhere, extract it, and place the "
             f"extracted folder at {target} (or pass --data-dir DIR / set {DATA_ENV_VAR}=DIR "
             f"to the directory that holds {folder}/).")
     if not (archive.is_file() and md5_file(archive) == md5.lower()):
-        fetch_url(url, archive, md5, timeout=timeout, hint=hint)
+        try:
+            fetch_url(url, archive, md5, timeout=timeout, hint=hint)
+        except BaseException:
+            remove_empty_folders(created)  # an offline fetch leaves no empty data folder behind
+            raise
     staging = Path(tempfile.mkdtemp(prefix=f".{folder}.", dir=data_dir))
     try:
         safe_extract(archive, staging)

@@ -46,7 +46,7 @@ from headgeom.claims.row import Row
 from headgeom.claims.whitening_verdict import dimension_verdict, literal_rank_verdict, positive_part_verdict
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.readings import check_reading
+from headgeom.geometry.engine.readings import check_reading
 from headgeom.heads import head_from
 from headgeom.launch.resources import Resources
 from headgeom.objectives import analysis_loss, get_objective

@@ -5,7 +5,7 @@ z ~ N(0, I); the other view (the stop-gradient target of the cosine loss, the fi
 of InfoNCE / VICReg / Barlow Twins) is h(z + view_noise·ε). k = N·K. A slice is
 u(x) = u0 + B x with B (k, m) orthonormal, and the metric on it is g(x) = Bᵀ ∇²_u L(u0 + Bx) B.
 
-- Readings (``headgeom.geometry.readings``), one per setting ``"objective:reading"``:
+- Readings (``headgeom.geometry.engine.readings``), one per setting ``"objective:reading"``:
   ``negative_cosine:tangential`` (P H P, positive definite on the sphere's tangent where
   cos(u_i, c_i) > 0) and ``negative_cosine:ambient`` (the exact, indefinite Hessian);
   ``info_nce`` (u the anchors, block-diagonal), ``vicreg``, ``barlow_twins`` ambient; ``mse``

@@ -11,7 +11,7 @@ States (docs/paper.md §2 C4, §3), built by :mod:`headgeom.theory.collapse`:
   ‖∇_z L‖ is reported.
 
 Analyses (the ``reading`` axis), each a stated loss and a reading of its Hessian
-(``headgeom.geometry.readings``): ``ambient`` and ``tangential`` read the SimSiam negative cosine loss
+(``headgeom.geometry.engine.readings``): ``ambient`` and ``tangential`` read the SimSiam negative cosine loss
 −mean_i cos(u_i, sg(c_i)); ``mse`` is the collapse theorem's premise as a loss, mean_i ½‖u_i − c_i‖²,
 read ambient (its exact Hessian is I/N, and ρ in M is its own, (u − c)/N). The loss is a batch mean, so blocks carry 1/N. Heads: Linear(d→hidden)
 → act → Linear(hidden→k), bias-free like the paper's projector; ``linear`` has nothing between.
@@ -56,7 +56,7 @@ from headgeom.claims.collapse_instability import construction_verdict, past_thre
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.threshold import pullback_and_ratio
+from headgeom.geometry.linalg.threshold import pullback_and_ratio
 from headgeom.heads import HeadSpec, ProjectionHead, scale_linear_weights_
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import mean_std_text
@@ -336,7 +336,7 @@ COINCIDE_TOL = 1e-8  # |λ(ambient) − λ(tangential)| / max|λ| at a cosine eq
 
 def _lemma_claim(config: C4Config, groups: dict, state: str, readings: tuple[str, ...]) -> Row | None:
     """Per equilibrium state and loss: "M has a negative direction ⇒ a finite threshold" (an identity,
-    :mod:`headgeom.geometry.threshold`); for the cosine loss the ambient and tangential readings are one row,
+    :mod:`headgeom.geometry.linalg.threshold`); for the cosine loss the ambient and tangential readings are one row,
     since they coincide at an equilibrium, and their coincidence is checked in the same row."""
     acts = [a for a in config.activations if a not in NON_SMOOTH and any((state, r, a) in groups for r in readings)]
     if not acts:

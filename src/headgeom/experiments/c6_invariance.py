@@ -16,7 +16,7 @@ float64:
 - quotients vᵀAv/‖v‖² for A = G = J_hᵀJ_h (``head_G``, by jvp), A = J_hᵀ ∇²_u L J_h with the VICReg
   loss of one view, the other view fixed, ambient reading (``head_GL``, per-sample diagonal
   blocks of the engine's G), and A = J_fᵀJ_f in pixel space (``backbone_G``);
-- contrasts (:func:`headgeom.geometry.tangents.quotient_contrast`, on |q|): ratio = median|q_tangent|
+- contrasts (:func:`headgeom.geometry.invariance.tangents.quotient_contrast`, on |q|): ratio = median|q_tangent|
   / median|q_control| and p_below = P(|q_t| < |q_c|);
 - the premise: the invariance gap of h∘f and of f (orbit spread / data spread, 0 = invariant).
 
@@ -40,7 +40,7 @@ from headgeom.claims.invariance_verdict import degeneracy_verdict, lowpass_verdi
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
 from headgeom.geometry import effective_hessian
-from headgeom.geometry.tangents import (
+from headgeom.geometry.invariance.tangents import (
     JacobianMetric,
     augmentation_tangent,
     quotient_contrast,

@@ -14,7 +14,7 @@ With respect to the input pixels instead of θ (reported beside, not judged): I_
 I_h^x = (J_h J_f)ᵀ(J_h J_f)/σ², whose ranks are those of J_f and J_h J_f.
 V_aug in θ-space is span{e_ξ} (G directions), so the inequality is exact when h∘f is exactly
 invariant (J_u e_ξ = 0) and the backbone is not (J_z e_ξ linearly independent). Numerical ranks:
-eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.fisher.fisher_rank`), at the
+eigenvalues of I above rel_tol · λ_max(I) (:func:`headgeom.geometry.invariance.fisher.fisher_rank`), at the
 stated ``rel_tol`` and over a sweep of tolerances. The manifold's own rank, rank ∂x/∂θ = p + G, is
 checked at the same tolerance (columns of ∂x/∂θ scaled to unit norm, so the check does not
 depend on the units of c and ξ). Each cell (regime × seed) measures before and after training on the
@@ -40,7 +40,7 @@ from torch.func import jacrev, vmap
 from headgeom.claims.fisher_rank import rank_bound_verdict
 from headgeom.claims.row import Row
 from headgeom.experiments.registry import Experiment, Summary, measured, register
-from headgeom.geometry.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
+from headgeom.geometry.invariance.fisher import GaussianObservation, fisher_rank, null_space_fraction, per_sample_jacobian
 from headgeom.launch.resources import Resources
 from headgeom.claims.estimates import format_estimate
 from headgeom.claims.evidence import TEST

@@ -10,7 +10,7 @@ normalisation).
 Measured every ``track_every`` steps on the run's fixed probe batch (headgeom.tracking): the exact
 per-sample H_eff = G + M blocks (float64 eigh) of the view-1 loss w.r.t. z1 for the first
 ``block_samples`` probe samples, batch-mean reduction, under each reading of ``readings``
-(headgeom.geometry.readings): "ambient", the paper's full Hessian of the batch loss, and
+(headgeom.geometry.engine.readings): "ambient", the paper's full Hessian of the batch loss, and
 "tangential", its Riemannian Hessian on the sphere. Each reading has its own curvature row, with equal
 prominence (:mod:`headgeom.claims.curvature_verdict`): under the ambient reading the cosine's own
 curvature is indefinite whenever u is not parallel to its target (scale 1/‖u‖²), so a linear head can
@@ -18,7 +18,7 @@ show negative eigenvalues through G alone and the contrast can fail for that rea
 tangential reading a bias-free ReLU/linear head has M ≡ 0 and G ⪰ 0 wherever cos θ > 0, so that half is
 an identity and only the smooth half is a test.
 λ < −floor counts as negative, floor = rel_floor · max(max|λ|, S) at that point, S the scale of the terms
-G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.operand_scale`; docs/paper.md §4 pitfall
+G is summed from (max_i ‖A_i‖₂‖J_i‖₂², :mod:`headgeom.geometry.engine.operand_scale`; docs/paper.md §4 pitfall
 2): a collapsed head's Jacobian is almost radial, so the tangential projection cancels terms far
 larger than the blocks it leaves, and the round-off of that cancellation (order eps · S) would pass a
 floor relative to the blocks alone; with S it counts as zero. Also ‖M‖_F/‖H_eff‖_F, the spread of the
@@ -36,7 +36,7 @@ inert*, a normal ReLU/linear head at init, and it is left out of the escape row 
 collapsed in geometry) and flagged in the table; its curvature still counts as a ReLU/linear run.
 
 The paper's λ_min estimator beside the exact one (``power_iterations``, default 20): the authors'
-float32 shifted power iteration (:mod:`headgeom.geometry.shifted_power`) on the same block-diagonal
+float32 shifted power iteration (:mod:`headgeom.geometry.linalg.shifted_power`) on the same block-diagonal
 H_eff at every tracking point. A point disagrees when the signs differ (one below −floor, the other
 not) or |estimate − exact| > power_rel_tol · max|λ|; the count of such points is reported per run and
 reading (not judged).
@@ -364,7 +364,7 @@ def _tiny_negative_notes(groups: dict[str, list[dict]], reading: str) -> list[st
     """One line per run whose negative points under ``reading`` are all tiny against λ_max.
 
     The floor is relative to the operands of G as well as to the result (rel_floor · max(max|λ|, S),
-    :mod:`headgeom.geometry.operand_scale`), so the round-off a collapsed head leaves when the
+    :mod:`headgeom.geometry.engine.operand_scale`), so the round-off a collapsed head leaves when the
     tangential projection cancels its almost radial Jacobian counts as zero. A negative point that
     still passes is below −rel_floor · S, far above that round-off, and is counted; when all of a
     run's negative points are below TINY_NEGATIVE · λ_max the run is named, so that a verdict resting

@@ -5,7 +5,7 @@ type, the functions and tensor methods that compute it (``F.silu``, ``torch.tanh
 and, for those a head spec may name (``in_specs``), the keyword arguments it accepts, so that
 ``HeadSpec`` validation, the compact string form and the builder share one vocabulary
 (``ACTIVATIONS``, the spec view of the registry). The geometry engine recognises an activation
-by the module type or function registered here (:mod:`headgeom.geometry.layer_rules`): a new
+by the module type or function registered here (:mod:`headgeom.geometry.layers.registry`): a new
 activation is one entry below.
 
 ``has_curvature`` records whether σ'' is non-zero on a set of positive measure: per

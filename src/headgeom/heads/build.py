@@ -3,7 +3,7 @@
 Layout: the head's only submodule is ``self.layers``, an nn.Sequential of nn.Linear,
 nn.BatchNorm1d, nn.LayerNorm, torch activation modules and ``L2Normalize`` in forward order,
 with no wrapper blocks (the effective-Hessian engine traces ``forward`` into that chain, as it
-does any head's: headgeom.geometry.discovery). The DINO last layer is an nn.Linear parametrised by
+does any head's: headgeom.geometry.engine.discovery). The DINO last layer is an nn.Linear parametrised by
 torch.nn.utils.parametrizations.weight_norm (so ``layer.weight`` is g · v / ‖v‖ row-wise).
 """
 from __future__ import annotations

@@ -3,7 +3,7 @@
 For each image x and family t_ξ, at ξ0 (the family's tangent point: its identity, σ = 1 for blur):
 
 - pixel tangent u = ∂t_ξ(x)/∂ξ ([0, 1] pixels, before mean/std) and z-tangent t = ∂f(n(t_ξ(x)))/∂ξ,
-  one jvp (:func:`headgeom.geometry.tangents.augmentation_tangent`), checked against a central
+  one jvp (:func:`headgeom.geometry.invariance.tangents.augmentation_tangent`), checked against a central
   finite difference of the same path (reported, never silently trusted: kinks of ReLU and of
   colour clamping at saturated pixels make them differ);
 - Rayleigh quotients vᵀAv/‖v‖² on the tangent and on ``n_random`` random unit directions:
@@ -32,9 +32,9 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from headgeom.augment.families import AugmentationFamily, get_family
 from headgeom.eval.features import as_head_chain
-from headgeom.geometry.loss_curvature import curvature_for
-from headgeom.geometry.pullback_gram import pullback_gram
-from headgeom.geometry.tangents import augmentation_tangent, random_unit_directions
+from headgeom.geometry.engine.loss_curvature import curvature_for
+from headgeom.geometry.invariance.pullback_gram import pullback_gram
+from headgeom.geometry.invariance.tangents import augmentation_tangent, random_unit_directions
 from headgeom.objectives import analysis_loss
 from headgeom.orbits.extract import as_unit_images
 from headgeom.orbits.tangent_summary import DEFINITIONS, assemble_result
@@ -155,7 +155,7 @@ def _base_point(pix_to_z: Callable, head_fn: Callable | None, head_gram: Callabl
     z (b, d); jb_e = J_b e (b, m, d) for the random pixel directions; with a head: jv_r =
     J_h [e_z, J_b e] (b, 2m, k), the loss-curvature blocks at u = h(z) (checked against the exact
     HVP), the per-sample loss quotients of e_z (b, m), and the eigen-system of I_h(z) = J_hᵀJ_h
-    (``head_gram``: headgeom.geometry.pullback_gram, through the last Linear for DINO heads). Its
+    (``head_gram``: headgeom.geometry.invariance.pullback_gram, through the last Linear for DINO heads). Its
     eigenvalues come from eigh of the formed matrix (about 10x faster than the SVD of J on CPU),
     resolved to about d·eps·λ_max (protocol.fisher.eigen_floor).
     """

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from headgeom.geometry.fisher import GaussianObservation, numerical_rank
-from headgeom.geometry.tangents import quotient_contrast
+from headgeom.geometry.invariance.fisher import GaussianObservation, numerical_rank
+from headgeom.geometry.invariance.tangents import quotient_contrast
 from headgeom.orbits.bootstrap import METHOD, bootstrap_indices, estimate
 
 __all__ = ["DEFINITIONS", "assemble_result", "json_float", "log10_abs", "quotient_summary", "rank_summary",

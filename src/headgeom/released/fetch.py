@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from headgeom.data.download import fetch_url
+from headgeom.io import absent_folders, remove_empty_folders
 from headgeom.released.manifest import MANIFEST, Manifest, ReleasedFileError
 from headgeom.runs.safe_load import file_sha256
 
@@ -61,28 +62,12 @@ def fetch_released(root: str | Path, manifest: Manifest = MANIFEST, *, timeout: 
             continue
         if progress is not None:
             progress(f"fetching {entry.path} ({entry.bytes} bytes)")
-        new_dirs = _absent_parents(dest)
+        new_dirs = absent_folders(dest.parent)
         try:
             fetch_url(manifest.url(entry.path), dest, timeout=timeout, hint=hint, sha256=entry.sha256)
         except BaseException:
-            _remove_empty(new_dirs)  # a failed download leaves no empty folders behind either
+            remove_empty_folders(new_dirs)  # a failed download leaves no empty folders behind either
             raise
         downloaded.append(entry.path)
     return FetchResult(root=root, downloaded=tuple(downloaded), kept=tuple(kept))
 
-
-def _absent_parents(dest: Path) -> list[Path]:
-    """The folders above ``dest`` that do not exist yet, deepest first."""
-    out, p = [], dest.parent
-    while not p.exists() and p != p.parent:
-        out.append(p)
-        p = p.parent
-    return out
-
-
-def _remove_empty(folders: list[Path]) -> None:
-    for folder in folders:  # deepest first
-        try:
-            folder.rmdir()
-        except OSError:
-            return  # not empty (or gone): keep it and everything above

@@ -7,7 +7,10 @@ the ``MANIFEST.json`` of a verified copy (the files as the authors published the
 commit); a test compares the two when a copy is present.
 
 A copy is a folder holding the files under their upstream paths (``DIR/results/cifar10/...``).
-Where it is: ``--released DIR``, else ``$HEADGEOM_RELEASED``. :func:`verify_file` checks one file
+Where it is: ``--released DIR``, else ``$HEADGEOM_RELEASED``, else the cache folder that
+``headgeom released fetch`` fills when given no DIR (:func:`default_released_dir`:
+``$XDG_CACHE_HOME/headgeom/released`` or ``~/.cache/headgeom/released``), so that a fetched copy is
+found without an option or a variable. :func:`verify_file` checks one file
 against its pinned size and sha256 before anything reads it, so a truncated, damaged or swapped
 file is refused before a single byte of it is parsed.
 """
@@ -23,10 +26,11 @@ from typing import Any
 from headgeom.runs.safe_load import file_sha256
 
 __all__ = ["FETCH_COMMAND", "MANIFEST", "RELEASED_ENV", "Manifest", "ManifestEntry", "ReleasedFileError",
-           "load_manifest", "resolve_released_dir", "verify_file"]
+           "default_released_dir", "load_manifest", "resolve_released_dir", "verify_file"]
 
 RELEASED_ENV = "HEADGEOM_RELEASED"
-FETCH_COMMAND = "headgeom released fetch DIR"
+FETCH_COMMAND = "headgeom released fetch"
+"""Downloads a copy into :func:`default_released_dir` (``headgeom released fetch DIR``: into DIR)."""
 
 
 class ReleasedFileError(ValueError):
@@ -96,25 +100,59 @@ MANIFEST = load_manifest()
 """The files headgeom reads, pinned to one upstream commit (``manifest.json``)."""
 
 
-def resolve_released_dir(directory: str | os.PathLike[str] | None = None, option: str = "--released DIR") -> Path:
-    """The copy's root: ``directory`` if given, else ``$HEADGEOM_RELEASED``; it must be a folder.
+def default_released_dir() -> Path:
+    """Where ``headgeom released fetch`` puts a copy when given no DIR, and where every command looks
+    last: ``$XDG_CACHE_HOME/headgeom/released`` (an absolute path, as the XDG spec asks), else
+    ``~/.cache/headgeom/released``."""
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base / "headgeom" / "released"
 
-    ``option``: how the command's user gives ``directory`` (named in the messages).
+
+def _incomplete(root: Path, manifest: Manifest) -> list[str]:
+    """The pinned files missing under ``root`` (present ones are checked when read: :func:`verify_file`)."""
+    return [e.path for e in manifest.files if not (root / e.path).is_file()]
+
+
+def resolve_released_dir(directory: str | os.PathLike[str] | None = None, option: str = "--released DIR", *,
+                         complete: bool = True) -> Path:
+    """The copy's root: ``directory`` if given, else ``$HEADGEOM_RELEASED``, else the fetched copy in
+    :func:`default_released_dir` when that folder exists; it must be a folder.
+
+    ``option``: how the command's user gives ``directory`` (named in the messages). ``complete``: the
+    copy in the cache folder must hold every pinned file (a fetch that stopped half-way says so and how
+    to finish it, rather than failing later on its first missing file).
     """
     if directory is None or str(directory) == "":
         env = os.environ.get(RELEASED_ENV, "")
-        if not env:
-            raise ReleasedFileError(
-                f"no copy of the authors' released results is set: pass {option} or set "
-                f"{RELEASED_ENV}=DIR (download one with `{FETCH_COMMAND}`)")
-        directory, how = env, f"${RELEASED_ENV}"
+        if env:
+            directory, how = env, f"${RELEASED_ENV}"
+        else:
+            return _cached_copy(option, complete)
     else:
         how = option.split()[0]
     root = Path(directory).expanduser()
     if not root.is_dir():
         raise ReleasedFileError(f"{how} {root} is not a folder; point it at the folder holding results/ "
-                                f"(download it with `{FETCH_COMMAND}`)")
+                                f"(download it with `{FETCH_COMMAND} {root}`)")
     return root
+
+
+def _cached_copy(option: str, complete: bool) -> Path:
+    """The copy ``headgeom released fetch`` put in the cache folder, when there is one."""
+    cache = default_released_dir()
+    if not cache.is_dir():
+        size = sum(e.bytes for e in MANIFEST.files) / 1e6
+        raise ReleasedFileError(
+            f"no copy of the authors' released results is set: pass {option} or set {RELEASED_ENV}=DIR, or "
+            f"download one with `{FETCH_COMMAND}` ({size:.0f} MB into {cache}, where headgeom finds it; "
+            f"`{FETCH_COMMAND} DIR` puts it elsewhere)")
+    missing = _incomplete(cache, MANIFEST) if complete else []
+    if missing:
+        raise ReleasedFileError(
+            f"the copy of the authors' released results in {cache} is incomplete ({len(missing)} of "
+            f"{len(MANIFEST.files)} pinned files missing, first {missing[0]}): finish it with `{FETCH_COMMAND}`")
+    return cache
 
 
 def verify_file(root: str | os.PathLike[str], path: str, manifest: Manifest = MANIFEST) -> Path:
@@ -122,7 +160,7 @@ def verify_file(root: str | os.PathLike[str], path: str, manifest: Manifest = MA
     :class:`ReleasedFileError` (one line) when it is missing, truncated, or another file."""
     entry = manifest.entry(path)
     file = Path(root) / entry.path
-    fix = f"replace it with the file pinned at commit {manifest.commit[:12]} (`{FETCH_COMMAND}`)"
+    fix = f"replace it with the file pinned at commit {manifest.commit[:12]} (`{FETCH_COMMAND} {root}`)"
     if not file.is_file():
         raise ReleasedFileError(f"{file} is missing; {fix}")
     size = file.stat().st_size

@@ -25,6 +25,7 @@ from headgeom.report.html_text import inline, png_data_uri, text
 from headgeom.report.markdown import (config_table, distinct_settings, environment_text, format_measured, group_table,
                                       home_claim, measured_parts, ood_text, rows_of, run_text, setting_text,
                                       summary_note, verdict_parts, warnings)
+from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, claim_line, source_parts
 from headgeom.report.table import Table, table_html
 
@@ -156,7 +157,8 @@ def render_html(results: dict[str, Any], root: str | os.PathLike | None = None) 
     preset, seeds = results.get("preset"), results.get("seeds")
     groups = by_claim(claims)
     homes = {eid: home_claim(eid, claims) for eid in exps}
-    out = ["<h1>headgeom: claims report</h1>",
+    notice = released_notice(results)
+    out = ["<h1>headgeom: claims report</h1>", *([f'<p class="warn">{inline(notice)}</p>'] if notice else []),
            f"<p>Produced by <code>{text(results.get('command', 'headgeom reproduce'))}</code> (finished "
            f"{text(results.get('finished', '?'))}); preset <strong>{text(preset)}</strong>; seeds: "
            + (f"{text(seeds)} (--seeds)" if seeds is not None else "each experiment's preset default") + ".</p>"]

@@ -22,6 +22,7 @@ from headgeom.claims.evidence import KINDS, counts_text, tagged_verdict, verdict
 from headgeom.claims.ood import OutOfDistribution
 from headgeom.claims.row import NAME_KEYS, Row
 from headgeom.io import atomic_write_text
+from headgeom.report.released_notice import released_notice
 from headgeom.report.summary import by_claim, summary_table
 from headgeom.report.table import Table, cell_text, wrap
 
@@ -345,7 +346,8 @@ def render_report(results: dict[str, Any]) -> str:
     seeds = results.get("seeds")
     summary = (summary_table(rows, format_measured, results.get("preset")).markdown() + "\n" if rows
                else "_No claim entries were produced._\n")
-    lines = ["# headgeom: claims report", "",
+    notice = released_notice(results)
+    lines = ["# headgeom: claims report", "", *([notice, ""] if notice else []),
              f"Produced by `{results.get('command', 'headgeom reproduce')}` (finished {results.get('finished', '?')}); "
              f"preset **{results.get('preset')}**; seeds: "
              + (f"{seeds} (--seeds)" if seeds is not None else "each experiment's preset default") + ".", "",

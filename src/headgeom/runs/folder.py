@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Literal
 
+from headgeom.io import absent_folders, remove_empty_folders
+
 from .lock import RunLock
 from .metrics import read_metrics
 
@@ -127,23 +129,25 @@ def claim_run_folder(folder: str | os.PathLike[str], *, resume: bool = False,
     the start (:func:`plan_start`), empty the folder for ``--overwrite``, tell ``note`` (default:
     stderr) what was done, and yield the :class:`Start`; the lock is released on exit.
 
+    A start that is refused, or a run that fails before it wrote anything (a missing dataset, a
+    batch larger than the data, Ctrl-C while it loads), leaves none of the folders the lock created.
+
     Raises what :func:`plan_start` raises, and :class:`headgeom.runs.RunLockedError` when another
     process writes ``folder``; nothing in the folder was changed then.
     """
     say = note or (lambda msg: print(msg, file=sys.stderr))
-    existed = Path(folder).exists()
+    created = absent_folders(folder) if writer else []
     with (RunLock(folder, note=say) if writer else contextlib.nullcontext()) as lock:
         try:
             start = plan_start(folder, resume=resume, resume_or_start=resume_or_start, overwrite=overwrite)
+            if writer:
+                if start.action == "overwrite" and inspect_run_folder(folder).holds_run:
+                    lock.empty_folder()
+                if start.note:
+                    say(start.note)
+            yield start
         except BaseException:
-            if writer and not existed:  # refused: leave no empty folder behind
+            if created:  # the lock file goes with the lock; then the folders, if nothing else was written
                 lock.release()
-                with contextlib.suppress(OSError):
-                    Path(folder).rmdir()
+                remove_empty_folders(created)
             raise
-        if writer:
-            if start.action == "overwrite" and inspect_run_folder(folder).holds_run:
-                lock.empty_folder()
-            if start.note:
-                say(start.note)
-        yield start

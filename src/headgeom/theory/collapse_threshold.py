@@ -20,7 +20,7 @@ A and B are solved from the two anchors; :func:`lambda_min_at` evaluates one mag
 the cross-check of the two-term form in the tests. "Negative" is the engine's rule: λ_min < −floor, floor =
 rel_floor · max|λ| of the whole block-diagonal H_eff (:func:`headgeom.geometry.spectrum`).
 
-The threshold is given in closed form (:func:`headgeom.geometry.threshold.crossing`): with A ≻ 0 the
+The threshold is given in closed form (:func:`headgeom.geometry.linalg.threshold.crossing`): with A ≻ 0 the
 first t at which λ_min(A + tB) reaches 0 is t* = 1/λ_max(−A^{-1/2} B A^{-1/2}) per block, the minimum over
 blocks for the batch; under MSE that is the residual, under the cosine readings cos θ A + sin θ B turns
 indefinite at tan θ* = t*, so θ* = arctan t* (below π/2 by construction). No grid and no range decide it.
@@ -42,10 +42,10 @@ import torch
 from torch import Tensor, nn
 
 from headgeom.geometry import effective_hessian, spectrum
-from headgeom.geometry.threshold import crossing
+from headgeom.geometry.linalg.threshold import crossing
 from headgeom.theory.collapse import collapsed_equilibrium
 
-# C4's analyses, each a loss and a reading of its Hessian (headgeom.geometry.readings): "mse" is the
+# C4's analyses, each a loss and a reading of its Hessian (headgeom.geometry.engine.readings): "mse" is the
 # collapse theorem's premise as a loss, ½‖u − c‖² read ambient (its exact Hessian is I/N)
 OBJECTIVE_OF_READING = {"ambient": "negative_cosine", "tangential": "negative_cosine", "mse": "mse"}
 ENGINE_READING = {"ambient": "ambient", "tangential": "tangential", "mse": "ambient"}

@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 from torch.func import jacfwd, vmap
 
-from headgeom.geometry.readings import check_reading, loss_hvp
+from headgeom.geometry.engine.readings import check_reading, loss_hvp
 
 Metric = Callable[[Tensor], Tensor]  # x (m,) -> g(x) (m, m)
 
@@ -184,7 +184,7 @@ def route_difference(a: Curvature, b: Curvature) -> tuple[float, float | None]:
 
 
 def slice_metric(loss: Callable[[Tensor], Tensor], u0: Tensor, basis: Tensor, reading: str = "ambient") -> Metric:
-    """x (m,) ↦ Bᵀ ∇²_u L(u0 + B x) B (m, m) under a loss-Hessian reading (headgeom.geometry.readings).
+    """x (m,) ↦ Bᵀ ∇²_u L(u0 + B x) B (m, m) under a loss-Hessian reading (headgeom.geometry.engine.readings).
 
     loss: u (N, K) -> scalar; u0 (N, K); basis B (N·K, m) with orthonormal columns, so the slice
     coordinates x measure Euclidean distance in u. Built from HVPs, differentiable by torch.func.

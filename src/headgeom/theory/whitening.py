@@ -30,7 +30,7 @@ from scipy.optimize import minimize
 from torch import Tensor
 from torch.func import vmap
 
-from headgeom.geometry.readings import loss_hvp
+from headgeom.geometry.engine.readings import loss_hvp
 from headgeom.rng import own_generator
 
 PARTS = ("positive", "nonzero")

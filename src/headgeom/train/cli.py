@@ -2,9 +2,10 @@
 
 The parser is :func:`headgeom.commands.train.add_parser` (torch-free, so ``--help`` is instant); it
 names :func:`run` as the command's work. A single process stops on SIGTERM or SIGINT after the step
-it is taking, with a checkpoint of that step, one line on stderr and exit status 128 + the signal
-(:mod:`.interrupt`); a disk that fills while it writes ends it with one line and exit status 2, the
-previous checkpoint kept.
+it is taking (said at once), with a checkpoint of that step, one line on stderr and exit status
+128 + the signal (:mod:`.interrupt`); a second Ctrl-C stops it at once, with one line naming the
+checkpoint it resumes from; a disk that fills while it writes ends it with one line and exit status
+2, the previous checkpoint kept.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import dataclasses
 import errno
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from headgeom.tracking import GeometryTracker, plot_run
 from .config import TrainConfig
 from .checkpoint import CheckpointError, load_checkpoint
 from .ddp import job_layout
-from .interrupt import StopSignals, TrainingInterrupted
+from .interrupt import StopSignals, TrainingInterrupted, signal_words
 from .loop import train
 from .resume import stored_config
 from .save import last_checkpoint
@@ -87,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
     except TrainingInterrupted as err:
         print(f"headgeom train: {err}", file=sys.stderr)
         return 128 + err.signum
+    except KeyboardInterrupt:
+        if stop is None or stop.received is None:
+            raise  # not a second signal of ours: Python's own report
+        print(f"headgeom train: {stopped_now_message(Path(args.out), stop.finished)}", file=sys.stderr)
+        return 128 + signal.SIGINT
     except OSError as err:
         if err.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -103,16 +110,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def kept_checkpoint(out: Path) -> tuple[str, str]:
+    """(what a run stopped in the middle of a write or a step kept, what continues it): its last
+    checkpoint, which an atomic write never leaves half-written, and the command to go on from it."""
+    last = last_checkpoint(out)
+    again = f"start it again with: headgeom train --resume-or-start --out {out}"
+    try:
+        step = int(load_checkpoint(last)["step"])
+    except FileNotFoundError:
+        return "it had written no checkpoint yet", again
+    except CheckpointError as bad:
+        return f"its checkpoint cannot be read ({bad})", again
+    return f"its checkpoint of step {step} ({last}) is intact", f"continue with: headgeom train --resume --out {out}"
+
+
+def stopped_now_message(out: Path, finished: int | None) -> str:
+    """One line for a run a second Ctrl-C stopped in the middle of step ``finished + 1``."""
+    during = "before its first step" if finished is None else f"during step {finished + 1}"
+    kept, then = kept_checkpoint(out)
+    return f"stopped at once {during} ({signal_words(signal.SIGINT)[1]}); {kept}: {then}"
+
+
 def disk_full_message(out: Path, err: OSError) -> str:
     """One line for a disk that filled while the run wrote ``out``: what was being written and the
-    checkpoint it can resume from (which an atomic write never touches)."""
+    checkpoint it can resume from."""
     where = f" {err.filename}" if err.filename else f" under {out}"
-    last = last_checkpoint(out)
-    try:
-        kept = f"its checkpoint of step {int(load_checkpoint(last)['step'])} ({last}) is intact"
-    except FileNotFoundError:
-        kept = "it had written no checkpoint yet"
-    except CheckpointError as bad:
-        kept = f"its checkpoint cannot be read ({bad})"
-    return (f"no space left on the disk while writing{where}; the run stopped and {kept}: free some space, then "
-            f"continue with: headgeom train --resume --out {out}")
+    kept, then = kept_checkpoint(out)
+    return f"no space left on the disk while writing{where}; the run stopped and {kept}: free some space, then {then}"

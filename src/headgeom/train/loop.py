@@ -16,9 +16,10 @@ directory ``out_dir`` holds::
     done.json          at the end: steps, epochs, final loss, seconds, images/s
     stopped.json       instead, when a non-finite loss stopped the run
 
-``should_stop`` (the ``headgeom train`` command passes :class:`.interrupt.StopSignals`) is read after each
-finished step: once it returns a signal number, the loop checkpoints that step, waits for the file
-and raises :class:`.interrupt.TrainingInterrupted` (no done.json: the run is resumable).
+``should_stop`` (a :class:`.interrupt.StopRequest`; the ``headgeom train`` command passes
+:class:`.interrupt.StopSignals`) is told the step a session starts from and asked after each finished
+step: once it returns a signal number, the loop checkpoints that step, waits for the file and raises
+:class:`.interrupt.TrainingInterrupted` (no done.json: the run is resumable).
 
 The loss is read back from the device only at steps that log, track or checkpoint (so a GPU runs
 ahead in between); a non-finite loss is caught there, before anything is saved.
@@ -50,7 +51,7 @@ from .checkpoint import CheckpointWriter
 from .config import TrainConfig
 from .ddp import job_layout
 from .grad_norms import gradient_groups, gradient_norms
-from .interrupt import TrainingInterrupted
+from .interrupt import StopRequest, TrainingInterrupted
 from .loggers import check_logger, open_loggers
 from .progress import paused
 from .resume import check_resumable, keep_metrics, last_loss, restore
@@ -73,7 +74,7 @@ def build_method_from_config(config: TrainConfig) -> torch.nn.Module:
 def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracker: Tracker | None = None,
           build_method: Callable[[TrainConfig], torch.nn.Module] | None = None, *,
           resume_or_start: bool = False, overwrite: bool = False,
-          should_stop: Callable[[], int | None] | None = None,
+          should_stop: StopRequest | None = None,
           figures: Callable[[Path], Sequence[Path]] | None = None) -> dict[str, Any]:
     """Pre-train ``build_method(config)`` on ``config.data`` into ``out_dir``; returns done.json's dict.
 
@@ -94,8 +95,10 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
     Under torchrun (``WORLD_SIZE`` > 1) it joins the job and trains with DDP (see :mod:`.ddp`);
     only rank 0 writes files.
 
-    ``should_stop() -> signal number | None`` is asked after every finished step (single process only: every
-    rank would have to agree); a number stops the run there with a checkpoint of that step.
+    ``should_stop`` (:class:`.interrupt.StopRequest`) is told the step the session starts from
+    (``should_stop.starting(step)``) and asked ``should_stop(step) -> signal number | None`` after every
+    finished step (single process only: every rank would have to agree); a number stops the run there
+    with a checkpoint of that step.
 
     ``figures(out_dir) -> paths`` is called once a run ends (complete or at ``max_steps``), after
     done.json, on the process that writes files: it writes the run's figures (PNG files under
@@ -127,7 +130,7 @@ def train(config: TrainConfig, out_dir: str | Path, resume: bool = False, tracke
 
 def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None,
            build_method: Callable[[TrainConfig], torch.nn.Module],
-           should_stop: Callable[[], int | None] | None = None,
+           should_stop: StopRequest | None = None,
            figures: Callable[[Path], Sequence[Path]] | None = None) -> dict[str, Any]:
     """:func:`train` in its claimed folder; ``resume``: continue from checkpoints/last.pt."""
     last, metrics_path = last_checkpoint(out), out / "metrics.jsonl"
@@ -156,6 +159,8 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
     t_warm: float | None = None
     warm_step = step
     interrupted: TrainingInterrupted | None = None
+    if should_stop is not None:
+        should_stop.starting(step)  # a signal from here on names the step the run will stop after
     try:  # the loggers are closed whatever happens; an error in the run is the one reported
         try:
             if tracker is not None and config.track_every and step == 0:
@@ -208,7 +213,7 @@ def _train(config: TrainConfig, out: Path, resume: bool, tracker: Tracker | None
                         record = {**record, **_track(tracker, step, method, s.probe, s.device)}
                 if record and log is not None:
                     log.log(step, {**record, **{k: float(v) for k, v in grads.items()}})
-                signum = should_stop() if should_stop is not None and step < s.stop else None
+                signum = should_stop(step) if should_stop is not None and step < s.stop else None
                 if save_now or signum is not None:
                     with paused(bar, f"saving checkpoint at step {step}"):
                         save(out, step, s, config, tracker, writer, epoch_state)
