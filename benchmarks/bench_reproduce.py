@@ -31,6 +31,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from headgeom.io import atomic_write_json
+
 TIME_FIELDS = {"user_s": r"User time \(seconds\): ([\d.]+)", "system_s": r"System time \(seconds\): ([\d.]+)",
                "wall": r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)",
                "peak_rss_kb": r"Maximum resident set size \(kbytes\): (\d+)", "exit": r"Exit status: (\d+)"}
@@ -145,7 +147,7 @@ def main() -> int:
               f"exit {r.get('exit')}")
     print(f"load average before {record['load_before']}, after {record['load_after']}")
     if args.json:
-        args.json.write_text(json.dumps({**record, "table": rows}, indent=2), encoding="utf-8")
+        atomic_write_json(args.json, {**record, "table": rows})
     return 0 if all(record[n]["returncode"] == 0 for n in ("base", "new")) else 1
 
 
