@@ -1,6 +1,6 @@
 """Benchmark: the default ``headgeom reproduce`` of two checkouts, side by side, from one command.
 
-    python benchmarks/bench_reproduce.py --base /work/main --new . --out /tmp/bench_repro [--preset quick]
+    python benchmarks/bench_reproduce.py --base ../main --new . --out bench-out [--preset quick]
         [--jobs 2] [--one-after-the-other] [--json PATH]
     python benchmarks/bench_reproduce.py --table BASE/results.json NEW/results.json   # the table of two finished runs
 
