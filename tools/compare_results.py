@@ -5,7 +5,7 @@ up to what differs between two invocations (times, dates, the environment, the -
     python tools/compare_results.py BASE NEW --reports  # also report.md and report.html, masked (below)
 
 What is ignored, and only that: the top level's ``finished``, ``environment`` and ``command`` (it names
-the --out folder); per experiment ``elapsed_s``, ``cells_elapsed_s`` and ``n_reused``. Rows are compared as
+the --out folder); per experiment ``elapsed_s``, ``cells_elapsed_s``, ``cells_cpu_s`` and ``n_reused``. Rows are compared as
 parsed JSON (key order is not a value), an optional key written as null counting as absent. In the reports
 the same things are masked: the --out folder, the finishing date, the git revision and versions line, the
 seconds of each run line and its "N reused" count. Exit status 0 when everything else is equal, 1 with the
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 TOP_IGNORED = ("finished", "environment", "command")
-EXPERIMENT_IGNORED = ("elapsed_s", "cells_elapsed_s", "n_reused")
+EXPERIMENT_IGNORED = ("elapsed_s", "cells_elapsed_s", "cells_cpu_s", "n_reused")
 OPTIONAL_ROW_KEYS = ("reason", "budget", "out_of_distribution", "conventions", "robustness", "view_gap",
                      "incomplete")
 

@@ -37,6 +37,33 @@ def test_grid_sample_matches_torch(padding_mode):
     torch.testing.assert_close(AF.grid_sample(x, grid, padding_mode), ref, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+def test_the_training_fast_path_samples_what_the_differentiable_one_does(padding_mode):
+    """differentiable=False (F.grid_sample, for training views) against the forward-AD-safe sampler, on
+    affine grids with whole-pixel shifts and 90° turns (every sample on a pixel centre, where the
+    differentiable one averages two cells), crops and random affines: float64 to 1e-12 (one formula);
+    float32 to the round-off of the pixel coordinate (|ix| <= max(H, W) carries an error of a few
+    eps * max(H, W), times the largest step between neighbouring pixels, <= 1 for [0, 1] images)."""
+    g = torch.Generator().manual_seed(3)
+    n, h, w = 12, 24, 20
+    eye = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    shift = eye.clone()
+    shift[:, 2] = torch.tensor([2 / w, -4 / h])  # whole pixels
+    turn = torch.tensor([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0]])
+    thetas = torch.stack([eye, shift, turn] + [eye + 0.4 * torch.randn(2, 3, generator=g) for _ in range(n - 3)])
+    for dtype, atol in ((torch.float64, 1e-12), (torch.float32, 8 * torch.finfo(torch.float32).eps * max(h, w))):
+        x = torch.rand(n, 3, h, w, generator=g, dtype=dtype)
+        grid = F.affine_grid(thetas.to(dtype), [n, 3, h, w], align_corners=False)
+        torch.testing.assert_close(AF.grid_sample(x, grid, padding_mode, differentiable=False),
+                                   AF.grid_sample(x, grid, padding_mode), rtol=0, atol=atol)
+        boxes = torch.tensor([[0.0, 0.0, h, w], [3.0, 2.0, 10.0, 7.0], [1.0, 5.0, 23.0, 15.0]] * (n // 3), dtype=dtype)
+        torch.testing.assert_close(AF.resized_crop(x, boxes, 16, padding_mode, differentiable=False),
+                                   AF.resized_crop(x, boxes, 16, padding_mode), rtol=0, atol=atol)
+        angles = torch.rand(n, generator=g, dtype=dtype) * 90 - 45
+        torch.testing.assert_close(AF.rotate(x, angles, padding_mode, differentiable=False),
+                                   AF.rotate(x, angles, padding_mode), rtol=0, atol=atol)
+
+
 def test_grid_sample_gradients_forward_and_reverse():
     g = torch.Generator().manual_seed(2)
     x = torch.rand(1, 1, 3, 4, generator=g, dtype=torch.float64, requires_grad=True)
@@ -161,6 +188,20 @@ def test_hue_matches_colorsys_and_full_turn():
     torch.testing.assert_close(AF.adjust_hue(x32, -1.0), x32, rtol=0, atol=1e-6)
     gray = luma(x32).expand_as(x32)
     torch.testing.assert_close(AF.adjust_hue(gray, 0.3), gray, rtol=0, atol=1e-6)
+
+
+def test_the_training_fast_hue_is_the_same_values_bit_for_bit():
+    """differentiable=False writes the ramp as clamp(min(k, 4 - k), 0, 1): every subtraction of the
+    symmetric form is exact for k in [0, 6), so the float32 values are equal, channel ties (uint8 images)
+    and shifts landing on the kinks included."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randint(0, 256, (64, 3, 16, 16), generator=g).float() / 255
+    x[:16, 1] = x[:16, 0]  # R = G
+    x[16:24] = x[16:24, :1].expand(-1, 3, -1, -1)  # gray
+    shifts = torch.cat([torch.rand(56, generator=g) - 0.5, torch.tensor([0.0, 1 / 6, -1 / 6, 0.5, -0.5, 1 / 3, 0.25, 1.0])])
+    for dtype in (torch.float32, torch.float64):
+        xx, sh = x.to(dtype), shifts.to(dtype)
+        assert torch.equal(AF.adjust_hue(xx, sh, differentiable=False), AF.adjust_hue(xx, sh))
 
 
 def test_hue_gradients():

@@ -16,6 +16,8 @@ from headgeom.augment.random_ops import (
     RandomResizedCrop,
     RandomRotation,
     Solarization,
+    bernoulli_mask,
+    uniform,
 )
 
 LUMA = (0.299, 0.587, 0.114)
@@ -99,7 +101,8 @@ def test_resized_crop_uses_its_boxes():
     op = RandomResizedCrop((6, 5), scale=(0.3, 0.9))
     x = images(n=5)
     boxes = op.sample_boxes(5, 12, 12, gen(7), x)
-    torch.testing.assert_close(op(x, gen(7)), AF.resized_crop(x, boxes, (6, 5)), rtol=0, atol=0)
+    # training views sample with F.grid_sample (no derivative is taken of them: augment.functional)
+    torch.testing.assert_close(op(x, gen(7)), AF.resized_crop(x, boxes, (6, 5), differentiable=False), rtol=0, atol=0)
     assert op(x, gen(7)).shape == (5, 3, 6, 5)
 
 
@@ -152,6 +155,34 @@ def test_jitter_probability_and_ranges():
         ColorJitter(hue=0.6)
     with pytest.raises(ValueError, match="p must be"):
         ColorJitter(0.4, p=1.2)
+
+
+def _jitter_on_every_sample(op: ColorJitter, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """ColorJitter as it was written before it applied each op to its own samples only: every op on the
+    whole batch at each of the four places, the sample's own kept by torch.where (the same draws)."""
+    n = x.shape[0]
+    fns = (AF.adjust_brightness, AF.adjust_contrast, AF.adjust_saturation, AF.adjust_hue)
+    identity = (1.0, 1.0, 1.0, 0.0)
+    active = [j for j, r in enumerate(op.ranges()) if r != (identity[j], identity[j])]
+    params = {j: uniform(n, *op.ranges()[j], generator, x) for j in active}
+    order = (torch.argsort(uniform(n, 0.0, 1.0, generator, x, (4,)), dim=1) if op.random_order
+             else torch.arange(4).expand(n, 4))
+    out = x
+    for step in range(4):
+        for j in active:
+            out = torch.where((order[:, step] == j).view(n, 1, 1, 1), fns[j](out, params[j]), out)
+    return torch.where(bernoulli_mask(n, op.p, generator, x), out, x)
+
+
+@pytest.mark.parametrize("op", [ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8), ColorJitter(0.4, 0.4, 0.2, 0.1, p=0.8),
+                                ColorJitter(0.5, 0.0, 0.5, 0.0, p=1.0, random_order=False), ColorJitter(hue=0.3, p=0.5)])
+def test_jitter_on_each_samples_own_ops_is_the_whole_batch_computation_bit_for_bit(op):
+    """Each op acts per sample, so applying it to the samples that take it (and only those) gives the
+    values of the whole-batch computation exactly, from the same draws."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 256, (97, 3, 16, 16), generator=g).float() / 255
+    x[:10, 1] = x[:10, 0]
+    assert torch.equal(op(x, gen(11)), _jitter_on_every_sample(op, x, gen(11)))
 
 
 def test_random_order_differs_from_fixed_order():

@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from headgeom.eval.linear_probe import (LinearProbeConfig, fit_linear_probe, split_class_count,
-                                        linear_probe_accuracy)
+from headgeom.eval.linear_probe import (LinearProbeConfig, fit_linear_probe, linear_probe_accuracy, probe_objective,
+                                        split_class_count, standardize_stats)
 
 
 def scipy_logistic(x: np.ndarray, y: np.ndarray, c: int, lam: float) -> tuple[np.ndarray, np.ndarray]:
@@ -109,3 +110,55 @@ def test_the_class_count_of_two_splits_covers_the_labels_of_either():
     assert split_class_count(x, torch.tensor([0, 1, 2, 2]), x, torch.tensor([4, 0, 0, 1]), None) == 5
     assert split_class_count(x, torch.tensor([0, 3, 0, 0]), x, torch.tensor([1, 0, 0, 1]), None) == 4
     assert split_class_count(x, torch.tensor([0, 3, 0, 0]), x, torch.tensor([1, 0, 0, 1]), 7) == 7
+
+
+def _fit_by_autograd(x: torch.Tensor, y: torch.Tensor, c: int, config: LinearProbeConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """The probe as it was fitted before its gradient was written in closed form: the same L-BFGS on the
+    autograd gradient of F.cross_entropy + (λ/2)‖W‖² (the reference the closed form must reproduce)."""
+    x = x.to(config.dtype)
+    mean, std = standardize_stats(x)
+    xs = (x - mean) / std
+    w = torch.zeros(c, xs.shape[1], dtype=config.dtype, requires_grad=True)
+    b = torch.zeros(c, dtype=config.dtype, requires_grad=True)
+    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=config.max_iter, max_eval=2 * config.max_iter,
+                            tolerance_grad=config.tolerance_grad, tolerance_change=config.tolerance_change,
+                            history_size=config.history_size, line_search_fn="strong_wolfe")
+
+    def closure():
+        opt.zero_grad()
+        loss = F.cross_entropy(xs @ w.T + b, y) + 0.5 * config.weight_decay * w.pow(2).sum()
+        loss.backward()
+        return loss
+    with torch.enable_grad():
+        opt.step(closure)
+    return w.detach(), b.detach()
+
+
+def test_the_closed_form_gradient_is_autograds_and_fits_the_probe_autograd_fitted():
+    """probe_objective's gradient against autograd of the same objective at random points (float64, 1e-12),
+    and the fitted probe against the autograd-fitted one: the same L-BFGS path to round-off, so the same
+    weights (1e-6 relative: the path's round-off compounded over hundreds of iterations) and predictions."""
+    g = torch.Generator().manual_seed(0)
+    n, d, c = 300, 12, 4
+    xs = torch.randn(n, d, generator=g, dtype=torch.float64)
+    y = torch.randint(0, c, (n,), generator=g)
+    onehot = F.one_hot(y, c).double()
+    for _ in range(3):
+        w = torch.randn(c, d, generator=g, dtype=torch.float64, requires_grad=True)
+        b = torch.randn(c, generator=g, dtype=torch.float64, requires_grad=True)
+        ref = F.cross_entropy(xs @ w.T + b, y) + 0.5 * 1e-3 * w.pow(2).sum()
+        gw, gb = torch.autograd.grad(ref, (w, b))
+        loss, cw, cb = probe_objective(xs, onehot, w.detach(), b.detach(), 1e-3)
+        torch.testing.assert_close(loss, ref.detach(), rtol=1e-12, atol=0)
+        torch.testing.assert_close(cw, gw, rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(cb, gb, rtol=1e-12, atol=1e-14)
+    config = LinearProbeConfig()
+    for shift in (0.5, 3.0):  # overlapping classes, and nearly separable ones
+        centres = torch.randn(c, d, generator=g, dtype=torch.float64) * shift
+        x = (centres[y] + torch.randn(n, d, generator=g, dtype=torch.float64)).float()
+        probe = fit_linear_probe(x, y, c, config)
+        w_ref, b_ref = _fit_by_autograd(x, y, c, config)
+        assert float((probe.weight - w_ref).norm() / w_ref.norm()) < 1e-6
+        assert float((probe.bias - b_ref).norm() / max(float(b_ref.norm()), 1e-12)) < 1e-5
+        xs_ref = (x.double() - probe.mean) / probe.std
+        assert torch.equal(probe.predict(x), (xs_ref @ w_ref.T + b_ref).argmax(dim=1))

@@ -283,10 +283,11 @@ def test_rules_on_constructed_trajectories():
     assert not dead_head([0.0, -1e-9], [0.0, 1e-8], [0.1, 0.1])  # curvature present
 
 
-def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_path, monkeypatch):
-    """headgeom reproduce: the cell's headgeom-train run sits in <cell>/train (resumable, evaluable),
-    its metrics.jsonl is written once (by the loop: each tracked step one line, nothing copied into the
-    cell's own directory), the cell's series are read back from it, and a re-run reuses the finished cell."""
+def test_through_the_runner_the_training_run_lives_in_the_trained_model_store(tmp_path, monkeypatch):
+    """headgeom reproduce: the cell's headgeom-train run sits in the run's trained-model store, named by the
+    cell's trained.json (resumable, evaluable), its metrics.jsonl is written once (by the loop: each tracked
+    step one line, nothing copied into the cell's own directory), the cell's series are read back from it,
+    and a re-run reuses the finished cell."""
     from headgeom.experiments.runner import run_experiments
     import headgeom.experiments.c8_hessian_tracking as mod
 
@@ -295,9 +296,12 @@ def test_through_the_runner_the_training_run_lives_in_the_cell_directory(tmp_pat
     out = run_experiments(["C8"], "quick", tmp_path, progress=False)
     assert out["n_failed"] == 0 and {c["id"] for c in out["claims"]} == {"C8", "C4"}  # C4 at its collapsed states
     (cell_dir,) = (tmp_path / "runs" / "C8").iterdir()
-    assert (cell_dir / "train" / "config.json").exists() and (cell_dir / "train" / "checkpoints" / "last.pt").exists()
+    (model,) = json.loads((cell_dir / "trained.json").read_text())["models"]
+    train_dir = (cell_dir / model["folder"]).resolve()
+    assert train_dir.parent.parent == tmp_path / "runs" / "trained" and model["how"] == "trained"
+    assert (train_dir / "config.json").exists() and (train_dir / "checkpoints" / "last.pt").exists()
     assert not (cell_dir / "metrics.jsonl").exists()  # no second copy under another schema
-    lines = [json.loads(x) for x in (cell_dir / "train" / "metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(x) for x in (train_dir / "metrics.jsonl").read_text().splitlines()]
     tracked = [x for x in lines if "heff_tangential_mean_lambda_min" in x]
     assert [x["step"] for x in tracked] == [0, 1, 2] and len({x["step"] for x in lines}) == len(lines)
     done = json.loads((cell_dir / "done.json").read_text())["metrics"]

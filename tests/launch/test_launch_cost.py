@@ -10,8 +10,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from headgeom.experiments.runner import config_dict, plan_experiments
 from headgeom.launch.cost import (CELL_S, EVAL_S_PER_IMAGE, PROBE_S_PER_IMAGE, TRACK_S, TRAIN_FLOPS_PER_S, TRAINING_OVERHEAD_S,
-                                  CellWork, Record, calibrate, cell_work, folder_records, makespan, prior_seconds,
-                                  training_steps)
+                                  CellWork, Record, after_shared, calibrate, cell_work, folder_records, makespan,
+                                  prior_seconds, training_steps)
 from headgeom.backbones import get_backbone
 from headgeom.launch.flops import backbone_flops, forward_flops, image_side, layer_flops
 
@@ -190,3 +190,21 @@ def test_folder_records_read_done_json_with_their_config(tmp_path):
     assert found[b].seconds == 0.25 and not found[b].work.training
     assert ("C9", "quick", {"eval_train": 7}, RESNET) in seen
     assert folder_records(tmp_path / "nothing", work_of) == {}
+
+
+def test_a_cell_that_reuses_or_continues_a_stored_model_is_weighed_by_the_steps_it_trains(tmp_path):
+    """The trained-model store: a cell's trained.json says how it got its model; reused, it trained no
+    step (only its measurements are left of the prior), continued from a shorter stop, the rest."""
+    train = {**RESNET, "max_steps": 120}
+    full = cell_work("C9", {}, train, lambda t: 1e6)
+    steps = training_steps(train)
+    for how, trained in (("trained", steps), ("resumed", steps), ("continued from steps-000100", steps - 100),
+                         ("reused", 0)):
+        d = tmp_path / how.replace(" ", "_") / "runs" / "C9" / "cell-1"
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"experiment": "C9", "preset": "quick", "config": {}}))
+        (d / "done.json").write_text(json.dumps({"metrics": {}, "elapsed_s": 1.0}))
+        (d / "trained.json").write_text(json.dumps({"models": [{"config": train, "how": how}]}))
+        (rec,) = folder_records(d.parents[2] / "runs", lambda e, r, t: cell_work(e, r["config"], t, lambda x: 1e6)).values()
+        assert rec.work.samples == full.samples * trained // steps, how
+    assert after_shared(full, train, 0) == full and after_shared(full, train, steps).samples == 0

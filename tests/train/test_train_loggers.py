@@ -149,7 +149,8 @@ def test_reproduce_logger_reaches_the_training_run_of_each_cell(training_experim
     assert main(["reproduce", "--only", TB_CELL, "--logger", "tensorboard", "--out", str(out), "--quiet",
                  "--jobs", "1"]) == 0
     (cell,) = (out / "runs" / TB_CELL).iterdir()
-    train_dir = cell / "train"
+    (model,) = json.loads((cell / "trained.json").read_text())["models"]
+    train_dir = cell / model["folder"]  # the run in the trained-model store (headgeom.runs.store)
     assert json.loads((train_dir / "config.json").read_text())["config"]["logger"] == ["jsonl", "tensorboard"]
     assert tensorboard_scalars(train_dir / "tensorboard") == expected_scalars(jsonl_records(train_dir))
     assert "--logger jsonl,tensorboard" in json.loads((out / "results.json").read_text())["command"]

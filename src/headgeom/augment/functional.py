@@ -15,7 +15,10 @@ padding by default (torchvision's ``rotate``/``affine`` fill the outside with 0)
 ``F.grid_sample`` has no forward-mode derivative in torch 2.13 (``grid_sampler_2d``
 raises under ``jvp``), so :func:`grid_sample` re-implements its bilinear,
 ``align_corners=False`` semantics with ``gather``; the tests check it against
-``F.grid_sample``.
+``F.grid_sample``. Where no derivative will be taken (training views: the random ops of
+:mod:`.random_ops`), ``differentiable=False`` samples with ``F.grid_sample`` itself, the same
+values to float32 round-off at a fraction of the cost; :func:`adjust_hue` likewise skips the
+symmetric kinks that only a derivative needs.
 """
 
 from __future__ import annotations
@@ -102,10 +105,12 @@ def _bilinear(flat: Tensor, ix: Tensor, iy: Tensor, x0: Tensor, y0: Tensor, h: i
     return out
 
 
-def grid_sample(x: Tensor, grid: Tensor, padding_mode: str = "zeros") -> Tensor:
+def grid_sample(x: Tensor, grid: Tensor, padding_mode: str = "zeros", differentiable: bool = True) -> Tensor:
     """Bilinear ``F.grid_sample(x, grid, padding_mode=..., align_corners=False)``, forward-AD safe.
 
     x: (N, C, H, W); grid: (N, Ho, Wo, 2) normalised (x, y) in [-1, 1]; returns (N, C, Ho, Wo).
+    ``differentiable=False``: ``F.grid_sample`` itself (no forward-mode derivative, one-sided
+    derivatives at pixel centres; the same values to round-off), for samples no derivative is taken of.
 
     Bilinear interpolation has a kink at every pixel centre, and the identity (and every
     90° rotation or whole-pixel shift) samples exactly there, so the one-sided derivative
@@ -115,6 +120,8 @@ def grid_sample(x: Tensor, grid: Tensor, padding_mode: str = "zeros") -> Tensor:
     differences), which is what central finite differences and the smooth limit give.
     """
     _check_padding(padding_mode)
+    if not differentiable:
+        return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding_mode, align_corners=False)
     n, c, h, w = x.shape
     ix = ((grid[..., 0] + 1) * w - 1) / 2  # pixel coordinates, pixel centres at integers
     iy = ((grid[..., 1] + 1) * h - 1) / 2
@@ -152,23 +159,24 @@ def affine_theta(angle_deg: Tensor, dx: Tensor, dy: Tensor, s: Tensor, height: i
 
 
 def affine(x: Tensor, angle_deg: Param = 0.0, dx: Param = 0.0, dy: Param = 0.0, s: Param = 1.0,
-           padding_mode: str = "zeros") -> Tensor:
+           padding_mode: str = "zeros", differentiable: bool = True) -> Tensor:
     """Rotate by ``angle_deg`` (counter-clockwise), scale by ``s`` (>1 zooms in) about the
     centre, then translate by ``(dx, dy)`` fractions of (W, H) (+x right, +y down).
 
-    x: (N, C, H, W) -> (N, C, H, W); bilinear, ``padding_mode`` zeros (default), border or reflection.
+    x: (N, C, H, W) -> (N, C, H, W); bilinear, ``padding_mode`` zeros (default), border or reflection;
+    ``differentiable`` as in :func:`grid_sample`.
     """
     check_images(x)
     n, c, h, w = x.shape
     theta = affine_theta(as_param(angle_deg, x, "angle_deg"), as_param(dx, x, "dx"),
                          as_param(dy, x, "dy"), as_param(s, x, "s"), h, w)
     grid = F.affine_grid(theta, [n, c, h, w], align_corners=False)
-    return grid_sample(x, grid, padding_mode)
+    return grid_sample(x, grid, padding_mode, differentiable)
 
 
-def rotate(x: Tensor, angle_deg: Param, padding_mode: str = "zeros") -> Tensor:
+def rotate(x: Tensor, angle_deg: Param, padding_mode: str = "zeros", differentiable: bool = True) -> Tensor:
     """Counter-clockwise rotation about the centre by ``angle_deg`` degrees; (N, C, H, W)."""
-    return affine(x, angle_deg=angle_deg, padding_mode=padding_mode)
+    return affine(x, angle_deg=angle_deg, padding_mode=padding_mode, differentiable=differentiable)
 
 
 def translate(x: Tensor, dx: Param, dy: Param, padding_mode: str = "zeros") -> Tensor:
@@ -182,12 +190,13 @@ def scale(x: Tensor, s: Param, padding_mode: str = "zeros") -> Tensor:
 
 
 def resized_crop(x: Tensor, boxes: Tensor, size: int | tuple[int, int],
-                 padding_mode: str = "zeros") -> Tensor:
+                 padding_mode: str = "zeros", differentiable: bool = True) -> Tensor:
     """Crop a box per sample and resize it bilinearly (no antialiasing) to ``size``.
 
     boxes: (N, 4) as (top, left, height, width) in pixels, torchvision's order; sub-pixel
     values are allowed and the map is differentiable in them. Returns (N, C, *size).
     An integer box with ``size == (height, width)`` returns the crop exactly.
+    ``differentiable`` as in :func:`grid_sample`.
     """
     check_images(x)
     out_h, out_w = (size, size) if isinstance(size, int) else tuple(size)
@@ -203,7 +212,7 @@ def resized_crop(x: Tensor, boxes: Tensor, size: int | tuple[int, int],
     row0 = torch.stack([bw / w, zero, (2 * left + bw) / w - 1], dim=-1)
     row1 = torch.stack([zero, bh / h, (2 * top + bh) / h - 1], dim=-1)
     grid = F.affine_grid(torch.stack([row0, row1], dim=-2), [n, c, out_h, out_w], align_corners=False)
-    return grid_sample(x, grid, padding_mode)
+    return grid_sample(x, grid, padding_mode, differentiable)
 
 
 def hflip(x: Tensor) -> Tensor:
@@ -264,7 +273,7 @@ def _clamp01_symmetric(x: Tensor) -> Tensor:
     return _relu_symmetric(x) - _relu_symmetric(x - 1)
 
 
-def adjust_hue(x: Tensor, shift: Param) -> Tensor:
+def adjust_hue(x: Tensor, shift: Param, differentiable: bool = True) -> Tensor:
     """Rotate the HSV hue by ``shift`` turns (torchvision's RGB→HSV→RGB, value and saturation kept).
 
     Written in closed form, ``out_n = max - (max - min) * clamp(min(k_n, 4 - k_n), 0, 1)`` with
@@ -275,7 +284,10 @@ def adjust_hue(x: Tensor, shift: Param) -> Tensor:
     clamp01(k) − clamp01(k − 3) with clamp01(x) = relu(x) − relu(x − 1) and relu(x) = (x + |x|)/2,
     whose autograd derivative at 0 is 1/2. Unlike torchvision the shift is not restricted to
     [-0.5, 0.5]; the map has period 1. (A YIQ rotation would be smooth but does not keep HSV
-    value and saturation and so differs from torchvision.)
+    value and saturation and so differs from torchvision.) ``differentiable=False`` (no derivative
+    will be taken: training views) writes the ramp as ``clamp(min(k, 4 - k), 0, 1)``, the same
+    float32 values bit for bit (every subtraction in the symmetric form is exact for k in [0, 6)) at a
+    fifth of the cost, with one-sided derivatives at the kinks.
     """
     check_images(x, rgb=True)
     sh = _factor(shift, x, "shift")
@@ -288,7 +300,10 @@ def adjust_hue(x: Tensor, shift: Param) -> Tensor:
     base = (h6 + 6 * sh.squeeze(1)).unsqueeze(-3)  # (N, 1, H, W)
     n = torch.tensor([5.0, 3.0, 1.0], dtype=x.dtype, device=x.device).view(1, 3, 1, 1)
     k = torch.remainder(n + base, 6)
-    ramp = _clamp01_symmetric(k) - _clamp01_symmetric(k - 3)  # = clamp(min(k, 4 - k), 0, 1) on [0, 6)
+    if differentiable:
+        ramp = _clamp01_symmetric(k) - _clamp01_symmetric(k - 3)  # = clamp(min(k, 4 - k), 0, 1) on [0, 6)
+    else:
+        ramp = torch.minimum(k, 4 - k).clamp_(0, 1)
     return (maxc.unsqueeze(-3) - chroma.unsqueeze(-3) * ramp).clamp(0, 1)
 
 

@@ -9,6 +9,7 @@ torchvision does per image; images stay in [0, 1] (normalise last, docs/paper.md
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -119,7 +120,7 @@ class RandomResizedCrop:
     def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
         AF.check_images(x)
         n, _, height, width = x.shape
-        return AF.resized_crop(x, self.sample_boxes(n, height, width, generator, x), self.size)
+        return AF.resized_crop(x, self.sample_boxes(n, height, width, generator, x), self.size, differentiable=False)
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,12 @@ class ColorJitter:
         ]
 
     def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
+        """Each op is applied to the samples that take it at that place of their order, and only to
+        those (every op acts per sample, so a sample's result does not depend on the others)."""
         AF.check_images(x, rgb=True)
         n = x.shape[0]
-        fns = (AF.adjust_brightness, AF.adjust_contrast, AF.adjust_saturation, AF.adjust_hue)
+        fns = (AF.adjust_brightness, AF.adjust_contrast, AF.adjust_saturation,
+               functools.partial(AF.adjust_hue, differentiable=False))  # training views: no derivative
         identity = (1.0, 1.0, 1.0, 0.0)
         active = [j for j, r in enumerate(self.ranges()) if r != (identity[j], identity[j])]
         params = {j: uniform(n, *self.ranges()[j], generator, x) for j in active}
@@ -178,12 +182,14 @@ class ColorJitter:
             order = torch.argsort(uniform(n, 0.0, 1.0, generator, x, (4,)), dim=1)
         else:
             order = torch.arange(4, device=x.device).expand(n, 4)
-        out = x
+        applied = bernoulli_mask(n, self.p, generator, x).view(n)
+        out = x.clone()
         for step in range(4):
             for j in active:
-                chosen = (order[:, step] == j).view(n, 1, 1, 1)
-                out = torch.where(chosen, fns[j](out, params[j]), out)
-        return torch.where(bernoulli_mask(n, self.p, generator, x), out, x)
+                idx = torch.nonzero(applied & (order[:, step] == j)).squeeze(1)
+                if idx.numel():
+                    out[idx] = fns[j](out[idx], params[j][idx])
+        return out
 
 
 @dataclass(frozen=True)
@@ -257,7 +263,7 @@ class RandomRotation:
     def __call__(self, x: Tensor, generator: torch.Generator) -> Tensor:
         AF.check_images(x)
         lo, hi = _pair(self.degrees, "degrees", symmetric_about=0.0)
-        return AF.rotate(x, uniform(x.shape[0], lo, hi, generator, x), self.padding_mode)
+        return AF.rotate(x, uniform(x.shape[0], lo, hi, generator, x), self.padding_mode, differentiable=False)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ whose ``done.json`` exists and reads its metrics from there (nanoGPT-style: a ru
 its own config, code version and environment).
 
 The runner alone runs a cell's ``run_cell``: with the torch thread count of the config's
-``num_threads`` field (:func:`call_cell`), timed (``elapsed_s`` in done.json and results.json).
+``num_threads`` field (:func:`call_cell`), timed (``elapsed_s``, wall, and ``cpu_s``, this process's CPU
+time, in done.json; their sums per experiment in results.json).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from typing import Any
 from headgeom.experiments.registry import EXPERIMENTS, Experiment, Summary, experiment_modules, load_all
 from headgeom.io import atomic_write_json, json_safe
 from headgeom.launch.cells import DONE, CellTask
-from headgeom.launch.cost import CellWork, cell_work, folder_records
+from headgeom.launch.cost import CellWork, after_shared, cell_work, folder_records, training_steps
 from headgeom.launch.flops import forward_flops
 from headgeom.launch.local import LocalLauncher
 from headgeom.launch.progress import CellItem, ProgressDisplay, Tracker, cell_label, progress_mode
@@ -50,7 +51,8 @@ from headgeom.claims.row import Row
 from headgeom.claims.sources import ours
 from headgeom.report.markdown import count_noun
 from headgeom.runs import RunLock, RunLockedError
-from headgeom.runs.cell import following_cell, running_cell
+from headgeom.runs.cell import TRAINED_NAME, following_cell, running_cell
+from headgeom.runs.store import STORE_NAME, lineage_key
 from headgeom.runs.metrics import METRICS_NAME
 from headgeom.runs.provenance import environment, utc_now
 from headgeom.threads import torch_threads
@@ -192,10 +194,13 @@ def call_cell(exp: Experiment, config: Any, cell: dict[str, Any]) -> Any:
 
 
 def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
-                 env: dict[str, Any], train_logger: str = "jsonl") -> dict[str, Any]:
+                 env: dict[str, Any], train_logger: str = "jsonl", store: Path | None = None,
+                 stops: dict[str, tuple[int | None, ...]] | None = None) -> dict[str, Any]:
     """Run (or reuse) one cell in ``run_dir``; returns {"status": "done"|"reused"|"failed", ...}.
     ``train_logger``: TrainConfig.logger of the training runs inside the cell (it changes where
-    they log, never what they compute, so it is not part of the cell key).
+    they log, never what they compute, so it is not part of the cell key). ``store``: the run's
+    trained-model store (headgeom.runs.store; None: a training cell trains in its own folder) and
+    ``stops``: the max_steps the plan needs of the cell's trajectory ({lineage key: stops}).
 
     ``run_dir`` is locked meanwhile (:class:`headgeom.runs.RunLock`): a cell that another process
     is running (a second ``reproduce`` on the same ``--out``) is reported failed, its files untouched.
@@ -205,42 +210,46 @@ def run_one_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pa
     layout = job_layout(os.environ)
     if layout is not None and int(layout["rank"]) != 0:
         return follow_cell(exp, config, cell, run_dir, train_logger)
+    if layout is not None:  # rank 0 of several: the ranks of one cell train in lockstep in the cell's own folder
+        store = None
     lock = RunLock(run_dir)
     try:
         lock.acquire()
     except RunLockedError as err:
         return {"status": "failed", "error": f"RunLockedError: {err}", "elapsed_s": None}
     try:
-        return _run_locked_cell(exp, config, cell, run_dir, preset, env, train_logger)
+        return _run_locked_cell(exp, config, cell, run_dir, preset, env, train_logger, store, stops)
     finally:
         lock.release()
 
 
 def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path, preset: str,
-                     env: dict[str, Any], train_logger: str) -> dict[str, Any]:
+                     env: dict[str, Any], train_logger: str, store: Path | None = None,
+                     stops: dict[str, tuple[int | None, ...]] | None = None) -> dict[str, Any]:
     done = run_dir / "done.json"
     if done.exists():
         try:
             rec = json.loads(done.read_text(encoding="utf-8"))
-            return {"status": "reused", "metrics": rec["metrics"], "elapsed_s": rec.get("elapsed_s")}
+            return {"status": "reused", "metrics": rec["metrics"], "elapsed_s": rec.get("elapsed_s"),
+                    "cpu_s": rec.get("cpu_s")}
         except (OSError, ValueError, KeyError):
             pass  # unreadable done.json: run the cell again
     run_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("error.json", METRICS_NAME):
+    for stale in ("error.json", METRICS_NAME, TRAINED_NAME):
         (run_dir / stale).unlink(missing_ok=True)
     atomic_write_json(run_dir / "config.json", {
         "experiment": exp.id, "preset": preset, "cell": jsonable(cell), "config": config_dict(config),
         "git_revision": env["git_revision"], "git_dirty": env["git_dirty"], "versions": env["versions"],
         "platform": env["platform"], "started": utc_now(),
     })
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
-        with running_cell(run_dir, train_logger):
+        with running_cell(run_dir, train_logger, store, stops):
             metrics = call_cell(exp, config, cell)
         if not isinstance(metrics, dict):
             raise TypeError(f"run_cell of {exp.id} returned {type(metrics).__name__}; it must return a dict of metrics")
         metrics = jsonable(metrics)
-        elapsed = time.perf_counter() - t0
+        elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     except Exception as err:  # noqa: BLE001 - a failing cell is reported, the run goes on
         elapsed = time.perf_counter() - t0
         atomic_write_json(run_dir / "error.json", {
@@ -249,8 +258,8 @@ def _run_locked_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir
         })
         return {"status": "failed", "error": f"{type(err).__name__}: {err}", "elapsed_s": elapsed}
     atomic_write_json(done, {"experiment": exp.id, "cell": jsonable(cell), "metrics": metrics,
-                             "elapsed_s": elapsed, "finished": utc_now()})
-    return {"status": "done", "metrics": metrics, "elapsed_s": elapsed}
+                             "elapsed_s": elapsed, "cpu_s": cpu, "finished": utc_now()})
+    return {"status": "done", "metrics": metrics, "elapsed_s": elapsed, "cpu_s": cpu}
 
 
 def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Path,
@@ -418,19 +427,48 @@ def _blame_overrides(exp_id: str, overrides: tuple[str, ...], err: BaseException
             f"shows the preset's values and their types")
 
 
+def trajectories(plan: Plan) -> dict[tuple[str, str], str]:
+    """{(experiment id, cell key): lineage key} of every training cell of the plan: the trajectory it
+    trains (headgeom.runs.store.lineage_key of its TrainConfig without max_steps), shared by the cells
+    whose models coincide up to where they stop."""
+    out = {}
+    for exp, config, cells, _, _ in plan:
+        if exp.train_config is not None:
+            for cell in cells:
+                out[(exp.id, cell_key(cell, config))] = lineage_key(exp.train_config(config, cell).to_dict())
+    return out
+
+
+def plan_stops(plan: Plan) -> dict[str, tuple[int | None, ...]]:
+    """{lineage key: the max_steps its cells stop at, shortest first (None, the whole schedule, last)}."""
+    stops: dict[str, set[int | None]] = {}
+    for exp, config, cells, _, _ in plan:
+        if exp.train_config is not None:
+            for cell in cells:
+                tc = exp.train_config(config, cell)
+                stops.setdefault(lineage_key(tc.to_dict()), set()).add(tc.max_steps)
+    return {k: tuple(sorted(v, key=lambda s: float("inf") if s is None else s)) for k, v in stops.items()}
+
+
 def cell_tasks(plan: Plan, out: Path, preset: str, env: dict[str, Any], train_logger: str = "jsonl") -> list[CellTask]:
     """One launcher task per cell, in plan order: ``run_one_cell`` into ``out/runs/<ID>/<cell-key>``
     (portable, i.e. runnable in another process, when the experiment has an importable address);
-    ``train_logger`` is handed to every cell (TrainConfig.logger of its training runs)."""
+    ``train_logger`` is handed to every cell (TrainConfig.logger of its training runs). Training cells
+    train into (or reuse) the trained-model store ``out/runs/trained`` (headgeom.runs.store), told the
+    stops the plan needs of their trajectory, and carry the trajectory as their ``share``."""
+    store = out / "runs" / STORE_NAME
+    lineages, stops = trajectories(plan), plan_stops(plan)
     tasks = []
     for exp, config, cells, _, _ in plan:
         portable = exp.address() is not None
         for cell in cells:
             key = cell_key(cell, config)
             run_dir = out / "runs" / exp.id / key
+            share = lineages.get((exp.id, key))
             tasks.append(CellTask(f"{exp.id}/{key}", exp.id, run_dir, run_one_cell,
-                                  (exp, config, cell, run_dir, preset, env, train_logger),
-                                  exp.cell_resources(preset), portable))
+                                  (exp, config, cell, run_dir, preset, env, train_logger, store,
+                                   {share: stops[share]} if share is not None else {}),
+                                  exp.cell_resources(preset), portable, share))
     return tasks
 
 
@@ -448,12 +486,13 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
     """(results.json entry, claims, failed cells + summary errors) of one experiment whose cells
     all have a result in ``results`` {run_dir: {"status": "done"|"reused"|"failed", ...}}."""
     t0 = time.perf_counter()
-    ok, failed, reused, cell_time = [], [], 0, 0.0
+    ok, failed, reused, cell_time, cell_cpu = [], [], 0, 0.0, 0.0
     for cell in cells:
         key = cell_key(cell, config)
         run_dir = out / "runs" / exp.id / key
         res = results[run_dir]
         cell_time += float(res.get("elapsed_s") or 0.0)
+        cell_cpu += float(res.get("cpu_s") or 0.0)
         if res["status"] == "failed":
             failed.append({"key": key, "cell": jsonable(cell), "error": res["error"],
                            "error_file": (run_dir / "error.json").relative_to(out).as_posix()})
@@ -466,7 +505,8 @@ def _experiment_entry(exp: Experiment, config: Any, cells: list[dict[str, Any]],
         "title": exp.title, "statement": exp.statement, "theory": exp.theory, "config": config_dict(config),
         "seeds": n_seeds, "n_cells": len(cells), "n_failed": len(failed), "n_reused": reused,
         # cells may run side by side or on a cluster: the experiment's time is its cells' plus its summary's
-        "elapsed_s": cell_time + time.perf_counter() - t0, "cells_elapsed_s": cell_time, "tables": tables,
+        "elapsed_s": cell_time + time.perf_counter() - t0, "cells_elapsed_s": cell_time,
+        "cells_cpu_s": cell_cpu, "tables": tables,
         "notes": notes + s_notes, "figures": figures, "failed_cells": failed, "errors": errors,
         "runs": (out / "runs" / exp.id).relative_to(out).as_posix(),
     }
@@ -487,6 +527,17 @@ def rows_made(rows: list[Row]) -> str:
         per[r.id] = per.get(r.id, 0) + 1
     return ("rows for claim" + ("s " if len(per) > 1 else " ") + ", ".join(f"{c} ({n})" for c, n in per.items())
             + "; verdicts per claim at the end")
+
+
+def trained_before(train: dict[str, Any], stops: tuple[int | None, ...], seen: bool) -> int:
+    """The steps of a training cell's run that the progress estimate counts as trained by other cells: all
+    of them when an earlier cell of the plan stops its trajectory at the same step (``seen``: it reuses
+    that run), else those up to the trajectory's previous stop (``stops``: the plan's, shortest first),
+    which the cells stopping there train."""
+    if seen:
+        return training_steps(train)
+    shorter = [s for s in stops if s is not None and (train["max_steps"] is None or s < train["max_steps"])]
+    return training_steps({**train, "max_steps": max(shorter)}) if shorter else 0
 
 
 def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, launcher: Any,
@@ -510,6 +561,7 @@ def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, lau
     if mode != "off":  # the FLOPs of every model are counted only for a display
         cells = {out / "runs" / exp.id / cell_key(cell, config): (exp, config, cell)
                  for exp, config, exp_cells, _, _ in plan for cell in exp_cells}
+        stops, stops_seen = plan_stops(plan), set()
         for task in tasks:
             if task.run_dir not in cells:  # not one cell of the plan: weighed as a cell that trains nothing
                 items.append(CellItem(task.run_dir, task.group, task.name, CellWork(task.group, task.group, False),
@@ -517,8 +569,13 @@ def cell_progress(plan: Plan, tasks: list[CellTask], out: Path, preset: str, lau
                 continue
             exp, config, cell = cells[task.run_dir]
             train = exp.train_config(config, cell).to_dict() if exp.train_config is not None else None
-            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), work(exp, preset, config_dict(config), train),
-                                  (task.run_dir / DONE).exists(), task.portable))
+            cost = work(exp, preset, config_dict(config), train)
+            if train is not None and task.share is not None:  # what of its model other cells train (the store)
+                cost = after_shared(cost, train, trained_before(train, stops[task.share], (task.share, train["max_steps"])
+                                                                in stops_seen))
+                stops_seen.add((task.share, train["max_steps"]))
+            items.append(CellItem(task.run_dir, exp.id, cell_label(cell), cost, (task.run_dir / DONE).exists(),
+                                  task.portable))
     records = folder_records(out / "runs", recorded) if items else {}
     jobs = getattr(launcher, "jobs", 1) if getattr(launcher, "name", "local") == "local" else None
     return ProgressDisplay(Tracker(items, records, jobs, time.monotonic()), mode, sys.stderr)

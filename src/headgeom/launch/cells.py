@@ -28,7 +28,9 @@ class CellTask:
     registered from a script or a test, which a new process cannot import) runs in-process only.
 
     name: ``<experiment>/<cell-key>`` (status lines, logs); group: the experiment id (the tasks of
-    a group that share their resources go in one SLURM job array)."""
+    a group that share their resources go in one SLURM job array); share: the trained model the cell
+    trains or reuses (its trajectory's :func:`headgeom.runs.store.lineage_key`; None: it trains nothing),
+    so a launcher can keep cells that share one from starting to train it at once."""
 
     name: str
     group: str
@@ -37,6 +39,7 @@ class CellTask:
     args: tuple
     resources: Resources = Resources()
     portable: bool = True
+    share: str | None = None
 
 
 @dataclass
@@ -78,7 +81,8 @@ def read_result(run_dir: Path) -> dict[str, Any]:
     is readable (the process was killed, or the cell never ran)."""
     done = read_json(run_dir / DONE)
     if done is not None and "metrics" in done:
-        return {"status": "done", "metrics": done["metrics"], "elapsed_s": done.get("elapsed_s")}
+        return {"status": "done", "metrics": done["metrics"], "elapsed_s": done.get("elapsed_s"),
+                "cpu_s": done.get("cpu_s")}
     err = read_json(run_dir / ERROR)
     if err is not None:
         return {"status": "failed", "error": str(err.get("error", "unknown error")), "elapsed_s": err.get("elapsed_s")}

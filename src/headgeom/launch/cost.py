@@ -32,8 +32,10 @@ kind (training or not), else 1.
 """
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -41,7 +43,7 @@ from typing import Any, Callable, Iterable, Mapping
 from headgeom.launch.cells import DONE, read_json
 
 __all__ = ["CELL_S", "EVAL_S_PER_IMAGE", "PROBE_S_PER_IMAGE", "TRACK_S", "TRAINING_OVERHEAD_S", "TRAIN_FLOPS_PER_S", "Calibration",
-           "CellWork", "Record", "calibrate", "cell_work", "folder_records", "makespan", "prior_seconds",
+           "CellWork", "Record", "after_shared", "calibrate", "cell_work", "folder_records", "makespan", "prior_seconds",
            "training_steps"]
 
 TRAIN_FLOPS_PER_S = 40e9
@@ -137,6 +139,17 @@ def cell_work(experiment: str, config: Mapping[str, Any], train: Mapping[str, An
                     track_points=(steps // every + 1) if every else 0, declared_s=declared_s)
 
 
+def after_shared(work: CellWork, train: Mapping[str, Any], trained_before: int) -> CellWork:
+    """``work`` of a training cell whose run's first ``trained_before`` steps another cell trains (the run's
+    trained-model store, headgeom.runs.store: a cell reusing a finished model trains none, one continuing a
+    shorter stop trains the rest): its training samples and tracking points scaled to the steps it trains."""
+    steps = training_steps(train)
+    if not work.training or trained_before <= 0 or steps <= 0:
+        return work
+    share = max(0, steps - min(trained_before, steps)) / steps
+    return dataclasses.replace(work, samples=round(work.samples * share), track_points=round(work.track_points * share))
+
+
 def prior_seconds(work: CellWork) -> float:
     """The cell's seconds before any cell time is known (module docstring)."""
     if work.declared_s is not None:
@@ -211,17 +224,34 @@ def makespan(pending: Iterable[float], running: Iterable[float], jobs: int) -> f
 def folder_records(runs: Path, work_of: Callable[[str, Mapping[str, Any], Mapping[str, Any] | None], CellWork | None]
                    ) -> dict[Path, Record]:
     """{cell directory: record} of every finished cell under ``runs`` (``OUT/runs/<ID>/<cell>/``): its
-    ``done.json``'s ``elapsed_s``, and its work rebuilt by ``work_of(experiment id, its config.json, its
-    train/config.json's config or None)`` (None: not known here, left out). Cells of earlier settings
-    count too: the calibration compares each cell's time with its own prior."""
+    ``done.json``'s ``elapsed_s``, and its work rebuilt by ``work_of(experiment id, its config.json, the
+    training config of the model it used or None)`` (None: not known here, left out). Cells of earlier
+    settings count too: the calibration compares each cell's time with its own prior."""
     found = {}
     for done in sorted(Path(runs).glob(f"*/*/{DONE}")):
         cell_dir = done.parent
         rec, conf = read_json(done), read_json(cell_dir / "config.json")
         if rec is None or conf is None or not isinstance(rec.get("elapsed_s"), (int, float)):
             continue
-        train = (read_json(cell_dir / "train" / "config.json") or {}).get("config")
+        train, before = _train_config_of(cell_dir)
         work = work_of(cell_dir.parent.name, conf, train if isinstance(train, dict) else None)
+        if work is not None and isinstance(train, dict):
+            work = after_shared(work, train, before)
         if work is not None:
             found[cell_dir] = Record(work, float(rec["elapsed_s"]))
     return found
+
+
+def _train_config_of(cell_dir: Path) -> tuple[Any, int]:
+    """(the TrainConfig as JSON of the model a finished cell used, the steps of it that other cells trained):
+    the first model of its trained.json (the run's trained-model store: "reused", or "continued from
+    steps-<n>"), else its own train/config.json (folders written before the store), else (None, 0)."""
+    models = (read_json(cell_dir / "trained.json") or {}).get("models")
+    if isinstance(models, list) and models and isinstance(models[0], dict):
+        model = models[0]
+        train, how = model.get("config"), str(model.get("how", ""))
+        if how == "reused" and isinstance(train, dict):
+            return train, training_steps(train)
+        found = re.fullmatch(r"continued from steps-0*(\d+)", how)
+        return train, int(found.group(1)) if found else 0
+    return (read_json(cell_dir / "train" / "config.json") or {}).get("config"), 0

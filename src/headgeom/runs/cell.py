@@ -12,18 +12,29 @@ cells of :mod:`headgeom.train.cells`) asks here where that directory is, instead
 runner. The runner enters :func:`running_cell` (rank 0: it writes the cell's files) or
 :func:`following_cell` (another rank of a multi-process cell: it runs the cell and writes nothing).
 Outside both (a test calling ``run_cell`` directly) every query answers None.
+
+The runner also says where the run's trained-model store is (:mod:`headgeom.runs.store`: training
+cells train into it and reuse what it holds) and which stops (``max_steps``) of each trajectory the
+run's plan needs, so a cell training a trajectory stops at each on its way (:func:`planned_stops`);
+a cell lists the models it used in its ``trained.json`` (:func:`record_trained_model`).
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from headgeom.io import atomic_write_json
 from headgeom.runs.metrics import METRICS_NAME, MetricsRecord
+from headgeom.runs.store import ModelStore
 
-__all__ = ["Cell", "check_known", "current_run_dir", "current_train_logger", "following_cell", "log_metrics",
-           "running_cell", "seeded_cells"]
+__all__ = ["TRAINED_NAME", "Cell", "check_known", "current_run_dir", "current_store", "current_train_logger",
+           "following_cell", "log_metrics", "planned_stops", "record_trained_model", "running_cell", "seeded_cells"]
+
+TRAINED_NAME = "trained.json"
+"""A cell's record of the trained models it used (:func:`record_trained_model`)."""
 
 # the metrics.jsonl of the cell being run (log_metrics appends to it)
 _LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_cell_log", default=None)
@@ -31,6 +42,10 @@ _LOG_FILE: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeo
 _TRAIN_LOGGER: contextvars.ContextVar[str | None] = contextvars.ContextVar("headgeom_cell_train_logger", default=None)
 # the cell directory of a process that is not rank 0 of a multi-process cell (it runs the cell, writes nothing)
 _FOLLOWED: contextvars.ContextVar[Path | None] = contextvars.ContextVar("headgeom_followed_cell", default=None)
+# the run's trained-model store, and {lineage key: the max_steps the plan needs of that trajectory}
+_STORE: contextvars.ContextVar[ModelStore | None] = contextvars.ContextVar("headgeom_cell_store", default=None)
+_STOPS: contextvars.ContextVar[dict[str, tuple[int | None, ...]]] = contextvars.ContextVar("headgeom_cell_stops",
+                                                                                         default={})
 
 
 Cell = dict[str, Any]
@@ -62,14 +77,19 @@ def check_known(what: str, entries: Iterable[Any], known: Iterable[Any]) -> None
 
 
 @contextlib.contextmanager
-def running_cell(run_dir: Path, train_logger: str | None) -> Iterator[None]:
-    """Inside the block, ``run_dir`` is the cell being run (its metrics.jsonl takes :func:`log_metrics`)."""
-    token, logger_token = _LOG_FILE.set(Path(run_dir) / METRICS_NAME), _TRAIN_LOGGER.set(train_logger)
+def running_cell(run_dir: Path, train_logger: str | None, store: Path | None = None,
+                 stops: dict[str, tuple[int | None, ...]] | None = None) -> Iterator[None]:
+    """Inside the block, ``run_dir`` is the cell being run (its metrics.jsonl takes :func:`log_metrics`);
+    its training runs live in the trained-model store at ``store`` (None: in the cell's own folder), and
+    ``stops`` says which max_steps of each trajectory (by :func:`headgeom.runs.store.lineage_key`) the
+    run needs."""
+    tokens = (_LOG_FILE.set(Path(run_dir) / METRICS_NAME), _TRAIN_LOGGER.set(train_logger),
+              _STORE.set(None if store is None else ModelStore(Path(store))), _STOPS.set(dict(stops or {})))
     try:
         yield
     finally:
-        _LOG_FILE.reset(token)
-        _TRAIN_LOGGER.reset(logger_token)
+        for var, token in zip((_LOG_FILE, _TRAIN_LOGGER, _STORE, _STOPS), tokens):
+            var.reset(token)
 
 
 @contextlib.contextmanager
@@ -87,6 +107,32 @@ def current_run_dir() -> Path | None:
     """The run directory of the cell being run (None outside the runner)."""
     current = _LOG_FILE.get()
     return _FOLLOWED.get() if current is None else current.parent
+
+
+def current_store() -> ModelStore | None:
+    """The trained-model store of the cell being run (None outside the runner, in a rank that follows
+    a multi-process cell, and when the runner gave none)."""
+    return _STORE.get()
+
+
+def planned_stops(lineage: str) -> tuple[int | None, ...]:
+    """The max_steps the run's plan needs of the trajectory ``lineage`` (empty when unknown)."""
+    return tuple(_STOPS.get().get(lineage, ()))
+
+
+def record_trained_model(entry: dict[str, Any]) -> bool:
+    """Append ``entry`` (which trained model the cell used: key, folder, how it was obtained) to the running
+    cell's trained.json, written atomically; returns False (writes nothing) outside the runner."""
+    current = _LOG_FILE.get()
+    if current is None:
+        return False
+    path = current.parent / TRAINED_NAME
+    try:
+        models = json.loads(path.read_text(encoding="utf-8"))["models"]
+    except (OSError, ValueError, KeyError, TypeError):
+        models = []
+    atomic_write_json(path, {"models": [*models, entry]})
+    return True
 
 
 def current_train_logger() -> str | None:

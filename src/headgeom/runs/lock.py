@@ -77,14 +77,18 @@ def pid_alive(pid: int) -> bool:
 class RunLock:
     """``with RunLock(folder):`` holds ``folder/.lock`` (creating the folder) for the block.
 
-    Raises :class:`RunLockedError` on entry when another process holds it. ``note(message)`` is
-    told when a lock left by a process that is gone is taken over (default: stderr).
+    Raises :class:`RunLockedError` on entry when another process holds it, unless ``wait``: then it
+    waits until the holder releases the lock (or dies), telling ``note`` once whom it waits for (the
+    kernel wakes the waiter: no polling). ``note(message)`` is also told when a lock left by a process
+    that is gone is taken over (default: stderr).
     """
 
-    def __init__(self, folder: str | os.PathLike[str], note: Callable[[str], None] | None = None) -> None:
+    def __init__(self, folder: str | os.PathLike[str], note: Callable[[str], None] | None = None,
+                 wait: bool = False) -> None:
         self.folder = Path(folder)
         self.path = self.folder / LOCK_NAME
         self.note = note or (lambda msg: print(msg, file=sys.stderr))
+        self.wait = wait
         self._fd: int | None = None
 
     def acquire(self) -> None:
@@ -96,16 +100,23 @@ class RunLock:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
-                busy = err.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
-                previous = _holder_name(fd) if busy else None
-                os.close(fd)
-                if busy:
-                    who = previous.describe() if previous else "a process that has not written its name yet"
+                if err.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                    os.close(fd)
+                    raise OSError(err.errno, f"cannot lock {self.path} ({err.strerror}): its file system does "
+                                  f"not support file locks; choose an output folder on a local disk") from err
+                previous = _holder_name(fd)
+                who = previous.describe() if previous else "a process that has not written its name yet"
+                if not self.wait:
+                    os.close(fd)
                     raise RunLockedError(
                         f"{self.folder} is being written by another process ({who}); wait for it to "
                         f"finish, or choose another output folder") from None
-                raise OSError(err.errno, f"cannot lock {self.path} ({err.strerror}): its file system does not "
-                              f"support file locks; choose an output folder on a local disk") from err
+                self.note(f"waiting for {self.folder}: another process holds it ({who})")
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX)  # blocks until the holder releases it or dies
+                except BaseException:  # Ctrl-C while waiting
+                    os.close(fd)
+                    raise
             try:
                 same = os.stat(self.path).st_ino == os.fstat(fd).st_ino
             except FileNotFoundError:

@@ -55,9 +55,10 @@ class TrainConfig(RunSettings):
     ``"tensorboard,mlflow"`` or a stored run's single name ``"tensorboard"`` is read as that tuple).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (CUDA only), ``progress`` (tqdm bar), ``sync_bn`` (under torchrun or srun
-    with more than one process, BatchNorm statistics over the global batch, as one process would
-    compute them; no effect on one process or without BatchNorm; headgeom.train.ddp).
+    ``channels_last`` (on CUDA, and on CPU with oneDNN: :func:`~.setup.channels_last_pays`), ``progress``
+    (tqdm bar), ``sync_bn`` (under torchrun or srun with more than one process, BatchNorm statistics
+    over the global batch, as one process would compute them; no effect on one process or without
+    BatchNorm; headgeom.train.ddp).
     """
 
     epochs: int = 1
