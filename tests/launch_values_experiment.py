@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import torch
 
+from headgeom.claims.robustness import sweep
 from headgeom.claims.row import Row
+from headgeom.claims.verdict import Verdict
 from headgeom.experiments.registry import Experiment, Summary, measured
 from headgeom.runs.cell import current_run_dir
 
@@ -39,9 +41,13 @@ def run_cell(config: Config, cell: dict) -> dict:
 
 def summarize(config: Config, results: list) -> Summary:
     vals = [m["v"] for _, m in results]
+
+    def rule(floor: float) -> Verdict:  # its one convention, the floor v must clear (swept: a test row names it)
+        return Verdict("supported" if vals and min(vals) > floor else "inconclusive", "v", f"min v against {floor:g}")
+
     claim = Row(id=ID, statement="v is positive", setting={"objective": "none", "head": "none"},
-                measured={"v": measured(vals)}, verdict="supported" if vals and min(vals) > 0 else "inconclusive",
-                criterion="every v > 0", evidence="test", headline="v")
+                measured={"v": measured(vals)}, verdict=rule(0.0).outcome, criterion="every v > 0", evidence="test",
+                headline="v", conventions=("floor",), robustness={"floor": sweep(rule, 0.0, [0.0, 5.0])})
     return Summary(claims=[claim])
 
 

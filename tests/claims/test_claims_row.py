@@ -132,8 +132,8 @@ def test_a_test_row_lacks_its_conventions_unless_it_could_not_be_measured():
         return Verdict("supported" if floor < 1 else "not supported", "x")
 
     assert _row().convention_gaps() == ["names no conventions"]
-    assert _row(conventions=("floor", "majority"), robustness={"floor": sweep(rule, 0.1, (0.1, 2.0))}
-                ).convention_gaps() == ["no robustness for majority"]
+    named = _row(conventions=("floor", "majority"), robustness={"floor": sweep(rule, 0.1, (0.1, 2.0))})
+    assert named.convention_gaps() == [] and named.unswept == ("majority",)  # shown "not swept", said why
     assert _row(evidence="diagnostic").convention_gaps() == []  # its outcome is fixed: nothing to re-judge
     # a test row whose data is missing has no verdict to re-judge; one with another reason still must
     missing = _row(verdict="inconclusive", reason=f"{NOT_MEASURED}CIFAR-10 not found")

@@ -178,8 +178,8 @@ def test_a_test_row_without_its_conventions_is_an_error(fake, tmp_path, monkeypa
     res = _run(tmp_path / "strict")
     e = res["experiments"][FAKE]
     assert res["n_failed"] == 1 and e["notes"] == ["fake note"]
-    assert e["errors"] == [f"1 test row of {FAKE} without the conventions the verdict depends on or their robustness "
-                           f"sweep (docs/report.md#conventions-and-robustness): {FAKE} (objective none): names no "
+    assert e["errors"] == [f"1 test row of {FAKE} without the conventions the verdict depends on "
+                           f"(docs/report.md#conventions-and-robustness): {FAKE} (objective none): names no "
                            "conventions"]
     assert len(res["claims"]) == 1  # the row is still reported
 

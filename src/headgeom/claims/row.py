@@ -134,15 +134,19 @@ class Row:
         return Verdict(self.verdict, self.headline, self.reason or "")
 
     def convention_gaps(self) -> list[str]:
-        """What a ``test`` row lacks of its conventions: "names no conventions" when it names none, "no robustness
-        for <convention>" for each one it names without a sweep; [] for a complete test row and for every row of
-        another kind (their outcome is fixed or a check of the code) and for a test row that could not be measured
-        (its reason starts with :data:`NOT_MEASURED`: no verdict to re-judge)."""
-        if self.evidence != TEST or (self.reason or "").startswith(NOT_MEASURED):
+        """What a ``test`` row lacks of its conventions: ["names no conventions"] when it names none; [] for a test
+        row that names its conventions (one named without a sweep is shown "not swept", its criterion saying why,
+        e.g. a setting that needs new training), for every row of another kind (their outcome is fixed or a check of
+        the code) and for a test row that could not be measured (its reason starts with :data:`NOT_MEASURED`: no
+        verdict to re-judge)."""
+        if self.evidence != TEST or (self.reason or "").startswith(NOT_MEASURED) or self.conventions:
             return []
-        if not self.conventions:
-            return ["names no conventions"]
-        return [f"no robustness for {c}" for c in self.conventions if c not in self.robustness]
+        return ["names no conventions"]
+
+    @property
+    def unswept(self) -> tuple[str, ...]:
+        """The conventions the row names without a robustness sweep."""
+        return tuple(c for c in self.conventions if c not in self.robustness)
 
     @property
     def headline_entry(self) -> Any:

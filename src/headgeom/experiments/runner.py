@@ -280,20 +280,19 @@ def follow_cell(exp: Experiment, config: Any, cell: dict[str, Any], run_dir: Pat
 
 # ----------------------------------------------------------------------------- summaries
 CONVENTIONS_REQUIRED = True
-"""Whether a ``test`` row that names no conventions, or names one without its robustness sweep
-(:meth:`headgeom.claims.row.Row.convention_gaps`), is an error of its experiment's summary (True: the run exits 1)
+"""Whether a ``test`` row that names no conventions (:meth:`headgeom.claims.row.Row.convention_gaps`) is an error of its experiment's summary (True: the run exits 1)
 or a warning in its notes and on stderr (False, until every experiment's test rows carry theirs). The one line to
 change to make it an error."""
 
 
 def convention_check(exp_id: str, rows: list[Row]) -> tuple[str, str] | None:
-    """(what is wrong, the rows that lack it) for the test rows of ``exp_id`` without conventions or their
-    robustness; None when none lack them."""
+    """(what is wrong, the rows that lack it) for the test rows of ``exp_id`` that name no conventions; None when
+    none lack them."""
     gaps = [f"{r.name}: {'; '.join(r.convention_gaps())}" for r in rows if r.convention_gaps()]
     if not gaps:
         return None
-    return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on or "
-            f"their robustness sweep (docs/report.md#conventions-and-robustness)", " | ".join(gaps))
+    return (f"{count_noun(len(gaps), 'test row')} of {exp_id} without the conventions the verdict depends on "
+            f"(docs/report.md#conventions-and-robustness)", " | ".join(gaps))
 
 
 def _summarize(exp: Experiment, config: Any, results: list[tuple[dict, dict]], preset: str, out: Path,
