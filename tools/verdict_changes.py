@@ -1,0 +1,63 @@
+"""The verdicts of two ``headgeom reproduce`` outputs side by side: one markdown line per claim row whose evidence
+kind or verdict differs, and the rows only one of them has, so a release note quotes what changed from the
+results files rather than by hand.
+
+    python tools/verdict_changes.py BASE NEW           # two output folders or results.json files
+    python tools/verdict_changes.py BASE NEW --all     # every row, changed or not
+
+Rows are matched by experiment, claim and name (:attr:`headgeom.claims.row.Row.name`, the setting keys that
+tell a claim's rows apart) and, where several rows share those, by their order. Exit status 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from headgeom.claims.row import Row
+from headgeom.claims.sources import is_authors
+
+
+def rows_by_key(path: Path) -> dict[tuple[str, str, int], Row]:
+    """(experiment, row name with its source, index among equal keys) -> row, from a results.json or its folder."""
+    path = path / "results.json" if path.is_dir() else path
+    seen: dict[tuple[str, str], int] = defaultdict(int)
+    out = {}
+    for entry in json.loads(path.read_text(encoding="utf-8")).get("claims", []):
+        row = Row.from_json(entry)
+        key = (row.experiment or "?", f"{row.name} [{'authors' if is_authors(row) else 'ours'}]")
+        out[(*key, seen[key])] = row
+        seen[key] += 1
+    return out
+
+
+def state(row: Row | None) -> str:
+    """"kind: verdict" of a row, "-" for a row that is absent."""
+    return "-" if row is None else f"{row.evidence}: {row.verdict}"
+
+
+def changes(base: Path, new: Path, every: bool = False) -> list[str]:
+    """The markdown table's lines (header first)."""
+    a, b = rows_by_key(base), rows_by_key(new)
+    lines = ["| experiment | row | before | after |", "|---|---|---|---|"]
+    for key in sorted(set(a) | set(b)):
+        before, after = state(a.get(key)), state(b.get(key))
+        if every or before != after:
+            lines.append(f"| {key[0]} | {key[1].replace('|', '/')} | {before} | {after} |")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", type=Path)
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--all", action="store_true", help="every row, not only those that changed")
+    args = parser.parse_args(argv)
+    print("\n".join(changes(args.base, args.new, args.all)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
