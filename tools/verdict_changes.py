@@ -5,8 +5,10 @@ results files rather than by hand.
     python tools/verdict_changes.py BASE NEW           # two output folders or results.json files
     python tools/verdict_changes.py BASE NEW --all     # every row, changed or not
 
-Rows are matched by experiment, claim and name (:attr:`headgeom.claims.row.Row.name`, the setting keys that
-tell a claim's rows apart) and, where several rows share those, by their order. Exit status 0.
+Rows are matched by experiment, claim and name (:func:`headgeom.claims.row.row_name`, the setting keys that
+tell a claim's rows apart) and, where several rows share those, by their order. Rows are read as stored, not
+re-checked: an earlier file may hold a row today's checks refuse (an identity that held without data), and
+its verdict then is what changed. Exit status 0.
 """
 from __future__ import annotations
 
@@ -16,26 +18,27 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from headgeom.claims.row import Row
-from headgeom.claims.sources import is_authors
+from headgeom.claims.row import row_name
+from headgeom.claims.sources import AUTHORS
 
 
-def rows_by_key(path: Path) -> dict[tuple[str, str, int], Row]:
-    """(experiment, row name with its source, index among equal keys) -> row, from a results.json or its folder."""
+def rows_by_key(path: Path) -> dict[tuple[str, str, int], dict]:
+    """(experiment, row name with its source, index among equal keys) -> row as stored, from a results.json or its
+    folder."""
     path = path / "results.json" if path.is_dir() else path
     seen: dict[tuple[str, str], int] = defaultdict(int)
     out = {}
     for entry in json.loads(path.read_text(encoding="utf-8")).get("claims", []):
-        row = Row.from_json(entry)
-        key = (row.experiment or "?", f"{row.name} [{'authors' if is_authors(row) else 'ours'}]")
-        out[(*key, seen[key])] = row
+        source = "authors" if entry.get("source") == AUTHORS else "ours"
+        key = (entry.get("experiment") or "?", f"{row_name(entry.get('id'), entry.get('setting'))} [{source}]")
+        out[(*key, seen[key])] = entry
         seen[key] += 1
     return out
 
 
-def state(row: Row | None) -> str:
+def state(row: dict | None) -> str:
     """"kind: verdict" of a row, "-" for a row that is absent."""
-    return "-" if row is None else f"{row.evidence}: {row.verdict}"
+    return "-" if row is None else f"{row.get('evidence')}: {row.get('verdict')}"
 
 
 def changes(base: Path, new: Path, every: bool = False) -> list[str]:

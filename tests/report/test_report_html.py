@@ -62,11 +62,12 @@ def test_one_filterable_row_per_claim_row_with_its_fields(results):
     page = Page(render_html(results))
     rows = page.rows()
     assert len(rows) == len(results["claims"]) > 0
-    # by claim, in the report's order; within a claim, in results order
+    # by claim, in the report's order; within a claim, in results order, the diagnostic rows in a table after the rest
     by_id = {}
     for c in results["claims"]:
         by_id.setdefault(c["id"], []).append(c)
-    expected = [c for cid in sorted(by_id, key=lambda s: int(s[1:])) for c in by_id[cid]]
+    expected = [c for cid in sorted(by_id, key=lambda s: int(s[1:]))
+                for c in sorted(by_id[cid], key=lambda c: c["evidence"] == "diagnostic")]
     assert [(r["data-evidence"], r["data-verdict"], r["data-source"]) for r in rows] == [
         (c["evidence"], c["verdict"], "authors" if c.get("source") == "authors' runs, re-judged" else "ours")
         for c in expected]
@@ -76,7 +77,7 @@ def test_one_filterable_row_per_claim_row_with_its_fields(results):
     form = next(a for t, a in page.tags if t == "form")
     assert "hidden" in form and form["class"] == "filters"
     options = [a["value"] for t, a in page.tags if t == "option" and a["value"]]
-    kinds = [k for k in ("test", "identity", "premise") if any(c["evidence"] == k for c in results["claims"])]
+    kinds = [k for k in ("test", "identity", "premise", "diagnostic") if any(c["evidence"] == k for c in results["claims"])]
     verdicts = [v for v in ("supported", "not supported", "inconclusive")
                 if any(c["verdict"] == v for c in results["claims"])]
     assert options == kinds + verdicts + ["ours", "authors"]

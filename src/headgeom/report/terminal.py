@@ -47,7 +47,11 @@ def format_claims_short(rows: list[Row], width: int = 100) -> str:
     lines: list[str] = []
     for cid, group in by_claim(rows).items():
         lines += wrap(f"{cid}  {' '.join(group[0].statement.split())}", width)
-        lines += ["  " + ln for source, counts in source_counts(group) for ln in wrap(f"{source}: {counts}", width - 2)]
+        for source, counts in source_counts(group):  # a source's counts, continued lines hanging under it
+            first, *rest = wrap(f"{source}: {counts}", width - 2)
+            lines.append("  " + first)
+            if rest:
+                lines += ["    " + ln for ln in wrap(" ".join(rest), width - 4)]
         counted = [r for r in group if r.evidence != DIAGNOSTIC]
         diagnostics = [r for r in group if r.evidence == DIAGNOSTIC]
         distinct = dict(zip(map(id, group), distinct_settings(group, prefer=TERMINAL_KEYS)))
