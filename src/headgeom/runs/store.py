@@ -72,7 +72,7 @@ def _form(config: Mapping[str, Any], tracking: Mapping[str, Any] | None) -> dict
 
 
 def _digest(form: Any, n: int) -> str:
-    blob = json.dumps(form, sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(json_safe(form), sort_keys=True, separators=(",", ":"))
     return hashlib.sha1(blob.encode("utf-8")).hexdigest()[:n]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from pathlib import PurePath
 from typing import Callable
 
 from headgeom.claims.estimates import mean_std_text
@@ -29,6 +30,13 @@ from .rows import Groups, group, has_threshold, pm
 
 __all__ = ["summarize"]
 
+
+
+def _source_text(source: str) -> str:
+    """"jpeg cifar10-jpeg.tar.gz": the kind of a cell's data source and its file's name, not the folder of the
+    machine that ran it (a results file is read on other machines)."""
+    kind, _, path = source.partition(" ")
+    return f"{kind} {PurePath(path).name}" if path else source
 
 def _table(config: C4Config, groups: Groups, state: str, point: Callable[[dict], dict]) -> Table:
     cols = [("n_neg(H)", "n_negative_H"), ("λ_min(H)", "lambda_min_H"), ("λ_min(G)", "lambda_min_G"),
@@ -123,7 +131,7 @@ def _notes(config: C4Config, groups: Groups, gap_deg: float | None) -> list[str]
         notes.append(
             f"measured view gap at the pseudo-collapsed init: {gap_deg:.3g} degrees (mean over "
             f"{sum(len(m['view_gap_deg']) for m in measured_cells)} image-head pairs; {m0['n_images']} CIFAR-10 test "
-            f"images from {m0['data_source']}, views {m0['recipe']}, {m0['backbone']} at init, BatchNorm in "
+            f"images from {_source_text(m0['data_source'])}, views {m0['recipe']}, {m0['backbone']} at init, BatchNorm in "
             f"{m0['backbone_mode']} mode); the same views with BatchNorm in the other mode: "
             f"{mean_std_text(v for m in measured_cells for v in m['view_gap_other_mode_deg'])} degrees; at the "
             f"backbone (z1, z2): {mean_std_text(v for m in measured_cells for v in m['view_gap_z_deg'])} degrees. "
