@@ -1,5 +1,4 @@
 """Shared test settings: float64 references, few threads (CI has 2 cores); loading benchmarks/."""
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -7,6 +6,7 @@ import torch
 
 from headgeom.threads import torch_threads
 from headgeom.train import TrainConfig, train
+from script_modules import load_script
 
 torch.set_num_threads(2)
 
@@ -35,12 +35,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 @pytest.fixture(scope="module")
 def benchmark_script():
     """``benchmark_script("quality")`` imports benchmarks/quality.py (not a package) as a module."""
-    def load(name: str):
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCHMARKS / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    return load
+    return lambda name: load_script(BENCHMARKS / f"{name}.py")
 
 
 @pytest.fixture(scope="session")

@@ -3,21 +3,18 @@ dates, environment, the --out folder, reused cells), and any other difference is
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 
 from headgeom.report.html import write_html
 from headgeom.report.markdown import write_report
+from script_modules import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("compare_results_tool", ROOT / "tools" / "compare_results.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("compare_results")
 
 
 def _write(folder: Path, results: dict) -> Path:

@@ -7,12 +7,12 @@
 """
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
 
 import pytest
+from script_modules import tool
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -86,9 +86,7 @@ def test_the_check_tells_continuous_integration_from_confidence_intervals():
 
 
 # ----------------------------------------------------------------------------- what the README's commands cost
-spec = importlib.util.spec_from_file_location("costs", ROOT / "tools" / "costs.py")
-costs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(costs)
+costs = tool("costs")
 NOT_COSTED = ("apt-get update",)
 """README commands without a row: the optional system packages (root and a network; not timed here)."""
 

@@ -4,21 +4,16 @@ a figure quoted from BENCHMARKS.md and found there, or allowed with a reason; th
 pages that hold each case, a hand-typed measurement among them."""
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from script_modules import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("doc_numbers_tool", ROOT / "tools" / "doc_numbers.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclass looks its module up by name
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("doc_numbers")
 
 
 TOOL = _tool()

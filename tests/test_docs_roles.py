@@ -3,17 +3,15 @@ target resolved as Sphinx resolves it, shown as written, as an optional autorefs
 when the target is documented on the site, code otherwise; tests/test_docs_site.py checks the site)."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from script_modules import tool
 
 griffe = pytest.importorskip("griffe", reason='the docs site needs the "docs" extra: pip install -e ".[docs]"')
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("griffe_sphinx_roles", ROOT / "tools" / "griffe_sphinx_roles.py")
-roles = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(roles)
+roles = tool("griffe_sphinx_roles")
 
 
 @pytest.fixture(scope="module")

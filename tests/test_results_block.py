@@ -6,7 +6,6 @@ re-rendered from the files tools/results_block.py names and must match the page 
 edited number or count, or a results file changed without re-rendering, fails here."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -18,16 +17,14 @@ from headgeom.report.markdown import rows_of
 from headgeom.report.results_block import (BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, render_block, render_summary,
                                            replace_block)
 from headgeom.report.table import cell_text
+from script_modules import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [("docs/results.md", render_block, BEGIN, END), ("README.md", render_summary, SUMMARY_BEGIN, SUMMARY_END)]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("results_block_tool", ROOT / "tools" / "results_block.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("results_block")
 
 
 def _block(text: str, begin: str, end: str) -> str:

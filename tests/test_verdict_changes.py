@@ -3,18 +3,15 @@ experiment and row name, and the rows only one file has."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
+from script_modules import tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tool():
-    spec = importlib.util.spec_from_file_location("verdict_changes_tool", ROOT / "tools" / "verdict_changes.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return tool("verdict_changes")
 
 
 def test_changed_added_and_removed_rows_are_listed_and_equal_ones_are_not(tmp_path):

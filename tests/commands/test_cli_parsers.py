@@ -3,7 +3,6 @@ help page (each one parses), names that match their registries, the head-spec gr
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import re
 import shlex
@@ -16,6 +15,7 @@ import pytest
 from headgeom.cli import build_parser, main
 from headgeom.commands import heads as heads_cmd
 from headgeom.commands import vocabulary as v
+from script_modules import tool
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "numpy", "scipy", "matplotlib")
@@ -82,37 +82,30 @@ def test_old_option_names_still_work_with_a_one_line_note(old, new, capsys):
     assert f"{old_option} " not in _subcommands(build_parser())[old[0]].format_usage()  # hidden from help
 
 
-def _vocabulary_tool():
-    spec = importlib.util.spec_from_file_location("write_vocabulary", ROOT / "tools" / "write_vocabulary.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
 def test_the_vocabulary_is_generated_from_the_registries():
     """commands/vocabulary.py is what tools/write_vocabulary.py renders from the registries now: a
     name added to a registry and not regenerated fails here, naming the command to run."""
-    tool = _vocabulary_tool()
+    vocabulary = tool("write_vocabulary")
     text = (ROOT / "src" / "headgeom" / "commands" / "vocabulary.py").read_text(encoding="utf-8")
-    assert text == tool.render(), "src/headgeom/commands/vocabulary.py is stale: run python tools/write_vocabulary.py"
+    assert text == vocabulary.render(), "src/headgeom/commands/vocabulary.py is stale: run python tools/write_vocabulary.py"
     from headgeom.methods.registry import METHODS
     from headgeom.objectives.registry import OBJECTIVES
     from headgeom.train.loggers import LOGGERS
 
     # the registries the issue names, read back from the file as the parsers see it
     assert (v.METHODS, v.OBJECTIVES, v.LOGGERS) == (tuple(METHODS), tuple(OBJECTIVES), tuple(LOGGERS))
-    assert {name for name, *_ in tool.entries()} == {n for n in dir(v) if n.isupper()}
+    assert {name for name, *_ in vocabulary.entries()} == {n for n in dir(v) if n.isupper()}
 
 
 def test_the_generator_notices_a_stale_file(tmp_path, monkeypatch):
-    tool = _vocabulary_tool()
+    vocabulary = tool("write_vocabulary")
     stale = tmp_path / "vocabulary.py"
-    stale.write_text(tool.render().replace('"mocov3"', '"mocov2"', 1), encoding="utf-8")  # a name not yet regenerated
-    monkeypatch.setattr(tool, "TARGET", stale)
-    monkeypatch.setattr(tool, "ROOT", tmp_path)
-    assert tool.main(["--check"]) == 1
-    assert tool.main([]) == 0 and tool.main(["--check"]) == 0
-    assert stale.read_text(encoding="utf-8") == tool.render()
+    stale.write_text(vocabulary.render().replace('"mocov3"', '"mocov2"', 1), encoding="utf-8")  # a name not yet regenerated
+    monkeypatch.setattr(vocabulary, "TARGET", stale)
+    monkeypatch.setattr(vocabulary, "ROOT", tmp_path)
+    assert vocabulary.main(["--check"]) == 1
+    assert vocabulary.main([]) == 0 and vocabulary.main(["--check"]) == 0
+    assert stale.read_text(encoding="utf-8") == vocabulary.render()
 
 
 def test_every_registered_objective_and_method_is_accepted_by_the_command_line():
