@@ -33,3 +33,9 @@ def test_changed_added_and_removed_rows_are_listed_and_equal_ones_are_not(tmp_pa
     assert second is removed
     assert tool.changes(tmp_path / "a.json", tmp_path / "a.json") == lines[:2]  # nothing changed: the header only
     assert len(tool.changes(tmp_path / "a.json", tmp_path / "a.json", every=True)) == 2 + len(base["claims"])
+
+
+def test_a_missing_results_file_is_one_line_and_exit_2(tmp_path, capsys):
+    assert _tool().main([str(tmp_path / "nowhere"), str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read the results" in err and "nowhere" in err

@@ -8,7 +8,7 @@ results files rather than by hand.
 Rows are matched by experiment, claim and name (:func:`headgeom.claims.row.row_name`, the setting keys that
 tell a claim's rows apart) and, where several rows share those, by their order. Rows are read as stored, not
 re-checked: an earlier file may hold a row today's checks refuse (an identity that held without data), and
-its verdict then is what changed. Exit status 0.
+its verdict then is what changed. Exit status 0; 2, with one line, when a results file cannot be read.
 """
 from __future__ import annotations
 
@@ -58,7 +58,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("new", type=Path)
     parser.add_argument("--all", action="store_true", help="every row, not only those that changed")
     args = parser.parse_args(argv)
-    print("\n".join(changes(args.base, args.new, args.all)))
+    try:
+        print("\n".join(changes(args.base, args.new, args.all)))
+    except (OSError, ValueError) as err:  # a missing or unreadable results file: one line, no traceback
+        print(f"verdict_changes: cannot read the results: {err}; give two reproduce output folders or their "
+              "results.json", file=sys.stderr)
+        return 2
     return 0
 
 

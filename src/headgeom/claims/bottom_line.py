@@ -227,7 +227,7 @@ def _rows_phrase(rows: Sequence[Row], among: Sequence[Row]) -> str:
 def _robustness_phrase(rows: Sequence[Row]) -> str:
     """How far the deciding rows' verdicts were shown robust."""
     named = sorted({c for r in rows for c in r.conventions})
-    unswept = [r for r in rows if not r.conventions or set(r.conventions) - set(r.robustness)]
+    unswept = [r for r in rows if not r.conventions or r.unswept]
     if not unswept:
         return f"robust over {', '.join(named)}"
     if len(unswept) == len(rows):

@@ -160,11 +160,10 @@ def view_gap_text(c: Row) -> str:
 
 def conventions_lines(c: Row) -> list[str]:
     """"conventions: a, b" and "robustness: a robust; b flips at 0.3" (each convention named, swept or not);
-    none for a row that names none (the runner warns of a test row that names none)."""
+    none for a row that names none (a test row that names none is an error of its experiment's summary)."""
     if not c.conventions:
         return []
-    status = "; ".join(f"{k} {c.robustness[k].status}" if k in c.robustness else f"{k} not swept"
-                       for k in c.conventions)
+    status = "; ".join(f"{k} not swept" if k in c.unswept else f"{k} {c.robustness[k].status}" for k in c.conventions)
     return [f"conventions: {', '.join(c.conventions)}", f"robustness: {status}"]
 
 
