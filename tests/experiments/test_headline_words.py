@@ -1,6 +1,7 @@
 """The headlines of the C2, C3, C6, C7 and C10 rows in words a reader understands (Row.headline_text): every
 measured key their rules can decide on, reached here by driving each rule through each of its branches, has
 words of its own (never the internal key itself), and the words name what was measured."""
+import dataclasses
 import re
 from types import SimpleNamespace
 
@@ -17,6 +18,7 @@ from headgeom.experiments.c10_pretrained import summary as c10
 SNAKE = re.compile(r"\b[a-z]+_[a-z]+\b")  # an internal key's form (measured names, setting keys)
 C2 = SimpleNamespace(flat_tol=1e-10, route_tol=1e-4, curved_min=1e-8, origin_tol=1e-10, growth_min=1e-3,
                      radii=(0.01, 0.1))
+C6 = c6_invariance.C6Config()
 
 
 def _cell(**over):
@@ -52,7 +54,7 @@ def _c7_keys():
 
 def test_every_key_the_theory_rules_decide_on_has_words():
     cases = [(_c2_keys(), lambda k: c2_curvature.headline_words(C2, k), 6),
-             (_c3_keys(), c3_depth.HEADLINE_WORDS.get, 3), (_c6_keys(), c6_invariance.HEADLINE_WORDS.get, 6),
+             (_c3_keys(), c3_depth.HEADLINE_WORDS.get, 3), (_c6_keys(), lambda k: c6_invariance.headline_words(C6, k), 6),
              (_c7_keys(), c7_fisher.HEADLINE_WORDS.get, 2)]
     for keys, words, n in cases:
         assert len(keys) == n, keys  # every branch of the rule reached
@@ -64,7 +66,11 @@ def test_every_key_the_theory_rules_decide_on_has_words():
 def test_c2_names_the_radius_and_c6_the_premise():
     assert c2_curvature.headline_words(C2, "iso_error_at_r=0.1l").startswith(
         "isotropy error of the constant W = g(0)^-1/2 at radius 0.1·ℓ")
-    assert "premise of Prop 5.2" in c6_invariance.HEADLINE_WORDS["seeds_premise_met"]
+    assert "premise of Prop 5.2" in c6_invariance.headline_words(C6, "seeds_premise_met")
+    # the suppression the words name is the config's, not a number written in them
+    assert "at most 2× suppressed" in c6_invariance.headline_words(C6, "seeds_head_not_degenerate")
+    quarter = dataclasses.replace(C6, ratio_none=0.25)
+    assert "at most 4× suppressed" in c6_invariance.headline_words(quarter, "seeds_head_not_degenerate")
     assert "premise of Thm 5.3" in c7_fisher.HEADLINE_WORDS["seeds_premise_met"]
 
 

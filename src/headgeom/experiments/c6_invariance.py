@@ -245,16 +245,23 @@ HEADLINE_WORDS = {
                          "(the premise of Prop 5.2)",
     "seeds_premise_and_degenerate": "share of seeds meeting the premise whose head metric is degenerate on the "
                                     "augmentation tangents",
-    "seeds_premise_and_not_degenerate": "share of seeds meeting the premise whose head metric is at most 2× "
-                                        "suppressed on the augmentation tangents",
+    "seeds_premise_and_not_degenerate": "share of seeds meeting the premise whose head metric is at most "
+                                        "{suppression:g}× suppressed on the augmentation tangents",
     "seeds_head_degenerate_backbone_not": "share of seeds where the head, not the backbone, is degenerate on the "
                                           "augmentation tangents",
     "seeds_backbone_degenerate": "share of seeds where the backbone itself is degenerate on the augmentation "
                                  "tangents",
-    "seeds_head_not_degenerate": "share of seeds where the head is at most 2× suppressed on the augmentation "
-                                 "tangents",
+    "seeds_head_not_degenerate": "share of seeds where the head is at most {suppression:g}× suppressed on the "
+                                 "augmentation tangents",
 }
-"""The headline of a C6 row in words, by the measured key that decided it (headgeom.claims.invariance_verdict)."""
+"""The headline of a C6 row in words, by the measured key that decided it (headgeom.claims.invariance_verdict);
+``{suppression}`` is 1 / the config's ratio_none (:func:`headline_words`)."""
+
+
+def headline_words(config: C6Config, key: str) -> str | None:
+    """The words of headline ``key`` at ``config``'s ratio_none; None for a key without words."""
+    words = HEADLINE_WORDS.get(key)
+    return words.format(suppression=1 / config.ratio_none) if words else None
 
 
 def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> Row:
@@ -267,7 +274,8 @@ def _head_claim(config: C6Config, regime: str, ms: list[dict], metric: str) -> R
                  f"stays > {config.premise_max:g} (f still moves along the orbits, so V_aug is not ~0 in z-space); "
                  f"ratio = median|q_tangent| / median|q_{config.control}| of {metric} after training. Supported if "
                  f">= {maj:.0%} of seeds meet the premise with ratio <= {config.ratio_max:g} (degenerate); not supported "
-                 f"if >= {maj:.0%} meet the premise with ratio >= {config.ratio_none:g} (at most 2x suppression); "
+                 f"if >= {maj:.0%} meet the premise with ratio >= {config.ratio_none:g} (at most "
+                 f"{1 / config.ratio_none:g}x suppression); "
                  "inconclusive otherwise: partial suppression in between, training short of the premise (which Prop 5.2 "
                  "assumes), or a backbone that became invariant itself. A test, not an identity: exact invariance "
                  "would force ratio 0 (the chain rule), but the premise bounds a finite orbit spread of h∘f against the "
@@ -311,7 +319,8 @@ def _lowpass_claim(config: C6Config, regime: str, ms: list[dict]) -> Row:
                  f"the same smoothness class): supported if in >= {maj:.0%} of seeds the head's G is degenerate on "
                  f"V_aug after training (ratio <= {config.ratio_max:g}) while the backbone's J_fᵀJ_f is not (ratio > "
                  f"{config.ratio_max:g}); not supported if the backbone is degenerate in >= {maj:.0%} of seeds (the "
-                 f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most 2x suppression) "
+                 f"invariance is already in f) or the head's ratio is >= {config.ratio_none:g} (at most "
+                 f"{1 / config.ratio_none:g}x suppression) "
                  f"in >= {maj:.0%}; inconclusive otherwise. Re-judged: {robustness_text(robust)}")
     # the fractions of seeds the criterion compares with the majority (the headline is the one that decided)
     meas = {"seeds_head_degenerate_backbone_not": measured(
@@ -339,7 +348,7 @@ def _claim(config: C6Config, regime: str, metric: str, meas: dict, verdict: str,
                     "regime": regime, "metric": metric, "group": f"{s.group} (dim V_aug = {s.dim_aug})",
                     "backbone": f"MLP {s.size ** 2}-{s.hidden}-{s.d}:{s.activation}", "n_eval": config.n_eval},
         measured=meas, verdict=verdict, evidence=TEST, criterion=criterion, headline=headline,
-        headline_text=HEADLINE_WORDS.get(headline),
+        headline_text=headline_words(config, headline),
     )
 
 
