@@ -104,7 +104,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     a("--device", default=None, help="auto (default), cpu, cuda, cuda:1")
     a("--no-bf16", dest="bf16", action="store_const", const=False, default=None, help="no bf16 autocast on GPU")
     a("--no-channels-last", dest="channels_last", action="store_const", const=False, default=None,
-      help="no channels_last memory format (used on GPU, and on CPU with oneDNN)")
+      help="no channels_last memory format on GPU (CPU runs are always contiguous)")
     a("--no-sync-bn", dest="sync_bn", action="store_const", const=False, default=None,
       help="under torchrun or srun, keep BatchNorm statistics per process instead of over the global batch")
     quiet = a("--quiet", dest="progress", action="store_const", const=False, default=None, help="no progress bar")

@@ -55,7 +55,7 @@ class TrainConfig(RunSettings):
     ``"tensorboard,mlflow"`` or a stored run's single name ``"tensorboard"`` is read as that tuple).
 
     Device: ``device`` ("auto" = cuda when available), ``bf16`` (autocast on CUDA only),
-    ``channels_last`` (on CUDA, and on CPU with oneDNN: :func:`~.setup.channels_last_pays`), ``progress``
+    ``channels_last`` (on CUDA only: :func:`~.setup.channels_last_pays`), ``progress``
     (tqdm bar), ``sync_bn`` (under torchrun or srun with more than one process, BatchNorm statistics
     over the global batch, as one process would compute them; no effect on one process or without
     BatchNorm; headgeom.train.ddp).

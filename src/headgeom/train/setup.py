@@ -115,11 +115,12 @@ def set_up(config: TrainConfig, build_method: Callable[[TrainConfig], torch.nn.M
 
 
 def channels_last_pays(device: torch.device) -> bool:
-    """Whether convolutions on ``device`` run faster in channels_last: on CUDA, and on CPU with oneDNN
-    (the quick ResNet-18's training step: 137 -> 111 ms of CPU on one thread, BENCHMARKS.md). The same
-    arithmetic in another order: float64 agrees to 1e-14, float32 to its round-off as the loss's
-    conditioning amplifies it (tests/train/test_train_setup.py)."""
-    return device.type == "cuda" or (device.type == "cpu" and torch.backends.mkldnn.is_available())
+    """Whether convolutions on ``device`` run in channels_last: on CUDA only. On CPU oneDNN's
+    channels-last kernels ran a ResNet-18 step faster (137 -> 100 ms at width 0.125, BENCHMARKS.md)
+    but crashed in the backward of a 1x1 convolution on an AVX2-only CPU (a width-0.0625 ResNet-18,
+    batch 8: SIGSEGV in ``jit_avx2_1x1_convolution_bwd_weights``, or a spin that never returns), so
+    CPU runs stay contiguous. The layout reorders the arithmetic only (tests/train/test_train_setup.py)."""
+    return device.type == "cuda"
 
 
 def probe_views(config: TrainConfig, images: torch.Tensor, recipe: Any, device: torch.device
