@@ -121,6 +121,7 @@ def main() -> int:
         return 0
     if not (args.base and args.new and args.out):
         ap.error("give --base, --new and --out (or --table BASE NEW)")
+    args.out = args.out.resolve()  # each checkout runs in its own folder: /usr/bin/time -o needs an absolute path
     args.out.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"preset": args.preset, "jobs": args.jobs, "load_before": load(),
                               "together": not args.one_after_the_other, "started": time.strftime("%Y-%m-%d %H:%M:%S")}

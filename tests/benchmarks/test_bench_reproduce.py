@@ -1,6 +1,10 @@
 """benchmarks/bench_reproduce.py's readers (no run, no timings): GNU time's report parsed into seconds and
 bytes, and the per-experiment table of two results.json files with its sums and ratios."""
 import json
+import sys
+from pathlib import Path
+
+import pytest
 
 
 TIME_REPORT = """\tCommand being timed: "python -m headgeom reproduce"
@@ -33,3 +37,29 @@ def test_table_sums_both_runs_and_gives_the_ratio_per_experiment(benchmark_scrip
     assert rows[2] == "| C9 | 4 | 100.0 | 75.0 | 0.75 | - | 60.0 |"  # natural order: C9 before C11
     assert rows[3] == "| C11 | 6 | 200.0 | 50.0 | 0.25 | - | 40.0 |"
     assert rows[-1] == "| all | | 300.0 | 125.0 | 0.42 | 0.0 | 100.0 |"
+
+
+FAKE_PYTHON = """#!/bin/sh
+# stands in for a checkout's python: writes the results.json a finished reproduce leaves in --out
+while [ $# -gt 0 ]; do [ "$1" = "--out" ] && out="$2"; shift; done
+mkdir -p "$out" && echo '{"experiments": {"C1": {"n_cells": 1, "cells_elapsed_s": 1.0}}}' > "$out/results.json"
+"""
+
+
+@pytest.mark.skipif(not Path("/usr/bin/time").exists(), reason="needs GNU time (Debian package time)")
+def test_a_relative_out_folder_holds_both_runs(benchmark_script, tmp_path, monkeypatch, capsys):
+    """Each checkout's command runs in the --out folder, so a relative --out must not be read from there."""
+    for side in ("base", "new"):
+        (tmp_path / side / "src" / "headgeom").mkdir(parents=True)
+        python = tmp_path / side / ".venv" / "bin" / "python"
+        python.parent.mkdir(parents=True)
+        python.write_text(FAKE_PYTHON)
+        python.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", ["bench_reproduce.py", "--base", "base", "--new", "new", "--out", "bench-out",
+                                      "--one-after-the-other"])
+    assert benchmark_script("bench_reproduce").main() == 0
+    for side in ("base", "new"):
+        assert (tmp_path / "bench-out" / side / "results.json").is_file()
+        assert "Exit status: 0" in (tmp_path / "bench-out" / f"{side}.time").read_text()
+    assert "| C1 | 1 | 1.0 | 1.0 | 1.00 |" in capsys.readouterr().out
