@@ -138,3 +138,11 @@ def test_a_gnu_time_report_becomes_a_row():
         "wall": "4 min 55 s", "memory": "1.87 GiB", "cpu": "1 min 33 s",
         "machine": "shared machine, load 4.6–10.3: to retake on a quiet one", "measured": "2026-12-07, abc"}
     assert costs.row(measured, [0.3, 1.9], "abc", "d")["machine"] == "quiet machine, load ≤ 1.9"
+    assert (costs.row(measured, [0.3, 1.9], "abc", "d", gemm=55.4)["machine"]
+            == "quiet machine at 55 GFLOP/s float64 GEMM, load ≤ 1.9")
+
+
+def test_the_gemm_rate_is_read_from_a_product_that_ran():
+    """A rate in GFLOP/s from a real float64 product (a small one here): positive and finite."""
+    rate = costs.gemm_rate(n=64, repeats=1)
+    assert 0 < rate < float("inf")

@@ -7,7 +7,8 @@
 A command, written as the README shows it, runs under ``/usr/bin/time -v bash -c`` in a new temporary
 folder (or ``--cwd``): its wall time, its peak memory (the maximum resident set of
 the largest process, which is what GNU time reports for a command that starts workers) and its CPU
-time (user + system); the 1-minute load average (``/proc/loadavg``) is read every 10 s while it runs.
+time (user + system); the 1-minute load average (``/proc/loadavg``) is read every 10 s while it runs, and the machine's
+float64 GEMM rate once before it (machines of one kind differ by 2x and more).
 A run whose load went above the machine's cores shared them, and its row says so: its wall time is
 pessimistic and is to be retaken on a quiet machine. ``tests/test_docs_facts.py`` checks that every
 command the README shows has a row and that the README quotes it as :func:`quote` writes it.
@@ -101,17 +102,33 @@ def time_report(text: str) -> dict[str, float]:
             "cpu": float(field("User time (seconds)")) + float(field("System time (seconds)"))}
 
 
-def row(report: dict[str, float], loads: list[float], commit: str, day: str, cores: int = 2) -> dict[str, str]:
-    """The table's cells for one measured run."""
+def row(report: dict[str, float], loads: list[float], commit: str, day: str, cores: int = 2,
+        gemm: float | None = None) -> dict[str, str]:
+    """The table's cells for one measured run; ``gemm``: the machine's float64 GEMM rate in GFLOP/s
+    (:func:`gemm_rate`), named in the machine cell, since machines of one kind differ by 2x or more."""
     low, high = min(loads), max(loads)
-    machine = (f"quiet machine, load ≤ {high:.1f}" if high <= cores + 0.5 else
-               f"shared machine, load {low:.1f}–{high:.1f}: to retake on a quiet one")
+    rate = f" at {gemm:.0f} GFLOP/s float64 GEMM" if gemm is not None else ""
+    machine = (f"quiet machine{rate}, load ≤ {high:.1f}" if high <= cores + 0.5 else
+               f"shared machine{rate}, load {low:.1f}–{high:.1f}: to retake on a quiet one")
     return {"wall": _duration(report["wall"]), "memory": f"{report['memory'] / 2**30:.2f} GiB",
             "cpu": _duration(report["cpu"]), "machine": machine, "measured": f"{day}, {commit}"}
 
 
+def gemm_rate(n: int = 2048, repeats: int = 3) -> float:
+    """The machine's float64 GEMM rate (GFLOP/s, best of ``repeats`` warm n x n products, torch's default
+    threads), read in a child process so this tool itself does not import torch."""
+    code = ("import time, torch\n"
+            f"a = torch.randn({n}, {n}, dtype=torch.float64); b = a @ a; best = float('inf')\n"
+            f"for _ in range({repeats}):\n"
+            "    t = time.perf_counter(); a @ a; best = min(best, time.perf_counter() - t)\n"
+            f"print(2 * {n} ** 3 / best / 1e9)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip())
+
+
 def measure(command: str, cwd: Path) -> dict[str, str]:
     """Run the shell line ``command`` in ``cwd`` under GNU time and return its row (its output is shown)."""
+    gemm = gemm_rate()  # before the command: the machine, not the command's load
     loads, done = [], threading.Event()
 
     def sample() -> None:
@@ -132,7 +149,7 @@ def measure(command: str, cwd: Path) -> dict[str, str]:
     loads.append(float(Path("/proc/loadavg").read_text().split()[0]))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "?"
-    return row(time_report(text), loads, commit, dt.date.today().isoformat(), os.cpu_count() or 2)
+    return row(time_report(text), loads, commit, dt.date.today().isoformat(), os.cpu_count() or 2, gemm)
 
 
 def table_line(command: str, cells: dict[str, str]) -> str:
