@@ -24,7 +24,9 @@ import json
 import os
 import platform
 import resource
+import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -33,6 +35,9 @@ from torch.func import hessian
 from headgeom.geometry import HeadCache, effective_hessian
 from headgeom.geometry.engine.sandwich import HVP_COST_PER_ELEMENT, block_costs
 from headgeom.objectives import analysis_loss
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
+from gemm_rate import matmul_rate  # noqa: E402
 
 
 def paper_head(d: int = 512, hidden: int = 2048, bottleneck: int = 512) -> nn.Module:
@@ -52,16 +57,6 @@ def chain_flops(layers, d: int) -> float:
         elif not isinstance(layer, nn.Identity):
             flops += 2.0 * width * d * d  # A_lᵀ diag(c) A_l
     return flops + 2.0 * width * d * d  # G = Jᵀ (H J)
-
-
-def matmul_rate(n: int = 2048, repeats: int = 3) -> float:
-    a = torch.randn(n, n, dtype=torch.float64)
-    b = torch.randn(n, n, dtype=torch.float64)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(repeats):
-        a @ b
-    return 2.0 * n**3 * repeats / (time.perf_counter() - t) / 1e9
 
 
 def peak_rss_gib() -> float:

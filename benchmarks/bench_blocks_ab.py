@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling benchmark scripts
 from bench_fixed_cost import alternate, cache_kw, write_json  # noqa: E402
+from gemm_rate import matmul_rate  # noqa: E402
 
 CASES = ("simsiam", "simsiam-plain", "dino", "dino-mlp")
 
@@ -76,18 +77,6 @@ def problem(case: str, scale: int, n: int):
     return head, analysis_loss("dino", teacher), per_sample, z
 
 
-def matmul_rate(size: int = 1024, repeats: int = 3, clock=time.perf_counter) -> float:
-    """GFLOP/s of a float64 size² GEMM, timed by ``clock`` (wall by default; time.process_time for CPU)."""
-    import torch
-
-    a = torch.randn(size, size, dtype=torch.float64)
-    a @ a
-    t = clock()
-    for _ in range(repeats):
-        a @ a
-    return 2.0 * size**3 * repeats / (clock() - t) / 1e9
-
-
 def worker(case: str, scale: int, n: int, reps: int, naive_samples: int) -> dict:
     """Time the tree headgeom is imported from, in this fresh process."""
     import torch
@@ -111,7 +100,7 @@ def worker(case: str, scale: int, n: int, reps: int, naive_samples: int) -> dict
         blocks = eh.blocks()
         times.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
-    rate, rate_cpu = matmul_rate(), matmul_rate(clock=time.process_time)
+    rate, rate_cpu = matmul_rate(1024), matmul_rate(1024, clock=time.process_time)
     naive_t, err = [], 0.0
     for i in range(min(naive_samples, n)):
         t = time.perf_counter()

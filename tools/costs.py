@@ -115,14 +115,14 @@ def row(report: dict[str, float], loads: list[float], commit: str, day: str, cor
 
 
 def gemm_rate(n: int = 2048, repeats: int = 3) -> float:
-    """The machine's float64 GEMM rate (GFLOP/s, best of ``repeats`` warm n x n products, torch's default
-    threads), read in a child process so this tool itself does not import torch."""
-    code = ("import time, torch\n"
-            f"a = torch.randn({n}, {n}, dtype=torch.float64); b = a @ a; best = float('inf')\n"
-            f"for _ in range({repeats}):\n"
-            "    t = time.perf_counter(); a @ a; best = min(best, time.perf_counter() - t)\n"
-            f"print(2 * {n} ** 3 / best / 1e9)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    """The machine's float64 GEMM rate (GFLOP/s, the fastest of ``repeats`` warm n x n products, torch's
+    default threads) by benchmarks/gemm_rate.py, read in a child process so this tool does not import torch."""
+    code = (f"import sys; sys.path.insert(0, {str(ROOT / 'benchmarks')!r}); from gemm_rate import matmul_rate; "
+            f"print(matmul_rate({n}, {repeats}, best=True))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"costs: could not read the machine's GEMM rate with {sys.executable} (run this tool with "
+                         f"the project's environment active):\n{done.stderr.strip()}")
     return float(done.stdout.strip())
 
 
