@@ -114,7 +114,10 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
         state = layer.forward(x)
         states.append(state)
         if layer.is_affine:
-            jt = layer.affine()[0].T if jt is None else state.pull_jt(jt)
+            # Wᵀ laid out row-major: a transposed view would pass its strides on to every per-sample
+            # product below (broadcast ops keep the operand's layout), and a matmul of such a
+            # (s, d, w) batch cannot fold into one GEMM (a batched product at a third of the rate)
+            jt = layer.affine()[0].T.contiguous() if jt is None else state.pull_jt(jt)
         else:
             at = torch.eye(d, dtype=z.dtype, device=z.device) if jt is None else jt
             passes.append((state, at))
@@ -132,7 +135,9 @@ def chain_pass(layers: list[nn.Module], z: Tensor, rho: Tensor | None) -> ChainP
     g = rho
     for state in reversed(states):
         g = state.backward(g)
-    interaction = torch.zeros(s, d, d, dtype=z.dtype, device=z.device)
-    for state, at in passes:
-        state.interaction_into(at, interaction, accumulate=True)
+    # the first term is written, not added: with the shared Jacobian it is then one weighted Gram of
+    # all samples (an element-wise layer), not a batched product against the expanded Jacobian
+    interaction = (torch.empty if passes else torch.zeros)(s, d, d, dtype=z.dtype, device=z.device)
+    for i, (state, at) in enumerate(passes):
+        state.interaction_into(at, interaction, accumulate=i > 0)
     return ChainPass(u=x, jt=jt, interaction=interaction)

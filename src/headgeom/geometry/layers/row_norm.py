@@ -85,8 +85,12 @@ class RowNormPass(LayerPass):
 
     def pull_jt(self, pre: Tensor) -> Tensor:
         """pre @ Jᵀ for transposed Jacobians pre (d, w) shared or (s, d, w) per sample."""
-        proj = torch.matmul(pre, self.e)  # (s, d, q)
-        return (pre - proj @ self.e.transpose(1, 2)) * self.c[:, None, None]
+        c = self.c[:, None, None]
+        proj = torch.matmul(pre, self.e).mul_(c)  # (s, d, q), c folded in
+        out = pre * c  # one pass over (s, d, w), then a rank-one update per column of E, in place
+        for j in range(self.e.shape[-1]):  # (an outer product as a batched product of inner size 1
+            out.addcmul_(proj[..., j:j + 1], self.e[:, None, :, j], value=-1.0)  # runs at a tenth of this)
+        return out
 
     def vjp(self, g: Tensor) -> Tensor:
         """Jᵀ g for g (s, w) (J is symmetric)."""
