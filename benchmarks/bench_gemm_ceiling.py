@@ -2,7 +2,7 @@
 
 Usage:
     HEADGEOM_BENCH_THREADS=2 python benchmarks/bench_gemm_ceiling.py [--case simsiam] [--n 128] [--rounds 3] \
-        [--json PATH]
+        [--scale 1] [--json PATH]
 
 The engine's warm ``effective_hessian(...).blocks()`` call of a ``bench_blocks_ab`` case is run once under a
 dispatch mode that records every matrix product it makes (``mm``, ``bmm``, ``addmm``, ``baddbmm``, with
@@ -100,11 +100,11 @@ def replay(calls: list[tuple], groups: dict | None = None) -> float:
     return total
 
 
-def run(case: str, n: int, rounds: int) -> dict:
+def run(case: str, n: int, rounds: int, scale: int = 1) -> dict:
     from headgeom.geometry import effective_hessian
     from headgeom.geometry.engine.sandwich import block_costs
 
-    head, loss, _, z = problem(case, 1, n)
+    head, loss, _, z = problem(case, scale, n)
     kw = cache_kw()
     eh = effective_hessian(head, loss, z, **kw)
     eh.blocks()  # warm: the analysis copy, its products and buffers
@@ -137,11 +137,12 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--case", choices=CASES, default="simsiam")
     p.add_argument("--n", type=int, default=128)
+    p.add_argument("--scale", type=int, default=1, help="widths divided by this (1: the paper's)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args()
     torch.set_num_threads(int(os.environ.get("HEADGEOM_BENCH_THREADS", "2")))
-    res = run(a.case, a.n, a.rounds)
+    res = run(a.case, a.n, a.rounds, a.scale)
     print(f"{a.case} N={a.n}, {res['threads']} threads, {res['products']} products, "
           f"{res['counted_gflop']:.1f} GFLOP counted ({res['recorded_gflop']:.1f} recorded), load {res['load']}")
     print(f"engine call {statistics.median(res['engine_s']):.3f} s, its products alone "
