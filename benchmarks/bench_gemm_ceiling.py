@@ -134,7 +134,7 @@ def run(case: str, n: int, rounds: int, scale: int = 1) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     p.add_argument("--case", choices=CASES, default="simsiam")
     p.add_argument("--n", type=int, default=128)
     p.add_argument("--scale", type=int, default=1, help="widths divided by this (1: the paper's)")
