@@ -130,7 +130,8 @@ def run(case: str, n: int, rounds: int, scale: int = 1) -> dict:
             "engine_fraction": counted / call / r, "ceiling_fraction": counted / gemms / r,
             "products_share_of_call": gemms / call,
             "by_shape_last_round": {k: {"s": v[0], "gflops": v[1] / v[0] / 1e9, "fraction": v[1] / v[0] / r}
-                                    for k, v in sorted(groups.items(), key=lambda kv: -kv[1][0])}, "load": [round(load0, 2), round(os.getloadavg()[0], 2)]}
+                                    for k, v in sorted(groups.items(), key=lambda kv: -kv[1][0])},
+            "load": [round(load0, 2), round(os.getloadavg()[0], 2)]}
 
 
 def main() -> None:
@@ -141,6 +142,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args()
+    if min(a.n, a.rounds, a.scale) < 1:
+        p.error(f"need --n, --rounds and --scale >= 1; got {a.n}, {a.rounds}, {a.scale}")
     torch.set_num_threads(int(os.environ.get("HEADGEOM_BENCH_THREADS", "2")))
     res = run(a.case, a.n, a.rounds, a.scale)
     print(f"{a.case} N={a.n}, {res['threads']} threads, {res['products']} products, "

@@ -5,7 +5,7 @@ shared Wᵀ; torch folds that into one (s·d, w) × (w, w') product only when th
 row-major. A transposed view of the first weight passed its strides on through the broadcast
 scalings of every layer kind, and the product ran as a batched one against an expanded Wᵀ (a third
 of the rate, BENCHMARKS.md "Layer kinds on the structured path"). Checked on the operations the
-pass dispatches (no timing), with the blocks against the dense float64 reference alongside.
+pass dispatches (no timing), with J_i and M_i against float64 autograd alongside.
 """
 from __future__ import annotations
 
@@ -49,7 +49,21 @@ def test_the_linear_after_a_nonlinear_layer_is_one_gemm(kind):
     with BatchedAgainstShared() as mode:
         out = chain_pass(layers, z, rho)
     assert mode.found == [], f"{kind}: batched products against an expanded weight: {mode.found}"
-    # and the pass is still exact: J_iᵀ against autograd, per sample
+    # and the pass is still exact, per sample: J_iᵀ, and M_i = ∇²_z ⟨ρ_i, head(z_i)⟩ (its first term
+    # is now written, the others added), against autograd
     for i in range(z.shape[0]):
         jac = torch.autograd.functional.jacobian(lambda x: head(x[None])[0], z[i])
         torch.testing.assert_close(out.jt[i], jac.T, rtol=1e-12, atol=1e-13)
+        second = torch.autograd.functional.hessian(lambda x: (rho[i] * head(x[None])[0]).sum(), z[i])
+        torch.testing.assert_close(out.interaction[i], second, rtol=1e-10, atol=1e-12)
+
+
+def test_two_nonlinear_layers_add_their_terms():
+    torch.manual_seed(1)
+    head = nn.Sequential(nn.Linear(6, 8), nn.RMSNorm(8), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 5)).to(DT).eval()
+    layers = fuse_affine_runs(flatten_layers(head, (3, 6)))
+    z, rho = torch.randn(3, 6, dtype=DT), torch.randn(3, 5, dtype=DT)
+    out = chain_pass(layers, z, rho)
+    for i in range(3):
+        second = torch.autograd.functional.hessian(lambda x: (rho[i] * head(x[None])[0]).sum(), z[i])
+        torch.testing.assert_close(out.interaction[i], second, rtol=1e-10, atol=1e-12)
